@@ -1,0 +1,61 @@
+import { jetstream, DeliverPolicy, type JetStreamManager } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { WatchEvent } from "../gen/choreo/api/v1/api.js";
+import { expired } from "../api/errors.js";
+import { EVENT_STREAM } from "./subjects.js";
+import { streamState } from "./stream.js";
+
+/** Encodes a watch event (the payload of every event-log message). */
+export function encodeEvent(ev: WatchEvent): Uint8Array {
+  return WatchEvent.encode(ev).finish();
+}
+
+/** Decodes an event-log message. */
+export function decodeEvent(data: Uint8Array): WatchEvent {
+  return WatchEvent.decode(data);
+}
+
+/** Options of `consumeEvents`. */
+export interface ConsumeOptions {
+  nc: NatsConnection;
+  jsm: JetStreamManager;
+  /** One subject filter (NATS 2.9 takes one per consumer). */
+  filter: string;
+  /** Deliver every change after this revision. */
+  fromRevision: number;
+  signal: AbortSignal;
+}
+
+/**
+ * Every change after `fromRevision` matching `filter`, in revision order,
+ * then live changes until the signal aborts. Throws a 410 Expired ApiError
+ * when the log no longer holds revision fromRevision+1.
+ */
+export async function* consumeEvents(opts: ConsumeOptions): AsyncGenerator<WatchEvent> {
+  const { firstRevision, lastRevision } = await streamState(opts.jsm);
+  // Revision r is still answerable when r+1 is held, or nothing after r exists yet.
+  if (opts.fromRevision + 1 < firstRevision && opts.fromRevision < lastRevision) {
+    throw expired(`too old resource version: ${opts.fromRevision} (${firstRevision - 1})`);
+  }
+  if (opts.signal.aborted) return;
+  const js = jetstream(opts.nc);
+  const consumer = await js.consumers.get(EVENT_STREAM, {
+    filter_subjects: opts.filter,
+    deliver_policy: DeliverPolicy.StartSequence,
+    opt_start_seq: opts.fromRevision + 1,
+  });
+  const messages = await consumer.consume({ max_messages: 512 });
+  const stop = (): void => void messages.close();
+  opts.signal.addEventListener("abort", stop, { once: true });
+  try {
+    for await (const m of messages) {
+      if (opts.signal.aborted) break;
+      const ev = decodeEvent(m.data);
+      if (!ev.revision) ev.revision = m.seq;
+      yield ev;
+    }
+  } finally {
+    opts.signal.removeEventListener("abort", stop);
+    await messages.close();
+  }
+}

@@ -1,0 +1,46 @@
+import { jetstreamManager, RetentionPolicy, StorageType, DiscardPolicy, type JetStreamManager } from "@nats-io/jetstream";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { EVENT_PREFIX, EVENT_STREAM } from "./subjects.js";
+
+/** Options of the event stream. */
+export interface EventStreamOptions {
+  /** How many changes the log keeps; older revisions answer 410. */
+  retention?: number;
+  /** JetStream replicas (1 on one machine). */
+  replicas?: number;
+}
+
+/** Creates the event stream if missing (idempotent; updates the retention). */
+export async function ensureEventStream(nc: NatsConnection, opts: EventStreamOptions = {}): Promise<JetStreamManager> {
+  const jsm = await jetstreamManager(nc);
+  const config = {
+    name: EVENT_STREAM,
+    subjects: [`${EVENT_PREFIX}.>`],
+    retention: RetentionPolicy.Limits,
+    storage: StorageType.File,
+    discard: DiscardPolicy.Old,
+    max_msgs: opts.retention ?? 1_000_000,
+    num_replicas: opts.replicas ?? 1,
+    max_msg_size: 8 * 1024 * 1024,
+    duplicate_window: 2 * 60 * 1_000_000_000,
+  };
+  try {
+    const info = await jsm.streams.info(EVENT_STREAM);
+    if (info.config.max_msgs !== config.max_msgs) await jsm.streams.update(EVENT_STREAM, { max_msgs: config.max_msgs });
+  } catch (err) {
+    if (!/stream not found/i.test(String((err as Error).message))) throw err;
+    await jsm.streams.add(config);
+  }
+  return jsm;
+}
+
+/** First and last revision the log holds (first > last when it is empty). */
+export async function streamState(jsm: JetStreamManager): Promise<{ firstRevision: number; lastRevision: number; messages: number }> {
+  const info = await jsm.streams.info(EVENT_STREAM);
+  return { firstRevision: info.state.first_seq, lastRevision: info.state.last_seq, messages: info.state.messages };
+}
+
+/** Connects to NATS with choreo's defaults (reconnect forever, named connection). */
+export function connectBus(url: string, name: string): Promise<NatsConnection> {
+  return connect({ servers: url, name, maxReconnectAttempts: -1, reconnectTimeWait: 250, pingInterval: 10_000 });
+}

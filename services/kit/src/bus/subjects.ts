@@ -1,0 +1,48 @@
+/**
+ * Subjects of the event log. Every change is published on
+ *   choreo.ev.<resource>.<namespace|_>.<name>
+ * and pod changes carry the node they are bound to (invariant 5), so a node
+ * agent subscribes to its own pods only:
+ *   choreo.ev.pods.<node|_>.<namespace>.<name>
+ * Names may contain dots, which NATS uses as token separators: they are
+ * written as `~` (never valid in a Kubernetes name).
+ */
+export const EVENT_PREFIX = "choreo.ev";
+
+/** The JetStream stream that holds the event log. */
+export const EVENT_STREAM = "CHOREO_EVENTS";
+
+/** The NATS request subject of an api method: `choreo.api.<method>`. */
+export function apiSubject(method: string): string {
+  return `choreo.api.${method}`;
+}
+
+/** Escapes a name for use as one subject token. */
+export function token(s: string): string {
+  return s === "" ? "_" : s.replaceAll(".", "~");
+}
+
+/** Reverses `token`. */
+export function untoken(s: string): string {
+  return s === "_" ? "" : s.replaceAll("~", ".");
+}
+
+/** The subject of a change to an object. `node` matters for pods only. */
+export function eventSubject(resource: string, namespace: string, name: string, node = ""): string {
+  if (resource === "pods") return `${EVENT_PREFIX}.pods.${token(node)}.${token(namespace)}.${token(name)}`;
+  return `${EVENT_PREFIX}.${resource}.${token(namespace)}.${token(name)}`;
+}
+
+/** The filter for every change of a resource, optionally in one namespace. */
+export function resourceFilter(resource: string, namespace = ""): string {
+  if (resource === "pods") return namespace ? `${EVENT_PREFIX}.pods.*.${token(namespace)}.*` : `${EVENT_PREFIX}.pods.>`;
+  return namespace ? `${EVENT_PREFIX}.${resource}.${token(namespace)}.*` : `${EVENT_PREFIX}.${resource}.>`;
+}
+
+/** The filter for the pods bound to one node (or `""`: unbound pods). */
+export function podsOnNodeFilter(node: string): string {
+  return `${EVENT_PREFIX}.pods.${token(node)}.>`;
+}
+
+/** The filter for everything. */
+export const ALL_EVENTS = `${EVENT_PREFIX}.>`;

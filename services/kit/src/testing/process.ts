@@ -1,0 +1,175 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { createWriteStream, type WriteStream } from "node:fs";
+import net from "node:net";
+
+/** Options of `startProcess`. */
+export interface ProcessOptions {
+  name: string;
+  cmd: string;
+  args?: string[];
+  env?: Record<string, string | undefined>;
+  cwd?: string;
+  /** Ready once this appears in stdout or stderr. */
+  readyWhen?: RegExp;
+  /** Ready once this URL answers 200. */
+  readyUrl?: string;
+  /** Ready once this resolves true (polled). */
+  readyCheck?: () => Promise<boolean>;
+  timeoutMs?: number;
+  /** Also append the output to this file. */
+  logFile?: string;
+}
+
+/** A child process started by `startProcess`. */
+export interface ManagedProcess {
+  readonly name: string;
+  readonly pid: number;
+  readonly child: ChildProcess;
+  /** Resolves when the process exits. */
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** The output so far (stdout and stderr interleaved, last 256 KiB). */
+  output(): string;
+  /** kill -9, and wait for the exit. */
+  kill(): Promise<void>;
+  /** SIGTERM, then SIGKILL after `graceMs`; waits for the exit. */
+  stop(graceMs?: number): Promise<void>;
+  isRunning(): boolean;
+}
+
+const MAX_OUTPUT = 256 * 1024;
+
+/** Starts a process and waits until it is ready; rejects with its output if it exits first or times out. */
+export async function startProcess(opts: ProcessOptions): Promise<ManagedProcess> {
+  const child = spawn(opts.cmd, opts.args ?? [], {
+    cwd: opts.cwd,
+    env: { ...process.env, ...opts.env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let out = "";
+  let running = true;
+  const log: WriteStream | undefined = opts.logFile ? createWriteStream(opts.logFile, { flags: "a" }) : undefined;
+  const listeners = new Set<() => void>();
+  const onData = (b: Buffer): void => {
+    const s = b.toString();
+    out = (out + s).slice(-MAX_OUTPUT);
+    log?.write(s);
+    for (const l of listeners) l();
+  };
+  child.stdout?.on("data", onData);
+  child.stderr?.on("data", onData);
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+    child.on("exit", (code, signal) => {
+      running = false;
+      log?.end();
+      for (const l of listeners) l();
+      resolve({ code, signal });
+    });
+    child.on("error", (err) => {
+      out += `\nspawn error: ${err.message}`;
+      running = false;
+      for (const l of listeners) l();
+      resolve({ code: -1, signal: null });
+    });
+  });
+
+  const proc: ManagedProcess = {
+    name: opts.name,
+    pid: child.pid ?? -1,
+    child,
+    exited,
+    output: () => out,
+    isRunning: () => running,
+    async kill() {
+      if (running) child.kill("SIGKILL");
+      await exited;
+    },
+    async stop(graceMs = 10_000) {
+      if (!running) return;
+      child.kill("SIGTERM");
+      const t = setTimeout(() => child.kill("SIGKILL"), graceMs);
+      await exited;
+      clearTimeout(t);
+    },
+  };
+
+  const timeoutMs = opts.timeoutMs ?? 30_000;
+  const deadline = Date.now() + timeoutMs;
+  try {
+    await new Promise<void>((resolve, reject) => {
+      let done = false;
+      const finish = (err?: Error): void => {
+        if (done) return;
+        done = true;
+        listeners.delete(check);
+        clearInterval(poll);
+        if (err) reject(err);
+        else resolve();
+      };
+      const check = (): void => {
+        if (!running) finish(new Error(`${opts.name} exited before it was ready:\n${out.slice(-4000)}`));
+        else if (opts.readyWhen?.test(out)) finish();
+        else if (Date.now() > deadline) finish(new Error(`${opts.name} not ready after ${timeoutMs} ms:\n${out.slice(-4000)}`));
+      };
+      listeners.add(check);
+      let probing = false;
+      const poll = setInterval(() => {
+        check();
+        if (done || probing || (!opts.readyUrl && !opts.readyCheck)) return;
+        probing = true;
+        const probe = opts.readyCheck ?? (() => urlOk(opts.readyUrl as string));
+        probe()
+          .then((ok) => (ok ? finish() : undefined))
+          .catch(() => undefined)
+          .finally(() => (probing = false));
+      }, 50);
+      check();
+    });
+  } catch (err) {
+    await proc.kill();
+    throw err;
+  }
+  return proc;
+}
+
+async function urlOk(url: string): Promise<boolean> {
+  try {
+    const res = await fetch(url, { signal: AbortSignal.timeout(1000) });
+    await res.arrayBuffer();
+    return res.ok;
+  } catch {
+    return false;
+  }
+}
+
+/** A TCP port free at the time of the call. */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.unref();
+    srv.on("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const addr = srv.address();
+      const port = typeof addr === "object" && addr ? addr.port : 0;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/** Polls `fn` until it returns a truthy value (returned) or the timeout passes (throws with `message`). */
+export async function waitFor<T>(fn: () => T | Promise<T>, opts: { timeoutMs?: number; intervalMs?: number; message?: string } = {}): Promise<NonNullable<T>> {
+  const deadline = Date.now() + (opts.timeoutMs ?? 20_000);
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await fn();
+      if (v) return v as NonNullable<T>;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) {
+      const why = last instanceof Error ? `: ${last.message}` : "";
+      throw new Error(`timed out waiting for ${opts.message ?? "condition"}${why}`);
+    }
+    await new Promise((r) => setTimeout(r, opts.intervalMs ?? 50));
+  }
+}
