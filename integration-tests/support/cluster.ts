@@ -1,0 +1,109 @@
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { connectBus } from "@choreo/kit/bus";
+import { ApiClient } from "@choreo/kit/client";
+import { freePort, startNats, startProcess, startRedis, type ManagedProcess, type ServerHandle } from "@choreo/kit/testing";
+
+/** The repository root. */
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+
+/** One api replica started as its own process. */
+export interface ApiProcess {
+  index: number;
+  httpPort: number;
+  httpsPort: number;
+  grpcPort: number;
+  metricsPort: number;
+  process: ManagedProcess;
+}
+
+/** nats-server, redis-server and N api processes, with a client. */
+export interface TestCluster {
+  dir: string;
+  nats: ServerHandle;
+  redis: ServerHandle;
+  apis: ApiProcess[];
+  nc: NatsConnection;
+  client: ApiClient;
+  token: string;
+  /** http://127.0.0.1:<port> of api 0. */
+  httpUrl: string;
+  httpsUrl: string;
+  /** kill -9 api i. */
+  killApi(i: number): Promise<void>;
+  /** Starts api i again (same ports) and waits until it answers. */
+  startApi(i: number, env?: Record<string, string>): Promise<void>;
+  stop(): Promise<void>;
+}
+
+async function answers(client: ApiClient): Promise<boolean> {
+  try {
+    await client.get("namespaces", "", "default");
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function healthz(port: number): Promise<boolean> {
+  try {
+    const res = await fetch(`http://127.0.0.1:${port}/healthz`, { signal: AbortSignal.timeout(1_000) });
+    await res.arrayBuffer();
+    return res.ok;
+  } catch {
+    return false;
+  }
+}
+
+/** Starts a cluster for an integration test. `env` goes to every api process. */
+export async function startCluster(opts: { apis?: number; env?: Record<string, string> } = {}): Promise<TestCluster> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "choreo-it-"));
+  const [nats, redis] = await Promise.all([startNats({ dir: path.join(dir, "nats") }), startRedis({ dir: path.join(dir, "redis") })]);
+  const nc = await connectBus(nats.url, "integration-test");
+  const probe = new ApiClient(nc, { timeoutMs: 1_000 });
+  const client = new ApiClient(nc, { timeoutMs: 15_000 });
+  const apis: ApiProcess[] = [];
+  for (let i = 0; i < (opts.apis ?? 1); i++) {
+    apis.push({ index: i, httpPort: await freePort(), httpsPort: await freePort(), grpcPort: await freePort(), metricsPort: await freePort(), process: undefined as unknown as ManagedProcess });
+  }
+  const launch = async (a: ApiProcess, env: Record<string, string> = {}): Promise<void> => {
+    a.process = await startProcess({
+      name: `api-${a.index}`,
+      cmd: process.execPath,
+      args: ["--import", "tsx", path.join(ROOT, "services/api/src/main.ts")],
+      cwd: ROOT,
+      env: {
+        CHOREO_NATS_URL: nats.url, CHOREO_REDIS_URL: redis.url, CHOREO_DATA_DIR: path.join(dir, "api"),
+        CHOREO_API_HTTP_PORT: String(a.httpPort), CHOREO_API_HTTPS_PORT: String(a.httpsPort), CHOREO_API_GRPC_PORT: String(a.grpcPort),
+        CHOREO_API_METRICS_PORT: String(a.metricsPort), CHOREO_REPLICA_ID: `api-${a.index}`, CHOREO_LOG_LEVEL: "warn",
+        ...opts.env, ...env,
+      },
+      // This replica's gateway is up and the api answers over NATS.
+      readyCheck: async () => (await healthz(a.httpPort)) && (await answers(probe)),
+      timeoutMs: 60_000,
+      logFile: path.join(dir, `api-${a.index}.log`),
+    });
+  };
+  // The first replica creates the token file and certificate; the others reuse them.
+  for (const a of apis) await launch(a);
+  const token = readFileSync(path.join(dir, "api", "tokens"), "utf8").trim().split("\n")[0] ?? "";
+  return {
+    dir, nats, redis, apis, nc, client, token,
+    httpUrl: `http://127.0.0.1:${apis[0]?.httpPort}`,
+    httpsUrl: `https://127.0.0.1:${apis[0]?.httpsPort}`,
+    killApi: async (i) => apis[i]?.process.kill(),
+    startApi: async (i, env) => {
+      const a = apis[i];
+      if (a) await launch(a, env);
+    },
+    async stop() {
+      await Promise.all(apis.map((a) => a.process?.stop(10_000)));
+      await nc.close().catch(() => undefined);
+      await Promise.all([nats.stop(), redis.stop()]);
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}

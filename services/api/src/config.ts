@@ -1,0 +1,54 @@
+import os from "node:os";
+import path from "node:path";
+
+/** The api service's configuration, from the environment. */
+export interface ApiConfig {
+  natsUrl: string;
+  redisUrl: string;
+  host: string;
+  httpPort: number;
+  httpsPort: number;
+  grpcPort: number;
+  metricsPort: number;
+  dataDir: string;
+  /** File with one bearer token per line (created with a random token if missing). */
+  tokenFile: string;
+  serviceCidr: string;
+  /** Changes the event log keeps; older watches answer 410. */
+  eventRetention: number;
+  watchCacheSize: number;
+  replicaId: string;
+  faultCrashBeforePublishEvery: number;
+  faultCrashAfterPublishEvery: number;
+}
+
+function int(env: NodeJS.ProcessEnv, name: string, dflt: number): number {
+  const v = env[name];
+  if (v === undefined || v === "") return dflt;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a non-negative integer, got ${JSON.stringify(v)}`);
+  return n;
+}
+
+/** Reads CHOREO_* variables; throws with the variable's name on bad values. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): ApiConfig {
+  const dataDir = path.resolve(env["CHOREO_DATA_DIR"] ?? ".choreo");
+  const retention = int(env, "CHOREO_EVENT_RETENTION", 1_000_000);
+  return {
+    natsUrl: env["CHOREO_NATS_URL"] ?? "nats://127.0.0.1:14222",
+    redisUrl: env["CHOREO_REDIS_URL"] ?? "redis://127.0.0.1:16379",
+    host: env["CHOREO_API_HOST"] ?? "127.0.0.1",
+    httpPort: int(env, "CHOREO_API_HTTP_PORT", 8080),
+    httpsPort: int(env, "CHOREO_API_HTTPS_PORT", 6443),
+    grpcPort: int(env, "CHOREO_API_GRPC_PORT", 9090),
+    metricsPort: int(env, "CHOREO_API_METRICS_PORT", 9100),
+    dataDir,
+    tokenFile: env["CHOREO_TOKEN_FILE"] ?? path.join(dataDir, "tokens"),
+    serviceCidr: env["CHOREO_SERVICE_CIDR"] ?? "10.96.0.0/16",
+    eventRetention: retention,
+    watchCacheSize: Math.min(int(env, "CHOREO_WATCH_CACHE_SIZE", 100_000), retention),
+    replicaId: env["CHOREO_REPLICA_ID"] ?? `${os.hostname()}-${process.pid}`,
+    faultCrashBeforePublishEvery: int(env, "CHOREO_FAULT_CRASH_BEFORE_PUBLISH_EVERY", 0),
+    faultCrashAfterPublishEvery: int(env, "CHOREO_FAULT_CRASH_AFTER_PUBLISH_EVERY", 0),
+  };
+}

@@ -1,0 +1,64 @@
+// The api service: config → Redis + NATS → registry, relay, watch cache →
+// NATS, gRPC and HTTP transports, until SIGTERM; then drain and exit.
+import { Redis } from "ioredis";
+import { connectBus, ensureEventStream } from "@choreo/kit/bus";
+import { runAll, signalController } from "@choreo/kit/lifecycle";
+import { createLogger } from "@choreo/kit/log";
+import { createRegistry as createMetricsRegistry, metricsServer } from "@choreo/kit/metrics";
+import { createGateway, ensureServingCert } from "./http/index.js";
+import { gatewayRunnable } from "./gateway-runnable.js";
+import { loadConfig } from "./config.js";
+import { GrpcTransport } from "./grpc/serve-grpc.js";
+import { NatsTransport } from "./nats/serve-nats.js";
+import { bootstrap, createRegistry } from "./registry/index.js";
+import { apiMetrics } from "./metrics.js";
+import { RedisStore } from "./storage/redis-store.js";
+import { Relay } from "./storage/relay.js";
+import { WatchCache } from "./storage/watch-cache.js";
+import { loadTokens } from "./tokens.js";
+
+const config = loadConfig();
+const log = createLogger({ service: "api" });
+const ac = signalController();
+const metrics = createMetricsRegistry("api");
+const m = apiMetrics(metrics);
+
+const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 3, enableAutoPipelining: true });
+const nc = await connectBus(config.natsUrl, `api-${config.replicaId}`);
+const jsm = await ensureEventStream(nc, { retention: config.eventRetention });
+const store = new RedisStore(redis);
+const registry = createRegistry({ store, redis, serviceCidr: config.serviceCidr, log: log.child({ subsystem: "registry" }) });
+const cache = new WatchCache({ nc, jsm, log: log.child({ subsystem: "watch-cache" }), capacity: config.watchCacheSize });
+registry.attachWatch({ cache, nc, jsm });
+await bootstrap(registry);
+
+const tokens = loadTokens(config.tokenFile);
+const tls = await ensureServingCert(config.dataDir, [config.host]);
+const gateway = createGateway({ handlers: registry, log: log.child({ subsystem: "http" }), tokens, registry: metrics, serverAddress: `${config.host}:${config.httpsPort}` });
+const relay = new Relay({
+  redis, nc, jsm, log: log.child({ subsystem: "relay" }), id: config.replicaId,
+  crashBeforePublishEvery: config.faultCrashBeforePublishEvery, crashAfterPublishEvery: config.faultCrashAfterPublishEvery,
+  onBacklog: (n) => m.relayBacklog.set(n), onPublished: (n) => m.relayPublished.inc(n),
+});
+
+log.info({ http: config.httpPort, https: config.httpsPort, grpc: config.grpcPort, nats: config.natsUrl }, "api starting");
+try {
+  await runAll(
+    [
+      relay,
+      cache,
+      new NatsTransport({ nc, handlers: registry, log: log.child({ subsystem: "nats" }), onRequest: (method, code, s) => m.requests.observe({ transport: "nats", method, code: String(code) }, s) }),
+      new GrpcTransport({ handlers: registry, log: log.child({ subsystem: "grpc" }), host: config.host, port: config.grpcPort, tokens }),
+      gatewayRunnable(gateway, { host: config.host, httpPort: config.httpPort, httpsPort: config.httpsPort, tls: { cert: tls.cert, key: tls.key } }),
+      metricsServer({ registry: metrics, port: config.metricsPort, host: config.host }),
+    ],
+    ac.signal,
+  );
+} catch (err) {
+  log.fatal({ err }, "api failed");
+  process.exitCode = 1;
+} finally {
+  await nc.drain().catch(() => undefined);
+  redis.disconnect();
+  log.info({}, "api stopped");
+}

@@ -1,0 +1,69 @@
+import type { NatsConnection, Msg, Subscription } from "@nats-io/transport-node";
+import { statusOf } from "@choreo/kit";
+import { apiSubject } from "@choreo/kit/bus";
+import { METHODS, type Method } from "@choreo/kit/client";
+import { Reply, type Object as ApiObject, type ObjectList } from "@choreo/kit/gen/choreo/api/v1/api";
+import type { Scale } from "@choreo/kit/gen/choreo/autoscaling/v1/autoscaling";
+import type { Logger } from "@choreo/kit/log";
+import type { ApiHandlers } from "../handlers/api-handlers.js";
+
+/** The queue group every api replica joins: a request goes to one of them. */
+export const API_QUEUE = "choreo-api";
+
+type Result = ApiObject | ObjectList | Scale;
+
+function replyOf(method: Method, result: Result): Reply {
+  if (method === "list" || method === "deleteCollection") return { result: { $case: "list", value: result as ObjectList } };
+  if (method === "getScale" || method === "updateScale") return { result: { $case: "scale", value: result as Scale } };
+  return { result: { $case: "object", value: result as ApiObject } };
+}
+
+/**
+ * Serves the api's unary methods over NATS request-reply, protobuf in and
+ * out, in a queue group so several replicas share the load. Failures are
+ * answered with the Status, never dropped.
+ */
+export class NatsTransport {
+  readonly name = "nats-transport";
+  constructor(
+    private readonly opts: { nc: NatsConnection; handlers: ApiHandlers; log: Logger; onRequest?: (method: string, code: number, seconds: number) => void },
+  ) {}
+
+  async start(signal: AbortSignal): Promise<void> {
+    const subs: Subscription[] = [];
+    for (const method of Object.keys(METHODS) as Method[]) {
+      subs.push(this.opts.nc.subscribe(apiSubject(method), { queue: API_QUEUE, callback: (err, msg) => {
+        if (err) {
+          this.opts.log.warn({ err, method }, "subscription error");
+          return;
+        }
+        void this.serve(method, msg);
+      } }));
+    }
+    await this.opts.nc.flush();
+    await new Promise<void>((resolve) => {
+      if (signal.aborted) resolve();
+      signal.addEventListener("abort", () => resolve(), { once: true });
+    });
+    // Drain: stop taking requests, finish the ones in flight.
+    await Promise.all(subs.map((s) => s.drain().catch(() => undefined)));
+  }
+
+  private async serve(method: Method, msg: Msg): Promise<void> {
+    const started = performance.now();
+    let reply: Reply;
+    let code = 200;
+    try {
+      const req = (METHODS[method] as { decode(b: Uint8Array): unknown }).decode(msg.data);
+      const fn = this.opts.handlers[method] as (r: unknown) => Promise<Result>;
+      reply = replyOf(method, await fn.call(this.opts.handlers, req));
+    } catch (err) {
+      const status = statusOf(err);
+      code = status.code;
+      if (code >= 500) this.opts.log.error({ err, method }, "request failed");
+      reply = { result: { $case: "status", value: status } };
+    }
+    this.opts.onRequest?.(method, code, (performance.now() - started) / 1000);
+    if (msg.reply) msg.respond(Reply.encode(reply).finish());
+  }
+}

@@ -1,0 +1,186 @@
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { ApiError, unwrap } from "@choreo/kit";
+import { fromKubeJson, toKubeJson } from "@choreo/kit/kube-json";
+import type { Pod, ReplicationController, Service } from "@choreo/kit/gen/choreo/core/v1/core";
+import { startStack, type Stack } from "../testing/stack.js";
+
+const pod = (name: string, extra: Record<string, unknown> = {}, ns = "default") =>
+  fromKubeJson({ apiVersion: "v1", kind: "Pod", metadata: { name, namespace: ns, labels: { app: "web" } }, spec: { containers: [{ name: "c", image: "nginx:1.25" }] }, ...extra });
+
+async function rejects(p: Promise<unknown>, code: number, reason: string, message?: RegExp): Promise<ApiError> {
+  try {
+    await p;
+  } catch (err) {
+    assert.ok(err instanceof ApiError, `not an ApiError: ${String(err)}`);
+    assert.equal(err.code, code, err.message);
+    assert.equal(err.reason, reason, err.message);
+    if (message) assert.match(err.message, message);
+    return err;
+  }
+  assert.fail("expected a rejection");
+}
+
+describe("registry over NATS", () => {
+  let s: Stack;
+  before(async () => {
+    s = await startStack();
+  });
+  after(async () => {
+    await s?.stop();
+  });
+
+  it("creates the system namespaces at start", async () => {
+    const list = await s.client.list("namespaces");
+    const names = list.items.map((o) => unwrap(o).metadata?.name).sort();
+    assert.deepEqual(names, ["default", "kube-node-lease", "kube-public", "kube-system"]);
+  });
+
+  it("creates with uid, timestamps, generation 1, the revision as resourceVersion, and Pending status", async () => {
+    const before = await s.store.currentRevision();
+    const created = unwrap(await s.client.create(pod("p1"))) as Pod;
+    assert.equal(created.metadata?.generation, 1);
+    assert.match(created.metadata?.uid ?? "", /^[0-9a-f-]{36}$/);
+    assert.match(created.metadata?.creationTimestamp ?? "", /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
+    assert.equal(created.metadata?.resourceVersion, String(before + 1));
+    assert.equal(created.status?.phase, "Pending");
+    assert.equal(created.spec?.restartPolicy, "Always");
+    assert.equal(created.spec?.containers[0]?.imagePullPolicy, "IfNotPresent");
+    const got = unwrap(await s.client.get("pods", "default", "p1"));
+    assert.deepEqual(toKubeJson({ kind: { $case: "pod", value: got as Pod } }), toKubeJson({ kind: { $case: "pod", value: created } }));
+    await rejects(s.client.create(pod("p1")), 409, "AlreadyExists", /pods "p1" already exists/);
+  });
+
+  it("refuses stale resourceVersions with 409 and bumps generation on spec changes only", async () => {
+    const rc = unwrap(await s.client.create(fromKubeJson({
+      apiVersion: "v1", kind: "ReplicationController", metadata: { name: "rc1", namespace: "default" },
+      spec: { replicas: 1, selector: { app: "x" }, template: { metadata: { labels: { app: "x" } }, spec: { containers: [{ name: "c", image: "i" }] } } },
+    }))) as ReplicationController;
+    const stale = structuredClone(rc);
+    rc.spec!.replicas = 2;
+    const updated = unwrap(await s.client.update({ kind: { $case: "replicationController", value: rc } })) as ReplicationController;
+    assert.equal(updated.metadata?.generation, 2);
+    stale.metadata!.labels = { changed: "yes" };
+    const revBefore = await s.store.currentRevision();
+    await rejects(s.client.update({ kind: { $case: "replicationController", value: stale } }), 409, "Conflict", /the object has been modified/);
+    assert.equal(await s.store.currentRevision(), revBefore, "a refused write does not move the revision");
+    updated.metadata!.labels = { l: "1" };
+    const relabelled = unwrap(await s.client.update({ kind: { $case: "replicationController", value: updated } })) as ReplicationController;
+    assert.equal(relabelled.metadata?.generation, 2, "metadata changes keep the generation");
+  });
+
+  it("writes status only through the status subresource", async () => {
+    const p = unwrap(await s.client.create(pod("p-status"))) as Pod;
+    p.status!.phase = "Running";
+    const revBefore = await s.store.currentRevision();
+    await rejects(s.client.update({ kind: { $case: "pod", value: p } }), 422, "Invalid", /status may only be changed through the status subresource/);
+    assert.equal(await s.store.currentRevision(), revBefore);
+    const r = unwrap(await s.client.updateStatus({ kind: { $case: "pod", value: p } })) as Pod;
+    assert.equal(r.status?.phase, "Running");
+    assert.equal(r.metadata?.generation, 1);
+  });
+
+  it("binds an unbound pod once; a second bind is a conflict", async () => {
+    await s.client.create(pod("p-bind"));
+    const bound = unwrap(await s.client.bind("default", "p-bind", "node-a")) as Pod;
+    assert.equal(bound.spec?.nodeName, "node-a");
+    assert.ok(bound.status?.conditions.some((c) => c.type === "PodScheduled" && c.status === "True"));
+    await rejects(s.client.bind("default", "p-bind", "node-b"), 409, "Conflict", /already assigned to node "node-a"/);
+    const onNode = await s.client.list("pods", { fieldSelector: "spec.nodeName=node-a" });
+    assert.deepEqual(onNode.items.map((o) => unwrap(o).metadata?.name), ["p-bind"]);
+  });
+
+  it("deletes a bound pod gracefully and at once with gracePeriodSeconds=0", async () => {
+    await s.client.create(pod("p-grace"));
+    await s.client.bind("default", "p-grace", "node-a");
+    const terminating = unwrap(await s.client.delete("pods", "default", "p-grace")) as Pod;
+    assert.ok(terminating.metadata?.deletionTimestamp, "deletionTimestamp set");
+    assert.equal(terminating.metadata?.deletionGracePeriodSeconds, 30);
+    await s.client.get("pods", "default", "p-grace"); // still there
+    await s.client.delete("pods", "default", "p-grace", { gracePeriodSeconds: 0 });
+    await rejects(s.client.get("pods", "default", "p-grace"), 404, "NotFound", /pods "p-grace" not found/);
+    const empty = await s.client.list("pods", { fieldSelector: "spec.nodeName=node-a,metadata.name=p-grace" });
+    assert.equal(empty.items.length, 0, "the node index forgets the pod");
+  });
+
+  it("keeps an object with finalizers until the last one is removed", async () => {
+    const p = unwrap(await s.client.create(pod("p-fin", { metadata: { name: "p-fin", namespace: "default", finalizers: ["example.com/hold"] } }))) as Pod;
+    assert.deepEqual(p.metadata?.finalizers, ["example.com/hold"]);
+    const deleting = unwrap(await s.client.delete("pods", "default", "p-fin")) as Pod;
+    assert.ok(deleting.metadata?.deletionTimestamp);
+    deleting.metadata!.finalizers = [];
+    await s.client.update({ kind: { $case: "pod", value: deleting } });
+    await rejects(s.client.get("pods", "default", "p-fin"), 404, "NotFound");
+  });
+
+  it("allocates unique ClusterIPs from the range and releases them on delete", async () => {
+    const svc = (name: string, clusterIP?: string) =>
+      fromKubeJson({ apiVersion: "v1", kind: "Service", metadata: { name, namespace: "default" }, spec: { selector: { app: "web" }, ports: [{ port: 80 }], ...(clusterIP ? { clusterIP } : {}) } });
+    const ips = new Set<string>();
+    for (let i = 0; i < 20; i++) {
+      const v = unwrap(await s.client.create(svc(`s${i}`))) as Service;
+      assert.match(v.spec?.clusterIp ?? "", /^10\.96\.\d+\.\d+$/);
+      assert.equal(v.spec?.ports[0]?.targetPort?.value?.value, 80);
+      ips.add(v.spec?.clusterIp ?? "");
+    }
+    assert.equal(ips.size, 20);
+    const fixed = unwrap(await s.client.create(svc("fixed", "10.96.200.7"))) as Service;
+    assert.equal(fixed.spec?.clusterIp, "10.96.200.7");
+    await rejects(s.client.create(svc("taken", "10.96.200.7")), 422, "Invalid", /provided IP is already allocated/);
+    await rejects(s.client.create(svc("outside", "10.1.0.1")), 422, "Invalid", /not in the valid range/);
+    await s.client.delete("services", "default", "fixed");
+    const again = unwrap(await s.client.create(svc("fixed2", "10.96.200.7"))) as Service;
+    assert.equal(again.spec?.clusterIp, "10.96.200.7", "released on delete");
+  });
+
+  it("scales a replication controller through the scale subresource", async () => {
+    await s.client.create(fromKubeJson({
+      apiVersion: "v1", kind: "ReplicationController", metadata: { name: "rc-scale", namespace: "default" },
+      spec: { replicas: 1, template: { metadata: { labels: { app: "s" } }, spec: { containers: [{ name: "c", image: "i" }] } } },
+    }));
+    const scale = await s.client.getScale("replicationcontrollers", "default", "rc-scale");
+    assert.equal(scale.spec?.replicas, 1);
+    assert.equal(scale.status?.selector, "app=s");
+    const after = await s.client.updateScale("replicationcontrollers", "default", "rc-scale", 5);
+    assert.equal(after.spec?.replicas, 5);
+    await rejects(s.client.updateScale("replicationcontrollers", "default", "rc-scale", 3, "1"), 409, "Conflict");
+    await rejects(s.client.updateScale("replicationcontrollers", "default", "rc-scale", -1), 422, "Invalid");
+  });
+
+  it("pages lists with limit and continue", async () => {
+    const ns = fromKubeJson({ apiVersion: "v1", kind: "Namespace", metadata: { name: "paging" } });
+    await s.client.create(ns);
+    for (let i = 0; i < 7; i++) await s.client.create(pod(`p${i}`, {}, "paging"));
+    const seen: string[] = [];
+    let cont = "";
+    let pages = 0;
+    do {
+      const page = await s.client.list("pods", { namespace: "paging", limit: 3, continue: cont });
+      seen.push(...page.items.map((o) => unwrap(o).metadata?.name ?? ""));
+      cont = page.metadata?.continue ?? "";
+      pages++;
+    } while (cont);
+    assert.deepEqual(seen, ["p0", "p1", "p2", "p3", "p4", "p5", "p6"]);
+    assert.equal(pages, 3);
+    await rejects(s.client.list("pods", { namespace: "paging", continue: "garbage!" }), 400, "BadRequest", /continue key is not valid/);
+  });
+
+  it("deletes a namespace with everything in it", async () => {
+    await s.client.create(fromKubeJson({ apiVersion: "v1", kind: "Namespace", metadata: { name: "doomed" } }));
+    await s.client.create(pod("a", {}, "doomed"));
+    await s.client.create(pod("b", {}, "doomed"));
+    const ns = unwrap(await s.client.delete("namespaces", "", "doomed"));
+    assert.ok(ns.metadata?.deletionTimestamp);
+    // Terminating (403) or already purged (404): either way nothing new goes in.
+    const err = await s.client.create(pod("c", {}, "doomed")).then(() => undefined, (e: unknown) => e);
+    assert.ok(err instanceof ApiError && (err.code === 403 || err.code === 404), `unexpected ${String(err)}`);
+    for (let i = 0; i < 100; i++) {
+      const gone = await s.client.get("namespaces", "", "doomed").then(() => false, () => true);
+      if (gone) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    await rejects(s.client.get("namespaces", "", "doomed"), 404, "NotFound");
+    assert.equal((await s.client.list("pods", { namespace: "doomed" })).items.length, 0);
+    await rejects(s.client.delete("namespaces", "", "default"), 403, "Forbidden", /may not be deleted/);
+  });
+});

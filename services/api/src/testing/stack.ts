@@ -1,0 +1,60 @@
+import { Redis } from "ioredis";
+import type { JetStreamManager } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { connectBus, ensureEventStream } from "@choreo/kit/bus";
+import { ApiClient } from "@choreo/kit/client";
+import { runAll } from "@choreo/kit/lifecycle";
+import { silentLogger } from "@choreo/kit/log";
+import { startNats, startRedis, type ServerHandle } from "@choreo/kit/testing";
+import { NatsTransport } from "../nats/serve-nats.js";
+import { bootstrap, createRegistry, type Registry } from "../registry/index.js";
+import { RedisStore } from "../storage/redis-store.js";
+import { Relay } from "../storage/relay.js";
+import { WatchCache } from "../storage/watch-cache.js";
+
+/** An api stack in this process over real nats-server and redis-server, for tests. */
+export interface Stack {
+  nats: ServerHandle;
+  redis: ServerHandle;
+  nc: NatsConnection;
+  jsm: JetStreamManager;
+  redisClient: Redis;
+  store: RedisStore;
+  registry: Registry;
+  cache: WatchCache;
+  client: ApiClient;
+  stop(): Promise<void>;
+}
+
+/** Starts servers, the registry, relay, watch cache and the NATS transport. */
+export async function startStack(opts: { retention?: number; watchCacheSize?: number } = {}): Promise<Stack> {
+  const [nats, redis] = await Promise.all([startNats(), startRedis()]);
+  const nc = await connectBus(nats.url, "test-api");
+  const jsm = await ensureEventStream(nc, { retention: opts.retention ?? 100_000 });
+  const redisClient = new Redis(redis.url, { enableAutoPipelining: true });
+  const store = new RedisStore(redisClient);
+  const log = silentLogger();
+  const registry = createRegistry({ store, redis: redisClient, serviceCidr: "10.96.0.0/16", log });
+  const cache = new WatchCache({ nc, jsm, log, capacity: opts.watchCacheSize ?? 10_000 });
+  registry.attachWatch({ cache, nc, jsm });
+  await bootstrap(registry);
+  const ac = new AbortController();
+  const running = runAll(
+    [new Relay({ redis: redisClient, nc, jsm, log, id: "test" }), cache, new NatsTransport({ nc, handlers: registry, log })],
+    ac.signal,
+  );
+  await cache.ready;
+  const clientConn = await connectBus(nats.url, "test-client");
+  const client = new ApiClient(clientConn);
+  return {
+    nats, redis, nc, jsm, redisClient, store, registry, cache, client,
+    async stop() {
+      ac.abort();
+      await running.catch(() => undefined);
+      await clientConn.close();
+      await nc.close();
+      redisClient.disconnect();
+      await Promise.all([nats.stop(), redis.stop()]);
+    },
+  };
+}

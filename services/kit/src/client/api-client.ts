@@ -1,0 +1,193 @@
+import type { NatsConnection } from "@nats-io/transport-node";
+import { ApiError, failure, unavailable, timeout as timeoutError } from "../api/errors.js";
+import { kindByCase, unwrap, wrap, type KindCase, type KindValue } from "../api/kinds.js";
+import { apiSubject } from "../bus/subjects.js";
+import { Reply, type Object as ApiObject, type ObjectList } from "../gen/choreo/api/v1/api.js";
+import type { Scale } from "../gen/choreo/autoscaling/v1/autoscaling.js";
+import type { DeleteOptions } from "../gen/choreo/meta/v1/meta.js";
+import { METHODS, type Method } from "./methods.js";
+
+/** Options of a list call. */
+export interface ListOptions {
+  namespace?: string;
+  labelSelector?: string;
+  fieldSelector?: string;
+  limit?: number;
+  continue?: string;
+}
+
+/** Patch content types the api accepts. */
+export type PatchType = "application/merge-patch+json" | "application/json-patch+json" | "application/strategic-merge-patch+json";
+
+/**
+ * The api over NATS request-reply, protobuf on the wire: how actors talk to
+ * the api service. Every failure is an ApiError with a Kubernetes Status.
+ */
+export class ApiClient {
+  readonly timeoutMs: number;
+
+  constructor(
+    private readonly nc: NatsConnection,
+    opts: { timeoutMs?: number } = {},
+  ) {
+    this.timeoutMs = opts.timeoutMs ?? 10_000;
+  }
+
+  /** Sends one request; returns the reply or throws its Status. */
+  async call<M extends Method>(method: M, req: Parameters<(typeof METHODS)[M]["encode"]>[0]): Promise<Reply> {
+    const codec = METHODS[method] as { encode(m: typeof req): { finish(): Uint8Array } };
+    let msg;
+    try {
+      msg = await this.nc.request(apiSubject(method), codec.encode(req).finish(), { timeout: this.timeoutMs });
+    } catch (err) {
+      const text = String((err as Error).message ?? err);
+      if (/no responders|503/i.test(text)) throw unavailable("the api service is not reachable (no responders)");
+      if (/timeout/i.test(text)) throw timeoutError(`the api did not answer ${method} within ${this.timeoutMs} ms`);
+      throw new ApiError(failure(503, "ServiceUnavailable", `api request failed: ${text}`), { cause: err });
+    }
+    const reply = Reply.decode(msg.data);
+    if (reply.result?.$case === "status") throw new ApiError(reply.result.value);
+    return reply;
+  }
+
+  private object(r: Reply): ApiObject {
+    if (r.result?.$case !== "object") throw new Error(`expected an object reply, got ${r.result?.$case}`);
+    return r.result.value;
+  }
+
+  async get(resource: string, namespace: string, name: string): Promise<ApiObject> {
+    return this.object(await this.call("get", { resource, namespace, name }));
+  }
+
+  async list(resource: string, opts: ListOptions = {}): Promise<ObjectList> {
+    const r = await this.call("list", {
+      resource, namespace: opts.namespace ?? "", labelSelector: opts.labelSelector ?? "", fieldSelector: opts.fieldSelector ?? "",
+      limit: opts.limit ?? 0, continue: opts.continue ?? "",
+    });
+    if (r.result?.$case !== "list") throw new Error(`expected a list reply, got ${r.result?.$case}`);
+    return r.result.value;
+  }
+
+  async create(object: ApiObject, dryRun = false): Promise<ApiObject> {
+    return this.object(await this.call("create", { object, dryRun }));
+  }
+
+  async update(object: ApiObject): Promise<ApiObject> {
+    return this.object(await this.call("update", { object, dryRun: false }));
+  }
+
+  async updateStatus(object: ApiObject): Promise<ApiObject> {
+    return this.object(await this.call("updateStatus", { object, dryRun: false }));
+  }
+
+  async patch(resource: string, namespace: string, name: string, patchType: PatchType, patch: unknown, subresource = ""): Promise<ApiObject> {
+    return this.object(await this.call("patch", { resource, namespace, name, patchType, patch: JSON.stringify(patch), subresource }));
+  }
+
+  async delete(resource: string, namespace: string, name: string, options?: Partial<DeleteOptions>): Promise<ApiObject> {
+    const opts = options ? { gracePeriodSeconds: undefined, preconditions: undefined, propagationPolicy: "", dryRun: [], ...options } : undefined;
+    return this.object(await this.call("delete", { resource, namespace, name, options: opts }));
+  }
+
+  async deleteCollection(resource: string, opts: ListOptions = {}): Promise<ObjectList> {
+    const r = await this.call("deleteCollection", {
+      resource, namespace: opts.namespace ?? "", labelSelector: opts.labelSelector ?? "", fieldSelector: opts.fieldSelector ?? "", options: undefined,
+    });
+    if (r.result?.$case !== "list") throw new Error(`expected a list reply, got ${r.result?.$case}`);
+    return r.result.value;
+  }
+
+  /** Binds a pod to a node (the scheduler's write). */
+  async bind(namespace: string, name: string, node: string, uid = ""): Promise<ApiObject> {
+    return this.object(
+      await this.call("bind", {
+        namespace, name,
+        binding: {
+          apiVersion: "v1", kind: "Binding",
+          metadata: { name, namespace, uid, generateName: "", resourceVersion: "", generation: 0, creationTimestamp: "", deletionTimestamp: "", labels: {}, annotations: {}, ownerReferences: [], finalizers: [] },
+          target: { kind: "Node", name: node, namespace: "", uid: "", apiVersion: "v1", resourceVersion: "", fieldPath: "" },
+        },
+      }),
+    );
+  }
+
+  async getScale(resource: string, namespace: string, name: string): Promise<Scale> {
+    const r = await this.call("getScale", { resource, namespace, name });
+    if (r.result?.$case !== "scale") throw new Error(`expected a scale reply, got ${r.result?.$case}`);
+    return r.result.value;
+  }
+
+  async updateScale(resource: string, namespace: string, name: string, replicas: number, resourceVersion = ""): Promise<Scale> {
+    const r = await this.call("updateScale", {
+      resource, namespace, name,
+      scale: {
+        apiVersion: "autoscaling/v1", kind: "Scale",
+        metadata: { name, namespace, resourceVersion, uid: "", generateName: "", generation: 0, creationTimestamp: "", deletionTimestamp: "", labels: {}, annotations: {}, ownerReferences: [], finalizers: [] },
+        spec: { replicas }, status: undefined,
+      },
+    });
+    if (r.result?.$case !== "scale") throw new Error(`expected a scale reply, got ${r.result?.$case}`);
+    return r.result.value;
+  }
+
+  /** A client typed to one kind: values in, values out. */
+  typed<C extends KindCase>(c: C): TypedClient<C> {
+    return new TypedClient(this, c);
+  }
+}
+
+/** ApiClient narrowed to one kind (`client.typed("pod").get(ns, name)` → Pod). */
+export class TypedClient<C extends KindCase> {
+  readonly resource: string;
+  constructor(
+    readonly api: ApiClient,
+    readonly kindCase: C,
+  ) {
+    this.resource = resourceOf(kindCase);
+  }
+
+  async get(namespace: string, name: string): Promise<KindValue<C>> {
+    return unwrap(await this.api.get(this.resource, namespace, name)) as KindValue<C>;
+  }
+
+  async list(opts: ListOptions = {}): Promise<{ items: KindValue<C>[]; resourceVersion: string }> {
+    const l = await this.api.list(this.resource, opts);
+    return { items: l.items.map((o) => unwrap(o) as KindValue<C>), resourceVersion: l.metadata?.resourceVersion ?? "" };
+  }
+
+  async create(v: KindValue<C>): Promise<KindValue<C>> {
+    return unwrap(await this.api.create(wrap(this.kindCase, v))) as KindValue<C>;
+  }
+
+  async update(v: KindValue<C>): Promise<KindValue<C>> {
+    return unwrap(await this.api.update(wrap(this.kindCase, v))) as KindValue<C>;
+  }
+
+  async updateStatus(v: KindValue<C>): Promise<KindValue<C>> {
+    return unwrap(await this.api.updateStatus(wrap(this.kindCase, v))) as KindValue<C>;
+  }
+
+  async delete(namespace: string, name: string, options?: Partial<DeleteOptions>): Promise<KindValue<C>> {
+    return unwrap(await this.api.delete(this.resource, namespace, name, options)) as KindValue<C>;
+  }
+}
+
+function resourceOf(c: KindCase): string {
+  return kindByCase(c).resource;
+}
+
+/**
+ * Runs a read-modify-write until it does not conflict (client-go's
+ * RetryOnConflict): `fn` must re-read the object each time.
+ */
+export async function retryOnConflict<T>(fn: () => Promise<T>, attempts = 10): Promise<T> {
+  for (let i = 0; ; i++) {
+    try {
+      return await fn();
+    } catch (err) {
+      if (!(err instanceof ApiError && err.reason === "Conflict") || i + 1 >= attempts) throw err;
+      await new Promise((r) => setTimeout(r, Math.min(100, 2 ** i) * Math.random()));
+    }
+  }
+}
+

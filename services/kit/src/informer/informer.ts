@@ -1,0 +1,215 @@
+import type { JetStreamManager } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { isExpired } from "../api/errors.js";
+import { keyOf, kindByCase, selectableFields, unwrap, type KindCase, type KindInfo, type KindValue } from "../api/kinds.js";
+import { consumeEvents, resourceFilter } from "../bus/index.js";
+import type { ApiClient } from "../client/index.js";
+import { parseFieldSelector, parseLabelSelector, type FieldSelector, type LabelSelector } from "../apimachinery/index.js";
+import type { Logger } from "../log/index.js";
+import { sleep } from "../lifecycle/index.js";
+
+/** Callbacks of an informer. They must only enqueue keys, never block. */
+export interface EventHandler<T> {
+  onAdd?(obj: T): void;
+  onUpdate?(oldObj: T, newObj: T): void;
+  onDelete?(obj: T): void;
+}
+
+/** Options of an informer. */
+export interface InformerOptions {
+  client: ApiClient;
+  nc: NatsConnection;
+  jsm: JetStreamManager;
+  kind: KindCase;
+  namespace?: string;
+  labelSelector?: string;
+  fieldSelector?: string;
+  /** The event-log subject filter (default: every change of the resource). E.g. a node agent's pods. */
+  filterSubject?: string;
+  /** Replays every cached object as an update this often (0: never). */
+  resyncMs?: number;
+  log: Logger;
+}
+
+/**
+ * A cache of one kind fed by list, then the event log from the list's
+ * revision (invariant 3). A revision the log no longer holds (410) means
+ * relist; the diff against the cache becomes add/update/delete callbacks.
+ * Objects handed out are shared: copy before changing them.
+ */
+export class Informer<C extends KindCase> {
+  readonly name: string;
+  readonly info: KindInfo;
+  private readonly items = new Map<string, KindValue<C>>();
+  private readonly handlers: EventHandler<KindValue<C>>[] = [];
+  private readonly indexers = new Map<string, (obj: KindValue<C>) => string[]>();
+  private readonly indexes = new Map<string, Map<string, Set<string>>>();
+  private readonly labels: LabelSelector;
+  private readonly fields: FieldSelector;
+  private synced = false;
+  private syncWaiters: (() => void)[] = [];
+  /** How many times the informer listed (1 + relists). */
+  lists = 0;
+  /** The revision the cache reflects. */
+  revision = 0;
+
+  constructor(private readonly opts: InformerOptions) {
+    this.info = kindByCase(opts.kind);
+    this.name = `informer-${this.info.resource}`;
+    this.labels = parseLabelSelector(opts.labelSelector ?? "");
+    this.fields = parseFieldSelector(opts.fieldSelector ?? "");
+  }
+
+  addEventHandler(h: EventHandler<KindValue<C>>): void {
+    this.handlers.push(h);
+  }
+
+  /** Adds an index: `byIndex(name, value)` then finds objects whose `fn` returned value. */
+  addIndexer(name: string, fn: (obj: KindValue<C>) => string[]): void {
+    this.indexers.set(name, fn);
+    const idx = new Map<string, Set<string>>();
+    this.indexes.set(name, idx);
+    for (const [k, o] of this.items) for (const v of fn(o)) addTo(idx, v, k);
+  }
+
+  get(key: string): KindValue<C> | undefined {
+    return this.items.get(key);
+  }
+
+  list(): KindValue<C>[] {
+    return [...this.items.values()];
+  }
+
+  keys(): string[] {
+    return [...this.items.keys()];
+  }
+
+  byIndex(name: string, value: string): KindValue<C>[] {
+    const keys = this.indexes.get(name)?.get(value);
+    if (!keys) return [];
+    return [...keys].map((k) => this.items.get(k)).filter((o): o is KindValue<C> => o !== undefined);
+  }
+
+  hasSynced(): boolean {
+    return this.synced;
+  }
+
+  /** Resolves once the first list is in the cache. */
+  waitForSync(signal?: AbortSignal): Promise<void> {
+    if (this.synced) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      this.syncWaiters.push(resolve);
+      signal?.addEventListener("abort", () => reject(new Error("aborted before sync")), { once: true });
+    });
+  }
+
+  async start(signal: AbortSignal): Promise<void> {
+    let resync: NodeJS.Timeout | undefined;
+    if (this.opts.resyncMs) {
+      resync = setInterval(() => {
+        for (const o of this.items.values()) for (const h of this.handlers) h.onUpdate?.(o, o);
+      }, this.opts.resyncMs);
+    }
+    let failures = 0;
+    try {
+      while (!signal.aborted) {
+        try {
+          await this.relist();
+          failures = 0;
+          await this.watch(signal);
+        } catch (err) {
+          if (signal.aborted) break;
+          if (isExpired(err)) {
+            this.opts.log.info({ resource: this.info.resource, revision: this.revision }, "revision expired; relisting");
+            continue;
+          }
+          failures++;
+          this.opts.log.warn({ err, resource: this.info.resource }, "list/watch failed; retrying");
+          await sleep(Math.min(5_000, 100 * 2 ** failures), signal);
+        }
+      }
+    } finally {
+      if (resync) clearInterval(resync);
+    }
+  }
+
+  private async relist(): Promise<void> {
+    const fresh = new Map<string, KindValue<C>>();
+    let cont = "";
+    let revision = 0;
+    do {
+      const page = await this.opts.client.list(this.info.resource, {
+        namespace: this.opts.namespace, labelSelector: this.opts.labelSelector, fieldSelector: this.opts.fieldSelector, limit: 5_000, continue: cont,
+      });
+      for (const o of page.items) {
+        const v = unwrap(o) as KindValue<C>;
+        fresh.set(keyOf(v.metadata ?? { namespace: "", name: "" }), v);
+      }
+      cont = page.metadata?.continue ?? "";
+      revision = Math.max(revision, Number(page.metadata?.resourceVersion ?? 0));
+    } while (cont);
+    this.lists++;
+    for (const [k, old] of this.items) if (!fresh.has(k)) this.remove(k, old);
+    for (const [k, v] of fresh) this.put(k, v);
+    this.revision = revision;
+    if (!this.synced) {
+      this.synced = true;
+      for (const w of this.syncWaiters.splice(0)) w();
+    }
+  }
+
+  private async watch(signal: AbortSignal): Promise<void> {
+    const filter = this.opts.filterSubject ?? resourceFilter(this.info.resource, this.opts.namespace ?? "");
+    for await (const ev of consumeEvents({ nc: this.opts.nc, jsm: this.opts.jsm, filter, fromRevision: this.revision, signal })) {
+      this.revision = ev.revision;
+      const o = ev.object;
+      if (!o?.kind || o.kind.$case !== this.opts.kind) continue;
+      const v = o.kind.value as KindValue<C>;
+      const meta = v.metadata;
+      if (!meta) continue;
+      if (this.opts.namespace && meta.namespace !== this.opts.namespace) continue;
+      const key = keyOf(meta);
+      const matches = this.labels.matches(meta.labels) && this.fields.matches((f) => selectableFields(this.info, v)[f]);
+      if (ev.type === "DELETED" || !matches) {
+        const old = this.items.get(key);
+        if (old) this.remove(key, ev.type === "DELETED" ? v : old);
+      } else {
+        this.put(key, v);
+      }
+    }
+  }
+
+  private put(key: string, v: KindValue<C>): void {
+    const old = this.items.get(key);
+    if (old && old.metadata?.resourceVersion === v.metadata?.resourceVersion) return;
+    this.items.set(key, v);
+    for (const [name, fn] of this.indexers) {
+      const idx = this.indexes.get(name) as Map<string, Set<string>>;
+      if (old) for (const x of fn(old)) idx.get(x)?.delete(key);
+      for (const x of fn(v)) addTo(idx, x, key);
+    }
+    for (const h of this.handlers) {
+      if (old) h.onUpdate?.(old, v);
+      else h.onAdd?.(v);
+    }
+  }
+
+  private remove(key: string, last: KindValue<C>): void {
+    const old = this.items.get(key);
+    this.items.delete(key);
+    for (const [name, fn] of this.indexers) {
+      const idx = this.indexes.get(name) as Map<string, Set<string>>;
+      if (old) for (const x of fn(old)) idx.get(x)?.delete(key);
+    }
+    for (const h of this.handlers) h.onDelete?.(last);
+  }
+}
+
+function addTo(idx: Map<string, Set<string>>, value: string, key: string): void {
+  let s = idx.get(value);
+  if (!s) idx.set(value, (s = new Set()));
+  s.add(key);
+}
+
+/** The usual index: objects by namespace. */
+export const byNamespace = <T extends { metadata?: { namespace: string } }>(o: T): string[] => [o.metadata?.namespace ?? ""];

@@ -1,0 +1,3 @@
+// Leader election on Lease objects.
+export { LeaderElector } from "./leader.js";
+export type { LeaderOptions } from "./leader.js";
