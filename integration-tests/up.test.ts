@@ -1,0 +1,54 @@
+// The new user's path: `choreo up` (what npm start runs) brings up a
+// cluster and writes a kubeconfig; kubectl applies a pod from the Kubernetes
+// docs, `choreo get pods` shows it; SIGTERM stops everything; up again keeps
+// the data.
+import assert from "node:assert/strict";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { after, describe, it } from "node:test";
+import { freePort, startProcess, type ManagedProcess } from "@choreo/kit/testing";
+import { ROOT } from "./support/cluster.js";
+import { run } from "./support/kubectl.js";
+
+describe("choreo up", () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "choreo-up-"));
+  let up: ManagedProcess | undefined;
+  after(async () => {
+    await up?.stop(20_000);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("brings up a cluster kubectl and choreo can use, and keeps data across a restart", async () => {
+    const ports = await Promise.all(Array.from({ length: 6 }, () => freePort()));
+    const args = [
+      path.join(ROOT, "services/cli/bin/choreo.js"), "up", "--data-dir", path.join(dir, "data"),
+      "--nats-port", String(ports[0]), "--redis-port", String(ports[1]), "--http-port", String(ports[2]),
+      "--https-port", String(ports[3]), "--grpc-port", String(ports[4]), "--metrics-port", String(ports[5]),
+    ];
+    const start = () => startProcess({ name: "choreo-up", cmd: process.execPath, args, cwd: dir, readyWhen: /choreo is up/, timeoutMs: 90_000 });
+    up = await start();
+    const kubeconfig = path.join(dir, "data", "kubeconfig");
+    assert.ok(existsSync(kubeconfig));
+    assert.match(up.output(), new RegExp(`kubeconfig:\\s+${kubeconfig.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")}`));
+    assert.match(up.output(), new RegExp(`https://127\\.0\\.0\\.1:${ports[3]}`));
+
+    const file = path.join(dir, "pod.yaml");
+    writeFileSync(file, "apiVersion: v1\nkind: Pod\nmetadata:\n  name: nginx\nspec:\n  containers:\n  - name: nginx\n    image: nginx:1.14.2\n    ports:\n    - containerPort: 80\n");
+    const applied = await run("kubectl", ["apply", "-f", file], kubeconfig);
+    assert.equal(applied.code, 0, applied.stderr);
+    const viaChoreo = await run(process.execPath, [path.join(ROOT, "services/cli/bin/choreo.js"), "get", "pods"], kubeconfig, { cwd: dir });
+    assert.equal(viaChoreo.code, 0, viaChoreo.stderr);
+    assert.match(viaChoreo.stdout, /^nginx\s+0\/1\s+Pending/m);
+
+    up.child.kill("SIGTERM");
+    const exit = await up.exited;
+    assert.equal(exit.code, 0, up.output());
+    assert.ok(!existsSync(path.join(dir, "data", "up.pid")));
+
+    up = await start();
+    const again = await run("kubectl", ["get", "pod", "nginx", "-o", "name"], kubeconfig);
+    assert.equal(again.code, 0, again.stderr);
+    assert.equal(again.stdout.trim(), "pod/nginx");
+  });
+});
