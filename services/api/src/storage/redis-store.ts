@@ -82,8 +82,9 @@ export class RedisStore {
       op.mode,
       op.expectedRevision === undefined ? "" : String(op.expectedRevision),
       member(op.namespace, op.name),
-      op.object ?? "",
-      op.event,
+      // ioredis sends Buffers as bytes but stringifies other typed arrays.
+      op.object ? toBuffer(op.object) : "",
+      toBuffer(op.event),
       op.subject,
       ...add.map(() => "+"),
       ...remove.map(() => "-"),
@@ -122,4 +123,8 @@ export class RedisStore {
   async indexMembers(key: string): Promise<string[]> {
     return this.redis.zrangebylex(key, "-", "+");
   }
+}
+
+function toBuffer(u: Uint8Array): Buffer {
+  return Buffer.isBuffer(u) ? u : Buffer.from(u.buffer, u.byteOffset, u.byteLength);
 }

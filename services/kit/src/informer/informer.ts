@@ -1,7 +1,8 @@
 import type { JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { isExpired } from "../api/errors.js";
-import { keyOf, kindByCase, selectableFields, unwrap, type KindCase, type KindInfo, type KindValue } from "../api/kinds.js";
+import { selectableFields } from "../api/fields.js";
+import { keyOf, kindByCase, unwrap, type KindCase, type KindInfo, type KindValue } from "../api/kinds.js";
 import { consumeEvents, resourceFilter } from "../bus/index.js";
 import type { ApiClient } from "../client/index.js";
 import { parseFieldSelector, parseLabelSelector, type FieldSelector, type LabelSelector } from "../apimachinery/index.js";
@@ -52,6 +53,8 @@ export class Informer<C extends KindCase> {
   lists = 0;
   /** The revision the cache reflects. */
   revision = 0;
+  private watchAbort = new AbortController();
+  private skipRelist = false;
 
   constructor(private readonly opts: InformerOptions) {
     this.info = kindByCase(opts.kind);
@@ -87,7 +90,12 @@ export class Informer<C extends KindCase> {
   byIndex(name: string, value: string): KindValue<C>[] {
     const keys = this.indexes.get(name)?.get(value);
     if (!keys) return [];
-    return [...keys].map((k) => this.items.get(k)).filter((o): o is KindValue<C> => o !== undefined);
+    const out: KindValue<C>[] = [];
+    for (const k of keys) {
+      const o = this.items.get(k);
+      if (o !== undefined) out.push(o);
+    }
+    return out;
   }
 
   hasSynced(): boolean {
@@ -114,9 +122,11 @@ export class Informer<C extends KindCase> {
     try {
       while (!signal.aborted) {
         try {
-          await this.relist();
+          if (this.skipRelist) this.skipRelist = false;
+          else await this.relist();
           failures = 0;
-          await this.watch(signal);
+          this.watchAbort = new AbortController();
+          await this.watch(AbortSignal.any([signal, this.watchAbort.signal]));
         } catch (err) {
           if (signal.aborted) break;
           if (isExpired(err)) {
@@ -131,6 +141,16 @@ export class Informer<C extends KindCase> {
     } finally {
       if (resync) clearInterval(resync);
     }
+  }
+
+  /**
+   * Restarts the watch from an older revision without relisting, as if the
+   * informer had been cut off since then (tests the 410 → relist path).
+   */
+  rewind(revision: number): void {
+    this.revision = revision;
+    this.skipRelist = true;
+    this.watchAbort.abort();
   }
 
   private async relist(): Promise<void> {

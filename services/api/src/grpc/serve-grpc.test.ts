@@ -1,0 +1,64 @@
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import * as grpc from "@grpc/grpc-js";
+import { ApiClient as GrpcClient, type Object as ApiObject, type WatchEvent } from "@choreo/kit/gen/choreo/api/v1/api";
+import { Status } from "@choreo/kit/gen/choreo/meta/v1/meta";
+import { fromKubeJson } from "@choreo/kit/kube-json";
+import { silentLogger } from "@choreo/kit/log";
+import { startStack, type Stack } from "../testing/stack.js";
+import { GrpcTransport, STATUS_METADATA_KEY } from "./serve-grpc.js";
+
+describe("gRPC transport", () => {
+  let s: Stack;
+  let ac: AbortController;
+  let running: Promise<void>;
+  let client: InstanceType<typeof GrpcClient>;
+  const md = (token = "secret") => {
+    const m = new grpc.Metadata();
+    m.set("authorization", `Bearer ${token}`);
+    return m;
+  };
+  before(async () => {
+    s = await startStack();
+    ac = new AbortController();
+    const t = new GrpcTransport({ handlers: s.registry, log: silentLogger(), host: "127.0.0.1", port: 0, tokens: ["secret"] });
+    running = t.start(ac.signal);
+    client = new GrpcClient(`127.0.0.1:${await t.port()}`, grpc.credentials.createInsecure());
+  });
+  after(async () => {
+    client?.close();
+    ac?.abort();
+    await running;
+    await s?.stop();
+  });
+
+  it("creates and gets; errors carry the Status", async () => {
+    const obj = fromKubeJson({ apiVersion: "v1", kind: "Pod", metadata: { name: "g1", namespace: "default" }, spec: { containers: [{ name: "c", image: "i" }] } });
+    const created = await new Promise<ApiObject>((res, rej) => client.create({ object: obj, dryRun: false }, md(), (e, r) => (e ? rej(e) : res(r))));
+    assert.equal(created.kind?.value.metadata?.name, "g1");
+    const err = await new Promise<grpc.ServiceError>((res) => client.get({ resource: "pods", namespace: "default", name: "nope" }, md(), (e) => res(e as grpc.ServiceError)));
+    assert.equal(err.code, grpc.status.NOT_FOUND);
+    const status = Status.decode(err.metadata.get(STATUS_METADATA_KEY)[0] as Buffer);
+    assert.equal(status.reason, "NotFound");
+    assert.equal(status.code, 404);
+    const unauth = await new Promise<grpc.ServiceError>((res) => client.get({ resource: "pods", namespace: "default", name: "g1" }, md("wrong"), (e) => res(e as grpc.ServiceError)));
+    assert.equal(unauth.code, grpc.status.UNAUTHENTICATED);
+  });
+
+  it("streams a watch: synthetic ADDED, then live changes", async () => {
+    const call = client.watch({ resource: "pods", namespace: "default", labelSelector: "", fieldSelector: "metadata.name=g2", resourceVersion: "0", timeoutSeconds: 0, allowBookmarks: false }, md());
+    const events: WatchEvent[] = [];
+    const done = new Promise<void>((resolve) => {
+      call.on("data", (ev: WatchEvent) => {
+        events.push(ev);
+        if (events.length === 2) resolve();
+      });
+    });
+    call.on("error", () => undefined);
+    await s.client.create(fromKubeJson({ apiVersion: "v1", kind: "Pod", metadata: { name: "g2", namespace: "default" }, spec: { containers: [{ name: "c", image: "i" }] } }));
+    await s.client.delete("pods", "default", "g2");
+    await done;
+    call.cancel();
+    assert.deepEqual(events.map((e) => e.type), ["ADDED", "DELETED"]);
+  });
+});

@@ -1,0 +1,113 @@
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { Redis } from "ioredis";
+import type { NatsConnection } from "@nats-io/transport-node";
+import type { JetStreamManager } from "@nats-io/jetstream";
+import { connectBus, decodeEvent, ensureEventStream, eventSubject, streamState } from "@choreo/kit/bus";
+import { Object as ObjectMsg, WatchEvent } from "@choreo/kit/gen/choreo/api/v1/api";
+import { fromKubeJson } from "@choreo/kit/kube-json";
+import { silentLogger } from "@choreo/kit/log";
+import { startNats, startRedis, waitFor, type ServerHandle } from "@choreo/kit/testing";
+import { RedisStore, StoreError } from "./redis-store.js";
+import { Relay } from "./relay.js";
+import { WatchCache } from "./watch-cache.js";
+import { secondaryIndexKey } from "./keys.js";
+
+const event = (name: string) => fromKubeJson({ apiVersion: "v1", kind: "Event", metadata: { name, namespace: "default" }, involvedObject: { kind: "Pod", name: "p" } });
+
+function op(mode: "create" | "update" | "delete", name: string, expectedRevision?: number) {
+  const object = ObjectMsg.encode(event(name)).finish();
+  const ev = WatchEvent.encode({ type: mode === "create" ? "ADDED" : mode === "update" ? "MODIFIED" : "DELETED", object: event(name), status: undefined, revision: 0, prevLabels: {}, prevFields: {}, hasPrev: false }).finish();
+  return { mode, resource: "events", namespace: "default", name, expectedRevision, object, event: ev, subject: eventSubject("events", "default", name) };
+}
+
+describe("storage: Lua CAS, relay, watch cache", () => {
+  let nats: ServerHandle;
+  let redis: ServerHandle;
+  let r: Redis;
+  let nc: NatsConnection;
+  let jsm: JetStreamManager;
+  let store: RedisStore;
+  before(async () => {
+    [nats, redis] = await Promise.all([startNats(), startRedis()]);
+    r = new Redis(redis.url);
+    nc = await connectBus(nats.url, "storage-test");
+    jsm = await ensureEventStream(nc, { retention: 1000 });
+    store = new RedisStore(r);
+  });
+  after(async () => {
+    r?.disconnect();
+    await nc?.close();
+    await Promise.all([nats?.stop(), redis?.stop()]);
+  });
+
+  it("writes with compare-and-set: one revision per write, refusals move nothing", async () => {
+    assert.equal(await store.write(op("create", "a")), 1);
+    await assert.rejects(store.write(op("create", "a")), (e: unknown) => e instanceof StoreError && e.code === "exists" && e.currentRevision === 1);
+    assert.equal(await store.write(op("update", "a", 1)), 2);
+    await assert.rejects(store.write(op("update", "a", 1)), (e: unknown) => e instanceof StoreError && e.code === "conflict" && e.currentRevision === 2);
+    await assert.rejects(store.write(op("update", "zz", 1)), (e: unknown) => e instanceof StoreError && e.code === "not-found");
+    assert.equal(await store.currentRevision(), 2);
+    assert.equal(await r.xlen("{choreo}:changes"), 2);
+    const got = await store.get("events", "default", "a");
+    assert.equal(got?.revision, 2);
+  });
+
+  it("keeps secondary indexes with the object", async () => {
+    const idx = secondaryIndexKey("events", "node", "n1");
+    await store.write({ ...op("create", "b"), indexAdd: [idx] });
+    assert.deepEqual(await store.indexMembers(idx), ["default/b"]);
+    const page = await store.list("events", { index: idx });
+    assert.equal(page.items.length, 1);
+    await store.write({ ...op("delete", "b", await store.currentRevision()), indexRemove: [idx] });
+    assert.deepEqual(await store.indexMembers(idx), []);
+  });
+
+  it("lists in name order, by namespace, in pages", async () => {
+    for (const n of ["c3", "c1", "c2"]) await store.write(op("create", n));
+    const all = await store.list("events", { namespace: "default" });
+    assert.deepEqual(all.items.map((i) => ObjectMsg.decode(i.bytes).kind?.value.metadata?.name), ["a", "c1", "c2", "c3"]);
+    assert.equal(all.revision, await store.currentRevision());
+    const p1 = await store.list("events", { namespace: "default", limit: 2 });
+    assert.equal(p1.items.length, 2);
+    const p2 = await store.list("events", { namespace: "default", limit: 2, after: p1.next });
+    assert.deepEqual(p2.items.map((i) => ObjectMsg.decode(i.bytes).kind?.value.metadata?.name), ["c2", "c3"]);
+    assert.equal((await store.list("events", { namespace: "other" })).items.length, 0);
+  });
+
+  it("relays every change in revision order with sequence == revision, and the watch cache replays from any revision", async () => {
+    const ac = new AbortController();
+    const relay = new Relay({ redis: r, nc, jsm, log: silentLogger(), id: "t" });
+    const cache = new WatchCache({ nc, jsm, log: silentLogger(), capacity: 100 });
+    const running = Promise.all([relay.start(ac.signal), cache.start(ac.signal)]);
+    const rev = await store.currentRevision();
+    await waitFor(async () => (await streamState(jsm)).lastRevision === rev, { message: "relay caught up" });
+    assert.equal(await r.xlen("{choreo}:changes"), 0, "published records are trimmed");
+    await cache.ready;
+    for (let from = 0; from < rev; from++) {
+      const got: number[] = [];
+      const sig = new AbortController();
+      for await (const c of cache.since(from, sig.signal)) {
+        got.push(c.revision);
+        assert.equal(c.event.object?.kind?.value.metadata?.resourceVersion, String(c.revision));
+        if (c.revision === rev) break;
+      }
+      assert.deepEqual(got, Array.from({ length: rev - from }, (_, i) => from + 1 + i));
+    }
+    // Live: a new write reaches a waiting watcher.
+    const sig = new AbortController();
+    const it = cache.since(rev, sig.signal);
+    const next = it.next();
+    await store.write(op("create", "live"));
+    const live = await next;
+    assert.equal(live.done, false);
+    assert.equal(live.value && "revision" in live.value ? live.value.revision : 0, rev + 1);
+    sig.abort();
+    ac.abort();
+    await running;
+    const info = await jsm.streams.info("CHOREO_EVENTS");
+    assert.equal(info.state.last_seq, rev + 1);
+    const msg = await jsm.streams.getMessage("CHOREO_EVENTS", { seq: 1 });
+    assert.equal(decodeEvent(msg!.data).revision, 1);
+  });
+});
