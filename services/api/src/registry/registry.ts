@@ -70,6 +70,13 @@ export class ObjectStore {
     return { kind: { $case: info.case, value: v } as NonNullable<ApiObject["kind"]> };
   }
 
+  /** Metadata errors only → 422. */
+  validateMeta(info: KindInfo, v: AnyObject): void {
+    const e = new Errors();
+    validateMeta(e, v.metadata ?? emptyMeta(), info.namespaced, NAME_RULES[info.resource] ?? "subdomain");
+    if (e.causes.length) throw invalid(info.kind, v.metadata?.name ?? "", e.causes, info.group);
+  }
+
   /** Field errors common to every kind plus the kind's own → 422. */
   validate(info: KindInfo, v: AnyObject, old?: AnyObject): void {
     const e = new Errors();
@@ -130,7 +137,7 @@ export class ObjectStore {
     Object.assign<ObjectMeta, Partial<ObjectMeta>>(meta, {
       uid: randomUUID(), creationTimestamp: nowRfc3339(), generation: 1, resourceVersion: "", deletionTimestamp: "", deletionGracePeriodSeconds: undefined,
     });
-    this.validate(info, v); // names first: strategies may rely on them
+    this.validateMeta(info, v); // names first: strategies may rely on them
     if (info.namespaced) await this.checkNamespace(meta.namespace);
     const strategy = this.strategy(info);
     await strategy?.prepareCreate?.(v);
