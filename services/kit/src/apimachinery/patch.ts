@@ -10,13 +10,29 @@ export class PatchError extends Error {
 const isObject = (v: unknown): v is JsonObject => typeof v === "object" && v !== null && !Array.isArray(v);
 const clone = <T extends JsonValue>(v: T): T => structuredClone(v);
 
+/** Refuses keys that would reach an object's prototype. */
+function assertSafe(v: JsonValue): void {
+  if (Array.isArray(v)) v.forEach(assertSafe);
+  else if (isObject(v)) {
+    for (const k of Object.keys(v)) {
+      if (k === "__proto__") throw new PatchError('the key "__proto__" is not allowed');
+      assertSafe(v[k] as JsonValue);
+    }
+  }
+}
+
 /** RFC 7386 JSON merge patch; inputs are not changed. */
 export function applyMergePatch(target: JsonValue, patch: JsonValue): JsonValue {
+  assertSafe(patch);
+  return merge(target, patch);
+}
+
+function merge(target: JsonValue, patch: JsonValue): JsonValue {
   if (!isObject(patch)) return clone(patch);
   const out: JsonObject = isObject(target) ? clone(target) : {};
   for (const [k, v] of Object.entries(patch)) {
     if (v === null) delete out[k];
-    else out[k] = applyMergePatch(out[k] ?? null, v);
+    else out[k] = merge(out[k] ?? null, v);
   }
   return out;
 }
@@ -81,6 +97,8 @@ function remove(doc: JsonValue, path: string): JsonValue {
 /** RFC 6902 JSON patch (add, remove, replace, move, copy, test); inputs are not changed. */
 export function applyJsonPatch(target: JsonValue, ops: JsonValue): JsonValue {
   if (!Array.isArray(ops)) throw new PatchError("a JSON patch must be an array of operations");
+  assertSafe(ops);
+  for (const op of ops) if (isObject(op) && typeof op["path"] === "string" && op["path"].split("/").includes("__proto__")) throw new PatchError('the key "__proto__" is not allowed');
   let doc = clone(target);
   for (const raw of ops) {
     if (!isObject(raw) || typeof raw["op"] !== "string" || typeof raw["path"] !== "string") throw new PatchError("each operation needs an op and a path");
@@ -171,6 +189,7 @@ export const kubeStrategicSchema: StrategicSchema = {
 
 /** Applies a strategic merge patch; inputs are not changed. */
 export function applyStrategicMergePatch(target: JsonValue, patch: JsonValue, schema: StrategicSchema): JsonValue {
+  assertSafe(patch);
   return smp(clone(target), patch, schema, []);
 }
 
@@ -181,8 +200,8 @@ function smp(target: JsonValue, patch: JsonValue, schema: StrategicSchema, path:
   const out: JsonObject = isObject(target) ? target : {};
   const retain = patch["$retainKeys"];
   for (const [k, v] of Object.entries(patch)) {
-    if (k === "$patch" || k === "$retainKeys") continue;
-    if (k.startsWith("$setElementOrder/") || k.startsWith("$deleteFromPrimitiveList/")) continue;
+    // Directives ($patch, $retainKeys, $setElementOrder/…, …) are never stored.
+    if (k.startsWith("$")) continue;
     if (v === null) {
       delete out[k];
       continue;
