@@ -68,7 +68,7 @@ describe("patches", () => {
       metadata: { labels: { a: "1", b: "2" } },
       spec: { containers: [{ name: "app", image: "v1", ports: [{ containerPort: 80 }] }, { name: "side", image: "s1" }], tolerations: [{ key: "x" }] },
     };
-    const out = applyStrategicMergePatch(pod, {
+    const out = applyStrategicMergePatch(pod as JsonValue, {
       metadata: { labels: { b: null, c: "3" } },
       spec: {
         "$setElementOrder/containers": [{ name: "side" }, { name: "app" }],
@@ -85,6 +85,6 @@ describe("patches", () => {
 
   it("strategic merge: service ports merge by port", () => {
     const svc = { spec: { ports: [{ port: 80, targetPort: 8080 }, { port: 443 }] } };
-    assert.deepEqual(applyStrategicMergePatch(svc, { spec: { ports: [{ port: 80, targetPort: 9090 }] } }, kubeStrategicSchema), { spec: { ports: [{ port: 80, targetPort: 9090 }, { port: 443 }] } });
+    assert.deepEqual(applyStrategicMergePatch(svc as JsonValue, { spec: { ports: [{ port: 80, targetPort: 9090 }] } }, kubeStrategicSchema), { spec: { ports: [{ port: 80, targetPort: 9090 }, { port: 443 }] } });
   });
 });
