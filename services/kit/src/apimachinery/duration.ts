@@ -1,6 +1,12 @@
-/** kubectl's age format (k8s.io/apimachinery/pkg/util/duration.HumanDuration). */
+/**
+ * kubectl's age format (k8s.io/apimachinery/pkg/util/duration.HumanDuration):
+ * `45s`, `5m10s`, `42m`, `3h20m`, `20h`, `2d3h`, `10d`, `2y30d`, `9y`.
+ * Up to one second in the future reads `0s` (clock skew); more is `<invalid>`.
+ */
 export function humanDuration(ms: number): string {
-  const seconds = Math.floor(ms / 1000);
+  if (Number.isNaN(ms)) return "<invalid>";
+  const seconds = Math.trunc(ms / 1000);
+  if (seconds < -1) return "<invalid>";
   if (seconds < 0) return "0s";
   if (seconds < 60 * 2) return `${seconds}s`;
   const minutes = Math.floor(seconds / 60);
@@ -15,26 +21,28 @@ export function humanDuration(ms: number): string {
     return m === 0 ? `${hours}h` : `${hours}h${m}m`;
   }
   if (hours < 48) return `${hours}h`;
+  const days = Math.floor(hours / 24);
   if (hours < 24 * 8) {
     const h = hours % 24;
-    return h === 0 ? `${Math.floor(hours / 24)}d` : `${Math.floor(hours / 24)}d${h}h`;
+    return h === 0 ? `${days}d` : `${days}d${h}h`;
   }
-  if (hours < 24 * 365 * 2) return `${Math.floor(hours / 24)}d`;
+  if (hours < 24 * 365 * 2) return `${days}d`;
+  const years = Math.floor(days / 365);
   if (hours < 24 * 365 * 8) {
-    const d = Math.floor(hours / 24) % 365;
-    return d === 0 ? `${Math.floor(hours / 24 / 365)}y` : `${Math.floor(hours / 24 / 365)}y${d}d`;
+    const d = days % 365;
+    return d === 0 ? `${years}y` : `${years}y${d}d`;
   }
-  return `${Math.floor(hours / 24 / 365)}y`;
+  return `${years}y`;
 }
 
-/** The age of a timestamp as kubectl prints it; `<unknown>` without one. */
-export function ageOf(rfc3339: string | undefined, now = Date.now()): string {
+/** The age of a timestamp as kubectl prints it; `<unknown>` without one (or if unparsable). */
+export function ageOf(rfc3339: string | undefined, now: number = Date.now()): string {
   if (!rfc3339) return "<unknown>";
   const t = Date.parse(rfc3339);
   return Number.isNaN(t) ? "<unknown>" : humanDuration(now - t);
 }
 
-/** Now as an RFC 3339 UTC timestamp with second precision (`2026-01-02T03:04:05Z`). */
-export function nowRfc3339(ms = Date.now()): string {
+/** An RFC 3339 UTC timestamp with second precision (`2026-01-02T03:04:05Z`); now by default. */
+export function nowRfc3339(ms: number = Date.now()): string {
   return new Date(ms).toISOString().replace(/\.\d{3}Z$/, "Z");
 }

@@ -1,11 +1,22 @@
 // Kubernetes' apimachinery for choreo: selectors, quantities, names, patches, durations.
-export { parseLabelSelector, makeSelector, selectorFromSet, selectorFromLabelSelector, validateLabelKey, validateLabelValue, validateLabels, validateAnnotations, SelectorParseError } from "./labels.js";
+export {
+  parseLabelSelector,
+  makeSelector,
+  selectorFromSet,
+  selectorFromLabelSelector,
+  validateLabelKey,
+  validateLabelValue,
+  validateLabels,
+  validateAnnotations,
+  TOTAL_ANNOTATION_SIZE_LIMIT,
+  SelectorParseError,
+} from "./labels.js";
 export type { LabelSelector, Requirement, Operator } from "./labels.js";
-export { parseFieldSelector, assertSupportedFields, FieldSelectorError } from "./fields.js";
+export { parseFieldSelector, makeFieldSelector, escapeFieldValue, assertSupportedFields, FieldSelectorError } from "./fields.js";
 export type { FieldSelector, FieldRequirement } from "./fields.js";
-export { parseQuantity, compareQuantities, addQuantities, milliCpu, bytes, QuantityParseError } from "./quantity.js";
-export type { Quantity } from "./quantity.js";
+export { parseQuantity, quantityFromNano, compareQuantities, addQuantities, milliCpu, bytes, QuantityParseError } from "./quantity.js";
+export type { Quantity, QuantityFormat } from "./quantity.js";
 export { validateDns1123Subdomain, validateDns1123Label, validateDns1035Label, validateQualifiedName, generateName } from "./names.js";
 export { applyMergePatch, applyJsonPatch, applyStrategicMergePatch, kubeStrategicSchema, PatchError } from "./patch.js";
-export type { JsonValue, StrategicSchema } from "./patch.js";
+export type { JsonValue, JsonPatchOperation, StrategicSchema } from "./patch.js";
 export { humanDuration, ageOf, nowRfc3339 } from "./duration.js";

@@ -41,7 +41,7 @@ export function validateLabelValue(value: string): string[] {
   return errs;
 }
 
-/** Every problem of a label map, as `key: message`. */
+/** Every problem of a label map, as `Invalid value: "k": message`. */
 export function validateLabels(labels: Readonly<Record<string, string>> | undefined): string[] {
   const errs: string[] = [];
   for (const [k, v] of Object.entries(labels ?? {})) {
@@ -51,21 +51,26 @@ export function validateLabels(labels: Readonly<Record<string, string>> | undefi
   return errs;
 }
 
-/** Annotation keys follow label key rules; all annotations together ≤ 256 KiB. */
+/** Kubernetes' limit on all annotations of one object together (keys + values, bytes). */
+export const TOTAL_ANNOTATION_SIZE_LIMIT = 256 * 1024;
+
+/** Annotation keys follow label key rules (case-insensitively); all annotations together ≤ 256 KiB. */
 export function validateAnnotations(annotations: Readonly<Record<string, string>> | undefined): string[] {
   const errs: string[] = [];
   let size = 0;
   for (const [k, v] of Object.entries(annotations ?? {})) {
     for (const m of validateQualifiedName(k.toLowerCase())) errs.push(`Invalid value: ${JSON.stringify(k)}: ${m}`);
-    size += k.length + v.length;
+    size += Buffer.byteLength(k, "utf8") + Buffer.byteLength(v, "utf8");
   }
-  if (size > 256 * 1024) errs.push(`Too long: must have at most ${256 * 1024} bytes`);
+  if (size > TOTAL_ANNOTATION_SIZE_LIMIT) errs.push(`Too long: must have at most ${TOTAL_ANNOTATION_SIZE_LIMIT} bytes`);
   return errs;
 }
 
+const EMPTY_FOR_EXISTS = "values set must be empty for exists and does not exist";
+
 function matchesReq(r: Requirement, labels: Readonly<Record<string, string>>): boolean {
-  const has = Object.prototype.hasOwnProperty.call(labels, r.key);
-  const v = labels[r.key];
+  const has = Object.hasOwn(labels, r.key);
+  const v = has ? labels[r.key] : undefined;
   switch (r.operator) {
     case "=":
       return has && v === r.values[0];
@@ -90,14 +95,21 @@ function reqString(r: Requirement): string {
       return `!${r.key}`;
     case "in":
     case "notin":
-      return `${r.key} ${r.operator} (${[...r.values].sort().join(",")})`;
+      return `${r.key} ${r.operator} (${r.values.join(",")})`;
     default:
       return `${r.key}${r.operator}${r.values[0]}`;
   }
 }
 
-/** Builds a selector from requirements, validating keys and values. */
-export function makeSelector(reqs: Requirement[]): LabelSelector {
+const byString = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
+/**
+ * Builds a selector from requirements, validating keys and values like
+ * Kubernetes' NewRequirement. Set values are de-duplicated and sorted;
+ * requirements are sorted by key (stable), as Kubernetes prints them.
+ */
+export function makeSelector(reqs: readonly Requirement[]): LabelSelector {
+  const clean: Requirement[] = [];
   for (const r of reqs) {
     const keyErrs = validateLabelKey(r.key);
     if (keyErrs.length) throw new SelectorParseError(`unable to parse requirement: invalid label key ${JSON.stringify(r.key)}: ${keyErrs.join("; ")}`);
@@ -105,11 +117,25 @@ export function makeSelector(reqs: Requirement[]): LabelSelector {
       const valErrs = validateLabelValue(v);
       if (valErrs.length) throw new SelectorParseError(`unable to parse requirement: invalid label value: ${JSON.stringify(v)}: at key: ${JSON.stringify(r.key)}: ${valErrs.join("; ")}`);
     }
-    if ((r.operator === "in" || r.operator === "notin") && r.values.length === 0) {
-      throw new SelectorParseError(`unable to parse requirement: for 'in', 'notin' operators, values set can't be empty`);
+    switch (r.operator) {
+      case "in":
+      case "notin":
+        if (r.values.length === 0) throw new SelectorParseError(`unable to parse requirement: for 'in', 'notin' operators, values set can't be empty`);
+        break;
+      case "=":
+      case "!=":
+        if (r.values.length !== 1) throw new SelectorParseError(`unable to parse requirement: exact-match compatibility requires one single value`);
+        break;
+      case "exists":
+      case "!":
+        if (r.values.length !== 0) throw new SelectorParseError(`unable to parse requirement: ${EMPTY_FOR_EXISTS}`);
+        break;
+      default:
+        throw new SelectorParseError(`unable to parse requirement: operator ${JSON.stringify(r.operator)} is not recognized`);
     }
+    clean.push({ key: r.key, operator: r.operator, values: [...new Set(r.values)].sort(byString) });
   }
-  const sorted = [...reqs].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  const sorted = clean.sort((a, b) => byString(a.key, b.key));
   return {
     requirements: sorted,
     matches: (labels) => sorted.every((r) => matchesReq(r, labels ?? {})),
@@ -118,112 +144,143 @@ export function makeSelector(reqs: Requirement[]): LabelSelector {
   };
 }
 
-// ---- the string syntax ----------------------------------------------------
+// ---- the string syntax (k8s.io/apimachinery/pkg/labels/selector.go) -------
 
-type Tok = { t: "id" | "op" | "(" | ")" | "," | "!"; v: string };
+type Tok = { t: "id" | "op" | "(" | ")" | "," | "!" | "end"; v: string };
+
+const SYMBOLS = ["!=", "==", "=", "!", "(", ")", ",", ">", "<"] as const;
+const isSpace = (c: string): boolean => c === " " || c === "\t" || c === "\r" || c === "\n";
+const isSymbol = (c: string): boolean => "=!(),<>".includes(c);
 
 function lex(s: string): Tok[] {
   const out: Tok[] = [];
   let i = 0;
   while (i < s.length) {
     const c = s[i] as string;
-    if (/\s/.test(c)) {
+    if (isSpace(c)) {
       i++;
-    } else if (c === "(" || c === ")" || c === ",") {
-      out.push({ t: c, v: c });
-      i++;
-    } else if (c === "!" && s[i + 1] === "=") {
-      out.push({ t: "op", v: "!=" });
-      i += 2;
-    } else if (c === "!") {
-      out.push({ t: "!", v: "!" });
-      i++;
-    } else if (c === "=") {
-      if (s[i + 1] === "=") {
-        out.push({ t: "op", v: "==" });
-        i += 2;
-      } else {
-        out.push({ t: "op", v: "=" });
-        i++;
-      }
+    } else if (isSymbol(c)) {
+      const sym = SYMBOLS.find((x) => s.startsWith(x, i)) as string;
+      const t = sym === "(" || sym === ")" || sym === "," || sym === "!" ? sym : "op";
+      out.push({ t, v: sym });
+      i += sym.length;
     } else {
       let j = i;
-      while (j < s.length && !/[\s(),!=]/.test(s[j] as string)) j++;
+      while (j < s.length && !isSpace(s[j] as string) && !isSymbol(s[j] as string)) j++;
       out.push({ t: "id", v: s.slice(i, j) });
       i = j;
     }
   }
+  out.push({ t: "end", v: "" });
   return out;
 }
 
-/** Parses Kubernetes' label selector syntax: `a=b,c!=d,e in (f,g),h notin (i),j,!k`. */
-export function parseLabelSelector(s: string): LabelSelector {
-  const toks = lex(s);
-  const reqs: Requirement[] = [];
-  let i = 0;
-  const fail = (why: string): never => {
-    throw new SelectorParseError(`unable to parse requirement: ${why}`);
-  };
-  while (i < toks.length) {
-    let tok = toks[i];
-    if (tok?.t === "!") {
-      const key = toks[i + 1];
-      if (key?.t !== "id") fail(`found '${key?.v ?? "EOS"}', expected: identifier after '!'`);
-      reqs.push({ key: key?.v as string, operator: "!", values: [] });
-      i += 2;
-    } else if (tok?.t === "id") {
-      const key = tok.v;
-      i++;
-      tok = toks[i];
-      if (!tok || tok.t === ",") {
-        reqs.push({ key, operator: "exists", values: [] });
-      } else if (tok.t === "op") {
-        const val = toks[i + 1];
-        let value = "";
-        if (val?.t === "id") {
-          value = val.v;
-          i += 2;
-        } else {
-          i += 1; // empty value: `a=`
-        }
-        reqs.push({ key, operator: tok.v === "!=" ? "!=" : "=", values: [value] });
-      } else if (tok.t === "id" && (tok.v === "in" || tok.v === "notin")) {
-        const op = tok.v;
-        if (toks[i + 1]?.t !== "(") fail(`found '${toks[i + 1]?.v ?? "EOS"}', expected: '('`);
-        i += 2;
-        const values: string[] = [];
-        for (;;) {
-          const v = toks[i];
-          if (!v) fail("found 'EOS', expected: ')'");
-          if (v?.t === ")") {
-            i++;
-            break;
-          }
-          if (v?.t === ",") {
-            // empty element between commas is an empty value
-            if (toks[i - 1]?.t === "," || toks[i - 1]?.t === "(") values.push("");
-            i++;
-            continue;
-          }
-          if (v?.t !== "id") fail(`found '${v?.v}', expected: ',', ')' or identifier`);
-          values.push(v?.v as string);
-          i++;
-        }
-        reqs.push({ key, operator: op, values });
-      } else {
-        fail(`found '${tok.v}', expected: in, notin, =, ==, !=, gt, lt`);
+/** Recursive descent over the tokens, as Kubernetes' parser does it. */
+class Parser {
+  private i = 0;
+  constructor(private readonly toks: Tok[]) {}
+
+  private peek(): Tok {
+    return this.toks[this.i] as Tok;
+  }
+
+  /** Consumes a token; the end token is never passed. */
+  private next(): Tok {
+    const tok = this.toks[this.i] as Tok;
+    if (tok.t !== "end") this.i++;
+    return tok;
+  }
+
+  parse(): Requirement[] {
+    const reqs: Requirement[] = [];
+    for (;;) {
+      const tok = this.peek();
+      if (tok.t === "end") return reqs;
+      if (tok.t !== "id" && tok.t !== "!") throw new SelectorParseError(`found '${tok.v}', expected: !, identifier, or 'end of string'`);
+      try {
+        reqs.push(this.requirement());
+      } catch (err) {
+        if (err instanceof SelectorParseError) throw new SelectorParseError(`unable to parse requirement: ${err.message}`);
+        throw err;
       }
-    } else {
-      fail(`found '${tok?.v}', expected: !, identifier, or 'end of string'`);
-    }
-    const sep = toks[i];
-    if (sep) {
-      if (sep.t !== ",") fail(`found '${sep.v}', expected: ',' or 'end of string'`);
-      i++;
-      if (i >= toks.length) fail("found 'EOS', expected: identifier");
+      const sep = this.next();
+      if (sep.t === "end") return reqs;
+      if (sep.t !== ",") throw new SelectorParseError(`found '${sep.v}', expected: ',' or 'end of string'`);
+      const after = this.peek();
+      if (after.t !== "id" && after.t !== "!") throw new SelectorParseError(`found '${after.v}', expected: identifier after ','`);
     }
   }
-  return makeSelector(reqs);
+
+  private requirement(): Requirement {
+    let tok = this.next();
+    const negated = tok.t === "!";
+    if (negated) tok = this.next();
+    if (tok.t !== "id") throw new SelectorParseError(`found '${tok.v}', expected: identifier`);
+    const key = tok.v;
+    const la = this.peek();
+    if (la.t === "end" || la.t === ",") return { key, operator: negated ? "!" : "exists", values: [] };
+    if (negated) throw new SelectorParseError(`found '${la.v}', expected: ',' or 'end of string'`);
+    const op = this.next();
+    if (op.t === "id" && (op.v === "in" || op.v === "notin")) return { key, operator: op.v, values: this.values() };
+    if (op.t === "op" && (op.v === "=" || op.v === "==" || op.v === "!=")) {
+      return { key, operator: op.v === "!=" ? "!=" : "=", values: [this.exactValue()] };
+    }
+    if (op.t === "op" && (op.v === ">" || op.v === "<")) throw new SelectorParseError(`operator '${op.v}' is not supported in label selectors here`);
+    throw new SelectorParseError(`found '${op.v}', expected: '=', '!=', '==', 'in', notin'`);
+  }
+
+  private exactValue(): string {
+    const la = this.peek();
+    if (la.t === "end" || la.t === ",") return "";
+    const tok = this.next();
+    if (tok.t !== "id") throw new SelectorParseError(`found '${tok.v}', expected: identifier`);
+    return tok.v;
+  }
+
+  /** `(a,b)`; empty elements are the empty value, `()` is `("")`. */
+  private values(): string[] {
+    const open = this.next();
+    if (open.t !== "(") throw new SelectorParseError(`found '${open.v}' expected: '('`);
+    const first = this.peek();
+    if (first.t === ")") {
+      this.next();
+      return [""];
+    }
+    if (first.t !== "id" && first.t !== ",") throw new SelectorParseError(`found '${first.v}', expected: ',', ')' or identifier`);
+    const set = new Set<string>();
+    for (;;) {
+      const tok = this.next();
+      if (tok.t === "id") {
+        set.add(tok.v);
+        const la = this.peek();
+        if (la.t === ")") break;
+        if (la.t !== ",") throw new SelectorParseError(`found '${la.v}', expected: ',' or ')'`);
+      } else if (tok.t === ",") {
+        if (set.size === 0) set.add("");
+        const la = this.peek();
+        if (la.t === ")") {
+          set.add("");
+          break;
+        }
+        if (la.t === ",") {
+          this.next();
+          set.add("");
+        }
+      } else {
+        throw new SelectorParseError(`found '${tok.v}', expected: ',', or identifier`);
+      }
+    }
+    this.next(); // ')'
+    return [...set];
+  }
+}
+
+/**
+ * Parses Kubernetes' label selector syntax: `a=b,c!=d,e in (f,g),h notin (i),j,!k`.
+ * The empty string selects everything. Throws SelectorParseError.
+ */
+export function parseLabelSelector(s: string): LabelSelector {
+  return makeSelector(new Parser(lex(s)).parse());
 }
 
 /** The selector `k=v,…` of a label map (ReplicationController's selector). */
@@ -246,11 +303,11 @@ export function selectorFromLabelSelector(
         reqs.push({ key: e.key, operator: "notin", values });
         break;
       case "Exists":
-        if (values.length) throw new SelectorParseError(`values must be empty for operator Exists`);
+        if (values.length) throw new SelectorParseError(EMPTY_FOR_EXISTS);
         reqs.push({ key: e.key, operator: "exists", values: [] });
         break;
       case "DoesNotExist":
-        if (values.length) throw new SelectorParseError(`values must be empty for operator DoesNotExist`);
+        if (values.length) throw new SelectorParseError(EMPTY_FOR_EXISTS);
         reqs.push({ key: e.key, operator: "!", values: [] });
         break;
       default:

@@ -56,7 +56,7 @@ export function validateQualifiedName(value: string): string[] {
   }
   if (name.length === 0) errs.push("name part must be non-empty");
   else if (name.length > 63) errs.push("name part must be no more than 63 characters");
-  if (name.length > 0 && !qualifiedRe.test(name)) {
+  if (!qualifiedRe.test(name)) {
     errs.push(`name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '${QUALIFIED_NAME}')`);
   }
   return errs;
@@ -64,7 +64,10 @@ export function validateQualifiedName(value: string): string[] {
 
 const ALPHABET = "bcdfghjklmnpqrstvwxz2456789";
 
-/** `prefix` + 5 random characters from Kubernetes' alphabet. */
+/**
+ * `prefix` + 5 random characters from Kubernetes' alphabet (no vowels, no
+ * look-alikes); the prefix is cut to 58 characters so the name fits 63.
+ */
 export function generateName(prefix: string): string {
   let s = "";
   for (let i = 0; i < 5; i++) s += ALPHABET[randomInt(ALPHABET.length)];

@@ -3,110 +3,131 @@ export class QuantityParseError extends Error {
   override name = "QuantityParseError";
 }
 
-/** A Kubernetes resource quantity, exact. */
+/** How a quantity prints: `1k` (DecimalSI), `1Ki` (BinarySI), `1e3` (DecimalExponent). */
+export type QuantityFormat = "DecimalSI" | "BinarySI" | "DecimalExponent";
+
+/** A Kubernetes resource quantity, exact to the nano unit (as Kubernetes keeps it). */
 export interface Quantity {
-  /** value × 1000, rounded up (Kubernetes' MilliValue). */
+  /** value × 10⁹, exact (parsing rounds away from zero to a nano, like Kubernetes). */
+  readonly nano: bigint;
+  /** value × 1000, rounded away from zero (Kubernetes' MilliValue). */
   readonly milli: bigint;
-  /** value rounded up to an integer (Kubernetes' Value). */
+  /** value rounded away from zero to an integer (Kubernetes' Value). */
   readonly value: bigint;
-  readonly format: "DecimalSI" | "BinarySI" | "DecimalExponent";
-  /** The canonical string: `500m`, `1Gi`, `2`, `1500m`. */
+  readonly format: QuantityFormat;
+  /** The canonical string: `500m`, `1Gi`, `2`, `1500m`, `1e3`. */
   toString(): string;
-  /** Exact value as a fraction num/den. */
-  readonly num: bigint;
-  readonly den: bigint;
 }
 
-const RE = /^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$/;
-const MESSAGE = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
+const PATTERN = "^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$";
+const RE = new RegExp(PATTERN);
+const MESSAGE = `quantities must match the regular expression '${PATTERN}'`;
+const NUMBER = /^[+-]?(\d+\.?\d*|\.\d+)$/;
 
-const DECIMAL: Record<string, number> = { n: -9, u: -6, m: -3, "": 0, k: 3, M: 6, G: 9, T: 12, P: 15, E: 18 };
-const BINARY: Record<string, number> = { Ki: 10, Mi: 20, Gi: 30, Ti: 40, Pi: 50, Ei: 60 };
+const DECIMAL: Readonly<Record<string, number>> = { n: -9, u: -6, m: -3, "": 0, k: 3, M: 6, G: 9, T: 12, P: 15, E: 18 };
+const DECIMAL_SUFFIX: ReadonlyMap<number, string> = new Map(Object.entries(DECIMAL).map(([s, e]) => [e, s]));
+const BINARY: Readonly<Record<string, number>> = { Ki: 10, Mi: 20, Gi: 30, Ti: 40, Pi: 50, Ei: 60 };
+const BINARY_SUFFIX = ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"] as const;
+/** Larger exponents would make huge bigints from a short string. */
+const MAX_EXPONENT = 1000;
+const NANO = 1_000_000_000n;
 
-function gcd(a: bigint, b: bigint): bigint {
-  a = a < 0n ? -a : a;
-  b = b < 0n ? -b : b;
-  while (b) [a, b] = [b, a % b];
-  return a || 1n;
-}
+const abs = (n: bigint): bigint => (n < 0n ? -n : n);
 
-function ceilDiv(a: bigint, b: bigint): bigint {
+/** a / b rounded away from zero (Kubernetes' inf.RoundUp); b > 0. */
+function divAway(a: bigint, b: bigint): bigint {
   const q = a / b;
-  return a % b !== 0n && (a > 0n) === (b > 0n) ? q + 1n : q;
+  if (a % b === 0n) return q;
+  return a < 0n ? q - 1n : q + 1n;
 }
 
-function make(num: bigint, den: bigint, format: Quantity["format"]): Quantity {
-  const g = gcd(num, den);
-  num /= g;
-  den /= g;
-  if (num === 0n) den = 1n;
-  return { num, den, format, milli: ceilDiv(num * 1000n, den), value: ceilDiv(num, den), toString: () => canonical(num, den, format) };
+/** Builds a quantity from its value in nano units. */
+export function quantityFromNano(nano: bigint, format: QuantityFormat = "DecimalSI"): Quantity {
+  return {
+    nano,
+    milli: divAway(nano, 1_000_000n),
+    value: divAway(nano, NANO),
+    format,
+    toString: () => canonical(nano, format),
+  };
 }
 
-function canonical(num: bigint, den: bigint, format: Quantity["format"]): string {
-  if (num === 0n) return "0";
-  const neg = num < 0n;
-  const abs = neg ? -num : num;
-  const sign = neg ? "-" : "";
-  if (format === "BinarySI" && den === 1n) {
-    for (const [suf, exp] of Object.entries(BINARY).reverse()) {
-      const unit = 1n << BigInt(exp);
-      if (abs % unit === 0n) return `${sign}${abs / unit}${suf}`;
+function canonical(nano: bigint, format: QuantityFormat): string {
+  if (nano === 0n) return "0";
+  const sign = nano < 0n ? "-" : "";
+  const a = abs(nano);
+  if (format === "BinarySI" && a >= 1024n * NANO && a % NANO === 0n) {
+    let n = a / NANO;
+    let i = 0;
+    while (i < BINARY_SUFFIX.length - 1 && n % 1024n === 0n) {
+      n /= 1024n;
+      i++;
     }
-    return `${sign}${abs}`;
+    return `${sign}${n}${BINARY_SUFFIX[i]}`;
   }
-  // Decimal: the largest SI suffix that keeps an integer (values are rounded up to nano).
-  const nano = ceilDiv(abs * 1_000_000_000n, den);
-  for (const [suf, exp] of [["E", 18], ["P", 15], ["T", 12], ["G", 9], ["M", 6], ["k", 3], ["", 0], ["m", -3], ["u", -6], ["n", -9]] as const) {
-    const unit = 10n ** BigInt(exp + 9);
-    if (nano % unit === 0n) return `${sign}${nano / unit}${suf}`;
+  // Decimal: drop factors of ten, then lower the exponent to a multiple of three.
+  let mantissa = a;
+  let exp = -9;
+  while (mantissa % 10n === 0n) {
+    mantissa /= 10n;
+    exp++;
   }
-  return `${sign}${nano}n`;
+  const r = ((exp % 3) + 3) % 3;
+  mantissa *= 10n ** BigInt(r);
+  exp -= r;
+  if (format === "DecimalExponent") return `${sign}${mantissa}${exp === 0 ? "" : `e${exp}`}`;
+  if (exp > 18) {
+    mantissa *= 10n ** BigInt(exp - 18);
+    exp = 18;
+  }
+  return `${sign}${mantissa}${DECIMAL_SUFFIX.get(exp) ?? ""}`;
 }
 
-/** Parses `500m`, `1.5Gi`, `1e3`, `128974848`, … exactly. */
+/** Parses `500m`, `1.5Gi`, `1e3`, `128974848`, … exactly; throws QuantityParseError. */
 export function parseQuantity(s: string): Quantity {
-  const m = RE.exec(s.trim() === s ? s : "");
+  const m = RE.exec(s);
   if (!m) throw new QuantityParseError(MESSAGE);
   const numStr = m[1] as string;
   const suffix = m[2] as string;
-  if (!/^[+-]?(\d+\.?\d*|\.\d+)$/.test(numStr)) throw new QuantityParseError(MESSAGE);
+  if (!NUMBER.test(numStr)) throw new QuantityParseError(MESSAGE);
   const neg = numStr.startsWith("-");
-  const digits = numStr.replace(/^[+-]/, "");
-  const [ip = "", fp = ""] = digits.split(".");
+  const [ip = "", fp = ""] = numStr.replace(/^[+-]/, "").split(".");
+  // The exact value is num / den; den is a power of ten.
   let num = BigInt((ip || "0") + fp);
   let den = 10n ** BigInt(fp.length);
-  if (neg) num = -num;
-  let format: Quantity["format"] = "DecimalSI";
-  if (suffix in BINARY) {
-    num *= 1n << BigInt(BINARY[suffix] as number);
+  let format: QuantityFormat = "DecimalSI";
+  let exp10 = 0;
+  if (Object.hasOwn(BINARY, suffix)) {
+    num <<= BigInt(BINARY[suffix] as number);
     format = "BinarySI";
-  } else if (suffix in DECIMAL) {
-    const e = DECIMAL[suffix] as number;
-    if (e >= 0) num *= 10n ** BigInt(e);
-    else den *= 10n ** BigInt(-e);
+  } else if (Object.hasOwn(DECIMAL, suffix)) {
+    exp10 = DECIMAL[suffix] as number;
   } else if (/^[eE][-+]?\d+$/.test(suffix)) {
-    const e = Number(suffix.slice(1));
-    if (Math.abs(e) > 30) throw new QuantityParseError(MESSAGE);
-    if (e >= 0) num *= 10n ** BigInt(e);
-    else den *= 10n ** BigInt(-e);
+    exp10 = Number(suffix.slice(1));
+    if (Math.abs(exp10) > MAX_EXPONENT) throw new QuantityParseError(MESSAGE);
     format = "DecimalExponent";
   } else {
     throw new QuantityParseError(MESSAGE);
   }
-  return make(num, den, format);
+  exp10 += 9; // to nano units
+  if (exp10 >= 0) num *= 10n ** BigInt(exp10);
+  else den *= 10n ** BigInt(-exp10);
+  // Non-zero values round up to the next nano ("if you want some, you get some").
+  let nano = divAway(num, den);
+  if (neg) nano = -nano;
+  // A binary quantity below one prints as decimal (Kubernetes does the same).
+  if (format === "BinarySI" && nano !== 0n && abs(nano) < NANO) format = "DecimalSI";
+  return quantityFromNano(nano, format);
 }
 
 /** -1, 0 or 1 as a < b, a = b, a > b (exact). */
 export function compareQuantities(a: Quantity, b: Quantity): -1 | 0 | 1 {
-  const l = a.num * b.den;
-  const r = b.num * a.den;
-  return l < r ? -1 : l > r ? 1 : 0;
+  return a.nano < b.nano ? -1 : a.nano > b.nano ? 1 : 0;
 }
 
-/** a + b, exact, in a's format. */
+/** a + b, exact; keeps a's format (b's when a is zero, like Kubernetes' Add). */
 export function addQuantities(a: Quantity, b: Quantity): Quantity {
-  return make(a.num * b.den + b.num * a.den, a.den * b.den, a.format);
+  return quantityFromNano(a.nano + b.nano, a.nano === 0n ? b.format : a.format);
 }
 
 /** CPU in millicores: `500m` → 500n, `2` → 2000n. */
@@ -114,7 +135,7 @@ export function milliCpu(s: string): bigint {
   return parseQuantity(s).milli;
 }
 
-/** Bytes: `1Gi` → 1073741824n. */
+/** Bytes (the integer value, rounded up): `1Gi` → 1073741824n. */
 export function bytes(s: string): bigint {
   return parseQuantity(s).value;
 }
