@@ -81,6 +81,7 @@ describe("watch", () => {
     const informer = new Informer({ client: new ApiClient(c.nc), nc: c.nc, jsm, kind: "pod", labelSelector: "app=old", log: silentLogger() });
     const ac = new AbortController();
     const running = informer.start(ac.signal);
+    try {
     await informer.waitForSync();
     assert.equal(informer.list().length, 80);
     for (let i = 0; i < 70; i++) await c.client.delete("pods", "default", `old${i}`);
@@ -89,7 +90,9 @@ describe("watch", () => {
     informer.rewind(1);
     await waitFor(() => informer.lists > listsBefore, { timeoutMs: 20_000, message: "informer relists on 410" });
     await waitFor(() => informer.list().length === 10, { timeoutMs: 20_000, message: "informer converges to 10 pods" });
-    ac.abort();
-    await running;
+    } finally {
+      ac.abort();
+      await running;
+    }
   });
 });

@@ -20,7 +20,7 @@ files.sort();
 const concurrency = process.env.CHOREO_TEST_CONCURRENCY ?? "2";
 const child = spawn(
   process.execPath,
-  ["--import", "tsx", "--test", `--test-concurrency=${concurrency}`, "--test-reporter=spec", "--test-reporter-destination=stdout", "--test-reporter=tap", "--test-reporter-destination=.test-results.tap", ...files],
+  ["--import", "tsx", "--test", `--test-concurrency=${concurrency}`, `--test-timeout=${process.env.CHOREO_TEST_TIMEOUT_MS ?? 300000}`, "--test-reporter=spec", "--test-reporter-destination=stdout", "--test-reporter=tap", "--test-reporter-destination=.test-results.tap", ...files],
   { stdio: ["ignore", "inherit", "inherit"], env: { ...process.env, CHOREO_LOG_LEVEL: process.env.CHOREO_LOG_LEVEL ?? "warn" } },
 );
 child.on("exit", async (code) => {

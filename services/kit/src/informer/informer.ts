@@ -54,7 +54,7 @@ export class Informer<C extends KindCase> {
   /** The revision the cache reflects. */
   revision = 0;
   private watchAbort = new AbortController();
-  private skipRelist = false;
+  private rewindTo: number | undefined;
 
   constructor(private readonly opts: InformerOptions) {
     this.info = kindByCase(opts.kind);
@@ -122,8 +122,12 @@ export class Informer<C extends KindCase> {
     try {
       while (!signal.aborted) {
         try {
-          if (this.skipRelist) this.skipRelist = false;
-          else await this.relist();
+          if (this.rewindTo !== undefined) {
+            this.revision = this.rewindTo;
+            this.rewindTo = undefined;
+          } else {
+            await this.relist();
+          }
           failures = 0;
           this.watchAbort = new AbortController();
           await this.watch(AbortSignal.any([signal, this.watchAbort.signal]));
@@ -148,8 +152,7 @@ export class Informer<C extends KindCase> {
    * informer had been cut off since then (tests the 410 → relist path).
    */
   rewind(revision: number): void {
-    this.revision = revision;
-    this.skipRelist = true;
+    this.rewindTo = revision;
     this.watchAbort.abort();
   }
 
