@@ -5,7 +5,7 @@ import { connectBus, ensureEventStream } from "@choreo/kit/bus";
 import { runAll, signalController } from "@choreo/kit/lifecycle";
 import { createLogger } from "@choreo/kit/log";
 import { createRegistry as createMetricsRegistry, metricsServer } from "@choreo/kit/metrics";
-import { createGateway, ensureServingCert } from "./gateway/index.js";
+import { createGateway, ensureServingCert } from "./http/index.js";
 import { gatewayRunnable } from "./gateway-runnable.js";
 import { loadConfig } from "./config.js";
 import { GrpcTransport } from "./grpc/serve-grpc.js";
@@ -33,7 +33,7 @@ registry.attachWatch({ cache, nc, jsm });
 await bootstrap(registry);
 
 const tokens = loadTokens(config.tokenFile);
-const tls = ensureServingCert(config.dataDir, [config.host]);
+const tls = await ensureServingCert(config.dataDir, [config.host]);
 const gateway = createGateway({ handlers: registry, log: log.child({ subsystem: "http" }), tokens, registry: metrics, serverAddress: `${config.host}:${config.httpsPort}` });
 const relay = new Relay({
   redis, nc, jsm, log: log.child({ subsystem: "relay" }), id: config.replicaId,

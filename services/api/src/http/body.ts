@@ -1,0 +1,130 @@
+// Request bodies: bounded reading, media types, JSON/YAML decoding.
+import type { IncomingMessage } from "node:http";
+import { parse as parseYaml } from "yaml";
+import { ApiError, badRequest, failure, Reason, tooLarge, unsupportedMediaType } from "@choreo/kit";
+
+/** Largest request body accepted (Kubernetes' limit): 3 MiB. */
+export const MAX_BODY = 3 * 1024 * 1024;
+// After the limit, what is still drained (so the client reads the 413) before the socket is cut.
+const MAX_DRAIN = 16 * 1024 * 1024;
+
+export const PATCH_TYPES = ["application/json-patch+json", "application/merge-patch+json", "application/strategic-merge-patch+json"] as const;
+export const APPLY_PATCH = "application/apply-patch+yaml";
+const PROTOBUF = "application/vnd.kubernetes.protobuf";
+const YAML_TYPES = new Set(["application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml"]);
+
+/** The media type of the request body, lower case, without parameters ("" when absent). */
+export function mediaType(req: IncomingMessage): string {
+  return String(req.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase();
+}
+
+/**
+ * Reads the whole body as text; 413 when it passes MAX_BODY (the rest is
+ * drained up to a bound, not kept; then the connection is cut).
+ */
+export function readBody(req: IncomingMessage, limit = MAX_BODY): Promise<string> {
+  const declared = Number(req.headers["content-length"] ?? "0");
+  return new Promise((resolve, reject) => {
+    if (req.readableEnded) {
+      resolve("");
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let failed = false;
+    const fail = (err: ApiError) => {
+      if (failed) return;
+      failed = true;
+      chunks.length = 0;
+      reject(err);
+    };
+    if (Number.isFinite(declared) && declared > limit) fail(tooLarge(`Request entity too large: limit is ${limit}`));
+    req.on("data", (c: Buffer) => {
+      size += c.length;
+      if (failed) {
+        if (size > limit + MAX_DRAIN) req.destroy();
+        return;
+      }
+      if (size > limit) {
+        fail(tooLarge(`Request entity too large: limit is ${limit}`));
+        return;
+      }
+      chunks.push(c);
+    });
+    req.on("end", () => {
+      if (!failed) resolve(Buffer.concat(chunks).toString("utf8"));
+    });
+    req.on("error", (err) => fail(badRequest(`reading the request body: ${err.message}`)));
+    req.on("aborted", () => fail(badRequest("the client aborted the request")));
+  });
+}
+
+/** Parses a JSON or YAML body by its Content-Type; 415 for protobuf and unknown types, 400 when malformed. */
+export function decodeBody(req: IncomingMessage, text: string): unknown {
+  const type = mediaType(req);
+  if (type === PROTOBUF) throw unsupportedMediaType(`the body of the request was in an unknown format - accepted media types include: application/json, application/yaml (${PROTOBUF} is not supported)`);
+  if (text.trim() === "") throw badRequest("the request body is empty");
+  if (YAML_TYPES.has(type)) return parseYamlText(text);
+  if (type === "" || type === "application/json" || type === "*/*" || PATCH_TYPES.includes(type as (typeof PATCH_TYPES)[number])) return parseJsonText(text);
+  throw unsupportedMediaType(`the body of the request was in an unknown format - accepted media types include: application/json, application/yaml`);
+}
+
+/** JSON.parse with Kubernetes-like 400 wording. */
+export function parseJsonText(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (err) {
+    throw badRequest(`the request body is not valid JSON: ${(err as Error).message}`);
+  }
+}
+
+function parseYamlText(text: string): unknown {
+  try {
+    return parseYaml(text, { maxAliasCount: 100 }) as unknown;
+  } catch (err) {
+    throw badRequest(`the request body is not valid YAML: ${(err as Error).message}`);
+  }
+}
+
+/** A 415 for PATCH with a Content-Type that is not a patch type; apply patches get their own message. */
+export function patchTypeOf(req: IncomingMessage): (typeof PATCH_TYPES)[number] {
+  const type = mediaType(req);
+  if (type === APPLY_PATCH) {
+    throw unsupportedMediaType(`server-side apply (${APPLY_PATCH}) is not supported by choreo: use client-side apply (kubectl apply without --server-side)`);
+  }
+  if (!PATCH_TYPES.includes(type as (typeof PATCH_TYPES)[number])) {
+    throw new ApiError(failure(415, Reason.UnsupportedMediaType, `the body of the request was in an unknown format - accepted media types include: ${PATCH_TYPES.join(", ")}`));
+  }
+  return type as (typeof PATCH_TYPES)[number];
+}
+
+/** What the client accepts: a Table (v1 or v1beta1) or plain JSON. */
+export interface Negotiated {
+  table?: "v1" | "v1beta1";
+}
+
+/** Reads Accept: `application/json;as=Table;v=v1;g=meta.k8s.io` (first acceptable entry wins); 406 for protobuf-only. */
+export function negotiate(req: IncomingMessage): Negotiated {
+  const accept = String(req.headers["accept"] ?? "").trim();
+  if (accept === "") return {};
+  let jsonOk = false;
+  for (const entry of accept.split(",")) {
+    const [type, ...params] = entry.split(";").map((s) => s.trim());
+    const p = new Map(params.map((kv) => {
+      const i = kv.indexOf("=");
+      return [kv.slice(0, i).trim().toLowerCase(), kv.slice(i + 1).trim()] as const;
+    }));
+    const t = (type ?? "").toLowerCase();
+    if (t !== "application/json" && t !== "*/*" && t !== "application/*" && !YAML_TYPES.has(t)) continue;
+    const as = p.get("as");
+    if (as === undefined) {
+      jsonOk = true;
+      break;
+    }
+    if (as === "Table" && p.get("g") === "meta.k8s.io" && (p.get("v") === "v1" || p.get("v") === "v1beta1")) {
+      return { table: p.get("v") as "v1" | "v1beta1" };
+    }
+  }
+  if (!jsonOk) throw new ApiError(failure(406, Reason.NotAcceptable, `only the following media types are accepted: application/json, application/json;as=Table;v=v1;g=meta.k8s.io`));
+  return {};
+}

@@ -1,0 +1,48 @@
+// What every resource handler gets: the request, the parsed route, the api.
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { badRequest } from "@choreo/kit";
+import type { Logger } from "@choreo/kit/log";
+import type { ApiHandlers, LogsHandler } from "../handlers/api-handlers.js";
+import type { ResourceRoute } from "./routes.js";
+
+export interface RequestContext {
+  req: IncomingMessage;
+  res: ServerResponse;
+  url: URL;
+  route: ResourceRoute;
+  handlers: ApiHandlers;
+  logs?: LogsHandler;
+  log: Logger;
+  /**
+   * A signal for a long-running response (watch, followed log): aborted when
+   * the client goes away or the gateway closes. Call `done` when finished.
+   */
+  stream(): { signal: AbortSignal; done: () => void };
+}
+
+/** A query parameter, "" when absent. */
+export function param(url: URL, name: string): string {
+  return url.searchParams.get(name) ?? "";
+}
+
+/** A boolean query parameter (`true` or `1`). */
+export function flag(url: URL, name: string): boolean {
+  const v = url.searchParams.get(name);
+  return v === "true" || v === "1";
+}
+
+/** An integer query parameter; undefined when absent, 400 when not an integer. */
+export function intParam(url: URL, name: string, min = 0): number | undefined {
+  const v = url.searchParams.get(name);
+  if (v === null || v === "") return undefined;
+  if (!/^-?\d+$/.test(v) || Number(v) < min || !Number.isSafeInteger(Number(v))) throw badRequest(`invalid value for ${name}: "${v}"`);
+  return Number(v);
+}
+
+/** `dryRun=All` → true; absent → false; anything else → 400. */
+export function dryRunOf(url: URL): boolean {
+  const values = url.searchParams.getAll("dryRun").filter((v) => v !== "");
+  if (values.length === 0) return false;
+  if (values.every((v) => v === "All")) return true;
+  throw badRequest(`Invalid dryRun value: ${values.join(",")}: supported values: "All"`);
+}

@@ -1,0 +1,226 @@
+// The gateway: authenticate, route, dispatch to a verb handler, log and
+// measure; listen on http and/or https; close ends open streams.
+import http, { type IncomingMessage, type ServerResponse } from "node:http";
+import https from "node:https";
+import type { AddressInfo } from "node:net";
+import { methodNotAllowed, statusOf } from "@choreo/kit";
+import type { Logger } from "@choreo/kit/log";
+import { Histogram, type Registry } from "prom-client";
+import type { ApiHandlers, LogsHandler } from "../handlers/api-handlers.js";
+import { authenticator } from "./auth.js";
+import { flag, type RequestContext } from "./context.js";
+import { apiGroup, apiGroupList, apiResourceList, apiVersions, versionInfo } from "./discovery.js";
+import { binding, podLog, scale } from "./handlers-sub.js";
+import { getObject, listObjects } from "./handlers-read.js";
+import { createObject, deleteCollection, deleteObject, patchObject, updateObject } from "./handlers-write.js";
+import { codeOf, sendError, sendJson } from "./respond.js";
+import { parseRoute, pathNotFound, type ResourceRoute, type Route } from "./routes.js";
+import { watch } from "./watch.js";
+
+/** Options of the gateway. */
+export interface GatewayOptions {
+  handlers: ApiHandlers;
+  log: Logger;
+  /** Accepted bearer tokens; undefined: no authentication. */
+  tokens?: string[];
+  /** Plain http without a token is accepted (kubectl sends none over http). */
+  allowAnonymousHttp?: boolean;
+  /** host:port announced by GET /api (default: the request's Host header). */
+  serverAddress?: string;
+  /** Serves GET pods/NAME/log when given. */
+  logs?: LogsHandler;
+  /** Gets `choreo_api_http_request_duration_seconds` when given. */
+  registry?: Registry;
+}
+
+export interface ListenOptions {
+  host: string;
+  httpPort?: number;
+  httpsPort?: number;
+  tls?: { cert: string; key: string };
+}
+
+/** The Kubernetes-shaped HTTP gateway over ApiHandlers. */
+export interface Gateway {
+  /** Serves one request (usable with any node:http server). */
+  handle(req: IncomingMessage, res: ServerResponse): void;
+  /** Starts the http and/or https listeners (port 0: any free port); resolves with the bound ports. */
+  listen(opts: ListenOptions): Promise<{ httpPort?: number; httpsPort?: number }>;
+  /** Ends open watches and log streams, closes the listeners. */
+  close(): Promise<void>;
+}
+
+const METRIC = "choreo_api_http_request_duration_seconds";
+
+function histogram(registry: Registry | undefined): Histogram<"verb" | "resource" | "code"> | undefined {
+  if (!registry) return undefined;
+  const existing = registry.getSingleMetric(METRIC);
+  if (existing) return existing as Histogram<"verb" | "resource" | "code">;
+  return new Histogram({
+    name: METRIC,
+    help: "HTTP gateway requests by Kubernetes verb, resource and status code.",
+    labelNames: ["verb", "resource", "code"],
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [registry],
+  });
+}
+
+/** The Kubernetes verb and resource of a request, for logs and metrics. */
+export function verbOf(method: string, route: Route | undefined, url: URL): { verb: string; resource: string } {
+  if (!route || route.type !== "resource") return { verb: method.toLowerCase(), resource: "" };
+  const resource = route.subresource ? `${route.info.resource}/${route.subresource}` : route.info.resource;
+  const watching = flag(url, "watch");
+  switch (method) {
+    case "GET": return { verb: watching ? "watch" : route.name ? "get" : "list", resource };
+    case "POST": return { verb: "create", resource };
+    case "PUT": return { verb: "update", resource };
+    case "PATCH": return { verb: "patch", resource };
+    case "DELETE": return { verb: route.name ? "delete" : "deletecollection", resource };
+    default: return { verb: method.toLowerCase(), resource };
+  }
+}
+
+async function resource(ctx: RequestContext): Promise<void> {
+  const { name, subresource, info } = ctx.route;
+  const method = ctx.req.method;
+  if (subresource === "scale") return scale(ctx);
+  if (subresource === "binding") return binding(ctx);
+  if (subresource === "log") return podLog(ctx);
+  switch (method) {
+    case "GET":
+      if (flag(ctx.url, "watch")) {
+        if (subresource) throw methodNotAllowed(`watch is not supported on ${info.resource}/${subresource}`);
+        return watch(ctx);
+      }
+      return name ? getObject(ctx) : listObjects(ctx);
+    case "POST":
+      if (name) throw methodNotAllowed(`POST is not supported on a named ${info.kind}: use PUT or PATCH`);
+      return createObject(ctx);
+    case "PUT":
+      if (!name) throw methodNotAllowed(`PUT needs the name of a ${info.kind}`);
+      return updateObject(ctx);
+    case "PATCH":
+      if (!name) throw methodNotAllowed(`PATCH needs the name of a ${info.kind}`);
+      return patchObject(ctx);
+    case "DELETE":
+      if (subresource) throw methodNotAllowed(`DELETE is not supported on ${info.resource}/${subresource}`);
+      return name ? deleteObject(ctx) : deleteCollection(ctx);
+    default:
+      throw methodNotAllowed(`${method ?? ""} is not supported`);
+  }
+}
+
+function nonResource(route: Exclude<Route, ResourceRoute>, req: IncomingMessage, res: ServerResponse, serverAddress: string | undefined): void {
+  if (req.method !== "GET") throw methodNotAllowed(`${req.method ?? ""} is not supported on ${req.url ?? ""}`);
+  switch (route.type) {
+    case "open":
+      if (route.what === "version") return sendJson(res, 200, versionInfo());
+      res.writeHead(200, { "Content-Type": "text/plain; charset=utf-8", "Content-Length": 2 });
+      res.end("ok");
+      return;
+    case "openapi":
+      // No schemas: kubectl then skips client-side validation.
+      if (route.version === "v3") throw pathNotFound();
+      res.writeHead(200, { "Content-Type": "application/octet-stream", "Content-Length": 0 });
+      res.end();
+      return;
+    case "apiVersions":
+      return sendJson(res, 200, apiVersions(serverAddress ?? String(req.headers.host ?? "")));
+    case "apiGroupList":
+      return sendJson(res, 200, apiGroupList());
+    case "apiGroup":
+      return sendJson(res, 200, apiGroup(route.group));
+    case "resourceList":
+      return sendJson(res, 200, apiResourceList(route.group, route.version));
+  }
+}
+
+/** Creates the gateway; nothing listens until `listen`. */
+export function createGateway(opts: GatewayOptions): Gateway {
+  const log = opts.log;
+  const latency = histogram(opts.registry);
+  const authenticate = authenticator(opts);
+  const streams = new Set<AbortController>();
+  const servers: http.Server[] = [];
+  let closing = false;
+
+  async function serve(req: IncomingMessage, res: ServerResponse, url: URL, setRoute: (r: Route) => void): Promise<void> {
+    authenticate(req, url.pathname);
+    if (req.method === "HEAD" || req.method === "OPTIONS") throw methodNotAllowed(`${req.method} is not supported`);
+    const route = parseRoute(url.pathname);
+    setRoute(route);
+    if (route.type !== "resource") return nonResource(route, req, res, opts.serverAddress);
+    const ctx: RequestContext = {
+      req, res, url, route, handlers: opts.handlers, log, ...(opts.logs ? { logs: opts.logs } : {}),
+      stream() {
+        const ac = new AbortController();
+        if (closing) ac.abort();
+        const abort = () => ac.abort();
+        res.once("close", abort);
+        streams.add(ac);
+        return { signal: ac.signal, done: () => { streams.delete(ac); res.off("close", abort); } };
+      },
+    };
+    await resource(ctx);
+  }
+
+  function handle(req: IncomingMessage, res: ServerResponse): void {
+    const started = process.hrtime.bigint();
+    let url: URL;
+    try {
+      url = new URL(req.url ?? "/", "http://gateway");
+    } catch {
+      url = new URL("http://gateway/");
+    }
+    let route: Route | undefined;
+    res.once("close", () => {
+      const { verb, resource: r } = verbOf(req.method ?? "", route, url);
+      const code = res.headersSent ? res.statusCode : 0;
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      latency?.observe({ verb, resource: r, code: String(code) }, seconds);
+      log.debug({ method: req.method, path: url.pathname, verb, resource: r, code, ms: Math.round(seconds * 1000) }, "http request");
+    });
+    serve(req, res, url, (r) => (route = r)).catch((err: unknown) => {
+      const code = codeOf(statusOf(err));
+      if (code >= 500) log.warn({ err, method: req.method, path: url.pathname }, "http request failed");
+      sendError(res, err, code === 413 ? { Connection: "close" } : {});
+    });
+  }
+
+  async function listenOn(server: http.Server, host: string, port: number): Promise<number> {
+    servers.push(server);
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(port, host, () => {
+        server.off("error", reject);
+        resolve();
+      });
+    });
+    return (server.address() as AddressInfo).port;
+  }
+
+  return {
+    handle,
+    async listen(l) {
+      const out: { httpPort?: number; httpsPort?: number } = {};
+      if (l.httpPort !== undefined) out.httpPort = await listenOn(http.createServer(handle), l.host, l.httpPort);
+      if (l.httpsPort !== undefined) {
+        if (!l.tls) throw new Error("https needs tls.cert and tls.key");
+        out.httpsPort = await listenOn(https.createServer({ cert: l.tls.cert, key: l.tls.key }, handle), l.host, l.httpsPort);
+      }
+      log.info({ host: l.host, ...out }, "http gateway listening");
+      return out;
+    },
+    async close() {
+      closing = true;
+      for (const ac of streams) ac.abort();
+      await Promise.all(servers.map((s) => new Promise<void>((resolve) => {
+        s.close(() => resolve());
+        s.closeIdleConnections();
+        // Streams end on abort; anything still open after that is cut.
+        setImmediate(() => s.closeAllConnections());
+      })));
+      servers.length = 0;
+    },
+  };
+}

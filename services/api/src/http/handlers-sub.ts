@@ -1,0 +1,138 @@
+// Subresources other than status: scale (autoscaling/v1 Scale), binding, log.
+import { ApiError, badRequest, failure, isConflict, methodNotAllowed, statusOf } from "@choreo/kit";
+import { applyJsonPatch, applyMergePatch, PatchError, type JsonValue } from "@choreo/kit/apimachinery";
+import type { Scale } from "@choreo/kit/gen/choreo/autoscaling/v1/autoscaling";
+import type { Binding } from "@choreo/kit/gen/choreo/core/v1/core";
+import { messageFromKubeJson, messageToKubeJson } from "@choreo/kit/kube-json";
+import { decodeBody, parseJsonText, patchTypeOf, readBody } from "./body.js";
+import { flag, intParam, param, type RequestContext } from "./context.js";
+import { codeOf, sendError, sendJson, successStatus } from "./respond.js";
+
+const SCALE = "choreo.autoscaling.v1.Scale";
+
+/** A Scale as autoscaling/v1 JSON. */
+export function scaleToJson(s: Scale): Record<string, unknown> {
+  return { ...messageToKubeJson(SCALE, s), kind: "Scale", apiVersion: "autoscaling/v1" };
+}
+
+function scaleFromJson(json: unknown): Scale {
+  if (typeof json !== "object" || json === null || Array.isArray(json)) throw badRequest("the body must be an autoscaling/v1 Scale object");
+  const { kind, apiVersion } = json as Record<string, unknown>;
+  if ((kind !== undefined && kind !== "Scale") || (apiVersion !== undefined && apiVersion !== "autoscaling/v1")) {
+    throw badRequest(`the body must be an autoscaling/v1 Scale, not ${String(kind)} (${String(apiVersion)})`);
+  }
+  const s = messageFromKubeJson<Scale>(SCALE, json);
+  s.kind = "Scale";
+  s.apiVersion = "autoscaling/v1";
+  return s;
+}
+
+/** GET, PUT, PATCH .../replicationcontrollers/NAME/scale. */
+export async function scale(ctx: RequestContext): Promise<void> {
+  const { info, namespace, name } = ctx.route;
+  const h = ctx.handlers;
+  const ref = { resource: info.resource, namespace, name };
+  const method = ctx.req.method;
+  if (method === "GET") {
+    sendJson(ctx.res, 200, scaleToJson(await h.getScale(ref)));
+    return;
+  }
+  if (method === "PUT") {
+    const s = scaleFromJson(decodeBody(ctx.req, await readBody(ctx.req)));
+    if (s.metadata?.name && s.metadata.name !== name) throw badRequest(`the name of the object (${s.metadata.name}) does not match the name on the URL (${name})`);
+    sendJson(ctx.res, 200, scaleToJson(await h.updateScale({ ...ref, scale: s })));
+    return;
+  }
+  if (method === "PATCH") {
+    const type = patchTypeOf(ctx.req);
+    const patch = parseJsonText(await readBody(ctx.req)) as JsonValue;
+    const pinned = JSON.stringify(patch).includes('"resourceVersion"');
+    // Patch the current Scale; retry on a lost race unless the patch pinned a resourceVersion.
+    for (let attempt = 0; ; attempt++) {
+      const current = scaleToJson(await h.getScale(ref)) as JsonValue;
+      let next: JsonValue;
+      try {
+        next = type === "application/json-patch+json" ? applyJsonPatch(current, patch) : applyMergePatch(current, patch);
+      } catch (err) {
+        if (err instanceof PatchError) throw badRequest(err.message);
+        throw err;
+      }
+      try {
+        sendJson(ctx.res, 200, scaleToJson(await h.updateScale({ ...ref, scale: scaleFromJson(next) })));
+        return;
+      } catch (err) {
+        if (!isConflict(err) || pinned || attempt >= 4) throw err;
+      }
+    }
+  }
+  throw methodNotAllowed(`${method ?? ""} is not supported on ${info.resource}/scale`);
+}
+
+/** POST .../pods/NAME/binding → 201 Status Success. */
+export async function binding(ctx: RequestContext): Promise<void> {
+  const { namespace, name } = ctx.route;
+  if (ctx.req.method !== "POST") throw methodNotAllowed(`${ctx.req.method ?? ""} is not supported on pods/binding`);
+  const json = decodeBody(ctx.req, await readBody(ctx.req));
+  const b = messageFromKubeJson<Binding>("choreo.core.v1.Binding", json);
+  if (b.metadata?.name && b.metadata.name !== name) throw badRequest(`the name of the binding (${b.metadata.name}) does not match the name on the URL (${name})`);
+  if (b.metadata?.namespace && b.metadata.namespace !== namespace) throw badRequest("the namespace of the provided object does not match the namespace sent on the request");
+  b.apiVersion = "v1";
+  b.kind = "Binding";
+  await ctx.handlers.bind({ namespace, name, binding: b });
+  sendJson(ctx.res, 201, successStatus(201));
+}
+
+/** GET .../pods/NAME/log: text/plain, streamed while following. */
+export async function podLog(ctx: RequestContext): Promise<void> {
+  const { namespace, name } = ctx.route;
+  if (ctx.req.method !== "GET") throw methodNotAllowed(`${ctx.req.method ?? ""} is not supported on pods/log`);
+  await ctx.handlers.get({ resource: "pods", namespace, name });
+  if (!ctx.logs) throw new ApiError(failure(501, "NotImplemented", `logs of pod "${name}" are not available: this api server has no log source`));
+  const follow = flag(ctx.url, "follow");
+  const container = param(ctx.url, "container");
+  const tailLines = intParam(ctx.url, "tailLines");
+  const sinceSeconds = intParam(ctx.url, "sinceSeconds");
+  const { signal, done } = ctx.stream();
+  try {
+    const it = ctx.logs.logs({
+      namespace, name, follow, timestamps: flag(ctx.url, "timestamps"), previous: flag(ctx.url, "previous"),
+      ...(container ? { container } : {}), ...(tailLines !== undefined ? { tailLines } : {}), ...(sinceSeconds !== undefined ? { sinceSeconds } : {}),
+    }, signal)[Symbol.asyncIterator]();
+    let first: IteratorResult<string>;
+    try {
+      first = await it.next();
+    } catch (err) {
+      if (signal.aborted) return;
+      sendError(ctx.res, err);
+      return;
+    }
+    ctx.res.writeHead(200, { "Content-Type": "text/plain", "Cache-Control": "no-cache, private" });
+    if (follow) ctx.res.flushHeaders();
+    try {
+      for (let r = first; !r.done; r = await it.next()) {
+        if (signal.aborted) break;
+        if (!ctx.res.write(r.value)) await drained(ctx, signal);
+      }
+    } catch (err) {
+      if (!signal.aborted) ctx.log.debug({ err, code: codeOf(statusOf(err)), pod: `${namespace}/${name}` }, "log stream failed");
+    } finally {
+      await it.return?.().catch(() => undefined);
+    }
+    ctx.res.end();
+  } finally {
+    done();
+  }
+}
+
+/** Resolves when the response can take more, or the stream is aborted. */
+export function drained(ctx: RequestContext, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const finish = () => {
+      ctx.res.off("drain", finish);
+      signal.removeEventListener("abort", finish);
+      resolve();
+    };
+    ctx.res.once("drain", finish);
+    signal.addEventListener("abort", finish, { once: true });
+  });
+}

@@ -1,0 +1,127 @@
+// Writes: POST (create), PUT (update, update status), PATCH, DELETE, DELETE on a collection.
+import { badRequest, emptyMeta, failure, methodNotAllowed, unwrap, ApiError, Reason, type ApiObject, type DeleteOptions, type KindInfo } from "@choreo/kit";
+import { fromKubeJson, kindOfKubeJson, listToKubeJson, messageFromKubeJson, toKubeJson } from "@choreo/kit/kube-json";
+import { decodeBody, parseJsonText, patchTypeOf, readBody } from "./body.js";
+import { dryRunOf, intParam, param, type RequestContext } from "./context.js";
+import { sendJson } from "./respond.js";
+
+/**
+ * Decodes an object body for `info`: JSON or YAML, apiVersion/kind defaulted
+ * from the path when both are missing, 400 for another kind, unknown fields
+ * refused unless `fieldValidation=Ignore`.
+ */
+export async function readObject(ctx: RequestContext, info: KindInfo): Promise<ApiObject> {
+  const json = decodeBody(ctx.req, await readBody(ctx.req));
+  if (typeof json !== "object" || json === null || Array.isArray(json)) throw badRequest(`the request body must be a JSON object, not ${Array.isArray(json) ? "an array" : typeof json}`);
+  const body = json as Record<string, unknown>;
+  if (body["apiVersion"] === undefined && body["kind"] === undefined) {
+    body["apiVersion"] = info.apiVersion;
+    body["kind"] = info.kind;
+  }
+  const declared = kindOfKubeJson(body);
+  if (declared !== info) {
+    throw badRequest(`the body is a ${declared.kind} (${declared.apiVersion}) but the request is for ${info.resource} (${info.kind}, ${info.apiVersion})`);
+  }
+  return fromKubeJson(body, { strict: ctx.url.searchParams.get("fieldValidation") !== "Ignore" });
+}
+
+/** Checks (or defaults) the object's namespace against the path. */
+function placeNamespace(ctx: RequestContext, obj: ApiObject): void {
+  const v = unwrap(obj);
+  v.metadata ??= emptyMeta();
+  const { info, namespace } = ctx.route;
+  if (!info.namespaced) {
+    v.metadata.namespace = "";
+    return;
+  }
+  if (v.metadata.namespace === "") v.metadata.namespace = namespace;
+  else if (v.metadata.namespace !== namespace) {
+    throw badRequest("the namespace of the provided object does not match the namespace sent on the request");
+  }
+}
+
+function requireNamespace(ctx: RequestContext, verb: string): void {
+  if (ctx.route.info.namespaced && ctx.route.namespace === "") {
+    throw methodNotAllowed(`${verb} on ${ctx.route.info.resource} needs a namespace: use /namespaces/NAMESPACE/${ctx.route.info.resource}`);
+  }
+}
+
+/** POST .../pods → 201 with the created object. */
+export async function createObject(ctx: RequestContext): Promise<void> {
+  requireNamespace(ctx, "create");
+  const dryRun = dryRunOf(ctx.url);
+  const obj = await readObject(ctx, ctx.route.info);
+  placeNamespace(ctx, obj);
+  const created = await ctx.handlers.create({ object: obj, dryRun });
+  sendJson(ctx.res, 201, toKubeJson(created));
+}
+
+/** PUT .../pods/NAME or .../NAME/status → 200 with the stored object. */
+export async function updateObject(ctx: RequestContext): Promise<void> {
+  const dryRun = dryRunOf(ctx.url);
+  const obj = await readObject(ctx, ctx.route.info);
+  placeNamespace(ctx, obj);
+  const meta = unwrap(obj).metadata!;
+  if (meta.name === "") meta.name = ctx.route.name;
+  if (meta.name !== ctx.route.name) {
+    throw badRequest(`the name of the object (${meta.name}) does not match the name on the URL (${ctx.route.name})`);
+  }
+  const req = { object: obj, dryRun };
+  const stored = ctx.route.subresource === "status" ? await ctx.handlers.updateStatus(req) : await ctx.handlers.update(req);
+  sendJson(ctx.res, 200, toKubeJson(stored));
+}
+
+/** PATCH .../pods/NAME[/status] with a JSON, merge or strategic merge patch. */
+export async function patchObject(ctx: RequestContext): Promise<void> {
+  const patchType = patchTypeOf(ctx.req);
+  if (dryRunOf(ctx.url)) throw new ApiError(failure(400, Reason.BadRequest, "dryRun is not supported for patch"));
+  const text = await readBody(ctx.req);
+  if (text.trim() === "") throw badRequest("the patch is empty");
+  const doc = parseJsonText(text);
+  if (patchType === "application/json-patch+json" ? !Array.isArray(doc) : typeof doc !== "object" || doc === null || Array.isArray(doc)) {
+    throw badRequest(patchType === "application/json-patch+json" ? "a JSON patch must be an array of operations" : "a merge patch must be a JSON object");
+  }
+  const { info, namespace, name, subresource } = ctx.route;
+  const patched = await ctx.handlers.patch({ resource: info.resource, namespace, name, patchType, patch: text, subresource });
+  sendJson(ctx.res, 200, toKubeJson(patched));
+}
+
+/** DeleteOptions from a JSON/YAML body and/or gracePeriodSeconds, propagationPolicy, dryRun query parameters. */
+export async function deleteOptionsOf(ctx: RequestContext): Promise<DeleteOptions | undefined> {
+  const text = await readBody(ctx.req);
+  let opts: DeleteOptions | undefined;
+  if (text.trim() !== "") {
+    // Lenient: clients send fields we do not model (orphanDependents).
+    opts = messageFromKubeJson<DeleteOptions>("choreo.meta.v1.DeleteOptions", decodeBody(ctx.req, text), { strict: false });
+  }
+  const grace = intParam(ctx.url, "gracePeriodSeconds");
+  const policy = ctx.url.searchParams.get("propagationPolicy");
+  const dryRun = dryRunOf(ctx.url);
+  if (!opts && grace === undefined && !policy && !dryRun) return undefined;
+  opts ??= { gracePeriodSeconds: undefined, preconditions: undefined, propagationPolicy: "", dryRun: [] };
+  if (grace !== undefined) opts.gracePeriodSeconds = grace;
+  if (policy) {
+    if (!["Foreground", "Background", "Orphan"].includes(policy)) throw badRequest(`invalid propagationPolicy "${policy}": must be Foreground, Background or Orphan`);
+    opts.propagationPolicy = policy;
+  }
+  if (dryRun) opts.dryRun = ["All"];
+  return opts;
+}
+
+/** DELETE .../pods/NAME → 200 with the object as last stored. */
+export async function deleteObject(ctx: RequestContext): Promise<void> {
+  const options = await deleteOptionsOf(ctx);
+  const { info, namespace, name } = ctx.route;
+  const deleted = await ctx.handlers.delete({ resource: info.resource, namespace, name, options });
+  sendJson(ctx.res, 200, toKubeJson(deleted));
+}
+
+/** DELETE .../pods → 200 with the list of deleted objects. */
+export async function deleteCollection(ctx: RequestContext): Promise<void> {
+  const options = await deleteOptionsOf(ctx);
+  const { info, namespace } = ctx.route;
+  const list = await ctx.handlers.deleteCollection({
+    resource: info.resource, namespace, labelSelector: param(ctx.url, "labelSelector"), fieldSelector: param(ctx.url, "fieldSelector"), options,
+  });
+  sendJson(ctx.res, 200, listToKubeJson(info, list));
+}
