@@ -1,31 +1,38 @@
-/** Anything long-running: `start` resolves once the signal aborted and it drained. */
+/**
+ * Anything long-running. `start` runs until `signal` aborts, drains, then
+ * resolves; it rejects only on a failure the process cannot live with.
+ */
 export interface Runnable {
   readonly name: string;
   start(signal: AbortSignal): Promise<void>;
 }
 
 /**
- * Runs all runnables until `signal` aborts. If one fails, the others are
- * aborted and the first error is thrown after all have settled.
+ * Runs all runnables concurrently until `signal` aborts. If one rejects (or
+ * throws synchronously), the others are aborted through an internal
+ * AbortController chained to `signal`, and the first error is rethrown once
+ * every runnable has settled.
  */
-export async function runAll(runnables: Runnable[], signal: AbortSignal): Promise<void> {
+export async function runAll(runnables: readonly Runnable[], signal: AbortSignal): Promise<void> {
   const inner = new AbortController();
-  const stop = (): void => inner.abort();
-  if (signal.aborted) inner.abort();
-  signal.addEventListener("abort", stop, { once: true });
-  let first: unknown;
+  const stop = (): void => inner.abort(signal.reason);
+  if (signal.aborted) stop();
+  else signal.addEventListener("abort", stop, { once: true });
   let failed = false;
+  let first: unknown;
   try {
     await Promise.all(
-      runnables.map((r) =>
-        r.start(inner.signal).catch((err: unknown) => {
+      runnables.map(async (r) => {
+        try {
+          await r.start(inner.signal);
+        } catch (err: unknown) {
           if (!failed) {
             failed = true;
-            first = err instanceof Error ? err : new Error(`${r.name} failed: ${String(err)}`);
+            first = err instanceof Error ? err : new Error(`${r.name} failed: ${String(err)}`, { cause: err });
           }
-          inner.abort();
-        }),
-      ),
+          inner.abort(first);
+        }
+      }),
     );
   } finally {
     signal.removeEventListener("abort", stop);
@@ -33,88 +40,150 @@ export async function runAll(runnables: Runnable[], signal: AbortSignal): Promis
   if (failed) throw first;
 }
 
-/** An AbortController aborted by the first SIGTERM/SIGINT; a second one exits with 130. */
-export function signalController(opts: { exit?: (code: number) => void } = {}): AbortController {
+/** Options of {@link signalController}. */
+export interface SignalControllerOptions {
+  /** Called on the second signal, before exiting. */
+  onSecond?: () => void;
+  /** Replaces `process.exit` (tests). */
+  exit?: (code: number) => void;
+  /** The signals to listen to (default SIGTERM and SIGINT). */
+  signals?: readonly NodeJS.Signals[];
+}
+
+/**
+ * An AbortController aborted by the first SIGTERM/SIGINT; a second signal
+ * calls `onSecond` and exits the process with 130.
+ */
+export function signalController(opts: SignalControllerOptions = {}): AbortController {
   const ac = new AbortController();
-  const exit = opts.exit ?? ((code: number) => process.exit(code));
-  const onSignal = (): void => {
-    if (ac.signal.aborted) exit(130);
-    else ac.abort();
+  const exit = opts.exit ?? ((code: number): void => process.exit(code));
+  const signals = opts.signals ?? ["SIGTERM", "SIGINT"];
+  const onSignal = (sig: NodeJS.Signals): void => {
+    if (!ac.signal.aborted) {
+      ac.abort(new Error(`received ${sig}`));
+      return;
+    }
+    for (const s of signals) process.off(s, onSignal);
+    opts.onSecond?.();
+    exit(130);
   };
-  process.on("SIGTERM", onSignal);
-  process.on("SIGINT", onSignal);
+  for (const s of signals) process.on(s, onSignal);
   return ac;
 }
 
-/** Resolves true after `ms`, or false as soon as the signal aborts. */
+/** Resolves true after `ms`, or false as soon as `signal` aborts (never rejects). */
 export function sleep(ms: number, signal?: AbortSignal): Promise<boolean> {
   return new Promise((resolve) => {
-    if (signal?.aborted) return resolve(false);
-    const done = (ok: boolean): void => {
-      clearTimeout(t);
+    if (signal?.aborted) {
+      resolve(false);
+      return;
+    }
+    const finish = (ok: boolean): void => {
+      clearTimeout(timer);
       signal?.removeEventListener("abort", onAbort);
       resolve(ok);
     };
-    const onAbort = (): void => done(false);
-    const t = setTimeout(() => done(true), ms);
+    const onAbort = (): void => finish(false);
+    const timer = setTimeout(() => finish(true), Math.max(0, ms));
     signal?.addEventListener("abort", onAbort, { once: true });
   });
 }
 
-/** Exponential backoff with jitter. */
-export function backoff(opts: { initialMs: number; maxMs: number; factor?: number; jitter?: number }): { next(): number; reset(): void } {
-  let cur = opts.initialMs;
+/** Options of {@link backoff}. */
+export interface BackoffOptions {
+  /** The first delay. */
+  initialMs: number;
+  /** The cap on the (un-jittered) delay. */
+  maxMs: number;
+  /** Growth per step (default 2). */
+  factor?: number;
+  /** Up to this fraction is added at random, never above `maxMs` (default 0.2). */
+  jitter?: number;
+  /** The random source, in [0, 1) (tests). */
+  random?: () => number;
+}
+
+/** An exponential backoff: `next()` gives the delay to wait, `reset()` starts over. */
+export interface Backoff {
+  next(): number;
+  reset(): void;
+}
+
+/**
+ * Exponential backoff with jitter: delays initialMs, initialMs·factor, …,
+ * capped at maxMs, each increased by up to `jitter` of itself (the result
+ * never exceeds maxMs).
+ */
+export function backoff(opts: BackoffOptions): Backoff {
+  const factor = opts.factor ?? 2;
+  const jitter = opts.jitter ?? 0.2;
+  const random = opts.random ?? Math.random;
+  let current = Math.min(opts.initialMs, opts.maxMs);
   return {
-    next() {
-      const j = opts.jitter ?? 0.2;
-      const d = cur * (1 - j * Math.random());
-      cur = Math.min(opts.maxMs, cur * (opts.factor ?? 2));
-      return d;
+    next(): number {
+      const delay = Math.min(opts.maxMs, current * (1 + jitter * random()));
+      current = Math.min(opts.maxMs, current * factor);
+      return delay;
     },
-    reset() {
-      cur = opts.initialMs;
+    reset(): void {
+      current = Math.min(opts.initialMs, opts.maxMs);
     },
   };
 }
 
-/** The promise's value, or a rejection after `ms`. */
-export async function shutdownWithTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
-  let t: NodeJS.Timeout | undefined;
+/** The promise's value, or a rejection ("timed out after N ms") once `ms` passed. */
+export async function shutdownWithTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms`)), ms);
+  });
   try {
-    return await Promise.race([p, new Promise<never>((_, rej) => (t = setTimeout(() => rej(new Error(`timed out after ${ms} ms`)), ms)))]);
+    return await Promise.race([promise, timeout]);
   } finally {
-    clearTimeout(t);
+    clearTimeout(timer);
   }
 }
 
-/** Cleanups run in reverse order, once. */
+/**
+ * Cleanups, run in reverse order of registration, once. Every cleanup runs
+ * even if earlier ones fail; one failure is rethrown as is, several as an
+ * AggregateError. Use with `await using group = new DisposableGroup()`.
+ */
 export class DisposableGroup implements AsyncDisposable {
   private readonly cleanups: (() => Promise<void> | void)[] = [];
   private disposed = false;
 
-  use<T extends AsyncDisposable>(r: T): T {
+  /** Registers a resource to dispose; returns it. */
+  use<T extends AsyncDisposable>(resource: T): T {
     this.cleanups.push(async () => {
-      await r[Symbol.asyncDispose]();
+      await resource[Symbol.asyncDispose]();
     });
-    return r;
+    return resource;
   }
 
+  /** Registers a cleanup function. */
   defer(fn: () => Promise<void> | void): void {
     this.cleanups.push(fn);
   }
 
+  /** Whether the group was disposed. */
+  get isDisposed(): boolean {
+    return this.disposed;
+  }
+
+  /** Runs the cleanups in reverse order (only the first call does anything). */
   async [Symbol.asyncDispose](): Promise<void> {
     if (this.disposed) return;
     this.disposed = true;
     const errors: unknown[] = [];
-    for (const fn of this.cleanups.reverse()) {
+    for (const fn of this.cleanups.splice(0).reverse()) {
       try {
         await fn();
-      } catch (err) {
+      } catch (err: unknown) {
         errors.push(err);
       }
     }
     if (errors.length === 1) throw errors[0];
-    if (errors.length > 1) throw new AggregateError(errors, "several cleanups failed");
+    if (errors.length > 1) throw new AggregateError(errors, `${errors.length} cleanups failed`);
   }
 }

@@ -1,3 +1,3 @@
-// Structured logs with pino.
-export { createLogger, silentLogger } from "./logger.js";
-export type { Logger } from "./logger.js";
+// Structured JSON logs with pino.
+export { createLogger, childLogger, silentLogger } from "./logger.js";
+export type { Logger, LoggerOptions } from "./logger.js";

@@ -1,3 +1,5 @@
-// Prometheus metrics: the registry and the /metrics endpoint.
-export { createRegistry, serveMetrics, metricsServer } from "./metrics.js";
-export type { MetricsServer } from "./metrics.js";
+// Prometheus metrics: the registry, shared metric helpers and the /metrics endpoint.
+export {
+  createRegistry, serveMetrics, metricsServer, getOrCreateCounter, getOrCreateGauge, getOrCreateHistogram, exponentialBuckets,
+} from "./metrics.js";
+export type { MetricsServer, ServeMetricsOptions } from "./metrics.js";
