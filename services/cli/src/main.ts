@@ -1,34 +1,106 @@
+// The `choreo` command line: finds the subcommand (global flags may come
+// first: `choreo -n kube-system get pods`), runs it, turns errors into
+// kubectl-like messages and an exit code.
+import { formatError } from "./client.js";
+import { COMMANDS, findCommand } from "./commands/index.js";
+import { GLOBAL_VALUE_FLAGS, type CliIo } from "./session.js";
 import { downCommand, upCommand } from "./up/index.js";
 
-const USAGE = `choreo — a container cluster manager
+const LOCAL_COMMANDS = [
+  ["up", "Bring up a local cluster in the foreground"],
+  ["down", "Stop the local cluster"],
+] as const;
+
+function usage(): string {
+  const rows = [...COMMANDS.map((c) => [c.name, c.summary] as const), ...LOCAL_COMMANDS];
+  const width = Math.max(...rows.map(([n]) => n.length)) + 3;
+  return `choreo — a container cluster manager (a Kubernetes-compatible API, and a small kubectl)
 
 Usage: choreo <command> [flags]
 
 Commands:
-  up        bring up a local cluster in the foreground
-  down      stop the local cluster`;
+${rows.map(([n, s]) => `  ${n.padEnd(width)}${s}`).join("\n")}
 
-/** Runs the CLI with argv (without node and script); returns the exit code. */
-export async function main(argv: string[]): Promise<number> {
-  const [command, ...rest] = argv;
+Global flags:
+      --kubeconfig=''   kubeconfig file (else $KUBECONFIG, .choreo/kubeconfig, ~/.kube/config)
+      --context=''      kubeconfig context to use
+  -s, --server=''       API server address (overrides the kubeconfig)
+      --token=''        bearer token (overrides the kubeconfig)
+  -n, --namespace=''    namespace (default: the context's, else default)
+      --insecure-skip-tls-verify
+
+Use "choreo <command> --help" for more information about a command.`;
+}
+
+/** Splits argv into the subcommand and its arguments (global flags before it are kept). */
+export function splitCommand(argv: string[]): { command: string | undefined; args: string[] } {
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i] ?? "";
+    if (a === "--") break;
+    if (a.startsWith("-")) {
+      if (GLOBAL_VALUE_FLAGS.has(a)) i++;
+      continue;
+    }
+    return { command: a, args: [...argv.slice(0, i), ...argv.slice(i + 1)] };
+  }
+  return { command: undefined, args: argv };
+}
+
+function defaultIo(): CliIo {
+  return { stdout: process.stdout, stderr: process.stderr, env: process.env, cwd: process.cwd() };
+}
+
+/** Runs the CLI in-process with the given I/O (tests pass buffers and an env); returns the exit code. */
+export async function runCli(argv: string[], partial: Partial<CliIo> = {}): Promise<number> {
+  const io: CliIo = { ...defaultIo(), ...partial };
+  const { command, args } = splitCommand(argv);
+  const out = (s: string): void => void io.stdout.write(`${s}\n`);
   try {
     switch (command) {
       case "up":
-        return await upCommand(rest);
+        return await upCommand(args, out);
       case "down":
-        return await downCommand(rest);
+        return await downCommand(args, out);
       case undefined:
-      case "help":
-      case "--help":
-      case "-h":
-        console.log(USAGE);
-        return 0;
-      default:
-        console.error(`error: unknown command "${command}" for "choreo"\n\n${USAGE}`);
-        return 1;
+      case "help": {
+        const topic = command === "help" ? args.find((a) => !a.startsWith("-")) : undefined;
+        const c = topic ? findCommand(topic) : undefined;
+        if (c) return await c.run(["--help"], io);
+        out(usage());
+        return command === undefined && args.length > 0 && !args.includes("--help") && !args.includes("-h") ? 1 : 0;
+      }
+      default: {
+        const c = findCommand(command);
+        if (!c) {
+          io.stderr.write(`error: unknown command "${command}" for "choreo"\nRun 'choreo --help' for usage.\n`);
+          return 1;
+        }
+        return await c.run(args, io);
+      }
     }
   } catch (err) {
-    console.error(`error: ${(err as Error).message}`);
+    io.stderr.write(`${formatError(err)}\n`);
     return 1;
+  }
+}
+
+/** The entry point of bin/choreo.js: argv without node and the script. */
+export async function main(argv: string[]): Promise<number> {
+  // up/down handle their own signals (a graceful stop).
+  const { command } = splitCommand(argv);
+  if (command === "up" || command === "down") return runCli(argv);
+  // Ctrl-C ends a watch cleanly; anything else still running is cut shortly after.
+  const ac = new AbortController();
+  const stop = (): void => {
+    ac.abort();
+    setTimeout(() => process.exit(130), 200).unref();
+  };
+  process.once("SIGINT", stop);
+  process.once("SIGTERM", stop);
+  try {
+    return await runCli(argv, { signal: ac.signal });
+  } finally {
+    process.off("SIGINT", stop);
+    process.off("SIGTERM", stop);
   }
 }

@@ -1,0 +1,15 @@
+// The subcommands, one file each. Add a command: write commands/<name>.ts
+// exporting a Command, and list it here.
+import type { Command } from "../session.js";
+import { apiResourcesCommand } from "./api-resources.js";
+import { applyCommand } from "./apply.js";
+import { deleteCommand } from "./delete.js";
+import { getCommand } from "./get.js";
+import { versionCommand } from "./version.js";
+
+export const COMMANDS: readonly Command[] = [getCommand, applyCommand, deleteCommand, apiResourcesCommand, versionCommand];
+
+/** The command of a name, if any. */
+export function findCommand(name: string): Command | undefined {
+  return COMMANDS.find((c) => c.name === name);
+}
