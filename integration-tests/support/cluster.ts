@@ -32,6 +32,10 @@ export interface TestCluster {
   /** http://127.0.0.1:<port> of api 0. */
   httpUrl: string;
   httpsUrl: string;
+  /** Actor processes by name (scheduler, replication, endpoints, node-agent). */
+  actors: Map<string, ManagedProcess>;
+  /** Starts (or restarts) an actor process: services/<name>/src/main.ts. */
+  startActor(name: string, env?: Record<string, string>, args?: string[]): Promise<ManagedProcess>;
   /** kill -9 api i. */
   killApi(i: number): Promise<void>;
   /** Starts api i again (same ports) and waits until it answers. */
@@ -59,7 +63,7 @@ async function healthz(port: number): Promise<boolean> {
 }
 
 /** Starts a cluster for an integration test. `env` goes to every api process. */
-export async function startCluster(opts: { apis?: number; env?: Record<string, string> } = {}): Promise<TestCluster> {
+export async function startCluster(opts: { apis?: number; env?: Record<string, string>; actors?: { name: string; env?: Record<string, string>; args?: string[] }[] } = {}): Promise<TestCluster> {
   const dir = mkdtempSync(path.join(os.tmpdir(), "choreo-it-"));
   const [nats, redis] = await Promise.all([startNats({ dir: path.join(dir, "nats") }), startRedis({ dir: path.join(dir, "redis") })]);
   const nc = await connectBus(nats.url, "integration-test");
@@ -90,8 +94,26 @@ export async function startCluster(opts: { apis?: number; env?: Record<string, s
   // The first replica creates the token file and certificate; the others reuse them.
   for (const a of apis) await launch(a);
   const token = readFileSync(path.join(dir, "api", "tokens"), "utf8").trim().split("\n")[0] ?? "";
+  const actors = new Map<string, ManagedProcess>();
+  const startActor = async (name: string, env: Record<string, string> = {}, args: string[] = []): Promise<ManagedProcess> => {
+    await actors.get(name)?.stop(5_000);
+    const metricsPort = await freePort();
+    const p = await startProcess({
+      name,
+      cmd: process.execPath,
+      args: ["--import", "tsx", path.join(ROOT, `services/${name}/src/main.ts`), ...args],
+      cwd: ROOT,
+      env: { CHOREO_NATS_URL: nats.url, CHOREO_LOG_LEVEL: "info", CHOREO_METRICS_PORT: String(metricsPort), ...opts.env, ...env },
+      readyUrl: `http://127.0.0.1:${metricsPort}/healthz`,
+      timeoutMs: 60_000,
+      logFile: path.join(dir, `${name}.log`),
+    });
+    actors.set(name, p);
+    return p;
+  };
+  for (const a of opts.actors ?? []) await startActor(a.name, a.env, a.args);
   return {
-    dir, nats, redis, apis, nc, client, token,
+    dir, nats, redis, apis, nc, client, token, actors, startActor,
     httpUrl: `http://127.0.0.1:${apis[0]?.httpPort}`,
     httpsUrl: `https://127.0.0.1:${apis[0]?.httpsPort}`,
     killApi: async (i) => apis[i]?.process.kill(),
@@ -100,6 +122,7 @@ export async function startCluster(opts: { apis?: number; env?: Record<string, s
       if (a) await launch(a, env);
     },
     async stop() {
+      await Promise.all([...actors.values()].map((p) => p.stop(5_000)));
       await Promise.all(apis.map((a) => a.process?.stop(10_000)));
       await nc.close().catch(() => undefined);
       await Promise.all([nats.stop(), redis.stop()]);
