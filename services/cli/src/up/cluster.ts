@@ -13,10 +13,12 @@ export interface UpOptions {
   httpsPort: number;
   grpcPort: number;
   metricsPort: number;
+  /** Hollow nodes hosted by the node-agent process (when the node agent exists). */
+  hollowNodes: number;
 }
 
 export const DEFAULT_UP: UpOptions = {
-  dataDir: ".choreo", host: "127.0.0.1", natsPort: 14222, redisPort: 16379, httpPort: 8080, httpsPort: 6443, grpcPort: 9090, metricsPort: 9100,
+  dataDir: ".choreo", host: "127.0.0.1", natsPort: 14222, redisPort: 16379, httpPort: 8080, httpsPort: 6443, grpcPort: 9090, metricsPort: 9100, hollowNodes: 3,
 };
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../../..");
@@ -29,6 +31,8 @@ export interface LocalCluster {
   nats: ServerHandle;
   redis: ServerHandle;
   api(): ManagedProcess;
+  /** Names of the actor processes running beside the api. */
+  actors(): string[];
   /** Resolves when the cluster stopped (signal or failure). */
   stop(): Promise<void>;
 }
@@ -91,7 +95,8 @@ export async function up(partial: Partial<UpOptions> = {}, log: (line: string) =
 
   const nats = await startNats({ dir: path.join(opts.dataDir, "nats"), port: opts.natsPort, logFile: path.join(logs, "nats.log") });
   const redis = await startRedis({ dir: path.join(opts.dataDir, "redis"), port: opts.redisPort, logFile: path.join(logs, "redis.log") });
-  const launchApi = (): Promise<ManagedProcess> =>
+  const supervisors: Supervised[] = [];
+  const api = await supervise("api", () =>
     startProcess({
       name: "api",
       cmd: process.execPath,
@@ -101,23 +106,27 @@ export async function up(partial: Partial<UpOptions> = {}, log: (line: string) =
       readyUrl: `http://${opts.host}:${opts.httpPort}/healthz`,
       timeoutMs: 60_000,
       logFile: path.join(logs, "api.log"),
-    });
-  let api = await launchApi();
-  let stopping = false;
-  const supervise = async (): Promise<void> => {
-    while (!stopping) {
-      const exit = await api.exited;
-      if (stopping) return;
-      log(`api exited (${exit.code ?? exit.signal}); restarting — see ${path.join(logs, "api.log")}`);
-      await new Promise((r) => setTimeout(r, 1_000));
-      try {
-        api = await launchApi();
-      } catch (err) {
-        log(`api restart failed: ${(err as Error).message.split("\n")[0]}`);
-      }
-    }
-  };
-  void supervise();
+    }), log, logs);
+  supervisors.push(api);
+  // The actors that exist in this checkout, each its own process.
+  for (const [i, [name, extra]] of ACTORS.entries()) {
+    const main = path.join(ROOT, `services/${name}/src/main.ts`);
+    if (!existsSync(main)) continue;
+    const metricsPort = opts.metricsPort + 1 + i;
+    supervisors.push(
+      await supervise(name, async () =>
+        startProcess({
+          name,
+          cmd: process.execPath,
+          args: ["--import", "tsx", main],
+          cwd: ROOT,
+          env: { CHOREO_NATS_URL: `nats://127.0.0.1:${opts.natsPort}`, CHOREO_METRICS_PORT: String(metricsPort), ...extra(opts) },
+          readyUrl: `http://127.0.0.1:${metricsPort}/healthz`,
+          timeoutMs: 60_000,
+          logFile: path.join(logs, `${name}.log`),
+        }), log, logs),
+    );
+  }
 
   const token = readFileSync(path.join(opts.dataDir, "tokens"), "utf8").split("\n")[0]?.trim() ?? "";
   const cert = path.join(opts.dataDir, "pki", "apiserver.crt");
@@ -127,13 +136,55 @@ export async function up(partial: Partial<UpOptions> = {}, log: (line: string) =
 
   return {
     opts, kubeconfig, token, nats, redis,
-    api: () => api,
+    api: () => api.current(),
+    actors: () => supervisors.slice(1).map((x) => x.name),
     async stop() {
-      stopping = true;
-      await api.stop(15_000);
+      for (const sup of supervisors.slice(1).reverse()) await sup.stop();
+      await api.stop();
       await redis.process().stop(10_000);
       await nats.process().stop(10_000);
       rmSync(pidFile, { force: true });
+    },
+  };
+}
+
+/** Actors `choreo up` starts when present, with their extra environment. */
+const ACTORS: [string, (o: UpOptions) => Record<string, string>][] = [
+  ["scheduler", () => ({})],
+  ["replication", () => ({})],
+  ["endpoints", () => ({})],
+  ["node-agent", (o) => ({ CHOREO_HOLLOW_NODES: String(o.hollowNodes) })],
+];
+
+interface Supervised {
+  name: string;
+  current(): ManagedProcess;
+  stop(): Promise<void>;
+}
+
+/** Starts a process and restarts it (after a second) whenever it dies, until stopped. */
+async function supervise(name: string, launch: () => Promise<ManagedProcess>, log: (line: string) => void, logs: string): Promise<Supervised> {
+  let proc = await launch();
+  let stopping = false;
+  void (async () => {
+    while (!stopping) {
+      const exit = await proc.exited;
+      if (stopping) return;
+      log(`${name} exited (${exit.code ?? exit.signal}); restarting — see ${path.join(logs, `${name}.log`)}`);
+      await new Promise((r) => setTimeout(r, 1_000));
+      try {
+        proc = await launch();
+      } catch (err) {
+        log(`${name} restart failed: ${(err as Error).message.split("\n")[0]}`);
+      }
+    }
+  })();
+  return {
+    name,
+    current: () => proc,
+    async stop() {
+      stopping = true;
+      await proc.stop(15_000);
     },
   };
 }

@@ -2,8 +2,10 @@ import { parseArgs } from "node:util";
 import { signalController } from "@choreo/kit/lifecycle";
 import { DEFAULT_UP, down, up } from "./cluster.js";
 
-const USAGE = `Usage: choreo up [--data-dir DIR] [--host H] [--nats-port P] [--redis-port P] [--http-port P] [--https-port P] [--grpc-port P] [--metrics-port P]
-Brings up a local cluster (nats-server, redis-server, the api) in the foreground; Ctrl-C stops it.`;
+const USAGE = `Usage: choreo up [--data-dir DIR] [--host H] [--nats-port P] [--redis-port P] [--http-port P] [--https-port P] [--grpc-port P] [--metrics-port P] [--hollow-nodes N]
+Brings up a local cluster (nats-server, redis-server, the api, and the actors present: scheduler,
+replication, endpoints, a node agent hosting N hollow nodes; metrics ports follow --metrics-port)
+in the foreground; Ctrl-C stops it.`;
 
 function port(v: string | undefined, dflt: number, name: string): number {
   if (v === undefined) return dflt;
@@ -19,6 +21,7 @@ export async function upCommand(argv: string[], out: (s: string) => void = conso
     options: {
       "data-dir": { type: "string" }, host: { type: "string" }, "nats-port": { type: "string" }, "redis-port": { type: "string" },
       "http-port": { type: "string" }, "https-port": { type: "string" }, "grpc-port": { type: "string" }, "metrics-port": { type: "string" },
+      "hollow-nodes": { type: "string" },
       help: { type: "boolean", short: "h" },
     },
   });
@@ -36,6 +39,7 @@ export async function upCommand(argv: string[], out: (s: string) => void = conso
     httpsPort: port(values["https-port"], DEFAULT_UP.httpsPort, "https-port"),
     grpcPort: port(values["grpc-port"], DEFAULT_UP.grpcPort, "grpc-port"),
     metricsPort: port(values["metrics-port"], DEFAULT_UP.metricsPort, "metrics-port"),
+    hollowNodes: port(values["hollow-nodes"], DEFAULT_UP.hollowNodes, "hollow-nodes"),
   }, out);
   const o = cluster.opts;
   out(`choreo is up.
@@ -43,6 +47,7 @@ export async function upCommand(argv: string[], out: (s: string) => void = conso
   API (http):           http://${o.host}:${o.httpPort}
   gRPC:                 ${o.host}:${o.grpcPort}
   NATS (event log):     nats://127.0.0.1:${o.natsPort}   stream CHOREO_EVENTS
+  actors:               ${cluster.actors().join(", ") || "(none yet)"}
   kubeconfig:           ${cluster.kubeconfig}
 
   export KUBECONFIG=${cluster.kubeconfig}
