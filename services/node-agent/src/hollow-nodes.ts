@@ -1,0 +1,86 @@
+import { setMaxListeners } from "node:events";
+import type { JetStreamManager } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
+import type { Registry } from "prom-client";
+import type { ApiClient } from "@choreo/kit/client";
+import type { Runnable } from "@choreo/kit/lifecycle";
+import type { Logger } from "@choreo/kit/log";
+import { NodeAgent, type NodeAgentOptions } from "./agent.js";
+import type { NodeConfig } from "./node.js";
+import { HollowRuntime } from "./runtime/hollow.js";
+
+/** The pod CIDR of hollow node `index`: 10.244.<index>.0/24 onwards, /24 after /24 inside 10.0.0.0/8. */
+export function podCidrFor(index: number): string {
+  const n = (244 * 256 + index) % 65_536;
+  return `10.${n >> 8}.${n & 255}.0/24`;
+}
+
+/** The InternalIP of hollow node `index`, from 172.16.0.0/12. */
+export function nodeIpFor(index: number): string {
+  const n = (index + 1) % 2 ** 20;
+  return `172.${16 + (n >> 16)}.${(n >> 8) & 255}.${n & 255}`;
+}
+
+/** Options of {@link hollowNodes}. */
+export interface HollowNodesOptions {
+  count: number;
+  /** Node names are `<prefix><index>` (default `hollow-`). */
+  prefix?: string;
+  /** The first index (so that several processes can share a prefix without clashing). */
+  firstIndex?: number;
+  client: ApiClient;
+  nc: NatsConnection;
+  jsm: JetStreamManager;
+  log: Logger;
+  /** How long a hollow pod takes to start (default 50 ms). */
+  startDelayMs?: number;
+  /** capacity = allocatable (defaults 4 cpu, 16Gi, 110 pods). */
+  resources?: Partial<Pick<NodeConfig, "cpu" | "memory" | "pods">>;
+  /** Passed to every agent. */
+  agent?: Partial<Pick<NodeAgentOptions, "leaseRenewMs" | "leaseDurationSeconds" | "statusCheckMs" | "statusReportMs" | "restartBackoff" | "workers" | "resyncMs">>;
+  registry?: Registry;
+  /** Names the node instead of `<prefix><index>` (a single node: `--node-name`). */
+  nodeName?: string;
+}
+
+/** The config of hollow node `index`. */
+export function hollowNodeConfig(index: number, prefix = "hollow-", resources: HollowNodesOptions["resources"] = {}, name?: string): NodeConfig {
+  return {
+    name: name ?? `${prefix}${index}`, podCidr: podCidrFor(index), internalIp: nodeIpFor(index),
+    cpu: resources.cpu ?? "4", memory: resources.memory ?? "16Gi", pods: resources.pods ?? "110",
+    labels: { "choreo.dev/runtime": "hollow" }, runtimeVersion: "hollow://1",
+  };
+}
+
+/**
+ * Many hollow node agents for one process (our kubemark/kwok). They share
+ * the NATS connection and the ApiClient; each has its own runtime, pod
+ * informer (one JetStream consumer on its node's subjects) and work queue.
+ */
+export function hollowNodes(o: HollowNodesOptions): NodeAgent[] {
+  const agents: NodeAgent[] = [];
+  const first = o.firstIndex ?? 0;
+  for (let i = first; i < first + o.count; i++) {
+    const node = hollowNodeConfig(i, o.prefix, o.resources, o.count === 1 ? o.nodeName : undefined);
+    const runtime = new HollowRuntime({ podCidr: node.podCidr, hostIp: node.internalIp, startDelayMs: o.startDelayMs });
+    agents.push(new NodeAgent({ ...o.agent, client: o.client, nc: o.nc, jsm: o.jsm, log: o.log, node, runtime, registry: o.registry }));
+  }
+  return agents;
+}
+
+/**
+ * Runs many agents under one signal. Unlike runAll, one agent failing does
+ * not stop the others (it is logged): a hollow node dying alone is a
+ * scenario, not a reason to take the process down.
+ */
+export function runAgents(agents: readonly NodeAgent[], log: Logger): Runnable {
+  return {
+    name: "hollow-nodes",
+    async start(signal) {
+      setMaxListeners(0, signal); // every agent listens to the one signal
+      await Promise.all(
+        agents.map((a) => a.start(signal).catch((err: unknown) => log.error({ err, agent: a.name }, "node agent failed"))),
+      );
+    },
+  };
+}

@@ -1,0 +1,106 @@
+import { isNotFound, keyOf } from "@choreo/kit";
+import type { ApiClient } from "@choreo/kit/client";
+import { done, requeueAfter, type Reconcile, type Result } from "@choreo/kit/controller";
+import { nowRfc3339 } from "@choreo/kit/apimachinery";
+import type { Pod } from "@choreo/kit/gen/choreo/core/v1/core";
+import type { Logger } from "@choreo/kit/log";
+import { START_HOOKS, STOP_HOOKS, runHooks } from "./hooks/index.js";
+import { buildPodStatus, isTerminal, reportsRunning, sameStatus } from "./pod-status.js";
+import { planRestarts, type RestartBackoff } from "./restart-policy.js";
+import type { PodRuntimeStatus, Runtime, RuntimePod } from "./runtime/runtime.js";
+
+/** What the pod reconciler works with. */
+export interface PodReconcilerDeps {
+  node: string;
+  /** The node's InternalIP: every pod's hostIP. */
+  hostIp: string;
+  client: ApiClient;
+  runtime: Runtime;
+  /** The informer cache of the pods bound to this node. */
+  pods: { get(key: string): Pod | undefined };
+  backoff: RestartBackoff;
+  log: Logger;
+}
+
+/**
+ * Makes the runtime match one pod bound to this node (the kubelet's
+ * syncPod): start it through the lifecycle hooks (or adopt it after an
+ * agent restart), restart exited containers as its restartPolicy says,
+ * stop it and confirm the deletion when it is being deleted, and report
+ * its status when that changed.
+ */
+export function podReconciler(d: PodReconcilerDeps): Reconcile {
+  const stop = async (pod: Pod, gracePeriodSeconds: number): Promise<void> => {
+    await runHooks(STOP_HOOKS, { pod, node: d.node, runtime: d.runtime, log: d.log, gracePeriodSeconds });
+  };
+
+  return async (key): Promise<Result> => {
+    const pod = d.pods.get(key);
+    const held = d.runtime.listPods().find((p) => keyOf(p) === key);
+    if (!pod || pod.spec?.nodeName !== d.node) {
+      // Gone from the api (or force-deleted): nothing may keep running.
+      if (held) await stop(stubPod(held), 0);
+      return done();
+    }
+    const meta = pod.metadata!;
+    if (held && held.uid !== meta.uid) await stop(stubPod(held), 0); // an older pod of the same name
+    if (meta.deletionTimestamp) return terminate(pod);
+    if (isTerminal(pod)) {
+      if (held?.uid === meta.uid) await stop(pod, 0); // it finished: free its sandbox, keep its status
+      return done();
+    }
+
+    let rt = d.runtime.podStatus(meta.uid);
+    if (!rt && reportsRunning(pod)) {
+      rt = d.runtime.adoptPod(pod);
+      if (rt) d.log.info({ pod: key }, "pod adopted");
+    }
+    if (!rt) {
+      const ctx = await runHooks(START_HOOKS, { pod, node: d.node, runtime: d.runtime, log: d.log });
+      rt = ctx.status ?? (d.runtime.podStatus(meta.uid) as PodRuntimeStatus);
+      d.log.debug({ pod: key, podIp: rt.podIp }, "pod started");
+    }
+
+    const policy = pod.spec?.restartPolicy || "Always";
+    let plan = planRestarts(policy, rt.containerStatuses, Date.now(), d.backoff);
+    if (plan.restartNow.length > 0) {
+      for (const c of plan.restartNow) await d.runtime.restartContainer(meta.uid, c);
+      d.log.info({ pod: key, containers: plan.restartNow }, "containers restarted");
+      rt = d.runtime.podStatus(meta.uid) ?? rt;
+      plan = planRestarts(policy, rt.containerStatuses, Date.now(), d.backoff);
+    }
+
+    const status = buildPodStatus(pod, rt, { hostIp: d.hostIp, now: nowRfc3339(), backingOff: plan.backingOff });
+    if (!sameStatus(pod.status, status)) {
+      try {
+        await d.client.typed("pod").updateStatus({ ...pod, status });
+      } catch (err) {
+        // Gone: nothing to report. A conflict is thrown and retried on the newer pod.
+        if (!isNotFound(err)) throw err;
+      }
+    }
+    return plan.recheckMs !== undefined ? requeueAfter(plan.recheckMs) : done();
+  };
+
+  /** Graceful deletion: stop within the grace period, then confirm the delete. */
+  async function terminate(pod: Pod): Promise<Result> {
+    const meta = pod.metadata!;
+    await stop(pod, meta.deletionGracePeriodSeconds ?? pod.spec?.terminationGracePeriodSeconds ?? 30);
+    try {
+      await d.client.delete("pods", meta.namespace, meta.name, { gracePeriodSeconds: 0, preconditions: { uid: meta.uid, resourceVersion: "" } });
+      d.log.debug({ pod: keyOf(meta) }, "pod deletion confirmed");
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+    }
+    return done();
+  }
+}
+
+/** A pod object carrying only the identity of a runtime pod (for the stop hooks). */
+function stubPod(p: RuntimePod): Pod {
+  return {
+    apiVersion: "v1", kind: "Pod",
+    metadata: { name: p.name, namespace: p.namespace, uid: p.uid, generateName: "", resourceVersion: "", generation: 0, creationTimestamp: "", deletionTimestamp: "", labels: {}, annotations: {}, ownerReferences: [], finalizers: [] },
+    spec: undefined, status: undefined,
+  };
+}

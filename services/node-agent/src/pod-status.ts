@@ -1,0 +1,95 @@
+import { PodStatus, type ContainerStatus, type Pod, type PodCondition } from "@choreo/kit/gen/choreo/core/v1/core";
+import type { PodRuntimeStatus } from "./runtime/runtime.js";
+import { shouldRestart } from "./restart-policy.js";
+
+/** Inputs of {@link buildPodStatus} besides the pod and its runtime status. */
+export interface StatusInputs {
+  hostIp: string;
+  /** RFC 3339, for condition transitions. */
+  now: string;
+  /** Containers waiting out a restart back-off. */
+  backingOff?: ReadonlySet<string>;
+}
+
+/** The pod's phase from its containers and restart policy. */
+export function podPhase(policy: string, statuses: readonly ContainerStatus[]): string {
+  if (statuses.length === 0) return "Pending";
+  const terminated = statuses.filter((c) => c.state?.terminated);
+  const running = statuses.some((c) => c.state?.running);
+  const restarting = (c: ContainerStatus): boolean => c.state?.waiting?.reason === "CrashLoopBackOff" || (terminated.includes(c) && shouldRestart(policy, c.state?.terminated?.exitCode ?? 0));
+  if (!running && statuses.some((c) => c.state?.waiting && !restarting(c))) return "Pending";
+  if (terminated.length === statuses.length) {
+    if (statuses.some(restarting)) return "Running";
+    return terminated.some((c) => (c.state?.terminated?.exitCode ?? 0) !== 0) ? "Failed" : "Succeeded";
+  }
+  return "Running";
+}
+
+/** Shows containers in back-off as Kubernetes does: waiting CrashLoopBackOff, the exit as lastState. */
+function withBackoff(pod: Pod, cs: ContainerStatus, backingOff: ReadonlySet<string> | undefined): ContainerStatus {
+  if (!backingOff?.has(cs.name) || !cs.state?.terminated) return cs;
+  return {
+    ...cs, ready: false, started: false,
+    state: { waiting: { reason: "CrashLoopBackOff", message: `back-off restarting failed container ${cs.name} in pod ${pod.metadata?.name ?? ""}` } },
+    lastState: { terminated: cs.state.terminated },
+  };
+}
+
+const OWN_CONDITIONS = ["Initialized", "Ready", "ContainersReady", "PodScheduled"];
+
+/**
+ * The status the agent reports for a pod (pure): phase, the four standard
+ * conditions (transition times kept while a condition's status holds),
+ * IPs, start time and container statuses. Fields owned by others
+ * (qosClass, nominatedNodeName, other conditions) are carried over.
+ */
+export function buildPodStatus(pod: Pod, rt: PodRuntimeStatus, inputs: StatusInputs): PodStatus {
+  const old = pod.status;
+  const policy = pod.spec?.restartPolicy || "Always";
+  const containerStatuses = rt.containerStatuses.map((cs) => withBackoff(pod, cs, inputs.backingOff));
+  const phase = podPhase(policy, containerStatuses);
+  const terminal = phase === "Succeeded" || phase === "Failed";
+  const ready = phase === "Running" && containerStatuses.length > 0 && containerStatuses.every((c) => c.ready);
+  const notReady = terminal ? "PodCompleted" : "ContainersNotReady";
+  const cond = (type: string, ok: boolean, reason = ""): PodCondition => {
+    const status = ok ? "True" : "False";
+    const prev = old?.conditions.find((c) => c.type === type);
+    const lastTransitionTime = prev && prev.status === status && prev.lastTransitionTime ? prev.lastTransitionTime : inputs.now;
+    return { type, status, lastProbeTime: "", lastTransitionTime, reason: ok ? "" : reason, message: "" };
+  };
+  const conditions = [
+    cond("Initialized", true),
+    cond("Ready", ready, notReady),
+    cond("ContainersReady", ready, notReady),
+    cond("PodScheduled", true),
+    ...(old?.conditions.filter((c) => !OWN_CONDITIONS.includes(c.type)) ?? []),
+  ];
+  return {
+    phase, conditions, message: "", reason: "",
+    nominatedNodeName: old?.nominatedNodeName ?? "",
+    hostIp: inputs.hostIp,
+    podIp: rt.podIp,
+    podIps: rt.podIp ? [{ ip: rt.podIp }] : [],
+    startTime: old?.startTime || rt.startedAt,
+    initContainerStatuses: [],
+    containerStatuses,
+    qosClass: old?.qosClass ?? "",
+  };
+}
+
+/** Whether two statuses are the same (compared as their protobuf bytes). */
+export function sameStatus(a: PodStatus | undefined, b: PodStatus | undefined): boolean {
+  if (!a || !b) return a === b;
+  return Buffer.from(PodStatus.encode(a).finish()).equals(PodStatus.encode(b).finish());
+}
+
+/** Whether the pod's status says it is running (what an agent restart adopts). */
+export function reportsRunning(pod: Pod): boolean {
+  return pod.status?.phase === "Running" && Boolean(pod.status.podIp);
+}
+
+/** Whether the pod reached a phase it never leaves. */
+export function isTerminal(pod: Pod): boolean {
+  const phase = pod.status?.phase;
+  return phase === "Succeeded" || phase === "Failed";
+}
