@@ -1,0 +1,41 @@
+// Builds the scheduler's informers and actors (main.ts and tests share it).
+import type { JetStreamManager } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
+import type { ApiClient } from "@choreo/kit/client";
+import { Informer } from "@choreo/kit/informer";
+import { LeaderElector } from "@choreo/kit/leader";
+import type { Runnable } from "@choreo/kit/lifecycle";
+import type { Logger } from "@choreo/kit/log";
+import type { Config } from "./config.js";
+import { EventRecorder } from "./events.js";
+import { NODE_LEASE_NAMESPACE, NodeLifecycle } from "./node-lifecycle.js";
+import { Scheduler } from "./scheduler.js";
+
+export interface Actors {
+  scheduler: Scheduler;
+  lifecycle: NodeLifecycle | undefined;
+  runnables: Runnable[];
+}
+
+export function buildActors(deps: { client: ApiClient; nc: NatsConnection; jsm: JetStreamManager; log: Logger }, config: Config): Actors {
+  const { client, nc, jsm, log } = deps;
+  const pods = new Informer<"pod">({ client, nc, jsm, kind: "pod", log });
+  pods.addIndexer("node", (p) => (p.spec?.nodeName ? [p.spec.nodeName] : []));
+  const nodes = new Informer<"node">({ client, nc, jsm, kind: "node", log });
+  const events = new EventRecorder(client, config.schedulerName, log);
+  const scheduler = new Scheduler({ client, pods, nodes, events, log: log.child({ subsystem: "scheduler" }), schedulerName: config.schedulerName, workers: config.workers });
+  const runnables: Runnable[] = [pods, nodes, scheduler];
+  if (!config.nodeLifecycle) return { scheduler, lifecycle: undefined, runnables };
+
+  const leases = new Informer<"lease">({ client, nc, jsm, kind: "lease", namespace: NODE_LEASE_NAMESPACE, log });
+  const lifecycle = new NodeLifecycle({ client, nodes, leases, pods, events, log: log.child({ subsystem: "node-lifecycle" }), graceMs: config.graceMs, evictionMs: config.evictionMs, evictionRate: config.evictionRate });
+  runnables.push(leases);
+  if (!config.leaderElect) runnables.push(lifecycle);
+  else {
+    runnables.push(new LeaderElector({
+      client, namespace: "kube-system", name: "choreo-node-lifecycle", identity: config.identity, log,
+      onStartedLeading: (signal) => lifecycle.start(signal),
+    }));
+  }
+  return { scheduler, lifecycle, runnables };
+}

@@ -1,0 +1,32 @@
+// The scheduler: config → NATS → ApiClient → pod/node informers → the
+// scheduler and (under leader election) the node lifecycle → runAll until
+// SIGTERM.
+import { jetstreamManager } from "@nats-io/jetstream";
+import { connectBus } from "@choreo/kit/bus";
+import { ApiClient } from "@choreo/kit/client";
+import { runAll, signalController } from "@choreo/kit/lifecycle";
+import { createLogger } from "@choreo/kit/log";
+import { createRegistry, metricsServer } from "@choreo/kit/metrics";
+import { buildActors } from "./actors.js";
+import { loadConfig } from "./config.js";
+
+const config = loadConfig();
+const log = createLogger({ service: "scheduler" });
+const ac = signalController();
+const nc = await connectBus(config.natsUrl, `scheduler-${config.identity}`);
+const jsm = await jetstreamManager(nc);
+const client = new ApiClient(nc);
+
+const { runnables } = buildActors({ client, nc, jsm, log }, config);
+if (config.metricsPort !== undefined) runnables.push(metricsServer({ registry: createRegistry("scheduler"), port: config.metricsPort }));
+
+log.info({ scheduler: config.schedulerName, workers: config.workers, nats: config.natsUrl, lifecycle: config.nodeLifecycle }, "scheduler starting");
+try {
+  await runAll(runnables, ac.signal);
+} catch (err) {
+  log.fatal({ err }, "scheduler failed");
+  process.exitCode = 1;
+} finally {
+  await nc.drain().catch(() => undefined);
+  log.info({}, "scheduler stopped");
+}

@@ -1,0 +1,191 @@
+// Node lifecycle: a node whose Lease stops being renewed within the grace
+// period gets Ready=Unknown and the unreachable NoExecute taint; after the
+// eviction period its pods are deleted (a token bucket limits how many
+// nodes are evicted per second); a Lease renewed again clears the taint (the
+// node's agent sets Ready=True itself). Renewals are timed on this actor's
+// clock (when it saw renewTime change), like Kubernetes, so clock skew
+// between machines does not matter.
+import { isNotFound, keyOf } from "@choreo/kit";
+import { nowRfc3339 } from "@choreo/kit/apimachinery";
+import type { ApiClient } from "@choreo/kit/client";
+import { retryOnConflict } from "@choreo/kit/client";
+import { Controller, done, requeueAfter, type Result } from "@choreo/kit/controller";
+import type { Node, NodeCondition, Pod, Taint } from "@choreo/kit/gen/choreo/core/v1/core";
+import type { Informer } from "@choreo/kit/informer";
+import type { Runnable } from "@choreo/kit/lifecycle";
+import { sleep } from "@choreo/kit/lifecycle";
+import type { Logger } from "@choreo/kit/log";
+import type { EventRecorder } from "./events.js";
+import { tolerates } from "./plugins/taint-toleration.js";
+
+export const NODE_LEASE_NAMESPACE = "kube-node-lease";
+export const UNREACHABLE_TAINT = "node.kubernetes.io/unreachable";
+
+export interface NodeLifecycleOptions {
+  client: ApiClient;
+  nodes: Informer<"node">;
+  leases: Informer<"lease">;
+  /** A pod informer with the `node` index (spec.nodeName). */
+  pods: Informer<"pod">;
+  events?: EventRecorder;
+  log: Logger;
+  graceMs?: number;
+  evictionMs?: number;
+  /** Nodes evicted per second at most. */
+  evictionRate?: number;
+  now?: () => number;
+}
+
+const hasTaint = (n: Node | undefined) => !!n?.spec?.taints.some((t) => t.key === UNREACHABLE_TAINT && t.effect === "NoExecute");
+
+/** The pods to evict from an unreachable node: those not tolerating the taint (pure). */
+export function podsToEvict(pods: readonly Pod[], taint: Taint): Pod[] {
+  return pods.filter((p) => !p.metadata?.deletionTimestamp && !(p.spec?.tolerations ?? []).some((t) => tolerates(t, taint) && t.tolerationSeconds === undefined));
+}
+
+/** A node's status with Ready=Unknown (pure). */
+export function markUnknown(node: Node, now: string): Node {
+  const next = structuredClone(node);
+  const status = next.status!;
+  const prev = status.conditions.find((c) => c.type === "Ready");
+  const unknown: NodeCondition = { type: "Ready", status: "Unknown", lastHeartbeatTime: prev?.lastHeartbeatTime ?? "", lastTransitionTime: prev?.status === "Unknown" ? prev.lastTransitionTime : now, reason: "NodeStatusUnknown", message: "Kubelet stopped posting node status." };
+  status.conditions = [unknown, ...status.conditions.filter((c) => c.type !== "Ready")];
+  return next;
+}
+
+export class NodeLifecycle implements Runnable {
+  readonly name = "node-lifecycle";
+  /** One per term of leadership (a Controller runs once). */
+  private controller: Controller | undefined;
+  /** node → the renewTime last seen and when (this clock) it was seen. */
+  private readonly observed = new Map<string, { renewTime: string; at: number }>();
+  /** node → when this actor tainted it. */
+  private readonly tainted = new Map<string, number>();
+  private tokens: number;
+  private lastRefill: number;
+  readonly stats = { markedUnknown: 0, evictedPods: 0, cleared: 0 };
+
+  constructor(private readonly opts: NodeLifecycleOptions) {
+    this.tokens = this.rate;
+    this.lastRefill = this.now();
+    const seen = (l: { metadata?: { name: string }; spec?: { renewTime?: string } }) => {
+      const name = l.metadata?.name ?? "";
+      const renewTime = l.spec?.renewTime ?? "";
+      if (this.observed.get(name)?.renewTime !== renewTime) this.observed.set(name, { renewTime, at: this.now() });
+      this.controller?.enqueue(name);
+    };
+    opts.leases.addEventHandler({ onAdd: seen, onUpdate: (_o, l) => seen(l) });
+    opts.nodes.addEventHandler({
+      onAdd: (n) => this.controller?.enqueue(n.metadata?.name ?? ""),
+      onUpdate: (_o, n) => this.controller?.enqueue(n.metadata?.name ?? ""),
+      onDelete: (n) => {
+        this.observed.delete(n.metadata?.name ?? "");
+        this.tainted.delete(n.metadata?.name ?? "");
+      },
+    });
+  }
+
+  private get rate(): number {
+    return this.opts.evictionRate ?? 10;
+  }
+
+  private now(): number {
+    return this.opts.now?.() ?? Date.now();
+  }
+
+  /** Runs the monitor until `signal` aborts; may be called again (a new term of leadership). */
+  async start(signal: AbortSignal): Promise<void> {
+    await Promise.all([this.opts.nodes.waitForSync(signal), this.opts.leases.waitForSync(signal), this.opts.pods.waitForSync(signal)]);
+    const controller = new Controller({ name: "node-lifecycle", reconcile: (key, s) => this.reconcile(key, s), workers: 4, log: this.opts.log });
+    this.controller = controller;
+    for (const key of this.opts.nodes.keys()) controller.enqueue(key);
+    try {
+      await controller.start(signal);
+    } finally {
+      if (this.controller === controller) this.controller = undefined;
+    }
+  }
+
+  async reconcile(name: string, signal: AbortSignal): Promise<Result> {
+    const node = this.opts.nodes.get(name);
+    if (!node) return done();
+    const graceMs = this.opts.graceMs ?? 8_000;
+    const evictionMs = this.opts.evictionMs ?? 5_000;
+    // A node without a Lease yet is timed from when this actor first saw it.
+    if (!this.observed.has(name)) this.observed.set(name, { renewTime: "", at: this.now() });
+    const silentFor = this.now() - this.observed.get(name)!.at;
+    if (silentFor < graceMs) {
+      if (hasTaint(node)) await this.clear(name);
+      return requeueAfter(graceMs - silentFor + 100);
+    }
+    const ready = node.status?.conditions.find((c) => c.type === "Ready")?.status;
+    if (ready !== "Unknown" || !hasTaint(node)) await this.markUnreachable(name);
+    const since = this.tainted.get(name) ?? this.now();
+    this.tainted.set(name, since);
+    const wait = since + evictionMs - this.now();
+    if (wait > 0) return requeueAfter(wait + 100);
+    await this.evict(name, signal);
+    return requeueAfter(Math.max(1_000, evictionMs));
+  }
+
+  private async markUnreachable(name: string): Promise<void> {
+    const nodes = this.opts.client.typed("node");
+    await retryOnConflict(async () => {
+      let node = await nodes.get("", name);
+      if (!hasTaint(node)) {
+        const next = structuredClone(node);
+        next.spec!.taints = [...next.spec!.taints, { key: UNREACHABLE_TAINT, value: "", effect: "NoExecute", timeAdded: nowRfc3339() }];
+        node = await nodes.update(next);
+      }
+      if (node.status?.conditions.find((c) => c.type === "Ready")?.status !== "Unknown") await nodes.updateStatus(markUnknown(node, nowRfc3339()));
+    });
+    this.stats.markedUnknown++;
+    this.opts.log.info({ node: name }, "node unreachable: Ready=Unknown, tainted");
+    this.opts.events?.emit({ kind: "Node", apiVersion: "v1", namespace: "", name, uid: this.opts.nodes.get(name)?.metadata?.uid ?? "", resourceVersion: "", fieldPath: "" }, "Normal", "NodeNotReady", `Node ${name} status is now: NodeNotReady`);
+  }
+
+  private async clear(name: string): Promise<void> {
+    const nodes = this.opts.client.typed("node");
+    await retryOnConflict(async () => {
+      const node = await nodes.get("", name);
+      if (!hasTaint(node)) return;
+      const next = structuredClone(node);
+      next.spec!.taints = next.spec!.taints.filter((t) => t.key !== UNREACHABLE_TAINT);
+      await nodes.update(next);
+    });
+    this.tainted.delete(name);
+    this.stats.cleared++;
+    this.opts.log.info({ node: name }, "node reachable again: taint removed");
+  }
+
+  private async evict(name: string, signal: AbortSignal): Promise<void> {
+    const taint: Taint = { key: UNREACHABLE_TAINT, value: "", effect: "NoExecute", timeAdded: "" };
+    const victims = podsToEvict(this.opts.pods.byIndex("node", name), taint);
+    if (victims.length === 0) return;
+    await this.takeToken(signal);
+    for (const p of victims) {
+      try {
+        await this.opts.client.delete("pods", p.metadata!.namespace, p.metadata!.name, { gracePeriodSeconds: 0 });
+        this.stats.evictedPods++;
+        this.opts.log.info({ node: name, pod: keyOf(p.metadata!) }, "pod evicted");
+      } catch (err) {
+        if (!isNotFound(err)) throw err;
+      }
+    }
+  }
+
+  /** A token bucket of `rate` nodes per second (burst `rate`). */
+  private async takeToken(signal: AbortSignal): Promise<void> {
+    for (;;) {
+      const now = this.now();
+      this.tokens = Math.min(this.rate, this.tokens + ((now - this.lastRefill) / 1000) * this.rate);
+      this.lastRefill = now;
+      if (this.tokens >= 1) {
+        this.tokens--;
+        return;
+      }
+      await sleep(Math.ceil(((1 - this.tokens) / this.rate) * 1000), signal);
+      if (signal.aborted) throw new Error("aborted");
+    }
+  }
+}

@@ -1,0 +1,144 @@
+// The scheduler actor: informers feed the cache and the queue; workers pop
+// a pod, decide on the cache (synchronously, then assume), and bind through
+// the api. A 409 on bind means someone else (another replica) got there
+// first: drop the assumption and let the informer tell the truth.
+import { isConflict, isNotFound, keyOf, splitKey } from "@choreo/kit";
+import type { ApiClient } from "@choreo/kit/client";
+import type { Node, ObjectReference, Pod } from "@choreo/kit/gen/choreo/core/v1/core";
+import type { Informer } from "@choreo/kit/informer";
+import type { Runnable } from "@choreo/kit/lifecycle";
+import type { Logger } from "@choreo/kit/log";
+import { SchedulerCache } from "./cache.js";
+import type { EventRecorder } from "./events.js";
+import { podInfo } from "./framework.js";
+import { SchedulingQueue, type QueueOptions } from "./queue.js";
+import { failureMessage, schedule } from "./stack.js";
+
+export interface SchedulerOptions {
+  client: ApiClient;
+  pods: Informer<"pod">;
+  nodes: Informer<"node">;
+  events: EventRecorder;
+  log: Logger;
+  schedulerName?: string;
+  workers?: number;
+  queue?: QueueOptions;
+}
+
+/** A pod this scheduler should place. */
+export function wantsScheduling(p: Pod, schedulerName: string): boolean {
+  return !p.spec?.nodeName && !p.metadata?.deletionTimestamp && (p.spec?.schedulerName || "default-scheduler") === schedulerName
+    && p.status?.phase !== "Succeeded" && p.status?.phase !== "Failed";
+}
+
+/** The parts of a node that can change a scheduling decision (not heartbeats). */
+function nodeShape(n: Node): string {
+  const ready = n.status?.conditions.find((c) => c.type === "Ready")?.status;
+  return JSON.stringify([n.metadata?.labels, n.spec?.taints, n.spec?.unschedulable, n.status?.allocatable, ready]);
+}
+
+export const podRef = (p: Pod): ObjectReference => ({
+  kind: "Pod", apiVersion: "v1", namespace: p.metadata?.namespace ?? "", name: p.metadata?.name ?? "", uid: p.metadata?.uid ?? "", resourceVersion: "", fieldPath: "",
+});
+
+export class Scheduler implements Runnable {
+  readonly cache = new SchedulerCache();
+  readonly queue: SchedulingQueue;
+  readonly name: string;
+  readonly stats = { scheduled: 0, unschedulable: 0, conflicts: 0, errors: 0 };
+  private rotate = 0;
+
+  constructor(private readonly opts: SchedulerOptions) {
+    this.name = opts.schedulerName ?? "default-scheduler";
+    this.queue = new SchedulingQueue(opts.queue);
+    const enqueue = (p: Pod) => this.queue.add({ key: keyOf(p.metadata!), priority: p.spec?.priority ?? 0, created: p.metadata?.creationTimestamp ?? "" });
+    opts.pods.addEventHandler({
+      onAdd: (p) => {
+        this.cache.setPod(p);
+        if (wantsScheduling(p, this.name)) enqueue(p);
+      },
+      onUpdate: (_o, p) => {
+        this.cache.setPod(p);
+        if (wantsScheduling(p, this.name)) enqueue(p);
+        else this.queue.delete(keyOf(p.metadata!));
+      },
+      onDelete: (p) => {
+        const key = keyOf(p.metadata!);
+        this.cache.deletePod(key);
+        this.queue.delete(key);
+        if (p.spec?.nodeName) this.queue.moveAll();
+      },
+    });
+    opts.nodes.addEventHandler({
+      onAdd: (n) => {
+        this.cache.setNode(n);
+        this.queue.moveAll();
+      },
+      onUpdate: (o, n) => {
+        this.cache.setNode(n);
+        if (nodeShape(o) !== nodeShape(n)) this.queue.moveAll();
+      },
+      onDelete: (n) => this.cache.deleteNode(n.metadata?.name ?? ""),
+    });
+  }
+
+  async start(signal: AbortSignal): Promise<void> {
+    await Promise.all([this.opts.pods.waitForSync(signal), this.opts.nodes.waitForSync(signal)]);
+    signal.addEventListener("abort", () => this.queue.close(), { once: true });
+    const workers = Array.from({ length: this.opts.workers ?? 8 }, () => this.work(signal));
+    await Promise.all(workers);
+  }
+
+  private async work(signal: AbortSignal): Promise<void> {
+    for (;;) {
+      const q = await this.queue.pop();
+      if (!q || signal.aborted) return;
+      try {
+        await this.scheduleOne(q.key);
+      } catch (err) {
+        this.stats.errors++;
+        this.opts.log.warn({ err, pod: q.key }, "scheduling failed; retrying");
+        this.cache.forget(q.key);
+        this.queue.retry(q.key);
+      }
+    }
+  }
+
+  /** Decide (synchronously, then assume) and bind one pod. */
+  async scheduleOne(key: string): Promise<void> {
+    const pod = this.opts.pods.get(key);
+    if (!pod || !wantsScheduling(pod, this.name) || this.cache.isAssumed(key)) {
+      this.queue.done(key);
+      return;
+    }
+    const info = podInfo(pod);
+    const decision = schedule(info, this.cache, { start: this.rotate++ });
+    if ("reasons" in decision) {
+      this.stats.unschedulable++;
+      this.queue.unschedulable(key);
+      const message = failureMessage(decision);
+      this.opts.log.debug({ pod: key, message }, "pod unschedulable");
+      this.opts.events.emit(podRef(pod), "Warning", "FailedScheduling", message);
+      return;
+    }
+    this.cache.assume(info, decision.node);
+    const { namespace, name } = splitKey(key);
+    try {
+      await this.opts.client.bind(namespace, name, decision.node, info.uid);
+    } catch (err) {
+      this.cache.forget(key);
+      if (isConflict(err) || isNotFound(err)) {
+        // Bound by another replica, recreated, or gone: the informer brings the truth.
+        this.stats.conflicts++;
+        this.queue.done(key);
+        this.opts.log.debug({ pod: key, node: decision.node }, "bind conflict; dropped");
+        return;
+      }
+      throw err;
+    }
+    this.stats.scheduled++;
+    this.queue.done(key);
+    this.opts.log.debug({ pod: key, node: decision.node }, "pod bound");
+    this.opts.events.emit(podRef(pod), "Normal", "Scheduled", `Successfully assigned ${key} to ${decision.node}`);
+  }
+}
