@@ -1,13 +1,13 @@
-// The new user's path: `choreo up` (what npm start runs) brings up a
-// cluster and writes a kubeconfig; kubectl applies a pod from the Kubernetes
-// docs, `choreo get pods` shows it; SIGTERM stops everything; up again keeps
-// the data.
+// The new user's path: `choreo up` (what npm start runs) brings up the
+// control plane with hollow nodes and writes a kubeconfig; kubectl applies a
+// pod from the Kubernetes docs, `choreo get pods` shows it Running on a
+// node; SIGTERM stops everything; up again keeps the data.
 import assert from "node:assert/strict";
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, describe, it } from "node:test";
-import { freePort, startProcess, type ManagedProcess } from "@choreo/kit/testing";
+import { freePort, startProcess, waitFor, type ManagedProcess } from "@choreo/kit/testing";
 import { ROOT } from "./support/cluster.js";
 import { run } from "./support/kubectl.js";
 
@@ -37,9 +37,13 @@ describe("choreo up", () => {
     writeFileSync(file, "apiVersion: v1\nkind: Pod\nmetadata:\n  name: nginx\nspec:\n  containers:\n  - name: nginx\n    image: nginx:1.14.2\n    ports:\n    - containerPort: 80\n");
     const applied = await run("kubectl", ["apply", "-f", file], kubeconfig);
     assert.equal(applied.code, 0, applied.stderr);
-    const viaChoreo = await run(process.execPath, [path.join(ROOT, "services/cli/bin/choreo.js"), "get", "pods"], kubeconfig, { cwd: dir });
-    assert.equal(viaChoreo.code, 0, viaChoreo.stderr);
-    assert.match(viaChoreo.stdout, /^nginx\s+0\/1\s+Pending/m);
+    // The scheduler binds it to one of the hollow nodes, whose agent runs it.
+    const viaChoreo = await waitFor(async () => {
+      const r = await run(process.execPath, [path.join(ROOT, "services/cli/bin/choreo.js"), "get", "pods", "-o", "wide"], kubeconfig, { cwd: dir });
+      assert.equal(r.code, 0, r.stderr);
+      return /^nginx\s+1\/1\s+Running\s+0\s+\S+\s+10\.244\.\d+\.\d+\s+hollow-/m.test(r.stdout) ? r : undefined;
+    }, { timeoutMs: 30_000, message: "nginx Running on a hollow node" });
+    assert.match(viaChoreo.stdout, /^NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE\s+IP\s+NODE/m);
 
     up.child.kill("SIGTERM");
     const exit = await up.exited;
