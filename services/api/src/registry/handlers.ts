@@ -10,7 +10,8 @@ import type {
   PatchRequest, UpdateRequest, UpdateScaleRequest, WatchEvent, WatchRequest,
 } from "@choreo/kit/gen/choreo/api/v1/api";
 import type { Scale } from "@choreo/kit/gen/choreo/autoscaling/v1/autoscaling";
-import type { Pod, ReplicationController } from "@choreo/kit/gen/choreo/core/v1/core";
+import type { Node, Pod, ReplicationController } from "@choreo/kit/gen/choreo/core/v1/core";
+import { misfit, withNodeLock } from "./node-capacity.js";
 import type { JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { ApiHandlers } from "../handlers/api-handlers.js";
@@ -275,6 +276,25 @@ export class Registry extends ObjectStore implements ApiHandlers {
     if (pod.spec?.nodeName) throw conflict("pods/binding", req.name, `pod ${req.name} is already assigned to node "${pod.spec.nodeName}"`);
     if (pod.metadata?.deletionTimestamp) throw conflict("pods/binding", req.name, "pod is being deleted, cannot be assigned to a host");
     if (!pod.spec) throw invalid("Pod", req.name, [{ field: "spec", reason: "FieldValueRequired", message: "Required value" }]);
+    const bound = await withNodeLock(this.store.redis, node, async () => {
+      // Never past the node's capacity, whichever scheduler asks (Omega).
+      const nodeObj = await this.read(this.resolve("nodes"), "", node).catch((err: unknown) => {
+        if (err instanceof ApiError && err.reason === "NotFound") return undefined;
+        throw err;
+      });
+      if (nodeObj) {
+        const page = await this.page(info, { namespace: "", index: { name: "node", value: node }, limit: 0 });
+        const why = misfit(nodeObj.value as Node, page.items as Pod[], pod);
+        if (why) throw conflict("pods/binding", req.name, `node "${node}" cannot take the pod: ${why}`);
+      }
+      return this.bindTo(info, pod, node, cur);
+    });
+    if (!bound) throw conflict("pods/binding", req.name, `node "${node}" is busy; retry`);
+    return bound.value;
+  }
+
+  private async bindTo(info: KindInfo, pod: Pod, node: string, cur: Current): Promise<ApiObject> {
+    if (!pod.spec) throw new Error("pod without spec");
     pod.spec.nodeName = node;
     const status = (pod.status ??= { phase: "Pending", conditions: [], message: "", reason: "", nominatedNodeName: "", hostIp: "", podIp: "", podIps: [], startTime: "", initContainerStatuses: [], containerStatuses: [], qosClass: "" });
     status.conditions = [...status.conditions.filter((c) => c.type !== "PodScheduled"), { type: "PodScheduled", status: "True", lastProbeTime: "", lastTransitionTime: nowRfc3339(), reason: "", message: "" }];

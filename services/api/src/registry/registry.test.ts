@@ -90,6 +90,20 @@ describe("registry over NATS", () => {
     assert.deepEqual(onNode.items.map((o) => unwrap(o).metadata?.name), ["p-bind"]);
   });
 
+  it("never binds past a node's capacity, even with concurrent binds", async () => {
+    const node = unwrap(await s.client.create(fromKubeJson({ apiVersion: "v1", kind: "Node", metadata: { name: "small" } })));
+    const withStatus = fromKubeJson({ ...toKubeJson({ kind: { $case: "node", value: node as never } }), status: { allocatable: { cpu: "1", memory: "1Gi", pods: "110" }, capacity: { cpu: "1", memory: "1Gi", pods: "110" } } });
+    await s.client.updateStatus(withStatus);
+    const sized = (name: string) => pod(name, { spec: { containers: [{ name: "c", image: "i", resources: { requests: { cpu: "200m" } } }] } });
+    await Promise.all(Array.from({ length: 10 }, (_, i) => s.client.create(sized(`fit${i}`))));
+    const results = await Promise.allSettled(Array.from({ length: 10 }, (_, i) => s.client.bind("default", `fit${i}`, "small")));
+    const won = results.filter((r) => r.status === "fulfilled").length;
+    assert.equal(won, 5, "1 cpu holds exactly five 200m pods");
+    for (const r of results) {
+      if (r.status === "rejected") assert.ok(r.reason instanceof ApiError && r.reason.code === 409 && /Insufficient cpu/.test(r.reason.message), String(r.reason));
+    }
+  });
+
   it("deletes a bound pod gracefully and at once with gracePeriodSeconds=0", async () => {
     await s.client.create(pod("p-grace"));
     await s.client.bind("default", "p-grace", "node-a");
