@@ -127,6 +127,13 @@ export class Scheduler implements Runnable {
       await this.opts.client.bind(namespace, name, decision.node, info.uid);
     } catch (err) {
       this.cache.forget(key);
+      if (isConflict(err) && /cannot take the pod|is busy/.test((err as Error).message)) {
+        // The api refused: the node is full by now (another scheduler was faster). Try again on fresh state.
+        this.stats.conflicts++;
+        this.queue.retry(key);
+        this.opts.log.debug({ pod: key, node: decision.node }, "bind refused by node capacity; retrying");
+        return;
+      }
       if (isConflict(err) || isNotFound(err)) {
         // Bound by another replica, recreated, or gone: the informer brings the truth.
         this.stats.conflicts++;
