@@ -3,7 +3,7 @@
 // bound → all Running as seen on the event log, and prints pods/s end to end,
 // pod startup latency, api writes and bus messages per pod, CPU and RSS per
 // process. npm run bench:scale -- --nodes 100 --pods 1000
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { jetstream, jetstreamManager, DeliverPolicy } from "@nats-io/jetstream";
 import { Redis } from "ioredis";
@@ -13,7 +13,9 @@ import { waitFor } from "@choreo/kit/testing";
 import type { Pod } from "@choreo/kit/gen/choreo/core/v1/core";
 import { startCluster } from "../integration-tests/support/cluster.js";
 
-const { values } = parseArgs({ options: { nodes: { type: "string", default: "100" }, pods: { type: "string", default: "1000" }, timeout: { type: "string", default: "600" } } });
+const { values } = parseArgs({ options: { nodes: { type: "string", default: "100" }, pods: { type: "string", default: "1000" }, timeout: { type: "string", default: "600" }, direct: { type: "boolean", default: false } } });
+// --direct: create the pods through the api (64 at a time) instead of through an RC and the replication actor.
+const DIRECT = values.direct || !existsSync(new URL("../services/replication/src/main.ts", import.meta.url));
 const NODES = Number(values.nodes);
 const PODS = Number(values.pods);
 
@@ -30,13 +32,13 @@ function cpuAndRss(pid: number): { cpuSeconds: number; rssMb: number } {
   }
 }
 
-console.log(`choreo scale benchmark — ${new Date().toISOString()} — ${NODES} hollow nodes, ${PODS} pods`);
+console.log(`choreo scale benchmark — ${new Date().toISOString()} — ${NODES} hollow nodes, ${PODS} pods, created ${DIRECT ? "directly" : "by an RC"}`);
 const c = await startCluster({
   env: { CHOREO_LOG_LEVEL: "warn" },
   actors: [
     { name: "node-agent", env: { CHOREO_HOLLOW_NODES: String(NODES) } },
     { name: "scheduler" },
-    { name: "replication" },
+    ...(DIRECT ? [] : [{ name: "replication" }]),
   ],
 });
 try {
@@ -70,10 +72,20 @@ try {
   })();
 
   const t0 = performance.now();
-  await c.client.create(fromKubeJson({
-    apiVersion: "v1", kind: "ReplicationController", metadata: { name: "bench", namespace: "default" },
-    spec: { replicas: PODS, selector: { app: "bench" }, template: { metadata: { labels: { app: "bench" } }, spec: { containers: [{ name: "c", image: "pause", resources: { requests: { cpu: "10m", memory: "16Mi" } } }] } } },
-  }));
+  const template = { metadata: { labels: { app: "bench" } }, spec: { containers: [{ name: "c", image: "pause", resources: { requests: { cpu: "10m", memory: "16Mi" } } }] } };
+  if (DIRECT) {
+    let next = 0;
+    await Promise.all(Array.from({ length: 64 }, async () => {
+      for (let i = next++; i < PODS; i = next++) {
+        await c.client.create(fromKubeJson({ apiVersion: "v1", kind: "Pod", metadata: { name: `bench-${i}`, namespace: "default", labels: template.metadata.labels }, spec: template.spec }));
+      }
+    }));
+  } else {
+    await c.client.create(fromKubeJson({
+      apiVersion: "v1", kind: "ReplicationController", metadata: { name: "bench", namespace: "default" },
+      spec: { replicas: PODS, selector: { app: "bench" }, template },
+    }));
+  }
   await Promise.race([done, new Promise((_, rej) => setTimeout(() => rej(new Error(`timed out: ${runningAt.size}/${PODS} running, ${bound.size} bound, ${created.size} created`)), Number(values.timeout) * 1000))]);
   const t1 = performance.now();
   await messages.close();

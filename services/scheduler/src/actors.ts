@@ -7,7 +7,7 @@ import { LeaderElector } from "@choreo/kit/leader";
 import type { Runnable } from "@choreo/kit/lifecycle";
 import type { Logger } from "@choreo/kit/log";
 import type { Config } from "./config.js";
-import { EventRecorder } from "./events.js";
+import { EventRecorder } from "@choreo/kit/events";
 import { NODE_LEASE_NAMESPACE, NodeLifecycle } from "./node-lifecycle.js";
 import { Scheduler } from "./scheduler.js";
 

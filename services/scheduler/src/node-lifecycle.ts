@@ -15,7 +15,7 @@ import type { Informer } from "@choreo/kit/informer";
 import type { Runnable } from "@choreo/kit/lifecycle";
 import { sleep } from "@choreo/kit/lifecycle";
 import type { Logger } from "@choreo/kit/log";
-import type { EventRecorder } from "./events.js";
+import type { EventRecorder } from "@choreo/kit/events";
 import { tolerates } from "./plugins/taint-toleration.js";
 
 export const NODE_LEASE_NAMESPACE = "kube-node-lease";

@@ -9,7 +9,7 @@ import type { Informer } from "@choreo/kit/informer";
 import type { Runnable } from "@choreo/kit/lifecycle";
 import type { Logger } from "@choreo/kit/log";
 import { SchedulerCache } from "./cache.js";
-import type { EventRecorder } from "./events.js";
+import type { EventRecorder } from "@choreo/kit/events";
 import { podInfo } from "./framework.js";
 import { SchedulingQueue, type QueueOptions } from "./queue.js";
 import { failureMessage, schedule } from "./stack.js";

@@ -10,6 +10,11 @@ import type { Logger } from "@choreo/kit/log";
 
 export type EventType = "Normal" | "Warning";
 
+/** The reference an Event points at, for any object with metadata. */
+export function objectRef(kind: string, apiVersion: string, o: { metadata?: { namespace: string; name: string; uid: string } }): ObjectReference {
+  return { kind, apiVersion, namespace: o.metadata?.namespace ?? "", name: o.metadata?.name ?? "", uid: o.metadata?.uid ?? "", resourceVersion: "", fieldPath: "" };
+}
+
 /** What is written (pure). */
 export function newEvent(ref: ObjectReference, type: EventType, reason: string, message: string, component: string, now: string): Event {
   const suffix = `${Date.now().toString(16)}${Math.floor(Math.random() * 0xffff).toString(16)}`;

@@ -1,0 +1,41 @@
+// The endpoints actor: config → NATS → ApiClient → informers (services,
+// pods, endpoints) → the endpoints reconciler → runAll until SIGTERM.
+import { jetstreamManager } from "@nats-io/jetstream";
+import { connectBus } from "@choreo/kit/bus";
+import { ApiClient } from "@choreo/kit/client";
+import { Informer } from "@choreo/kit/informer";
+import { runAll, signalController, type Runnable } from "@choreo/kit/lifecycle";
+import { createLogger } from "@choreo/kit/log";
+import { createRegistry, metricsServer } from "@choreo/kit/metrics";
+import { EndpointsReconciler } from "./endpoints-reconciler.js";
+
+const natsUrl = process.env["CHOREO_NATS_URL"] ?? "nats://127.0.0.1:14222";
+const metricsPort = process.env["CHOREO_METRICS_PORT"] ? Number(process.env["CHOREO_METRICS_PORT"]) : undefined;
+const workers = Number(process.env["CHOREO_ENDPOINTS_WORKERS"] ?? 4) || 4;
+
+const log = createLogger({ service: "endpoints" });
+const ac = signalController();
+const registry = createRegistry("endpoints");
+const nc = await connectBus(natsUrl, "endpoints");
+const jsm = await jetstreamManager(nc);
+const client = new ApiClient(nc);
+
+const informer = <C extends "service" | "pod" | "endpoints">(kind: C): Informer<C> => new Informer({ client, nc, jsm, kind, resyncMs: 5 * 60_000, log });
+const services = informer("service");
+const pods = informer("pod");
+const endpoints = informer("endpoints");
+const reconciler = new EndpointsReconciler({ client, services, pods, endpoints, log, workers, registry });
+
+const runnables: Runnable[] = [services, pods, endpoints, reconciler];
+if (metricsPort !== undefined) runnables.push(metricsServer({ registry, port: metricsPort }));
+
+log.info({ nats: natsUrl, workers }, "endpoints actor starting");
+try {
+  await runAll(runnables, ac.signal);
+} catch (err) {
+  log.fatal({ err }, "endpoints actor failed");
+  process.exitCode = 1;
+} finally {
+  await nc.drain().catch(() => undefined);
+  log.info({}, "endpoints actor stopped");
+}

@@ -1,0 +1,1 @@
+export { EventRecorder, newEvent, objectRef, type EventType } from "./recorder.js";
