@@ -20,6 +20,9 @@ import { ObjectStore, SYSTEM_NAMESPACES, type Current } from "./registry.js";
 import { changeOf, parseSelection, selectChange, selectsObject, type Selection } from "./selection.js";
 import { KINDS } from "@choreo/kit";
 
+/** Kinds whose dependents the garbage collector follows: deleting one with Orphan or Foreground adds its finalizer. */
+const GC_OWNER_RESOURCES = new Set(["replicationcontrollers", "daemonsets", "jobs"]);
+
 /** Options of the registry's watch path. */
 export interface WatchSource {
   cache: WatchCache;
@@ -162,6 +165,8 @@ export class Registry extends ObjectStore implements ApiHandlers {
       }
       meta.name = req.name;
       meta.namespace = info.namespaced ? req.namespace : "";
+      // A patch that does not touch status keeps it exactly (the JSON round trip is not bit-exact for every optional field).
+      if (!statusOnly && info.hasStatus && !patchTouchesStatus(req.patchType, patch)) (v as { status?: unknown }).status = (cur.value as { status?: unknown }).status;
       const userVersion = meta.resourceVersion;
       try {
         return this.wrapValue(info, await this.replace(info, v, statusOnly, cur));
@@ -195,6 +200,9 @@ export class Registry extends ObjectStore implements ApiHandlers {
       throw invalid("DeleteOptions", "", [{ field: "propagationPolicy", reason: "FieldValueNotSupported", message: `Unsupported value: "${opts.propagationPolicy}": supported values: "Foreground", "Background", "Orphan"` }]);
     }
     if (info.resource === "namespaces") return this.wrapValue(info, await this.deleteNamespace(info, cur));
+    // Orphan and Foreground are carried out by the garbage collector (the replication actor) through finalizers.
+    const gcFinalizer = opts?.propagationPolicy === "Orphan" ? "orphan" : opts?.propagationPolicy === "Foreground" ? "foregroundDeletion" : "";
+    if (gcFinalizer && GC_OWNER_RESOURCES.has(info.resource) && !meta.deletionTimestamp && !meta.finalizers.includes(gcFinalizer)) meta.finalizers.push(gcFinalizer);
     const grace = this.gracePeriod(info, v, opts?.gracePeriodSeconds);
     if (meta.finalizers.length > 0 || grace > 0) {
       if (meta.deletionTimestamp && (grace > 0 || meta.finalizers.length > 0) && (meta.deletionGracePeriodSeconds ?? 0) <= grace) return this.wrapValue(info, cur.value);
@@ -389,4 +397,10 @@ export class Registry extends ObjectStore implements ApiHandlers {
 
 function errorEvent(err: ApiError): WatchEvent {
   return { type: "ERROR", object: undefined, status: err.status, revision: 0, prevLabels: {}, prevFields: {}, hasPrev: false };
+}
+
+/** Whether a patch names the status (a JSON patch op under /status, or a status key in a merge patch). */
+function patchTouchesStatus(patchType: string, patch: JsonValue): boolean {
+  if (patchType === "application/json-patch+json") return Array.isArray(patch) && patch.some((op) => typeof op === "object" && op !== null && !Array.isArray(op) && typeof op["path"] === "string" && (op["path"] === "/status" || op["path"].startsWith("/status/")));
+  return typeof patch === "object" && patch !== null && !Array.isArray(patch) && "status" in patch;
 }

@@ -1,4 +1,5 @@
 import type { Pod } from "@choreo/kit/gen/choreo/core/v1/core";
+import { canonicalJson } from "./canonical.js";
 import { nowRfc3339 } from "@choreo/kit/apimachinery";
 import type { Strategy } from "./strategy.js";
 import { defaultPodSpec, qosClass, validatePodSpec } from "./pod-spec.js";
@@ -12,7 +13,7 @@ function comparableSpec(p: Pod): string {
   spec.activeDeadlineSeconds = undefined;
   spec.tolerations = [];
   spec.terminationGracePeriodSeconds = undefined;
-  return JSON.stringify(spec);
+  return canonicalJson(spec);
 }
 
 /** Pods: defaults, validation, Pending status at create, node index. */

@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { canonicalJson } from "./canonical.js";
 import {
   ApiError, badRequest, conflict, emptyMeta, forbidden, invalid, kindByResource, kindOf, notFound, selectableFields, tooLarge, alreadyExists,
   type AnyObject, type KindInfo, type ObjectMeta,
@@ -178,7 +179,7 @@ export class ObjectStore {
 
   /** The list of a kind's field paths that changed, for generation and status checks. */
   static same(a: unknown, b: unknown): boolean {
-    return JSON.stringify(a ?? null) === JSON.stringify(b ?? null);
+    return canonicalJson(a ?? null) === canonicalJson(b ?? null);
   }
 
   /** Removes an object now (bypassing graceful deletion); returns its last state. */

@@ -6,6 +6,7 @@ import type { LabelSelector } from "@choreo/kit";
 import type { Strategy } from "./strategy.js";
 import { defaultPodSpec, validateTemplate } from "./pod-spec.js";
 import { Errors } from "./validation.js";
+import { canonicalJson } from "./canonical.js";
 
 /** ReplicationController: selector defaults to the template's labels. */
 export const replicationControllerStrategy: Strategy<ReplicationController> = {
@@ -74,7 +75,7 @@ export const daemonSetStrategy: Strategy<DaemonSet> = {
     validateSelector(e, ds.spec.selector, ds.spec.template?.metadata?.labels ?? {}, "spec.selector");
     validateTemplate(e, ds.spec.template, "spec.template", undefined, ["Always"]);
     e.oneOf("spec.updateStrategy.type", ds.spec.updateStrategy?.type ?? "", ["RollingUpdate", "OnDelete"]);
-    if (old?.spec && JSON.stringify(ds.spec.selector) !== JSON.stringify(old.spec.selector)) e.invalid("spec.selector", ds.spec.selector, "field is immutable");
+    if (old?.spec && canonicalJson(ds.spec.selector) !== canonicalJson(old.spec.selector)) e.invalid("spec.selector", ds.spec.selector, "field is immutable");
     return e.causes;
   },
 };
@@ -115,7 +116,7 @@ export const jobStrategy: Strategy<Job> = {
     validateSelector(e, spec.selector, spec.template?.metadata?.labels ?? {}, "spec.selector");
     validateTemplate(e, spec.template, "spec.template", undefined, ["OnFailure", "Never"]);
     e.oneOf("spec.completionMode", spec.completionMode, ["NonIndexed", "Indexed"]);
-    if (old?.spec && JSON.stringify(spec.template) !== JSON.stringify(old.spec.template)) e.invalid("spec.template", "", "field is immutable");
+    if (old?.spec && canonicalJson(spec.template) !== canonicalJson(old.spec.template)) e.invalid("spec.template", "", "field is immutable");
     return e.causes;
   },
 };

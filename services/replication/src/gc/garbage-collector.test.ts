@@ -1,0 +1,88 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import type { Pod, ReplicationController } from "@choreo/kit/gen/choreo/core/v1/core";
+import { silentLogger } from "@choreo/kit/log";
+import { FakeCache, RecordingClient, pod, rc } from "../testing.js";
+import { FINALIZER_FOREGROUND, FINALIZER_ORPHAN, GarbageCollector } from "./garbage-collector.js";
+
+function setup() {
+  const rcs = new FakeCache<ReplicationController>();
+  const pods = new FakeCache<Pod>();
+  const client = new RecordingClient();
+  const gc = new GarbageCollector({ client, pods, log: silentLogger(), owners: [{ kind: "ReplicationController", resource: "replicationcontrollers", cache: rcs }] });
+  return { rcs, pods, client, gc };
+}
+const owner = { name: "web", uid: "uid-web" };
+
+describe("GarbageCollector", () => {
+  it("background: a pod whose owner is gone (confirmed by a live read) is deleted", async () => {
+    const { pods, client, gc } = setup();
+    pods.put(pod("a", { owner }));
+    await gc.reconcile("pod|default/a");
+    assert.deepEqual(client.of("get").map((g) => g.name), ["web"], "checked with the api, not just the cache");
+    const del = client.of("delete");
+    assert.deepEqual(del.map((d) => d.name), ["a"]);
+    assert.equal(del[0]?.options?.preconditions?.uid, "uid-a");
+  });
+
+  it("a pod whose owner exists (in the cache, or only in the api so far) is kept", async () => {
+    const { pods, rcs, client, gc } = setup();
+    rcs.put(rc("web", 1));
+    pods.put(pod("a", { owner }));
+    await gc.reconcile("pod|default/a");
+    pods.put(pod("b", { owner: { name: "new", uid: "uid-new" } }));
+    client.objects.set("replicationcontrollers/default/new", { kind: { $case: "replicationController", value: rc("new", 1) } });
+    await gc.reconcile("pod|default/b");
+    assert.equal(client.of("delete").length, 0);
+  });
+
+  it("an owner recreated under the same name (another uid) does not keep the old owner's pods", async () => {
+    const { pods, rcs, client, gc } = setup();
+    rcs.put(rc("web", 1, undefined, "uid-web-2"));
+    client.objects.set("replicationcontrollers/default/web", { kind: { $case: "replicationController", value: rc("web", 1, undefined, "uid-web-2") } });
+    pods.put(pod("a", { owner }));
+    await gc.reconcile("pod|default/a");
+    assert.deepEqual(client.of("delete").map((d) => d.name), ["a"]);
+  });
+
+  it("orphan: removes the owner's reference from its dependents, then the orphan finalizer", async () => {
+    const { pods, rcs, client, gc } = setup();
+    const r = rc("web", 2);
+    r.metadata!.deletionTimestamp = "2025-01-01T00:00:00Z";
+    r.metadata!.finalizers = [FINALIZER_ORPHAN];
+    rcs.put(r);
+    pods.put(pod("a", { owner }));
+    pods.put(pod("b", { owner }));
+    await gc.reconcile("owner|ReplicationController|default/web");
+    const patches = client.of("patch");
+    assert.deepEqual(patches.map((p) => `${p.resource}/${p.name}`), ["pods/a", "pods/b", "replicationcontrollers/web"]);
+    assert.deepEqual((patches[0]?.patch as { metadata: { ownerReferences: unknown[] } }).metadata.ownerReferences, []);
+    assert.deepEqual((patches[2]?.patch as { metadata: { finalizers: string[] } }).metadata.finalizers, []);
+    assert.equal(client.of("delete").length, 0);
+  });
+
+  it("foreground: dependents are deleted first; the finalizer goes when none remain", async () => {
+    const { pods, rcs, client, gc } = setup();
+    const r = rc("web", 1);
+    r.metadata!.deletionTimestamp = "2025-01-01T00:00:00Z";
+    r.metadata!.finalizers = [FINALIZER_FOREGROUND];
+    rcs.put(r);
+    client.objects.set("replicationcontrollers/default/web", { kind: { $case: "replicationController", value: r } });
+    pods.put(pod("a", { owner }));
+    const res = await gc.reconcile("owner|ReplicationController|default/web");
+    assert.ok(res.requeueAfterMs, "waits for the dependents");
+    assert.equal(client.of("patch").length, 0);
+    await gc.reconcile("pod|default/a");
+    assert.deepEqual(client.of("delete").map((d) => d.name), ["a"]);
+    pods.remove("default/a");
+    await gc.reconcile("owner|ReplicationController|default/web");
+    assert.deepEqual((client.of("patch")[0]?.patch as { metadata: { finalizers: string[] } }).metadata.finalizers, []);
+  });
+
+  it("leaves pods whose owner is a kind it does not collect for", async () => {
+    const { pods, client, gc } = setup();
+    pods.put(pod("a", { owner: { kind: "StatefulSet", name: "db", uid: "uid-db" } }));
+    await gc.reconcile("pod|default/a");
+    assert.equal(client.actions.length, 0);
+  });
+});

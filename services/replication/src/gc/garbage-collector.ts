@@ -1,0 +1,166 @@
+// The garbage collector: dependents (pods) follow their owners
+// (ReplicationControllers, DaemonSets, Jobs).
+//   Background: an owner gone → each dependent whose owners are all gone is
+//     deleted (after a live read confirms the owner really is gone).
+//   Foreground: an owner with the `foregroundDeletion` finalizer → its
+//     dependents are deleted; when none remain the finalizer is removed and
+//     the api removes the owner.
+//   Orphan: an owner with the `orphan` finalizer → its ownerReference is
+//     removed from every dependent, then the finalizer.
+import { isConflict, isNotFound, keyOf, splitKey } from "@choreo/kit";
+import type { ApiClient } from "@choreo/kit/client";
+import { Controller, done, requeueAfter, type Result } from "@choreo/kit/controller";
+import type { Pod } from "@choreo/kit/gen/choreo/core/v1/core";
+import type { ObjectMeta, OwnerReference } from "@choreo/kit/gen/choreo/meta/v1/meta";
+import type { Runnable } from "@choreo/kit/lifecycle";
+import type { Logger } from "@choreo/kit/log";
+import type { Registry } from "prom-client";
+import { BY_OWNER, ownerUidsOf, type Cache } from "../cache.js";
+
+export const FINALIZER_ORPHAN = "orphan";
+export const FINALIZER_FOREGROUND = "foregroundDeletion";
+
+/** An owner kind the collector watches. */
+export interface OwnerKind {
+  kind: string;
+  /** The api resource (plural), for reads and writes. */
+  resource: string;
+  cache: Cache<{ metadata?: ObjectMeta | undefined }>;
+}
+
+/** Options of {@link GarbageCollector}. */
+export interface GarbageCollectorOptions {
+  client: Pick<ApiClient, "get" | "delete" | "patch">;
+  pods: Cache<Pod>;
+  owners: OwnerKind[];
+  log: Logger;
+  workers?: number;
+  registry?: Registry;
+}
+
+/** Keys: `pod|<ns>/<name>` (is this dependent garbage?) and `owner|<Kind>|<ns>/<name>` (an owner's finalizers). */
+export class GarbageCollector implements Runnable {
+  readonly name = "garbage-collector";
+  readonly controller: Controller;
+  private readonly log: Logger;
+  private readonly kinds = new Map<string, OwnerKind>();
+
+  constructor(private readonly opts: GarbageCollectorOptions) {
+    this.log = opts.log.child({ controller: "garbage-collector" });
+    this.controller = new Controller({ name: "garbagecollector", reconcile: (key) => this.reconcile(key), workers: opts.workers ?? 2, log: opts.log, registry: opts.registry });
+    opts.pods.addIndexer(BY_OWNER, ownerUidsOf);
+    const enqueuePod = (p: Pod): void => {
+      if (p.metadata && p.metadata.ownerReferences.length > 0) this.controller.enqueue(`pod|${keyOf(p.metadata)}`);
+    };
+    opts.pods.addEventHandler({ onAdd: enqueuePod, onUpdate: (_o, n) => enqueuePod(n) });
+    for (const k of opts.owners) {
+      this.kinds.set(k.kind, k);
+      const enqueueOwner = (o: { metadata?: ObjectMeta | undefined }): void => {
+        if (o.metadata?.deletionTimestamp) this.controller.enqueue(`owner|${k.kind}|${keyOf(o.metadata)}`);
+      };
+      k.cache.addEventHandler({
+        onAdd: enqueueOwner,
+        onUpdate: (_o, n) => enqueueOwner(n),
+        onDelete: (o) => {
+          for (const p of opts.pods.byIndex(BY_OWNER, o.metadata?.uid ?? "")) enqueuePod(p);
+        },
+      });
+    }
+  }
+
+  async start(signal: AbortSignal): Promise<void> {
+    await Promise.all([this.opts.pods.waitForSync(signal), ...this.opts.owners.map((k) => k.cache.waitForSync(signal))]);
+    await this.controller.start(signal);
+  }
+
+  async reconcile(key: string): Promise<Result> {
+    const [what, ...rest] = key.split("|");
+    if (what === "pod") return this.reconcilePod(rest.join("|"));
+    const [kind, objKey] = rest;
+    return this.reconcileOwner(kind ?? "", objKey ?? "");
+  }
+
+  /** Deletes the pod if every owner is gone, or an owner is being deleted in the foreground. */
+  private async reconcilePod(key: string): Promise<Result> {
+    const pod = this.opts.pods.get(key);
+    const m = pod?.metadata;
+    if (!m || m.ownerReferences.length === 0 || m.deletionTimestamp) return done();
+    let alive = 0;
+    let foreground = false;
+    for (const ref of m.ownerReferences) {
+      const state = await this.ownerState(ref, m.namespace);
+      if (state === "absent") continue;
+      alive++;
+      if (state === "foreground" && ref.blockOwnerDeletion) foreground = true;
+    }
+    if (alive > 0 && !foreground) return done();
+    try {
+      await this.opts.client.delete("pods", m.namespace, m.name, { preconditions: { uid: m.uid, resourceVersion: "" }, propagationPolicy: "Background" });
+      this.log.info({ pod: key, owners: m.ownerReferences.map((r) => `${r.kind}/${r.name}`), foreground }, "dependent deleted");
+    } catch (err) {
+      if (!isNotFound(err) && !isConflict(err)) throw err;
+    }
+    return done();
+  }
+
+  /** Whether the owner exists, is being deleted in the foreground, or is gone — confirmed by a live read before "absent". */
+  private async ownerState(ref: OwnerReference, namespace: string): Promise<"present" | "foreground" | "absent"> {
+    const kind = this.kinds.get(ref.kind);
+    if (!kind) return "present"; // Not a kind we collect for: leave its dependents alone.
+    const key = keyOf({ namespace, name: ref.name });
+    let meta = kind.cache.get(key)?.metadata;
+    if (meta?.uid !== ref.uid) {
+      try {
+        const o = await this.opts.client.get(kind.resource, namespace, ref.name);
+        meta = (o.kind?.value as { metadata?: ObjectMeta } | undefined)?.metadata;
+      } catch (err) {
+        if (!isNotFound(err)) throw err;
+        meta = undefined;
+      }
+    }
+    if (meta?.uid !== ref.uid) return "absent";
+    return meta.deletionTimestamp && meta.finalizers.includes(FINALIZER_FOREGROUND) ? "foreground" : "present";
+  }
+
+  /** Works an owner's `orphan` and `foregroundDeletion` finalizers. */
+  private async reconcileOwner(kindName: string, key: string): Promise<Result> {
+    const kind = this.kinds.get(kindName);
+    const owner = kind?.cache.get(key);
+    const m = owner?.metadata;
+    if (!kind || !m?.deletionTimestamp) return done();
+    const dependents = this.opts.pods.byIndex(BY_OWNER, m.uid);
+    if (m.finalizers.includes(FINALIZER_ORPHAN)) {
+      for (const p of dependents) {
+        const pm = p.metadata;
+        if (!pm) continue;
+        const refs = pm.ownerReferences.filter((r) => r.uid !== m.uid);
+        try {
+          await this.opts.client.patch("pods", pm.namespace, pm.name, "application/merge-patch+json", { metadata: { ownerReferences: refs, resourceVersion: pm.resourceVersion } });
+        } catch (err) {
+          if (!isNotFound(err)) throw err;
+        }
+      }
+      this.log.info({ owner: `${kindName}/${key}`, orphaned: dependents.length }, "dependents orphaned");
+      await this.removeFinalizer(kind, key, m, FINALIZER_ORPHAN);
+      return done();
+    }
+    if (m.finalizers.includes(FINALIZER_FOREGROUND)) {
+      if (dependents.length > 0) {
+        for (const p of dependents) if (p.metadata) this.controller.enqueue(`pod|${keyOf(p.metadata)}`);
+        return requeueAfter(500);
+      }
+      await this.removeFinalizer(kind, key, m, FINALIZER_FOREGROUND);
+    }
+    return done();
+  }
+
+  private async removeFinalizer(kind: OwnerKind, key: string, m: ObjectMeta, finalizer: string): Promise<void> {
+    const { namespace, name } = splitKey(key);
+    try {
+      await this.opts.client.patch(kind.resource, namespace, name, "application/merge-patch+json", { metadata: { finalizers: m.finalizers.filter((f) => f !== finalizer), resourceVersion: m.resourceVersion } });
+      this.log.info({ owner: `${kind.kind}/${key}`, finalizer }, "finalizer removed");
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+    }
+  }
+}

@@ -1,0 +1,43 @@
+// The replication actor: config → NATS → ApiClient → informers (pods, RCs,
+// DaemonSets, Jobs, nodes) → the RC manager, the DaemonSet and Job
+// controllers and the garbage collector → runAll until SIGTERM.
+import { jetstreamManager } from "@nats-io/jetstream";
+import { connectBus } from "@choreo/kit/bus";
+import { ApiClient } from "@choreo/kit/client";
+import { EventRecorder } from "@choreo/kit/events";
+import { Informer } from "@choreo/kit/informer";
+import { runAll, signalController, type Runnable } from "@choreo/kit/lifecycle";
+import { createLogger } from "@choreo/kit/log";
+import { createRegistry, metricsServer } from "@choreo/kit/metrics";
+import { loadConfig } from "./config.js";
+import { GarbageCollector } from "./gc/garbage-collector.js";
+import { ReplicationManager } from "./rc/rc-controller.js";
+
+const config = loadConfig();
+const log = createLogger({ service: "replication" });
+const ac = signalController();
+const registry = createRegistry("replication");
+const nc = await connectBus(config.natsUrl, "replication");
+const jsm = await jetstreamManager(nc);
+const client = new ApiClient(nc);
+const recorder = config.events ? new EventRecorder(client, "replication-controller", log) : undefined;
+
+const informer = <C extends "pod" | "replicationController" | "daemonSet" | "job" | "node">(kind: C): Informer<C> => new Informer({ client, nc, jsm, kind, resyncMs: 5 * 60_000, log });
+const pods = informer("pod");
+const rcs = informer("replicationController");
+const rcManager = new ReplicationManager({ client, rcs, pods, recorder, log, workers: config.workers, burst: config.burst, registry });
+const gc = new GarbageCollector({ client, pods, log, registry, owners: [{ kind: "ReplicationController", resource: "replicationcontrollers", cache: rcs }] });
+
+const runnables: Runnable[] = [pods, rcs, rcManager, gc];
+if (config.metricsPort !== undefined) runnables.push(metricsServer({ registry, port: config.metricsPort }));
+
+log.info({ nats: config.natsUrl, workers: config.workers, burst: config.burst }, "replication actor starting");
+try {
+  await runAll(runnables, ac.signal);
+} catch (err) {
+  log.fatal({ err }, "replication actor failed");
+  process.exitCode = 1;
+} finally {
+  await nc.drain().catch(() => undefined);
+  log.info({}, "replication actor stopped");
+}

@@ -1,0 +1,190 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { conflict, keyOf, unwrap } from "@choreo/kit";
+import { selectorFromSet } from "@choreo/kit/apimachinery";
+import type { Pod, ReplicationController } from "@choreo/kit/gen/choreo/core/v1/core";
+import { silentLogger } from "@choreo/kit/log";
+import { Expectations, slowStartBatch } from "../expectations.js";
+import { FakeCache, RecordingClient, pod, rc } from "../testing.js";
+import { claimPods } from "./claim.js";
+import { podsToDelete } from "./ranking.js";
+import { ReplicationManager } from "./rc-controller.js";
+import { computeStatus } from "./status.js";
+
+function setup(r: ReplicationController, ps: Pod[] = []) {
+  const rcs = new FakeCache<ReplicationController>();
+  const pods = new FakeCache<Pod>();
+  const client = new RecordingClient();
+  const events: string[] = [];
+  const m = new ReplicationManager({ client, rcs, pods, log: silentLogger(), recorder: { emit: (_r, _t, reason, msg) => events.push(`${reason} ${msg}`) } });
+  rcs.put(r);
+  for (const p of ps) pods.put(p);
+  client.objects.set(`replicationcontrollers/default/${r.metadata!.name}`, { kind: { $case: "replicationController", value: r } });
+  return { rcs, pods, client, m, events, key: keyOf(r.metadata!) };
+}
+
+const owner = { name: "web", uid: "uid-web" };
+
+describe("claimPods", () => {
+  const sel = selectorFromSet({ app: "web" });
+  it("keeps its matching pods, adopts matching orphans, releases its pods that stopped matching, ignores others' pods", () => {
+    const mine = pod("a", { owner });
+    const orphan = pod("b");
+    const quarantined = pod("c", { owner, labels: { app: "debug" } });
+    const theirs = pod("d", { owner: { name: "other", uid: "uid-other" } });
+    const unrelated = pod("e", { labels: { app: "db" } });
+    const c = claimPods([mine, orphan, quarantined, theirs, unrelated], "uid-web", sel, false);
+    assert.deepEqual(c.owned.map((p) => p.metadata?.name), ["a"]);
+    assert.deepEqual(c.adopt.map((p) => p.metadata?.name), ["b"]);
+    assert.deepEqual(c.release.map((p) => p.metadata?.name), ["c"]);
+  });
+  it("adopts nothing while the controller is being deleted, nor pods being deleted", () => {
+    assert.equal(claimPods([pod("b")], "uid-web", sel, true).adopt.length, 0);
+    assert.equal(claimPods([pod("b", { deleting: true })], "uid-web", sel, false).adopt.length, 0);
+  });
+});
+
+describe("podsToDelete", () => {
+  it("takes unscheduled, then pending, then not-ready, then the most recently ready, then the most restarted, then the newest", () => {
+    const ps = [
+      pod("old-ready", { node: "n1", readySince: "2025-01-01T00:00:00Z" }),
+      pod("new-ready", { node: "n1", readySince: "2025-01-02T00:00:00Z" }),
+      pod("not-ready", { node: "n1", ready: false }),
+      pod("pending", { node: "n1", phase: "Pending", ready: false }),
+      pod("unscheduled", { phase: "Pending", ready: false }),
+      pod("restarts", { node: "n1", readySince: "2025-01-01T00:00:00Z", restarts: 3 }),
+    ];
+    assert.deepEqual(podsToDelete(ps, 6).map((p) => p.metadata?.name), ["unscheduled", "pending", "not-ready", "new-ready", "restarts", "old-ready"]);
+    assert.equal(podsToDelete(ps, 2).length, 2);
+  });
+});
+
+describe("expectations and slow start", () => {
+  it("are unsatisfied until every creation and deletion is observed, and expire", () => {
+    let now = 0;
+    const e = new Expectations(1_000, () => now);
+    e.expectCreations("k", 2);
+    e.expectDeletions("k", ["u1"]);
+    assert.equal(e.satisfied("k"), false);
+    e.creationObserved("k");
+    e.creationObserved("k");
+    assert.equal(e.satisfied("k"), false);
+    e.deletionObserved("k", "u1");
+    assert.equal(e.satisfied("k"), true);
+    e.expectCreations("k", 1);
+    now = 2_000;
+    assert.equal(e.satisfied("k"), true, "expired");
+  });
+  it("slowStartBatch runs 1, 2, 4… and stops after the first failing batch", async () => {
+    const calls: number[] = [];
+    const r = await slowStartBatch(10, 500, async (i) => {
+      calls.push(i);
+      if (i === 4) throw new Error("quota");
+      return Promise.resolve();
+    });
+    assert.equal(calls.length, 7, "batches 1+2+4, then stop");
+    assert.equal(r.ok, 6);
+    assert.match(String(r.error), /quota/);
+  });
+});
+
+describe("ReplicationManager.reconcile", () => {
+  it("creates the missing pods with a controller ownerReference, and not again before it has seen them", async () => {
+    const { m, client, key, events } = setup(rc("web", 3));
+    await m.reconcile(key);
+    const creates = client.of("create");
+    assert.equal(creates.length, 3);
+    const p = unwrap(creates[0]!.object) as Pod;
+    assert.equal(p.metadata?.generateName, "web-");
+    assert.deepEqual(p.metadata?.ownerReferences, [{ apiVersion: "v1", kind: "ReplicationController", name: "web", uid: "uid-web", controller: true, blockOwnerDeletion: true }]);
+    assert.equal(events.filter((e) => e.startsWith("SuccessfulCreate")).length, 3);
+    await m.reconcile(key);
+    assert.equal(client.of("create").length, 3, "the cache has not shown the pods yet: no second round");
+  });
+
+  it("creates again once its creations are observed and a pod disappears", async () => {
+    const { m, client, key, pods } = setup(rc("web", 2));
+    await m.reconcile(key);
+    pods.put(pod("web-1", { owner }));
+    pods.put(pod("web-2", { owner }));
+    await m.reconcile(key);
+    assert.equal(client.of("create").length, 2);
+    pods.remove("default/web-1");
+    await m.reconcile(key);
+    assert.equal(client.of("create").length, 3, "a replacement");
+  });
+
+  it("scales down by deleting the least valuable pods, with a uid precondition", async () => {
+    const { m, client, key } = setup(rc("web", 1), [pod("a", { owner, node: "n1" }), pod("b", { owner, node: "n1", ready: false }), pod("c", { owner })]);
+    await m.reconcile(key);
+    const dels = client.of("delete");
+    assert.deepEqual(dels.map((d) => d.name).sort(), ["b", "c"]);
+    assert.equal(dels[0]?.options?.preconditions?.uid, `uid-${dels[0]?.name ?? ""}`);
+  });
+
+  it("quarantine: releases its pod whose labels stopped matching and creates a replacement", async () => {
+    const { m, client, key } = setup(rc("web", 2), [pod("a", { owner }), pod("q", { owner, labels: { app: "debug" } })]);
+    await m.reconcile(key);
+    const patches = client.of("patch");
+    assert.equal(patches.length, 1);
+    assert.equal(patches[0]?.name, "q");
+    assert.deepEqual((patches[0]?.patch as { metadata: { ownerReferences: unknown[] } }).metadata.ownerReferences, []);
+    assert.equal(client.of("create").length, 1);
+  });
+
+  it("adopts a matching orphan after re-reading the RC, and counts it", async () => {
+    const { m, client, key } = setup(rc("web", 1), [pod("orphan")]);
+    await m.reconcile(key);
+    assert.equal(client.of("get").length, 1);
+    const patch = client.of("patch")[0]?.patch as { metadata: { ownerReferences: { uid: string; controller: boolean }[] } };
+    assert.deepEqual(patch.metadata.ownerReferences.map((r) => [r.uid, r.controller]), [["uid-web", true]]);
+    assert.equal(client.of("create").length, 0);
+  });
+
+  it("does not adopt for an RC the api no longer has", async () => {
+    const { m, client, key } = setup(rc("web", 1), [pod("orphan")]);
+    client.objects.clear();
+    await m.reconcile(key);
+    assert.equal(client.of("patch").length, 0);
+    assert.equal(client.of("create").length, 1);
+  });
+
+  it("writes status replicas, ready and available replicas and observedGeneration, only when they change", async () => {
+    const r = rc("web", 2);
+    const { m, client, key, rcs } = setup(r, [pod("a", { owner }), pod("b", { owner, ready: false })]);
+    await m.reconcile(key);
+    const st = client.of("updateStatus");
+    assert.equal(st.length, 1);
+    const status = (unwrap(st[0]!.object) as ReplicationController).status;
+    assert.deepEqual([status?.replicas, status?.readyReplicas, status?.availableReplicas, status?.observedGeneration], [2, 1, 1, 1]);
+    rcs.put({ ...r, status });
+    await m.reconcile(key);
+    assert.equal(client.of("updateStatus").length, 1, "nothing changed: no write");
+  });
+
+  it("a create failure is reported as ReplicaFailure and FailedCreate, and the key is retried", async () => {
+    const { m, client, key, events } = setup(rc("web", 4));
+    client.fail.create = conflict("pods", "x", "quota");
+    await assert.rejects(m.reconcile(key));
+    assert.equal(client.of("create").length, 1, "slow start: one call, not four");
+    assert.ok(events.some((e) => e.startsWith("FailedCreate")));
+    const status = (unwrap(client.of("updateStatus")[0]!.object) as ReplicationController).status;
+    assert.equal(status?.conditions[0]?.type, "ReplicaFailure");
+    assert.equal(m.expectations.satisfied(key), true, "nothing left to wait for");
+  });
+
+  it("never creates while the RC is being deleted", async () => {
+    const r = rc("web", 3);
+    r.metadata!.deletionTimestamp = "2025-01-01T00:00:00Z";
+    const { m, client, key } = setup(r);
+    await m.reconcile(key);
+    assert.equal(client.of("create").length, 0);
+  });
+
+  it("computeStatus counts fully labeled replicas by the template's labels", () => {
+    const r = rc("web", 2);
+    r.spec!.template!.metadata!.labels = { app: "web", tier: "fe" };
+    const s = computeStatus(r, [pod("a", { labels: { app: "web", tier: "fe" } }), pod("b")], Date.now());
+    assert.equal(s.fullyLabeledReplicas, 1);
+  });
+});

@@ -1,0 +1,44 @@
+// An RC's status from its pods (pure).
+import type { Pod, ReplicationController, ReplicationControllerCondition, ReplicationControllerStatus } from "@choreo/kit/gen/choreo/core/v1/core";
+import { selectorFromSet } from "@choreo/kit/apimachinery";
+import { isAvailable, isReady } from "../pod-template.js";
+
+/** What the status says; `failure` is a create/delete error of the last sync (→ ReplicaFailure). */
+export function computeStatus(rc: ReplicationController, active: readonly Pod[], nowMs: number, failure?: { reason: string; message: string }, now = new Date(nowMs).toISOString().replace(/\.\d{3}Z$/, "Z")): ReplicationControllerStatus {
+  const templateLabels = selectorFromSet(rc.spec?.template?.metadata?.labels ?? {});
+  const minReady = rc.spec?.minReadySeconds ?? 0;
+  const prev = rc.status?.conditions ?? [];
+  let conditions: ReplicationControllerCondition[] = prev.filter((c) => c.type !== "ReplicaFailure");
+  if (failure) {
+    const old = prev.find((c) => c.type === "ReplicaFailure");
+    conditions = [...conditions, { type: "ReplicaFailure", status: "True", reason: failure.reason, message: failure.message, lastTransitionTime: old?.lastTransitionTime || now }];
+  }
+  return {
+    replicas: active.length,
+    fullyLabeledReplicas: active.filter((p) => templateLabels.matches(p.metadata?.labels)).length,
+    readyReplicas: active.filter(isReady).length,
+    availableReplicas: active.filter((p) => isAvailable(p, minReady, nowMs)).length,
+    observedGeneration: rc.metadata?.generation ?? 0,
+    conditions,
+  };
+}
+
+/** Whether two statuses say the same thing (so no write is needed). */
+export function sameStatus(a: ReplicationControllerStatus | undefined, b: ReplicationControllerStatus): boolean {
+  if (!a) return false;
+  return a.replicas === b.replicas && a.fullyLabeledReplicas === b.fullyLabeledReplicas && a.readyReplicas === b.readyReplicas && a.availableReplicas === b.availableReplicas && a.observedGeneration === b.observedGeneration && JSON.stringify(a.conditions) === JSON.stringify(b.conditions);
+}
+
+/** Milliseconds until the next pod becomes available by minReadySeconds (undefined: none pending). */
+export function nextAvailableInMs(rc: ReplicationController, active: readonly Pod[], nowMs: number): number | undefined {
+  const minReady = rc.spec?.minReadySeconds ?? 0;
+  if (minReady <= 0) return undefined;
+  let next: number | undefined;
+  for (const p of active) {
+    if (!isReady(p) || isAvailable(p, minReady, nowMs)) continue;
+    const c = p.status?.conditions.find((x) => x.type === "Ready" && x.status === "True");
+    const at = Date.parse(c?.lastTransitionTime ?? "") + minReady * 1000 - nowMs;
+    if (Number.isFinite(at)) next = Math.min(next ?? at, Math.max(at, 50));
+  }
+  return next;
+}
