@@ -77,4 +77,72 @@ describe("replicated pods, the seeds' way", () => {
     assert.equal(quarantined.status?.phase, "Running", "the quarantined pod keeps running");
     assert.ok(!quarantined.metadata?.ownerReferences.some((o) => o.controller), "no controller any more");
   });
+
+  it("rolling update: v1 with 3 replicas and v2 with 0, one up / one down until v2 has 3 → the Service never has fewer than 2 ready endpoints; then back", async () => {
+    const labels = (v: string) => ({ app: "shop", stage: "production", version: v });
+    const shop = (v: string, replicas: number) => {
+      const o = rc(`shop-${v}`, replicas, labels(v));
+      return o;
+    };
+    await c.client.create(fromKubeJson({ apiVersion: "v1", kind: "Service", metadata: { name: "shop", namespace: "default" }, spec: { selector: { app: "shop", stage: "production" }, ports: [{ port: 80, targetPort: "http" }] } }));
+    await c.client.create(shop("v1", 3));
+    await c.client.create(shop("v2", 0));
+    await waitFor(async () => (await endpointIps("shop")).length === 3, { timeoutMs: 30_000, message: "3 endpoints of v1" });
+
+    // Watch the Service's ready endpoints the whole time.
+    let min = Infinity;
+    let samples = 0;
+    let watching = true;
+    const watcher = (async () => {
+      while (watching) {
+        const n = (await endpointIps("shop")).length;
+        min = Math.min(min, n);
+        samples++;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    })();
+    const readyOf = async (v: string) => running(await pods(`app=shop,version=${v}`)).filter((p) => p.status?.conditions.some((x) => x.type === "Ready" && x.status === "True")).length;
+    const roll = async (from: string, to: string) => {
+      for (let i = 1; i <= 3; i++) {
+        await c.client.updateScale("replicationcontrollers", "default", `shop-${to}`, i);
+        await waitFor(async () => (await readyOf(to)) === i && (await endpointIps("shop")).length >= 3, { timeoutMs: 30_000, message: `${to} at ${i}` });
+        await c.client.updateScale("replicationcontrollers", "default", `shop-${from}`, 3 - i);
+        await waitFor(async () => (await pods(`app=shop,version=${from}`)).length === 3 - i, { timeoutMs: 30_000, message: `${from} at ${3 - i}` });
+      }
+    };
+    try {
+      await roll("v1", "v2");
+      assert.equal(await readyOf("v2"), 3);
+      await roll("v2", "v1");
+      assert.equal(await readyOf("v1"), 3);
+    } finally {
+      watching = false;
+      await watcher;
+    }
+    assert.ok(samples > 10, `sampled the endpoints ${samples} times`);
+    assert.ok(min >= 2, `at least 2 ready endpoints at every step (min ${min})`);
+  });
+
+  it("garbage collection: deleting an RC in the background deletes its pods; with Orphan they stay and lose the ownerReference; Foreground deletes the pods before the RC", async () => {
+    const make = async (name: string) => {
+      await c.client.create(rc(name, 2, { app: name }));
+      await waitFor(async () => running(await pods(`app=${name}`)).length === 2, { timeoutMs: 30_000, message: `${name} running` });
+    };
+    await make("gc-bg");
+    await c.client.delete("replicationcontrollers", "default", "gc-bg", { propagationPolicy: "Background" });
+    await waitFor(async () => (await pods("app=gc-bg")).length === 0, { timeoutMs: 30_000, message: "dependents deleted" });
+
+    await make("gc-orphan");
+    await c.client.delete("replicationcontrollers", "default", "gc-orphan", { propagationPolicy: "Orphan" });
+    await waitFor(async () => (await c.client.list("replicationcontrollers", { namespace: "default", fieldSelector: "metadata.name=gc-orphan" })).items.length === 0, { timeoutMs: 30_000, message: "RC removed" });
+    const orphans = await pods("app=gc-orphan");
+    assert.equal(orphans.length, 2, "the pods stay");
+    assert.ok(orphans.every((p) => p.metadata?.ownerReferences.length === 0), "without the ownerReference");
+
+    await make("gc-fg");
+    const owner = unwrap(await c.client.delete("replicationcontrollers", "default", "gc-fg", { propagationPolicy: "Foreground" })) as ReplicationController;
+    assert.ok(owner.metadata?.deletionTimestamp && owner.metadata.finalizers.includes("foregroundDeletion"), "the RC waits for its pods");
+    await waitFor(async () => (await c.client.list("replicationcontrollers", { namespace: "default", fieldSelector: "metadata.name=gc-fg" })).items.length === 0, { timeoutMs: 30_000, message: "RC removed after its pods" });
+    assert.equal((await pods("app=gc-fg")).length, 0);
+  });
 });
