@@ -34,8 +34,8 @@ export interface TestCluster {
   httpsUrl: string;
   /** Actor processes by name (scheduler, replication, endpoints, node-agent). */
   actors: Map<string, ManagedProcess>;
-  /** Starts (or restarts) an actor process: services/<name>/src/main.ts. */
-  startActor(name: string, env?: Record<string, string>, args?: string[]): Promise<ManagedProcess>;
+  /** Starts (or restarts) an actor process: services/<name>/src/main.ts, known in `actors` as `as` (default: its name). */
+  startActor(name: string, env?: Record<string, string>, args?: string[], as?: string): Promise<ManagedProcess>;
   /** kill -9 api i. */
   killApi(i: number): Promise<void>;
   /** Starts api i again (same ports) and waits until it answers. */
@@ -63,7 +63,7 @@ async function healthz(port: number): Promise<boolean> {
 }
 
 /** Starts a cluster for an integration test. `env` goes to every api process. */
-export async function startCluster(opts: { apis?: number; env?: Record<string, string>; actors?: { name: string; env?: Record<string, string>; args?: string[] }[] } = {}): Promise<TestCluster> {
+export async function startCluster(opts: { apis?: number; env?: Record<string, string>; actors?: { name: string; env?: Record<string, string>; args?: string[]; as?: string }[] } = {}): Promise<TestCluster> {
   const dir = mkdtempSync(path.join(os.tmpdir(), "choreo-it-"));
   const [nats, redis] = await Promise.all([startNats({ dir: path.join(dir, "nats") }), startRedis({ dir: path.join(dir, "redis") })]);
   const nc = await connectBus(nats.url, "integration-test");
@@ -95,8 +95,8 @@ export async function startCluster(opts: { apis?: number; env?: Record<string, s
   for (const a of apis) await launch(a);
   const token = readFileSync(path.join(dir, "api", "tokens"), "utf8").trim().split("\n")[0] ?? "";
   const actors = new Map<string, ManagedProcess>();
-  const startActor = async (name: string, env: Record<string, string> = {}, args: string[] = []): Promise<ManagedProcess> => {
-    await actors.get(name)?.stop(5_000);
+  const startActor = async (name: string, env: Record<string, string> = {}, args: string[] = [], as = name): Promise<ManagedProcess> => {
+    await actors.get(as)?.stop(5_000);
     const metricsPort = await freePort();
     const p = await startProcess({
       name,
@@ -106,12 +106,12 @@ export async function startCluster(opts: { apis?: number; env?: Record<string, s
       env: { CHOREO_NATS_URL: nats.url, CHOREO_LOG_LEVEL: "info", CHOREO_METRICS_PORT: String(metricsPort), ...opts.env, ...env },
       readyUrl: `http://127.0.0.1:${metricsPort}/healthz`,
       timeoutMs: 60_000,
-      logFile: path.join(dir, `${name}.log`),
+      logFile: path.join(dir, `${as}.log`),
     });
-    actors.set(name, p);
+    actors.set(as, p);
     return p;
   };
-  for (const a of opts.actors ?? []) await startActor(a.name, a.env, a.args);
+  for (const a of opts.actors ?? []) await startActor(a.name, a.env, a.args, a.as);
   return {
     dir, nats, redis, apis, nc, client, token, actors, startActor,
     httpUrl: `http://127.0.0.1:${apis[0]?.httpPort}`,
