@@ -13,7 +13,7 @@ import { waitFor } from "@choreo/kit/testing";
 import type { Pod } from "@choreo/kit/gen/choreo/core/v1/core";
 import { startCluster } from "../integration-tests/support/cluster.js";
 
-const { values } = parseArgs({ options: { nodes: { type: "string", default: "100" }, pods: { type: "string", default: "1000" }, timeout: { type: "string", default: "600" }, direct: { type: "boolean", default: false } } });
+const { values } = parseArgs({ options: { nodes: { type: "string", default: "100" }, pods: { type: "string", default: "1000" }, timeout: { type: "string", default: "600" }, direct: { type: "boolean", default: false }, "scheduler-workers": { type: "string", default: "16" }, events: { type: "string", default: "1" } } });
 // --direct: create the pods through the api (64 at a time) instead of through an RC and the replication actor.
 const DIRECT = values.direct || !existsSync(new URL("../services/replication/src/main.ts", import.meta.url));
 const NODES = Number(values.nodes);
@@ -37,8 +37,8 @@ const c = await startCluster({
   env: { CHOREO_LOG_LEVEL: "warn" },
   actors: [
     { name: "node-agent", env: { CHOREO_HOLLOW_NODES: String(NODES) } },
-    { name: "scheduler" },
-    ...(DIRECT ? [] : [{ name: "replication" }]),
+    { name: "scheduler", env: { CHOREO_SCHEDULER_WORKERS: values["scheduler-workers"], CHOREO_EVENTS: values.events } },
+    ...(DIRECT ? [] : [{ name: "replication", env: { CHOREO_EVENTS: values.events } }]),
   ],
 });
 try {
@@ -97,6 +97,7 @@ try {
   redis.disconnect();
 
   console.log(`end to end: ${PODS} pods Running in ${((t1 - t0) / 1000).toFixed(2)} s → ${(PODS / ((t1 - t0) / 1000)).toFixed(0)} pods/s`);
+  console.log(`all created after ${((Math.max(...created.values()) - t0) / 1000).toFixed(2)} s`);
   console.log(`all bound after ${((allBound - t0) / 1000).toFixed(2)} s; scheduler (first create → last bind): ${(PODS / ((allBound - firstCreated) / 1000)).toFixed(0)} pods/s`);
   console.log(`pod startup (ADDED → Running): p50 ${pct(startup, 50).toFixed(0)} ms, p99 ${pct(startup, 99).toFixed(0)} ms`);
   console.log(`api writes per pod: ${((revAfter - revBefore) / PODS).toFixed(2)}; bus messages per pod: ${((after.lastRevision - before.lastRevision) / PODS).toFixed(2)}`);

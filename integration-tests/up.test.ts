@@ -45,6 +45,20 @@ describe("choreo up", () => {
     }, { timeoutMs: 30_000, message: "nginx Running on a hollow node" });
     assert.match(viaChoreo.stdout, /^NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE\s+IP\s+NODE/m);
 
+    // An RC and its Service from examples/: Running pods and filled Endpoints, as kubectl shows them.
+    const web = await run(process.execPath, [path.join(ROOT, "services/cli/bin/choreo.js"), "apply", "-f", path.join(ROOT, "examples/web.yaml")], kubeconfig, { cwd: dir });
+    assert.equal(web.code, 0, web.stderr);
+    assert.match(web.stdout, /replicationcontroller\/web created/);
+    await waitFor(async () => {
+      const r = await run("kubectl", ["get", "pods", "-l", "app=web", "--no-headers"], kubeconfig);
+      return r.stdout.split("\n").filter((l) => /\s1\/1\s+Running\s/.test(l)).length === 3;
+    }, { timeoutMs: 30_000, message: "3 web pods Running" });
+    const eps = await waitFor(async () => {
+      const r = await run("kubectl", ["get", "endpoints", "web", "-o", "jsonpath={.subsets[*].addresses[*].ip}"], kubeconfig);
+      return r.stdout.trim().split(/\s+/).filter(Boolean).length === 3 ? r.stdout : undefined;
+    }, { timeoutMs: 30_000, message: "3 endpoints" });
+    assert.match(eps, /^10\.244\.\d+\.\d+( 10\.244\.\d+\.\d+){2}$/);
+
     up.child.kill("SIGTERM");
     const exit = await up.exited;
     assert.equal(exit.code, 0, up.output());

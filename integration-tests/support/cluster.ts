@@ -97,13 +97,13 @@ export async function startCluster(opts: { apis?: number; env?: Record<string, s
   const actors = new Map<string, ManagedProcess>();
   const startActor = async (name: string, env: Record<string, string> = {}, args: string[] = [], as = name): Promise<ManagedProcess> => {
     await actors.get(as)?.stop(5_000);
-    const metricsPort = await freePort();
+    const metricsPort = env["CHOREO_METRICS_PORT"] ? Number(env["CHOREO_METRICS_PORT"]) : await freePort();
     const p = await startProcess({
       name,
       cmd: process.execPath,
       args: ["--import", "tsx", path.join(ROOT, `services/${name}/src/main.ts`), ...args],
       cwd: ROOT,
-      env: { CHOREO_NATS_URL: nats.url, CHOREO_LOG_LEVEL: "info", CHOREO_METRICS_PORT: String(metricsPort), ...opts.env, ...env },
+      env: { CHOREO_NATS_URL: nats.url, CHOREO_LOG_LEVEL: "info", ...opts.env, ...env, CHOREO_METRICS_PORT: String(metricsPort) },
       readyUrl: `http://127.0.0.1:${metricsPort}/healthz`,
       timeoutMs: 60_000,
       logFile: path.join(dir, `${as}.log`),
