@@ -10,3 +10,4 @@ export {
 } from "./api/errors.js";
 export type { Object as ApiObject, ObjectList, WatchEvent } from "./gen/choreo/api/v1/api.js";
 export type { Status, StatusCause, ObjectMeta, ListMeta, OwnerReference, LabelSelector, DeleteOptions } from "./gen/choreo/meta/v1/meta.js";
+export { tolerates, untoleratedTaints, matchesNodeSelector } from "./api/scheduling.js";

@@ -10,7 +10,9 @@ import { runAll, signalController, type Runnable } from "@choreo/kit/lifecycle";
 import { createLogger } from "@choreo/kit/log";
 import { createRegistry, metricsServer } from "@choreo/kit/metrics";
 import { loadConfig } from "./config.js";
+import { DaemonSetController } from "./ds/daemonset-controller.js";
 import { GarbageCollector } from "./gc/garbage-collector.js";
+import { JobController } from "./jobs/job-controller.js";
 import { ReplicationManager } from "./rc/rc-controller.js";
 
 const config = loadConfig();
@@ -25,10 +27,23 @@ const recorder = config.events ? new EventRecorder(client, "replication-controll
 const informer = <C extends "pod" | "replicationController" | "daemonSet" | "job" | "node">(kind: C): Informer<C> => new Informer({ client, nc, jsm, kind, resyncMs: 5 * 60_000, log });
 const pods = informer("pod");
 const rcs = informer("replicationController");
+const daemonsets = informer("daemonSet");
+const jobs = informer("job");
+const nodes = informer("node");
+const recorderAs = (component: string) => (config.events ? new EventRecorder(client, component, log) : undefined);
 const rcManager = new ReplicationManager({ client, rcs, pods, recorder, log, workers: config.workers, burst: config.burst, registry });
-const gc = new GarbageCollector({ client, pods, log, registry, owners: [{ kind: "ReplicationController", resource: "replicationcontrollers", cache: rcs }] });
+const dsController = new DaemonSetController({ client, daemonsets, pods, nodes, recorder: recorderAs("daemonset-controller"), log, registry });
+const jobController = new JobController({ client, jobs, pods, recorder: recorderAs("job-controller"), log, registry });
+const gc = new GarbageCollector({
+  client, pods, log, registry,
+  owners: [
+    { kind: "ReplicationController", resource: "replicationcontrollers", cache: rcs },
+    { kind: "DaemonSet", resource: "daemonsets", cache: daemonsets },
+    { kind: "Job", resource: "jobs", cache: jobs },
+  ],
+});
 
-const runnables: Runnable[] = [pods, rcs, rcManager, gc];
+const runnables: Runnable[] = [pods, rcs, daemonsets, jobs, nodes, rcManager, dsController, jobController, gc];
 if (config.metricsPort !== undefined) runnables.push(metricsServer({ registry, port: config.metricsPort }));
 
 log.info({ nats: config.natsUrl, workers: config.workers, burst: config.burst }, "replication actor starting");
