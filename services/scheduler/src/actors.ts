@@ -6,6 +6,7 @@ import { Informer } from "@choreo/kit/informer";
 import { LeaderElector } from "@choreo/kit/leader";
 import type { Runnable } from "@choreo/kit/lifecycle";
 import type { Logger } from "@choreo/kit/log";
+import type { Registry } from "prom-client";
 import type { Config } from "./config.js";
 import { EventRecorder } from "@choreo/kit/events";
 import { NODE_LEASE_NAMESPACE, NodeLifecycle } from "./node-lifecycle.js";
@@ -17,13 +18,16 @@ export interface Actors {
   runnables: Runnable[];
 }
 
-export function buildActors(deps: { client: ApiClient; nc: NatsConnection; jsm: JetStreamManager; log: Logger }, config: Config): Actors {
-  const { client, nc, jsm, log } = deps;
+export function buildActors(deps: { client: ApiClient; nc: NatsConnection; jsm: JetStreamManager; log: Logger; registry?: Registry }, config: Config): Actors {
+  const { client, nc, jsm, log, registry } = deps;
   const pods = new Informer<"pod">({ client, nc, jsm, kind: "pod", log });
   pods.addIndexer("node", (p) => (p.spec?.nodeName ? [p.spec.nodeName] : []));
   const nodes = new Informer<"node">({ client, nc, jsm, kind: "node", log });
-  const events = new EventRecorder(client, config.schedulerName, log);
-  const scheduler = new Scheduler({ client, pods, nodes, events, log: log.child({ subsystem: "scheduler" }), schedulerName: config.schedulerName, workers: config.workers });
+  const recorder = new EventRecorder(client, config.schedulerName, log);
+  // CHOREO_EVENTS=0 (benchmarks): no Scheduled/FailedScheduling Events; node events stay.
+  const schedulingEvents = config.events ? recorder : { emit: () => undefined };
+  const events = recorder;
+  const scheduler = new Scheduler({ client, pods, nodes, events: schedulingEvents, registry, log: log.child({ subsystem: "scheduler" }), schedulerName: config.schedulerName, workers: config.workers });
   const runnables: Runnable[] = [pods, nodes, scheduler];
   if (!config.nodeLifecycle) return { scheduler, lifecycle: undefined, runnables };
 

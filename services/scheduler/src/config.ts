@@ -10,6 +10,8 @@ export interface Config {
   evictionRate: number;
   /** Run the node lifecycle (under leader election) beside the scheduler. */
   nodeLifecycle: boolean;
+  /** Write Scheduled/FailedScheduling Events (CHOREO_EVENTS=0: not, for benchmarks). */
+  events: boolean;
   leaderElect: boolean;
   identity: string;
   metricsPort: number | undefined;
@@ -26,6 +28,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     evictionMs: num(env.CHOREO_EVICTION_SECONDS, 5) * 1000,
     evictionRate: num(env.CHOREO_EVICTION_NODES_PER_SECOND, 10),
     nodeLifecycle: env.CHOREO_NODE_LIFECYCLE !== "false",
+    events: env.CHOREO_EVENTS !== "0",
     leaderElect: env.CHOREO_LEADER_ELECT !== "false",
     identity: env.CHOREO_IDENTITY || `${hostname()}-${process.pid}`,
     metricsPort: env.CHOREO_METRICS_PORT ? Number(env.CHOREO_METRICS_PORT) : undefined,

@@ -17,8 +17,9 @@ const nc = await connectBus(config.natsUrl, `scheduler-${config.identity}`);
 const jsm = await jetstreamManager(nc);
 const client = new ApiClient(nc);
 
-const { runnables } = buildActors({ client, nc, jsm, log }, config);
-if (config.metricsPort !== undefined) runnables.push(metricsServer({ registry: createRegistry("scheduler"), port: config.metricsPort }));
+const registry = createRegistry("scheduler");
+const { runnables } = buildActors({ client, nc, jsm, log, registry }, config);
+if (config.metricsPort !== undefined) runnables.push(metricsServer({ registry, port: config.metricsPort }));
 
 log.info({ scheduler: config.schedulerName, workers: config.workers, nats: config.natsUrl, lifecycle: config.nodeLifecycle }, "scheduler starting");
 try {

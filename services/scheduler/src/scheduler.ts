@@ -8,6 +8,8 @@ import type { Node, ObjectReference, Pod } from "@choreo/kit/gen/choreo/core/v1/
 import type { Informer } from "@choreo/kit/informer";
 import type { Runnable } from "@choreo/kit/lifecycle";
 import type { Logger } from "@choreo/kit/log";
+import { getOrCreateCounter } from "@choreo/kit/metrics";
+import type { Counter, Registry } from "prom-client";
 import { SchedulerCache } from "./cache.js";
 import type { EventRecorder } from "@choreo/kit/events";
 import { podInfo } from "./framework.js";
@@ -18,8 +20,10 @@ export interface SchedulerOptions {
   client: ApiClient;
   pods: Informer<"pod">;
   nodes: Informer<"node">;
-  events: EventRecorder;
+  events: Pick<EventRecorder, "emit">;
   log: Logger;
+  /** Where choreo_scheduler_schedule_attempts_total{result} is counted. */
+  registry?: Registry;
   schedulerName?: string;
   workers?: number;
   queue?: QueueOptions;
@@ -46,11 +50,13 @@ export class Scheduler implements Runnable {
   readonly queue: SchedulingQueue;
   readonly name: string;
   readonly stats = { scheduled: 0, unschedulable: 0, conflicts: 0, errors: 0 };
+  private readonly attempts: Counter<"result"> | undefined;
   private rotate = 0;
 
   constructor(private readonly opts: SchedulerOptions) {
     this.name = opts.schedulerName ?? "default-scheduler";
     this.queue = new SchedulingQueue(opts.queue);
+    this.attempts = opts.registry && getOrCreateCounter(opts.registry, "choreo_scheduler_schedule_attempts_total", "Scheduling attempts by result: scheduled, unschedulable, conflict (a bind lost a race), error", ["result"]);
     const enqueue = (p: Pod) => this.queue.add({ key: keyOf(p.metadata!), priority: p.spec?.priority ?? 0, created: p.metadata?.creationTimestamp ?? "" });
     opts.pods.addEventHandler({
       onAdd: (p) => {
@@ -97,6 +103,7 @@ export class Scheduler implements Runnable {
         await this.scheduleOne(q.key);
       } catch (err) {
         this.stats.errors++;
+        this.attempts?.inc({ result: "error" });
         this.opts.log.warn({ err, pod: q.key }, "scheduling failed; retrying");
         this.cache.forget(q.key);
         this.queue.retry(q.key);
@@ -115,6 +122,7 @@ export class Scheduler implements Runnable {
     const decision = schedule(info, this.cache, { start: this.rotate++ });
     if ("reasons" in decision) {
       this.stats.unschedulable++;
+      this.attempts?.inc({ result: "unschedulable" });
       this.queue.unschedulable(key);
       const message = failureMessage(decision);
       this.opts.log.debug({ pod: key, message }, "pod unschedulable");
@@ -130,6 +138,7 @@ export class Scheduler implements Runnable {
       if (isConflict(err) && /cannot take the pod|is busy/.test((err as Error).message)) {
         // The api refused: the node is full by now (another scheduler was faster). Try again on fresh state.
         this.stats.conflicts++;
+        this.attempts?.inc({ result: "conflict" });
         this.queue.retry(key);
         this.opts.log.debug({ pod: key, node: decision.node }, "bind refused by node capacity; retrying");
         return;
@@ -137,6 +146,7 @@ export class Scheduler implements Runnable {
       if (isConflict(err) || isNotFound(err)) {
         // Bound by another replica, recreated, or gone: the informer brings the truth.
         this.stats.conflicts++;
+        this.attempts?.inc({ result: "conflict" });
         this.queue.done(key);
         this.opts.log.debug({ pod: key, node: decision.node }, "bind conflict; dropped");
         return;
@@ -144,6 +154,7 @@ export class Scheduler implements Runnable {
       throw err;
     }
     this.stats.scheduled++;
+    this.attempts?.inc({ result: "scheduled" });
     this.queue.done(key);
     this.opts.log.debug({ pod: key, node: decision.node }, "pod bound");
     this.opts.events.emit(podRef(pod), "Normal", "Scheduled", `Successfully assigned ${key} to ${decision.node}`);
