@@ -12,7 +12,8 @@ import { getOrCreateCounter } from "@choreo/kit/metrics";
 import type { Counter, Registry } from "prom-client";
 import { SchedulerCache } from "./cache.js";
 import type { EventRecorder } from "@choreo/kit/events";
-import { podInfo } from "./framework.js";
+import { podInfo, type PodInfo, type Snapshot } from "./framework.js";
+import { canPreempt, findPreemption, nodeWith, priorityOf } from "./preemption.js";
 import { SchedulingQueue, type QueueOptions } from "./queue.js";
 import { failureMessage, schedule } from "./stack.js";
 
@@ -66,12 +67,16 @@ export class Scheduler implements Runnable {
       onUpdate: (_o, p) => {
         this.cache.setPod(p);
         if (wantsScheduling(p, this.name)) enqueue(p);
-        else this.queue.delete(keyOf(p.metadata!));
+        else {
+          this.queue.delete(keyOf(p.metadata!));
+          this.nominated.delete(keyOf(p.metadata!));
+        }
       },
       onDelete: (p) => {
         const key = keyOf(p.metadata!);
         this.cache.deletePod(key);
         this.queue.delete(key);
+        this.nominated.delete(key);
         if (p.spec?.nodeName) this.queue.moveAll();
       },
     });
@@ -119,12 +124,13 @@ export class Scheduler implements Runnable {
       return;
     }
     const info = podInfo(pod);
-    const decision = schedule(info, this.cache, { start: this.rotate++ });
+    const decision = schedule(info, this.withNominated(info), { start: this.rotate++ });
     if ("reasons" in decision) {
       this.stats.unschedulable++;
       this.attempts?.inc({ result: "unschedulable" });
       this.queue.unschedulable(key);
-      const message = failureMessage(decision);
+      let message = failureMessage(decision);
+      if (canPreempt(info)) message += ` ${await this.preempt(info, decision.nodes)}`;
       this.opts.log.debug({ pod: key, message }, "pod unschedulable");
       this.opts.events.emit(podRef(pod), "Warning", "FailedScheduling", message);
       return;
@@ -158,5 +164,51 @@ export class Scheduler implements Runnable {
     this.queue.done(key);
     this.opts.log.debug({ pod: key, node: decision.node }, "pod bound");
     this.opts.events.emit(podRef(pod), "Normal", "Scheduled", `Successfully assigned ${key} to ${decision.node}`);
+  }
+
+  /** Pods this scheduler nominated to a node after evicting for them: key → node and the pod. */
+  private readonly nominated = new Map<string, { node: string; info: PodInfo }>();
+
+  /**
+   * The cache as `pod` must see it: pods of higher or equal priority nominated
+   * to a node (room made for them by preemption) count there, so a
+   * lower-priority pod cannot take the room first (Kubernetes does the same).
+   */
+  private withNominated(pod: PodInfo): Snapshot {
+    if (this.nominated.size === 0) return this.cache;
+    const extra = new Map<string, PodInfo[]>();
+    for (const [key, { node, info }] of this.nominated) {
+      if (key === pod.key || priorityOf(info) < priorityOf(pod)) continue;
+      extra.set(node, [...(extra.get(node) ?? []), info]);
+    }
+    if (extra.size === 0) return this.cache;
+    return { nodes: this.cache.nodes.map((n) => (extra.has(n.name) ? nodeWith(n, [...n.pods.values(), ...(extra.get(n.name) ?? [])]) : n)) };
+  }
+
+  /** Evicts the fewest lower-priority pods so `info` fits, once; the message part for FailedScheduling. */
+  private async preempt(info: PodInfo, nodes: number): Promise<string> {
+    const waiting = this.nominated.get(info.key)?.node;
+    if (waiting && [...(this.cache.node(waiting)?.pods.values() ?? [])].some((p) => p.pod.metadata?.deletionTimestamp)) {
+      return `preemption: waiting for the pods evicted from node ${waiting}.`;
+    }
+    const plan = findPreemption(info, this.cache);
+    if (!plan) return `preemption: 0/${nodes} nodes are available: ${nodes} No preemption victims found for incoming pod.`;
+    this.nominated.set(info.key, { node: plan.node, info });
+    if (this.nominated.size > 10_000) this.nominated.clear();
+    for (const v of plan.victims) {
+      const { namespace, name } = splitKey(v.key);
+      try {
+        await this.opts.client.delete("pods", namespace, name, { preconditions: { uid: v.uid, resourceVersion: "" } });
+        this.opts.events.emit(podRef(v.pod), "Normal", "Preempted", `Preempted by ${info.key} on node ${plan.node}`);
+      } catch (err) {
+        if (!isNotFound(err) && !isConflict(err)) throw err;
+      }
+    }
+    const { namespace, name } = splitKey(info.key);
+    await this.opts.client.patch("pods", namespace, name, "application/merge-patch+json", { status: { nominatedNodeName: plan.node } }, "status").catch((err: unknown) => {
+      this.opts.log.warn({ err, pod: info.key }, "nominatedNodeName not recorded");
+    });
+    this.opts.log.info({ pod: info.key, node: plan.node, victims: plan.victims.map((v) => v.key) }, "pods preempted");
+    return `preemption: evicting ${plan.victims.length} lower-priority pod(s) on node ${plan.node}.`;
   }
 }
