@@ -6,7 +6,9 @@ import { unwrap } from "@choreo/kit";
 import { fromKubeJson } from "@choreo/kit/kube-json";
 import { waitFor } from "@choreo/kit/testing";
 import type { Endpoints, Pod, ReplicationController } from "@choreo/kit/gen/choreo/core/v1/core";
-import { startCluster, type TestCluster } from "./support/cluster.js";
+import path from "node:path";
+import { ROOT, startCluster, type TestCluster } from "./support/cluster.js";
+import { run, writeKubeconfig } from "./support/kubectl.js";
 
 const rc = (name: string, replicas: number, labels: Record<string, string>) =>
   fromKubeJson({
@@ -64,6 +66,21 @@ describe("replicated pods, the seeds' way", () => {
     const status = unwrap(await c.client.get("replicationcontrollers", "default", "web")) as ReplicationController;
     await waitFor(async () => ((unwrap(await c.client.get("replicationcontrollers", "default", "web")) as ReplicationController).status?.readyReplicas ?? 0) === 2, { timeoutMs: 30_000, message: "status readyReplicas 2" });
     assert.ok(status.metadata?.generation);
+
+    // What happened, as `choreo describe` and `kubectl describe` tell it (Events from the replication actor, the scheduler and the kubelet).
+    const kubeconfig = writeKubeconfig(c);
+    const rcOut = await run(process.execPath, [path.join(ROOT, "services/cli/bin/choreo.js"), "describe", "rc", "web"], kubeconfig);
+    assert.equal(rcOut.code, 0, rcOut.stderr);
+    assert.match(rcOut.stdout, /^Replicas:\s+2 current \/ 2 desired$/m);
+    assert.match(rcOut.stdout, /^Pods Status:\s+2 Running \/ 0 Waiting/m);
+    assert.match(rcOut.stdout, /Normal\s+SuccessfulCreate\s+.*replication-controller\s+Created pod: web-/);
+    assert.match(rcOut.stdout, /Normal\s+SuccessfulDelete\s+.*Deleted pod: web-/);
+    const podName = running(await pods("app=web"))[0]?.metadata?.name ?? "";
+    const podOut = await run("kubectl", ["describe", "pod", podName], kubeconfig);
+    assert.equal(podOut.code, 0, podOut.stderr);
+    assert.match(podOut.stdout, /Controlled By:\s+ReplicationController\/web/);
+    assert.match(podOut.stdout, /Normal\s+Scheduled\s+.*default-scheduler\s+Successfully assigned default\/web-/);
+    assert.match(podOut.stdout, /Normal\s+Started\s+.*kubelet\s+Started container web/);
   });
 
   it("quarantine: removing the production label → a replacement is created, the old pod keeps running without an owner and leaves the Service", async () => {

@@ -7,6 +7,7 @@ import type { ApiClient } from "@choreo/kit/client";
 import { Controller } from "@choreo/kit/controller";
 import { Informer } from "@choreo/kit/informer";
 import { runAll, sleep, type Runnable } from "@choreo/kit/lifecycle";
+import type { EventRecorder } from "@choreo/kit/events";
 import type { Logger } from "@choreo/kit/log";
 import type { Node } from "@choreo/kit/gen/choreo/core/v1/core";
 import { refreshNodeStatus, registerNode, type NodeConfig } from "./node.js";
@@ -39,6 +40,8 @@ export interface NodeAgentOptions {
   /** Replays every pod, and looks for runtime pods the api forgot, this often (default 5 min). */
   resyncMs?: number;
   registry?: Registry;
+  /** Where the kubelet's Events (Started, Killing, BackOff) go; none when undefined. */
+  events?: Pick<EventRecorder, "emit">;
 }
 
 /**
@@ -69,7 +72,7 @@ export class NodeAgent implements Runnable {
       name: "node-agent-pods", workers: opts.workers ?? 4, log: this.log, registry: opts.registry,
       reconcile: podReconciler({
         node, hostIp: opts.node.internalIp, client: opts.client, runtime: opts.runtime, pods: this.informer,
-        backoff: opts.restartBackoff ?? KUBELET_BACKOFF, log: this.log,
+        backoff: opts.restartBackoff ?? KUBELET_BACKOFF, log: this.log, events: opts.events,
       }),
     });
     const enqueue = (p: { metadata?: { namespace: string; name: string } }): void => this.controller.enqueue(keyOf(p.metadata ?? { namespace: "", name: "" }));

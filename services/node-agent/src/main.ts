@@ -4,6 +4,7 @@
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connectBus } from "@choreo/kit/bus";
 import { ApiClient } from "@choreo/kit/client";
+import { EventRecorder } from "@choreo/kit/events";
 import { runAll, signalController, type Runnable } from "@choreo/kit/lifecycle";
 import { createLogger } from "@choreo/kit/log";
 import { createRegistry, metricsServer } from "@choreo/kit/metrics";
@@ -24,7 +25,7 @@ const agents = hollowNodes({
   count: single ? 1 : config.hollowNodes, prefix: config.prefix, firstIndex: config.firstIndex, nodeName: single ? config.nodeName : undefined,
   client, nc, jsm, log, startDelayMs: config.startDelayMs, registry,
   resources: { cpu: config.cpu, memory: config.memory, pods: config.pods },
-  agent: { leaseRenewMs: config.leaseRenewMs, leaseDurationSeconds: config.leaseDurationSeconds, restartBackoff: { initialMs: config.restartBackoffMs, maxMs: 30 * config.restartBackoffMs } },
+  agent: { events: process.env["CHOREO_EVENTS"] === "0" ? undefined : new EventRecorder(client, "kubelet", log), leaseRenewMs: config.leaseRenewMs, leaseDurationSeconds: config.leaseDurationSeconds, restartBackoff: { initialMs: config.restartBackoffMs, maxMs: 30 * config.restartBackoffMs } },
 });
 const runnables: Runnable[] = [runAgents(agents, log)];
 if (config.metricsPort !== undefined) runnables.push(metricsServer({ registry, port: config.metricsPort }));

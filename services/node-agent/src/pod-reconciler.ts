@@ -3,6 +3,7 @@ import type { ApiClient } from "@choreo/kit/client";
 import { done, requeueAfter, type Reconcile, type Result } from "@choreo/kit/controller";
 import { nowRfc3339 } from "@choreo/kit/apimachinery";
 import type { Pod } from "@choreo/kit/gen/choreo/core/v1/core";
+import { objectRef, type EventRecorder } from "@choreo/kit/events";
 import type { Logger } from "@choreo/kit/log";
 import { START_HOOKS, STOP_HOOKS, runHooks } from "./hooks/index.js";
 import { buildPodStatus, isTerminal, reportsRunning, sameStatus } from "./pod-status.js";
@@ -20,6 +21,8 @@ export interface PodReconcilerDeps {
   pods: { get(key: string): Pod | undefined };
   backoff: RestartBackoff;
   log: Logger;
+  /** Events like the kubelet's (Started, Killing, BackOff); none when undefined. */
+  events?: Pick<EventRecorder, "emit"> | undefined;
 }
 
 /**
@@ -59,6 +62,7 @@ export function podReconciler(d: PodReconcilerDeps): Reconcile {
       const ctx = await runHooks(START_HOOKS, { pod, node: d.node, runtime: d.runtime, log: d.log });
       rt = ctx.status ?? (d.runtime.podStatus(meta.uid) as PodRuntimeStatus);
       d.log.debug({ pod: key, podIp: rt.podIp }, "pod started");
+      for (const c of pod.spec?.containers ?? []) d.events?.emit(podRef(pod), "Normal", "Started", `Started container ${c.name}`);
     }
 
     const policy = pod.spec?.restartPolicy || "Always";
@@ -66,10 +70,12 @@ export function podReconciler(d: PodReconcilerDeps): Reconcile {
     if (plan.restartNow.length > 0) {
       for (const c of plan.restartNow) await d.runtime.restartContainer(meta.uid, c);
       d.log.info({ pod: key, containers: plan.restartNow }, "containers restarted");
+      for (const c of plan.restartNow) d.events?.emit(podRef(pod), "Normal", "Started", `Started container ${c}`);
       rt = d.runtime.podStatus(meta.uid) ?? rt;
       plan = planRestarts(policy, rt.containerStatuses, Date.now(), d.backoff);
     }
 
+    for (const c of plan.backingOff) d.events?.emit(podRef(pod), "Warning", "BackOff", `Back-off restarting failed container ${c} in pod ${meta.name}`);
     const status = buildPodStatus(pod, rt, { hostIp: d.hostIp, now: nowRfc3339(), backingOff: plan.backingOff });
     if (!sameStatus(pod.status, status)) {
       try {
@@ -85,6 +91,7 @@ export function podReconciler(d: PodReconcilerDeps): Reconcile {
   /** Graceful deletion: stop within the grace period, then confirm the delete. */
   async function terminate(pod: Pod): Promise<Result> {
     const meta = pod.metadata!;
+    if (d.runtime.podStatus(meta.uid)) for (const c of pod.spec?.containers ?? []) d.events?.emit(podRef(pod), "Normal", "Killing", `Stopping container ${c.name}`);
     await stop(pod, meta.deletionGracePeriodSeconds ?? pod.spec?.terminationGracePeriodSeconds ?? 30);
     try {
       await d.client.delete("pods", meta.namespace, meta.name, { gracePeriodSeconds: 0, preconditions: { uid: meta.uid, resourceVersion: "" } });
@@ -95,6 +102,8 @@ export function podReconciler(d: PodReconcilerDeps): Reconcile {
     return done();
   }
 }
+
+const podRef = (p: Pod) => objectRef("Pod", "v1", p);
 
 /** A pod object carrying only the identity of a runtime pod (for the stop hooks). */
 function stubPod(p: RuntimePod): Pod {

@@ -4,10 +4,11 @@ import type { Command } from "../session.js";
 import { apiResourcesCommand } from "./api-resources.js";
 import { applyCommand } from "./apply.js";
 import { deleteCommand } from "./delete.js";
+import { describeCommand } from "./describe.js";
 import { getCommand } from "./get.js";
 import { versionCommand } from "./version.js";
 
-export const COMMANDS: readonly Command[] = [getCommand, applyCommand, deleteCommand, apiResourcesCommand, versionCommand];
+export const COMMANDS: readonly Command[] = [getCommand, describeCommand, applyCommand, deleteCommand, apiResourcesCommand, versionCommand];
 
 /** The command of a name, if any. */
 export function findCommand(name: string): Command | undefined {
