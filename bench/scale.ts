@@ -65,8 +65,7 @@ try {
       const u = cpuAndRss(p.pid);
       console.log(`  ${n.padEnd(12)} CPU ${u.cpuSeconds.toFixed(1)} s since start, RSS ${u.rssMb.toFixed(0)} MB`);
     }
-    process.exit(0);
-  }
+  } else {
   const apiWrites = async (): Promise<Map<number, number>> => {
     // Cumulative bucket counts of write requests (le → count), summed over methods and transports.
     const text = await (await fetch(`http://127.0.0.1:${c.apis[0]?.metricsPort}/metrics`)).text();
@@ -86,7 +85,7 @@ try {
   const before = await streamState(jsm);
   const redis = new Redis(c.redis.url);
   const revBefore = Number(await redis.get("{choreo}:rev"));
-  const procs = [...c.apis.map((a) => ["api", a.process] as const), ...[...c.actors].map(([n, p]) => [n, p] as const)];
+  const procs = [...c.apis.map((a) => ["api", a.process] as const), ...[...c.actors].map(([n, p]) => [n, p] as const), ["nats-server", c.nats.process()] as const, ["redis-server", c.redis.process()] as const];
   const cpuBefore = new Map(procs.map(([n, p]) => [n, cpuAndRss(p.pid)]));
 
   const created = new Map<string, number>();
@@ -158,6 +157,10 @@ try {
     const b = cpuAndRss(p.pid);
     console.log(`  ${n.padEnd(12)} CPU ${(b.cpuSeconds - (a?.cpuSeconds ?? 0)).toFixed(1)} s over the run, RSS ${b.rssMb.toFixed(0)} MB`);
   }
+  }
 } finally {
-  await c.stop();
+  // Thousands of hollow nodes take a while to drain; do not wait forever.
+  await Promise.race([c.stop(), new Promise((r) => setTimeout(r, 30_000))]);
 }
+// Open JetStream iterators keep the event loop alive after stop: the figures are printed, leave.
+process.exit(0);
