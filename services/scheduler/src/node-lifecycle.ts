@@ -16,7 +16,7 @@ import type { Runnable } from "@choreo/kit/lifecycle";
 import { sleep } from "@choreo/kit/lifecycle";
 import type { Logger } from "@choreo/kit/log";
 import type { EventRecorder } from "@choreo/kit/events";
-import { tolerates } from "./plugins/taint-toleration.js";
+import { tolerates } from "@choreo/kit";
 
 export const NODE_LEASE_NAMESPACE = "kube-node-lease";
 export const UNREACHABLE_TAINT = "node.kubernetes.io/unreachable";
