@@ -86,11 +86,11 @@ describe("workloads: DaemonSet and Job", () => {
       apiVersion: "batch/v1", kind: "Job", metadata: { name: "pi", namespace: "default" },
       spec: {
         completions: 5, parallelism: 2, backoffLimit: 3,
-        template: { metadata: { annotations: { "hollow.choreo.dev/exit-after-ms": "400" } }, spec: { restartPolicy: "Never", containers: [{ name: "pi", image: "perl" }] } },
+        template: { metadata: { annotations: { "hollow.choreo.dev/exit-after-ms": "2000" } }, spec: { restartPolicy: "Never", containers: [{ name: "pi", image: "perl" }] } },
       },
     }))) as Job;
     const selector = `batch.kubernetes.io/controller-uid=${created.metadata?.uid ?? ""}`;
-    // Fail the first pod that runs.
+    // Fail the first pod that runs (each runs 2 s, so it is still running when told to crash).
     const victim = await waitFor(async () => running(await pods(selector))[0], { timeoutMs: 30_000, intervalMs: 20, message: "a running job pod" });
     runtimes.get(victim.spec?.nodeName ?? "")?.crash(victim.metadata?.uid ?? "");
     let maxActive = 0;

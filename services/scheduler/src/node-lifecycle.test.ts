@@ -68,8 +68,11 @@ describe("node lifecycle against the api", () => {
     assert.equal((await pod())?.spec?.nodeName, "n1");
 
     // Silence: no renewals.
-    await waitFor(async () => (await node()).spec?.taints.some((t) => t.key === UNREACHABLE_TAINT) ?? false, { ...WAIT, message: "tainted" });
-    assert.equal((await node()).status?.conditions.find((c) => c.type === "Ready")?.status, "Unknown");
+    // The taint (spec) and Ready=Unknown (status) are two writes: wait for both.
+    await waitFor(async () => {
+      const n = await node();
+      return (n.spec?.taints.some((t) => t.key === UNREACHABLE_TAINT) ?? false) && n.status?.conditions.find((c) => c.type === "Ready")?.status === "Unknown";
+    }, { ...WAIT, message: "tainted and Ready=Unknown" });
     await waitFor(async () => (await pod()) === undefined, { ...WAIT, message: "victim evicted" });
 
     // Back: renewals resume → the taint goes.
