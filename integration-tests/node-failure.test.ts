@@ -58,5 +58,6 @@ describe("node failure", () => {
 
     const events = (await c.client.list("events", { namespace: "default" })).items.map((o) => unwrap(o) as Event);
     assert.ok(events.some((e) => e.reason === "NodeNotReady" && e.involvedObject?.name === "a-0"), "NodeNotReady event");
+    assert.ok(events.some((e) => e.reason === "TaintManagerEviction" && onA.some((p) => p.metadata?.name === e.involvedObject?.name)), "an eviction event on an evicted pod");
   });
 });

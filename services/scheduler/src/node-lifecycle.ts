@@ -15,7 +15,7 @@ import type { Informer } from "@choreo/kit/informer";
 import type { Runnable } from "@choreo/kit/lifecycle";
 import { sleep } from "@choreo/kit/lifecycle";
 import type { Logger } from "@choreo/kit/log";
-import type { EventRecorder } from "@choreo/kit/events";
+import { objectRef, type EventRecorder } from "@choreo/kit/events";
 import { tolerates } from "@choreo/kit";
 
 export const NODE_LEASE_NAMESPACE = "kube-node-lease";
@@ -167,6 +167,7 @@ export class NodeLifecycle implements Runnable {
       try {
         await this.opts.client.delete("pods", p.metadata!.namespace, p.metadata!.name, { gracePeriodSeconds: 0 });
         this.stats.evictedPods++;
+        this.opts.events?.emit(objectRef("Pod", "v1", p), "Normal", "TaintManagerEviction", `Marking for deletion Pod ${keyOf(p.metadata!)}: node ${name} is unreachable`);
         this.opts.log.info({ node: name, pod: keyOf(p.metadata!) }, "pod evicted");
       } catch (err) {
         if (!isNotFound(err)) throw err;
