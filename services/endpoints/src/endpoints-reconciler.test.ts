@@ -2,47 +2,13 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { ApiError, keyOf, notFound, alreadyExists, unwrap, type ApiObject } from "@choreo/kit";
 import type { Endpoints, Pod, Service } from "@choreo/kit/gen/choreo/core/v1/core";
-import type { EventHandler } from "@choreo/kit/informer";
 import { silentLogger } from "@choreo/kit/log";
-import { EndpointsReconciler, type Cache } from "./endpoints-reconciler.js";
+import { FakeInformer } from "@choreo/kit/testing";
+import { EndpointsReconciler } from "./endpoints-reconciler.js";
 import { desiredSubsets } from "./subsets.js";
 import { pod, service } from "./testing.js";
 
-/** An informer stand-in: a map with indexes and handlers. */
-class FakeCache<T extends { metadata?: { namespace: string; name: string } }> implements Cache<T> {
-  readonly items = new Map<string, T>();
-  private readonly indexers = new Map<string, (o: T) => string[]>();
-  readonly handlers: EventHandler<T>[] = [];
-  get(key: string): T | undefined {
-    return this.items.get(key);
-  }
-  byIndex(name: string, value: string): T[] {
-    const fn = this.indexers.get(name);
-    return [...this.items.values()].filter((o) => fn?.(o).includes(value));
-  }
-  addIndexer(name: string, fn: (o: T) => string[]): void {
-    this.indexers.set(name, fn);
-  }
-  addEventHandler(h: EventHandler<T>): void {
-    this.handlers.push(h);
-  }
-  waitForSync(): Promise<void> {
-    return Promise.resolve();
-  }
-  put(o: T): void {
-    const k = keyOf(o.metadata ?? { namespace: "", name: "" });
-    const old = this.items.get(k);
-    this.items.set(k, o);
-    for (const h of this.handlers) {
-      if (old) h.onUpdate?.(old, o);
-      else h.onAdd?.(o);
-    }
-  }
-  remove(o: T): void {
-    this.items.delete(keyOf(o.metadata ?? { namespace: "", name: "" }));
-    for (const h of this.handlers) h.onDelete?.(o);
-  }
-}
+const FakeCache = FakeInformer;
 
 type Action = { verb: string; key: string; endpoints?: Endpoints };
 

@@ -1,52 +1,13 @@
 // Test doubles shared by this service's unit tests: an informer stand-in and
 // an api client that records what it was asked to do.
-import { keyOf, notFound, unwrap, type ApiObject } from "@choreo/kit";
+import { notFound, unwrap, type ApiObject } from "@choreo/kit";
 import type { ListOptions, PatchType } from "@choreo/kit/client";
-import type { EventHandler } from "@choreo/kit/informer";
 import { fromKubeJson } from "@choreo/kit/kube-json";
 import type { Pod, ReplicationController } from "@choreo/kit/gen/choreo/core/v1/core";
 import type { DeleteOptions } from "@choreo/kit/gen/choreo/meta/v1/meta";
-import type { Cache } from "./cache.js";
 
-/** An informer stand-in: a map with indexes and handlers. */
-export class FakeCache<T extends { metadata?: { namespace: string; name: string } | undefined }> implements Cache<T> {
-  readonly items = new Map<string, T>();
-  private readonly indexers = new Map<string, (o: T) => string[]>();
-  readonly handlers: EventHandler<T>[] = [];
-  get(key: string): T | undefined {
-    return this.items.get(key);
-  }
-  list(): T[] {
-    return [...this.items.values()];
-  }
-  byIndex(name: string, value: string): T[] {
-    const fn = this.indexers.get(name);
-    return [...this.items.values()].filter((o) => fn?.(o).includes(value));
-  }
-  addIndexer(name: string, fn: (o: T) => string[]): void {
-    this.indexers.set(name, fn);
-  }
-  addEventHandler(h: EventHandler<T>): void {
-    this.handlers.push(h);
-  }
-  waitForSync(): Promise<void> {
-    return Promise.resolve();
-  }
-  put(o: T): void {
-    const k = keyOf(o.metadata ?? { namespace: "", name: "" });
-    const old = this.items.get(k);
-    this.items.set(k, o);
-    for (const h of this.handlers) {
-      if (old) h.onUpdate?.(old, o);
-      else h.onAdd?.(o);
-    }
-  }
-  remove(key: string): void {
-    const old = this.items.get(key);
-    this.items.delete(key);
-    if (old) for (const h of this.handlers) h.onDelete?.(old);
-  }
-}
+/** An informer stand-in (the kit's). */
+export { FakeInformer as FakeCache } from "@choreo/kit/testing";
 
 /** One call the fake client received. */
 export type Action =
