@@ -5,7 +5,7 @@
 import { isConflict, isNotFound, keyOf } from "@choreo/kit";
 import type { ApiClient } from "@choreo/kit/client";
 import { Controller, done, requeueAfter, type Result } from "@choreo/kit/controller";
-import { objectRef, type EventRecorder } from "@choreo/kit/events";
+import type { EventRecorder } from "@choreo/kit/events";
 import type { DaemonSet } from "@choreo/kit/gen/choreo/apps/v1/apps";
 import type { Node, Pod } from "@choreo/kit/gen/choreo/core/v1/core";
 import type { Runnable } from "@choreo/kit/lifecycle";
@@ -13,7 +13,8 @@ import type { Logger } from "@choreo/kit/log";
 import type { Registry } from "prom-client";
 import { BY_OWNER, ownerUidsOf, type Cache } from "../cache.js";
 import { Expectations } from "../expectations.js";
-import { controllerOf, isControlledBy, podFromTemplate } from "../pod-template.js";
+import { PodControl, ownedPodHandlers } from "../pod-control.js";
+import { isControlledBy, podFromTemplate } from "../pod-template.js";
 import { REVISION_LABEL, daemonTemplate, planDaemonSet, templateHash } from "./plan.js";
 
 /** Options of {@link DaemonSetController}. */
@@ -34,10 +35,12 @@ export class DaemonSetController implements Runnable {
   readonly name = "daemonset-controller";
   readonly controller: Controller;
   readonly expectations = new Expectations();
+  private readonly podControl: PodControl;
   private readonly log: Logger;
 
   constructor(private readonly opts: DaemonSetControllerOptions) {
     this.log = opts.log.child({ controller: "daemonset" });
+    this.podControl = new PodControl({ client: opts.client, expectations: this.expectations, recorder: opts.recorder });
     this.controller = new Controller({ name: "daemonset", reconcile: (key) => this.reconcile(key), workers: opts.workers ?? 2, log: opts.log, registry: opts.registry });
     opts.pods.addIndexer(BY_OWNER, ownerUidsOf);
     const enqueue = (d: DaemonSet): void => {
@@ -48,37 +51,12 @@ export class DaemonSetController implements Runnable {
       for (const d of opts.daemonsets.list()) enqueue(d);
     };
     opts.nodes.addEventHandler({ onAdd: all, onUpdate: (o, n) => placementChanged(o, n) && all(), onDelete: all });
-    opts.pods.addEventHandler({
-      onAdd: (p) => {
-        const k = this.ownerKey(p);
-        if (!k) return;
-        this.expectations.creationObserved(k);
-        this.controller.enqueue(k);
-      },
-      onUpdate: (o, n) => {
-        const k = this.ownerKey(n);
-        if (!k) return;
-        if (n.metadata?.deletionTimestamp && !o.metadata?.deletionTimestamp) this.expectations.deletionObserved(k, n.metadata.uid);
-        this.controller.enqueue(k);
-      },
-      onDelete: (p) => {
-        const k = this.ownerKey(p);
-        if (!k) return;
-        this.expectations.deletionObserved(k, p.metadata?.uid ?? "");
-        this.controller.enqueue(k);
-      },
-    });
+    opts.pods.addEventHandler(ownedPodHandlers(DS.kind, this.expectations, (k) => this.controller.enqueue(k)));
   }
 
   async start(signal: AbortSignal): Promise<void> {
     await Promise.all([this.opts.daemonsets.waitForSync(signal), this.opts.pods.waitForSync(signal), this.opts.nodes.waitForSync(signal)]);
     await this.controller.start(signal);
-  }
-
-  private ownerKey(p: Pod): string | undefined {
-    const ref = controllerOf(p.metadata);
-    if (ref?.kind !== DS.kind || !p.metadata) return undefined;
-    return keyOf({ namespace: p.metadata.namespace, name: ref.name });
   }
 
   async reconcile(key: string): Promise<Result> {
@@ -91,39 +69,18 @@ export class DaemonSetController implements Runnable {
     const pods = this.opts.pods.byIndex(BY_OWNER, m.uid).filter((p) => isControlledBy(p.metadata, m.uid) && !p.metadata?.deletionTimestamp);
     const nowMs = Date.now();
     const plan = planDaemonSet(ds, this.opts.nodes.list(), pods, nowMs);
-    const ref = objectRef(DS.kind, DS.apiVersion, ds);
 
     if (!m.deletionTimestamp && this.expectations.satisfied(key)) {
       const hash = templateHash(ds.spec?.template);
       const template = daemonTemplate(ds);
-      this.expectations.expectCreations(key, plan.create.length);
-      this.expectations.expectDeletions(key, plan.remove.map((p) => p.metadata?.uid ?? ""));
-      const results = await Promise.allSettled([
-        ...plan.create.map(async (node) => {
-          try {
-            const created = await this.opts.client.create({ kind: { $case: "pod", value: podFromTemplate(template, { ...DS, metadata: m }, { nodeName: node, labels: { [REVISION_LABEL]: hash } }) } });
-            this.opts.recorder?.emit(ref, "Normal", "SuccessfulCreate", `Created pod: ${created.kind?.$case === "pod" ? (created.kind.value.metadata?.name ?? "") : ""}`);
-          } catch (err) {
-            this.expectations.creationObserved(key);
-            this.opts.recorder?.emit(ref, "Warning", "FailedCreate", `Error creating pod on node ${node}: ${err instanceof Error ? err.message : String(err)}`);
-            throw err;
-          }
-        }),
-        ...plan.remove.map(async (p) => {
-          const pm = p.metadata;
-          if (!pm) return;
-          try {
-            await this.opts.client.delete("pods", pm.namespace, pm.name, { preconditions: { uid: pm.uid, resourceVersion: "" } });
-            this.opts.recorder?.emit(ref, "Normal", "SuccessfulDelete", `Deleted pod: ${pm.name}`);
-          } catch (err) {
-            this.expectations.deletionObserved(key, pm.uid);
-            if (!isNotFound(err)) throw err;
-          }
-        }),
+      const owner = { ...DS, metadata: m };
+      const [created, deleteError] = await Promise.all([
+        this.podControl.create(key, owner, plan.create.length, (i) => podFromTemplate(template, owner, { nodeName: plan.create[i], labels: { [REVISION_LABEL]: hash } })),
+        this.podControl.delete(key, owner, plan.remove),
       ]);
-      if (plan.create.length + plan.remove.length > 0) this.log.info({ daemonset: key, created: plan.create.length, deleted: plan.remove.length }, "daemon pods synced");
-      const failed = results.find((r): r is PromiseRejectedResult => r.status === "rejected");
-      if (failed) throw failed.reason instanceof Error ? failed.reason : new Error(String(failed.reason));
+      if (plan.create.length + plan.remove.length > 0) this.log.info({ daemonset: key, created: created.ok, deleted: plan.remove.length }, "daemon pods synced");
+      const error = created.error ?? deleteError;
+      if (error !== undefined) throw error instanceof Error ? error : new Error(String(error));
     }
 
     if (JSON.stringify(plan.status) !== JSON.stringify(ds.status)) {

@@ -12,8 +12,9 @@ import type { Runnable } from "@choreo/kit/lifecycle";
 import type { Logger } from "@choreo/kit/log";
 import type { Registry } from "prom-client";
 import { BY_OWNER, ownerUidsOf, type Cache } from "../cache.js";
-import { Expectations, slowStartBatch } from "../expectations.js";
-import { controllerOf, isControlledBy, podFromTemplate } from "../pod-template.js";
+import { Expectations } from "../expectations.js";
+import { PodControl, ownedPodHandlers } from "../pod-control.js";
+import { isControlledBy, podFromTemplate } from "../pod-template.js";
 import { assessJob, isFinished, jobStatus } from "./job-status.js";
 
 /** Options of {@link JobController}. */
@@ -33,45 +34,24 @@ export class JobController implements Runnable {
   readonly name = "job-controller";
   readonly controller: Controller;
   readonly expectations = new Expectations();
+  private readonly podControl: PodControl;
   private readonly log: Logger;
 
   constructor(private readonly opts: JobControllerOptions) {
     this.log = opts.log.child({ controller: "job" });
+    this.podControl = new PodControl({ client: opts.client, expectations: this.expectations, recorder: opts.recorder });
     this.controller = new Controller({ name: "job", reconcile: (key) => this.reconcile(key), workers: opts.workers ?? 4, log: opts.log, registry: opts.registry });
     opts.pods.addIndexer(BY_OWNER, ownerUidsOf);
     const enqueue = (j: Job): void => {
       if (j.metadata) this.controller.enqueue(keyOf(j.metadata));
     };
     opts.jobs.addEventHandler({ onAdd: enqueue, onUpdate: (_o, n) => enqueue(n), onDelete: (j) => j.metadata && this.expectations.forget(keyOf(j.metadata)) });
-    opts.pods.addEventHandler({
-      onAdd: (p) => {
-        const k = this.ownerKey(p);
-        if (!k) return;
-        this.expectations.creationObserved(k);
-        this.controller.enqueue(k);
-      },
-      onUpdate: (_o, p) => {
-        const k = this.ownerKey(p);
-        if (k) this.controller.enqueue(k);
-      },
-      onDelete: (p) => {
-        const k = this.ownerKey(p);
-        if (!k) return;
-        this.expectations.deletionObserved(k, p.metadata?.uid ?? "");
-        this.controller.enqueue(k);
-      },
-    });
+    opts.pods.addEventHandler(ownedPodHandlers(JOB.kind, this.expectations, (k) => this.controller.enqueue(k)));
   }
 
   async start(signal: AbortSignal): Promise<void> {
     await Promise.all([this.opts.jobs.waitForSync(signal), this.opts.pods.waitForSync(signal)]);
     await this.controller.start(signal);
-  }
-
-  private ownerKey(p: Pod): string | undefined {
-    const ref = controllerOf(p.metadata);
-    if (ref?.kind !== JOB.kind || !p.metadata) return undefined;
-    return keyOf({ namespace: p.metadata.namespace, name: ref.name });
   }
 
   async reconcile(key: string): Promise<Result> {
@@ -116,38 +96,13 @@ export class JobController implements Runnable {
   }
 
   private async createPods(key: string, job: Job, n: number): Promise<void> {
-    const ref = objectRef(JOB.kind, JOB.apiVersion, job);
-    this.expectations.expectCreations(key, n);
-    const { ok, error } = await slowStartBatch(n, 500, async () => {
-      try {
-        const created = await this.opts.client.create({ kind: { $case: "pod", value: podFromTemplate(job.spec?.template, { ...JOB, metadata: job.metadata }) } });
-        this.opts.recorder?.emit(ref, "Normal", "SuccessfulCreate", `Created pod: ${created.kind?.$case === "pod" ? (created.kind.value.metadata?.name ?? "") : ""}`);
-      } catch (err) {
-        this.expectations.creationObserved(key);
-        throw err;
-      }
-    });
-    for (let i = ok + (error ? 1 : 0); i < n; i++) this.expectations.creationObserved(key);
-    if (error !== undefined) {
-      this.opts.recorder?.emit(ref, "Warning", "FailedCreate", `Error creating: ${error instanceof Error ? error.message : String(error)}`);
-      throw error;
-    }
+    const owner = { ...JOB, metadata: job.metadata };
+    const { error } = await this.podControl.create(key, owner, n, () => podFromTemplate(job.spec?.template, owner));
+    if (error !== undefined) throw error;
   }
 
   private async deletePods(key: string, job: Job, pods: readonly Pod[]): Promise<void> {
-    const ref = objectRef(JOB.kind, JOB.apiVersion, job);
-    const uids = pods.map((p) => p.metadata?.uid ?? "");
-    this.expectations.expectDeletions(key, uids);
-    await Promise.all(pods.map(async (p) => {
-      const pm = p.metadata;
-      if (!pm) return;
-      try {
-        await this.opts.client.delete("pods", pm.namespace, pm.name, { preconditions: { uid: pm.uid, resourceVersion: "" } });
-        this.opts.recorder?.emit(ref, "Normal", "SuccessfulDelete", `Deleted pod: ${pm.name}`);
-      } catch (err) {
-        this.expectations.deletionObserved(key, pm.uid);
-        if (!isNotFound(err)) throw err;
-      }
-    }));
+    const error = await this.podControl.delete(key, { ...JOB, metadata: job.metadata }, pods);
+    if (error !== undefined) throw error;
   }
 }

@@ -7,13 +7,14 @@ import { isAlreadyExists, isConflict, isNotFound, keyOf } from "@choreo/kit";
 import { selectorFromSet } from "@choreo/kit/apimachinery";
 import type { ApiClient } from "@choreo/kit/client";
 import { Controller, done, requeueAfter, type Result } from "@choreo/kit/controller";
-import { objectRef, type EventRecorder } from "@choreo/kit/events";
+import type { EventRecorder } from "@choreo/kit/events";
 import type { Pod, ReplicationController } from "@choreo/kit/gen/choreo/core/v1/core";
 import type { Runnable } from "@choreo/kit/lifecycle";
 import type { Logger } from "@choreo/kit/log";
 import type { Registry } from "prom-client";
 import { BY_NAMESPACE, namespaceOf, type Cache } from "../cache.js";
-import { Expectations, slowStartBatch } from "../expectations.js";
+import { Expectations } from "../expectations.js";
+import { PodControl } from "../pod-control.js";
 import { controllerOf, controllerRef, isActive, podFromTemplate } from "../pod-template.js";
 import { claimPods } from "./claim.js";
 import { podsToDelete } from "./ranking.js";
@@ -44,11 +45,13 @@ export class ReplicationManager implements Runnable {
   readonly expectations: Expectations;
   private readonly log: Logger;
   private readonly burst: number;
+  private readonly podControl: PodControl;
 
   constructor(private readonly opts: ReplicationManagerOptions) {
     this.log = opts.log.child({ controller: "replicationcontroller" });
     this.burst = opts.burst ?? BURST_REPLICAS;
     this.expectations = opts.expectations ?? new Expectations();
+    this.podControl = new PodControl({ client: opts.client, expectations: this.expectations, recorder: opts.recorder });
     this.controller = new Controller({ name: "replicationcontroller", reconcile: (key) => this.reconcile(key), workers: opts.workers ?? 4, log: opts.log, registry: opts.registry });
     opts.pods.addIndexer(BY_NAMESPACE, namespaceOf);
     opts.rcs.addIndexer(BY_NAMESPACE, namespaceOf);
@@ -173,49 +176,17 @@ export class ReplicationManager implements Runnable {
   private async manageReplicas(key: string, rc: ReplicationController, active: Pod[]): Promise<{ reason: string; message: string } | undefined> {
     const want = rc.spec?.replicas ?? 1;
     const diff = active.length - want;
-    const ref = objectRef(RC.kind, RC.apiVersion, rc);
+    const owner = { ...RC, metadata: rc.metadata };
+    const text = (e: unknown): string => (e instanceof Error ? e.message : String(e));
     if (diff < 0) {
-      const n = Math.min(-diff, this.burst);
-      this.expectations.expectCreations(key, n);
-      const { ok, error } = await slowStartBatch(n, this.burst, async () => {
-        try {
-          const created = await this.opts.client.create({ kind: { $case: "pod", value: podFromTemplate(rc.spec?.template, { ...RC, metadata: rc.metadata }) } });
-          const name = created.kind?.$case === "pod" ? (created.kind.value.metadata?.name ?? "") : "";
-          this.opts.recorder?.emit(ref, "Normal", "SuccessfulCreate", `Created pod: ${name}`);
-        } catch (err) {
-          this.expectations.creationObserved(key);
-          throw err;
-        }
-      });
-      // Batches that never ran will not be observed either.
-      for (let i = ok + (error ? 1 : 0); i < n; i++) this.expectations.creationObserved(key);
+      const { ok, error } = await this.podControl.create(key, owner, Math.min(-diff, this.burst), () => podFromTemplate(rc.spec?.template, owner), this.burst);
       this.log.info({ rc: key, want, had: active.length, created: ok }, "pods created");
-      if (error !== undefined) {
-        const message = error instanceof Error ? error.message : String(error);
-        this.opts.recorder?.emit(ref, "Warning", "FailedCreate", `Error creating: ${message}`);
-        return { reason: "FailedCreate", message };
-      }
+      if (error !== undefined) return { reason: "FailedCreate", message: text(error) };
     } else if (diff > 0) {
       const victims = podsToDelete(active, Math.min(diff, this.burst));
-      this.expectations.expectDeletions(key, victims.map((p) => p.metadata?.uid ?? ""));
-      const results = await Promise.allSettled(victims.map(async (p) => {
-        const m = p.metadata;
-        if (!m) return;
-        try {
-          await this.opts.client.delete("pods", m.namespace, m.name, { preconditions: { uid: m.uid, resourceVersion: "" } });
-          this.opts.recorder?.emit(ref, "Normal", "SuccessfulDelete", `Deleted pod: ${m.name}`);
-        } catch (err) {
-          this.expectations.deletionObserved(key, m.uid);
-          if (!isNotFound(err)) throw err;
-        }
-      }));
-      const failed = results.find((r): r is PromiseRejectedResult => r.status === "rejected");
+      const error = await this.podControl.delete(key, owner, victims);
       this.log.info({ rc: key, want, had: active.length, deleted: victims.length }, "pods deleted");
-      if (failed) {
-        const message = failed.reason instanceof Error ? failed.reason.message : String(failed.reason);
-        this.opts.recorder?.emit(ref, "Warning", "FailedDelete", `Error deleting: ${message}`);
-        return { reason: "FailedDelete", message };
-      }
+      if (error !== undefined) return { reason: "FailedDelete", message: text(error) };
     }
     return undefined;
   }
