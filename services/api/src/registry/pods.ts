@@ -4,6 +4,7 @@ import { nowRfc3339 } from "@choreo/kit/apimachinery";
 import type { Strategy } from "./strategy.js";
 import { defaultPodSpec, qosClass, validatePodSpec } from "./pod-spec.js";
 import { Errors } from "./validation.js";
+import { checkHostPaths } from "./host-path-policy.js";
 
 function comparableSpec(p: Pod): string {
   const spec = structuredClone(p.spec);
@@ -19,6 +20,7 @@ function comparableSpec(p: Pod): string {
 /** Pods: defaults, validation, Pending status at create, node index. */
 export const podStrategy: Strategy<Pod> = {
   prepareCreate(pod) {
+    checkHostPaths(pod);
     if (pod.spec) defaultPodSpec(pod.spec);
     const bound = Boolean(pod.spec?.nodeName);
     pod.status = {

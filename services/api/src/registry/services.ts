@@ -4,11 +4,68 @@ import { invalid } from "@choreo/kit";
 import type { Strategy } from "./strategy.js";
 import { Errors } from "./validation.js";
 import { ClusterIpAllocator, isIPv4 } from "./cluster-ip.js";
+import type { NodePortAllocator } from "./node-port.js";
 
 const owner = (s: Service): string => `${s.metadata?.namespace}/${s.metadata?.name}`;
 
-/** Services: port defaults, ClusterIP allocated from the service range. */
-export function serviceStrategy(ips: ClusterIpAllocator): Strategy<Service> {
+/** The service types choreo serves. */
+export const SERVICE_TYPES = ["ClusterIP", "NodePort"] as const;
+
+/** Node ports a Service holds. */
+const nodePortsOf = (s: Service): number[] => (s.spec?.type === "NodePort" ? s.spec.ports.map((p) => p.nodePort).filter((n) => n > 0) : []);
+
+/** Claims the requested ClusterIP or allocates one. */
+async function takeClusterIp(svc: Service, ips: ClusterIpAllocator): Promise<void> {
+  const spec = svc.spec;
+  if (!spec) return;
+  if (spec.clusterIp) {
+    if (!isIPv4(spec.clusterIp) || !ips.contains(spec.clusterIp)) {
+      throw invalid("Service", svc.metadata?.name ?? "", [{ field: "spec.clusterIPs", reason: "FieldValueInvalid", message: `Invalid value: ${JSON.stringify([spec.clusterIp])}: failed to allocate IP ${spec.clusterIp}: the provided IP (${spec.clusterIp}) is not in the valid range` }]);
+    }
+    if (!(await ips.claim(spec.clusterIp, owner(svc)))) {
+      throw invalid("Service", svc.metadata?.name ?? "", [{ field: "spec.clusterIPs", reason: "FieldValueInvalid", message: `Invalid value: ${JSON.stringify([spec.clusterIp])}: failed to allocate IP ${spec.clusterIp}: provided IP is already allocated` }]);
+    }
+  } else {
+    spec.clusterIp = await ips.allocate(owner(svc));
+  }
+  spec.clusterIps = [spec.clusterIp];
+  spec.ipFamilies = ["IPv4"];
+  spec.ipFamilyPolicy ||= "SingleStack";
+}
+
+/**
+ * Claims the requested node ports of a NodePort Service and allocates the
+ * missing ones; on a refusal releases what it took and throws Kubernetes'
+ * field error.
+ */
+async function takeNodePorts(svc: Service, ports: NodePortAllocator): Promise<void> {
+  const spec = svc.spec;
+  if (spec?.type !== "NodePort") return;
+  const taken: number[] = [];
+  const fail = async (i: number, value: number, why: string): Promise<never> => {
+    for (const n of taken) await ports.release(n, owner(svc));
+    throw invalid("Service", svc.metadata?.name ?? "", [{ field: `spec.ports[${i}].nodePort`, reason: "FieldValueInvalid", message: `Invalid value: ${value}: ${why}` }]);
+  };
+  // Requested ports first, so an allocated one never takes a port asked for further down.
+  for (const [i, p] of spec.ports.entries()) {
+    if (p.nodePort === 0) continue;
+    if (!ports.contains(p.nodePort)) await fail(i, p.nodePort, `provided port is not in the valid range. The range of valid ports is ${ports.describe()}`);
+    if (!(await ports.claim(p.nodePort, owner(svc)))) await fail(i, p.nodePort, "provided port is already allocated");
+    taken.push(p.nodePort);
+  }
+  for (const p of spec.ports) {
+    if (p.nodePort !== 0) continue;
+    p.nodePort = await ports.allocate(owner(svc));
+    taken.push(p.nodePort);
+  }
+}
+
+async function releaseNodePorts(svc: Service, ports: NodePortAllocator): Promise<void> {
+  for (const n of nodePortsOf(svc)) await ports.release(n, owner(svc));
+}
+
+/** Services: port defaults, ClusterIP allocated from the service range, node ports from the node port range. */
+export function serviceStrategy(ips: ClusterIpAllocator, nodePorts: NodePortAllocator): Strategy<Service> {
   return {
     async prepareCreate(svc) {
       const spec = svc.spec;
@@ -20,24 +77,18 @@ export function serviceStrategy(ips: ClusterIpAllocator): Strategy<Service> {
         p.protocol ||= "TCP";
         p.targetPort ??= { value: { $case: "intVal", value: p.port } };
       }
-      if (spec.type !== "ClusterIP") return; // refused by validate
+      if (!(SERVICE_TYPES as readonly string[]).includes(spec.type)) return; // refused by validate
       if (spec.clusterIp === "None") {
         spec.clusterIps = ["None"];
-        return;
+        return; // a headless NodePort is refused by validate
       }
-      if (spec.clusterIp) {
-        if (!isIPv4(spec.clusterIp) || !ips.contains(spec.clusterIp)) {
-          throw invalid("Service", svc.metadata?.name ?? "", [{ field: "spec.clusterIPs", reason: "FieldValueInvalid", message: `Invalid value: ${JSON.stringify([spec.clusterIp])}: failed to allocate IP ${spec.clusterIp}: the provided IP (${spec.clusterIp}) is not in the valid range` }]);
-        }
-        if (!(await ips.claim(spec.clusterIp, owner(svc)))) {
-          throw invalid("Service", svc.metadata?.name ?? "", [{ field: "spec.clusterIPs", reason: "FieldValueInvalid", message: `Invalid value: ${JSON.stringify([spec.clusterIp])}: failed to allocate IP ${spec.clusterIp}: provided IP is already allocated` }]);
-        }
-      } else {
-        spec.clusterIp = await ips.allocate(owner(svc));
+      await takeNodePorts(svc, nodePorts);
+      try {
+        await takeClusterIp(svc, ips);
+      } catch (err) {
+        await releaseNodePorts(svc, nodePorts);
+        throw err;
       }
-      spec.clusterIps = [spec.clusterIp];
-      spec.ipFamilies = ["IPv4"];
-      spec.ipFamilyPolicy ||= "SingleStack";
     },
     prepareUpdate(svc, old) {
       const spec = svc.spec;
@@ -53,6 +104,13 @@ export function serviceStrategy(ips: ClusterIpAllocator): Strategy<Service> {
         p.protocol ||= "TCP";
         p.targetPort ??= { value: { $case: "intVal", value: p.port } };
       }
+      // A node port left out of an update keeps the one allocated (matched by port and protocol).
+      if (spec.type === "NodePort" && old.spec.type === "NodePort") {
+        for (const p of spec.ports) {
+          if (p.nodePort !== 0) continue;
+          p.nodePort = old.spec.ports.find((o) => o.port === p.port && o.protocol === p.protocol)?.nodePort ?? 0;
+        }
+      }
     },
     validate(svc, old) {
       const e = new Errors();
@@ -61,9 +119,11 @@ export function serviceStrategy(ips: ClusterIpAllocator): Strategy<Service> {
         e.required("spec", undefined);
         return e.causes;
       }
-      e.oneOf("spec.type", spec.type, ["ClusterIP"]);
+      e.oneOf("spec.type", spec.type, SERVICE_TYPES);
+      if (spec.type === "NodePort" && spec.clusterIp === "None") e.invalid("spec.clusterIPs[0]", "None", "may not be set to 'None' for NodePort services");
       if (spec.clusterIp !== "None") e.required("spec.ports", spec.ports);
       const names = new Set<string>();
+      const held = old ? nodePortsOf(old) : [];
       spec.ports.forEach((p, i) => {
         const f = `spec.ports[${i}]`;
         if (spec.ports.length > 1) e.required(`${f}.name`, p.name);
@@ -77,19 +137,28 @@ export function serviceStrategy(ips: ClusterIpAllocator): Strategy<Service> {
         const t = p.targetPort?.value;
         if (t?.$case === "intVal") e.port(`${f}.targetPort`, t.value);
         if (t?.$case === "strVal" && !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(t.value)) e.invalid(`${f}.targetPort`, t.value, "must be a valid port name");
+        if (p.nodePort !== 0 && spec.type !== "NodePort") e.forbidden(`${f}.nodePort`, `may not be used when \`type\` is '${spec.type}'`);
+        if (p.nodePort !== 0 && spec.ports.slice(0, i).some((q) => q.nodePort === p.nodePort)) e.duplicate(`${f}.nodePort`, p.nodePort);
+        // Node ports are taken at create only (prepareUpdate cannot reach Redis), so an update keeps them.
+        if (old && spec.type === "NodePort" && !held.includes(p.nodePort)) e.invalid(`${f}.nodePort`, p.nodePort, "node ports may not be added or changed on update; recreate the Service");
       });
       e.labelMap("spec.selector", spec.selector);
       e.oneOf("spec.sessionAffinity", spec.sessionAffinity, ["None", "ClientIP"]);
       if (old?.spec && old.spec.clusterIp && spec.clusterIp !== old.spec.clusterIp) e.invalid("spec.clusterIPs[0]", spec.clusterIp, "may not change once set");
+      if (old?.spec && old.spec.type !== spec.type && (old.spec.type === "NodePort" || spec.type === "NodePort")) {
+        e.invalid("spec.type", spec.type, "may not change to or from NodePort; recreate the Service");
+      }
       return e.causes;
     },
     async abortCreate(svc) {
       const ip = svc.spec?.clusterIp;
       if (ip && ip !== "None") await ips.release(ip, owner(svc));
+      await releaseNodePorts(svc, nodePorts);
     },
     async afterDelete(svc) {
       const ip = svc.spec?.clusterIp;
       if (ip && ip !== "None") await ips.release(ip, owner(svc));
+      await releaseNodePorts(svc, nodePorts);
     },
   };
 }

@@ -1,0 +1,51 @@
+import type { Redis } from "ioredis";
+import { randomInt } from "node:crypto";
+
+/** Kubernetes' default node port range. */
+export const NODE_PORT_RANGE = { min: 30000, max: 32767 } as const;
+
+/**
+ * Allocates Service node ports, unique across api replicas: a port is taken
+ * by `SET NX` on its key in Redis (like ClusterIPs) and released on delete.
+ */
+export class NodePortAllocator {
+  constructor(
+    private readonly redis: Redis,
+    private readonly range: { min: number; max: number } = NODE_PORT_RANGE,
+  ) {}
+
+  /** Whether `port` is inside the range. */
+  contains(port: number): boolean {
+    return Number.isInteger(port) && port >= this.range.min && port <= this.range.max;
+  }
+
+  /** The range as Kubernetes words it in errors: `30000-32767`. */
+  describe(): string {
+    return `${this.range.min}-${this.range.max}`;
+  }
+
+  private key(port: number): string {
+    return `{choreo}:nodeport:${port}`;
+  }
+
+  /** Takes a free port for `owner` (namespace/name); throws when the range is full. */
+  async allocate(owner: string): Promise<number> {
+    const size = this.range.max - this.range.min + 1;
+    const start = randomInt(size);
+    for (let i = 0; i < size; i++) {
+      const port = this.range.min + ((start + i) % size);
+      if (await this.claim(port, owner)) return port;
+    }
+    throw new Error("range is full");
+  }
+
+  /** Takes a specific port; false when someone else holds it. */
+  async claim(port: number, owner: string): Promise<boolean> {
+    if (await this.redis.set(this.key(port), owner, "NX")) return true;
+    return (await this.redis.get(this.key(port))) === owner;
+  }
+
+  async release(port: number, owner: string): Promise<void> {
+    if ((await this.redis.get(this.key(port))) === owner) await this.redis.del(this.key(port));
+  }
+}
