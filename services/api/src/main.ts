@@ -8,6 +8,7 @@ import { createRegistry as createMetricsRegistry, metricsServer } from "@choreo/
 import { createGateway, ensureServingCert } from "./http/index.js";
 import { gatewayRunnable } from "./gateway-runnable.js";
 import { loadConfig } from "./config.js";
+import { NatsLogs } from "./logs/index.js";
 import { GrpcTransport } from "./grpc/serve-grpc.js";
 import { NatsTransport } from "./nats/serve-nats.js";
 import { bootstrap, createRegistry } from "./registry/index.js";
@@ -34,7 +35,8 @@ await bootstrap(registry);
 
 const tokens = loadTokens(config.tokenFile);
 const tls = await ensureServingCert(config.dataDir, [config.host]);
-const gateway = createGateway({ handlers: registry, log: log.child({ subsystem: "http" }), tokens, registry: metrics, serverAddress: `${config.host}:${config.httpsPort}` });
+const logs = new NatsLogs({ nc, handlers: registry, log: log.child({ subsystem: "logs" }) });
+const gateway = createGateway({ handlers: registry, logs, log: log.child({ subsystem: "http" }), tokens, registry: metrics, serverAddress: `${config.host}:${config.httpsPort}` });
 const relay = new Relay({
   redis, nc, jsm, log: log.child({ subsystem: "relay" }), id: config.replicaId,
   crashBeforePublishEvery: config.faultCrashBeforePublishEvery, crashAfterPublishEvery: config.faultCrashAfterPublishEvery,

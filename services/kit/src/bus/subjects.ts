@@ -44,5 +44,18 @@ export function podsOnNodeFilter(node: string): string {
   return `${EVENT_PREFIX}.pods.${token(node)}.>`;
 }
 
+/**
+ * The subject of a node agent's request-reply service:
+ * `choreo.agent.<node>.<verb>` (the agent of a node subscribes to its own).
+ */
+export function agentSubject(node: string, verb: string): string {
+  return `choreo.agent.${token(node)}.${verb}`;
+}
+
+/** Where the api asks a node's agent for a container log (see bus/log-stream.ts). */
+export function agentLogsSubject(node: string): string {
+  return agentSubject(node, "logs");
+}
+
 /** The filter for everything. */
 export const ALL_EVENTS = `${EVENT_PREFIX}.>`;

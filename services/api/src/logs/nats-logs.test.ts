@@ -1,0 +1,120 @@
+// The api's LogsHandler against a real stack, with the node agent's LogServer
+// (over a runtime double) on the same nats-server.
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { ApiError, unwrap } from "@choreo/kit";
+import { agentLogsSubject, LogFrame, logFrameHeaders } from "@choreo/kit/bus";
+import { fromKubeJson } from "@choreo/kit/kube-json";
+import type { Pod } from "@choreo/kit/gen/choreo/core/v1/core";
+import { silentLogger } from "@choreo/kit/log";
+import { waitFor } from "@choreo/kit/testing";
+import { LogServer } from "../../../node-agent/src/logs/log-server.js";
+import { FakeLogRuntime } from "../../../node-agent/src/logs/testing.js";
+import { startStack, type Stack } from "../testing/stack.js";
+import { NatsLogs, type PodLogQuery } from "./nats-logs.js";
+
+const NODE = "node-a";
+
+async function createPod(s: Stack, name: string, containers: string[], node?: string): Promise<Pod> {
+  const obj = await s.client.create(fromKubeJson({
+    apiVersion: "v1", kind: "Pod", metadata: { name, namespace: "default" },
+    spec: { ...(node ? { nodeName: node } : {}), containers: containers.map((c) => ({ name: c, image: "busybox" })) },
+  }));
+  return unwrap(obj) as Pod;
+}
+
+function query(name: string, q: Partial<PodLogQuery> = {}): PodLogQuery {
+  return { namespace: "default", name, follow: false, timestamps: false, previous: false, ...q };
+}
+
+async function collect(it: AsyncIterable<string>): Promise<string> {
+  let out = "";
+  for await (const s of it) out += s;
+  return out;
+}
+
+async function rejectsWith(p: Promise<unknown>, code: number, message: string | RegExp): Promise<void> {
+  await assert.rejects(p, (err: unknown) => {
+    assert.ok(err instanceof ApiError, String(err));
+    assert.equal(err.code, code);
+    if (typeof message === "string") assert.equal(err.message, message);
+    else assert.match(err.message, message);
+    return true;
+  });
+}
+
+describe("NatsLogs", () => {
+  let s: Stack;
+  let logs: NatsLogs;
+  let runtime: FakeLogRuntime;
+  const ac = new AbortController();
+  let served: Promise<void>;
+
+  before(async () => {
+    s = await startStack();
+    logs = new NatsLogs({ nc: s.nc, handlers: s.registry, log: silentLogger(), requestTimeoutMs: 1_000, heartbeatMs: 100, idleTimeoutMs: 500 });
+    const web = await createPod(s, "web", ["app"], NODE);
+    await createPod(s, "two", ["a", "b"], NODE);
+    await createPod(s, "pending", ["app"]);
+    await createPod(s, "lost", ["app"], "node-gone");
+    runtime = new FakeLogRuntime(web.metadata?.uid ?? "", ["app"]);
+    runtime.write("app", "hello", "world");
+    served = new LogServer({ nc: s.nc, node: NODE, runtime, pods: new Map(), log: silentLogger() }).start(ac.signal);
+    await waitFor(async () => (await collect(logs.logs(query("web"), new AbortController().signal)).catch(() => "")) !== "");
+  });
+  after(async () => {
+    ac.abort();
+    await served;
+    await s.stop();
+  });
+
+  it("streams a one-container pod's log with the container defaulted", async () => {
+    assert.equal(await collect(logs.logs(query("web"), new AbortController().signal)), "hello\nworld\n");
+    assert.equal(runtime.calls.at(-1)?.opts.container, "app");
+    assert.equal(await collect(logs.logs(query("web", { container: "app", tailLines: 1, timestamps: true }), new AbortController().signal)), "2026-01-01T00:00:00Z world\n");
+  });
+
+  it("follows until the client leaves, then the agent stops reading", async () => {
+    const client = new AbortController();
+    const it = logs.logs(query("web", { follow: true, tailLines: 0 }), client.signal)[Symbol.asyncIterator]();
+    assert.deepEqual(await it.next(), { done: false, value: "" }, "headers go out before the first line");
+    const call = await waitFor(async () => runtime.calls.find((c) => c.opts.follow && !c.ended));
+    runtime.write("app", "later");
+    assert.deepEqual(await it.next(), { done: false, value: "later\n" });
+    client.abort();
+    await it.return?.();
+    await waitFor(async () => call.ended);
+  });
+
+  it("refuses what Kubernetes refuses", async () => {
+    const signal = new AbortController().signal;
+    await rejectsWith(collect(logs.logs(query("nope"), signal)), 404, `pods "nope" not found`);
+    await rejectsWith(collect(logs.logs(query("two"), signal)), 400, "a container name must be specified for pod two, choose one of: [a b]");
+    await rejectsWith(collect(logs.logs(query("web", { container: "x" }), signal)), 400, "container x is not valid for pod web");
+    await rejectsWith(collect(logs.logs(query("pending"), signal)), 400, "pod pending does not have a host assigned");
+    await rejectsWith(collect(logs.logs(query("web", { tailLines: -1 }), signal)), 400, /tailLines/);
+  });
+
+  it("passes the agent's errors on", async () => {
+    await rejectsWith(collect(logs.logs(query("web", { previous: true }), new AbortController().signal)), 400, /previous terminated container "app"/);
+  });
+
+  it("answers 503 when the node has no agent, or its agent goes silent", async () => {
+    await rejectsWith(collect(logs.logs(query("lost"), new AbortController().signal)), 503, "node agent for node node-gone is not answering");
+    // An agent that acks and then says nothing more.
+    const sub = s.nc.subscribe(agentLogsSubject("node-gone"), { callback: (_e, m) => void m.respond(new Uint8Array(), { headers: logFrameHeaders(LogFrame.Ack) }) });
+    try {
+      await rejectsWith(collect(logs.logs(query("lost", { follow: true }), new AbortController().signal)), 503, "node agent for node node-gone stopped answering");
+    } finally {
+      sub.unsubscribe();
+    }
+  });
+
+  it("relays a large log intact, across chunk and credit boundaries", async () => {
+    const lines = Array.from({ length: 150_000 }, (_, i) => `ligne ${i} café 🚀`);
+    for (let i = 0; i < lines.length; i += 10_000) runtime.write("app", ...lines.slice(i, i + 10_000));
+    const got = await collect(logs.logs(query("web", { tailLines: lines.length }), new AbortController().signal));
+    assert.equal(got.length, lines.join("\n").length + 1);
+    assert.equal(got, `${lines.join("\n")}\n`);
+  });
+});
