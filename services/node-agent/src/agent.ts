@@ -6,6 +6,7 @@ import { podsOnNodeFilter } from "@choreo/kit/bus";
 import type { ApiClient } from "@choreo/kit/client";
 import { Controller } from "@choreo/kit/controller";
 import { Informer } from "@choreo/kit/informer";
+import { objectRef } from "@choreo/kit/events";
 import { runAll, sleep, type Runnable } from "@choreo/kit/lifecycle";
 import type { EventRecorder } from "@choreo/kit/events";
 import type { Logger } from "@choreo/kit/log";
@@ -14,6 +15,7 @@ import { refreshNodeStatus, registerNode, type NodeConfig } from "./node.js";
 import { NodeLease } from "./node-lease.js";
 import { periodic } from "./periodic.js";
 import { podReconciler } from "./pod-reconciler.js";
+import { Prober } from "./probes/prober.js";
 import { KUBELET_BACKOFF, type RestartBackoff } from "./restart-policy.js";
 import type { Runtime } from "./runtime/runtime.js";
 
@@ -42,6 +44,17 @@ export interface NodeAgentOptions {
   registry?: Registry;
   /** Where the kubelet's Events (Started, Killing, BackOff) go; none when undefined. */
   events?: Pick<EventRecorder, "emit">;
+  /**
+   * More of this node's machinery, run beside the pods for the agent's
+   * life: the service proxy, the DNS responder, the log server. Built by
+   * the caller, since they need the agent's informer and runtime.
+   */
+  extras?: (agent: NodeAgent) => Runnable[];
+  /**
+   * Stop every pod when the agent stops (`choreo down`: leave nothing
+   * behind). By default pods keep running and a restarted agent adopts them.
+   */
+  stopPodsOnExit?: boolean;
 }
 
 /**
@@ -53,9 +66,13 @@ export interface NodeAgentOptions {
  */
 export class NodeAgent implements Runnable {
   readonly name: string;
+  /** The Node this agent registers. */
+  readonly nodeName: string;
   readonly informer: Informer<"pod">;
   readonly controller: Controller;
   readonly lease: NodeLease;
+  /** Probes of the pods' containers (undefined for runtimes without probes). */
+  readonly prober: Prober | undefined;
   /** The Node as registered (after `start` got that far). */
   registered: Node | undefined;
   private readonly log: Logger;
@@ -63,16 +80,49 @@ export class NodeAgent implements Runnable {
   constructor(private readonly opts: NodeAgentOptions) {
     const node = opts.node.name;
     this.name = `node-agent-${node}`;
+    this.nodeName = node;
     this.log = opts.log.child({ node });
     this.informer = new Informer({
       client: opts.client, nc: opts.nc, jsm: opts.jsm, kind: "pod", log: this.log,
       filterSubject: podsOnNodeFilter(node), fieldSelector: `spec.nodeName=${node}`,
     });
+    const keyOfUid = (uid: string): string | undefined => {
+      const p = opts.runtime.listPods().find((x) => x.uid === uid);
+      return p ? keyOf(p) : undefined;
+    };
+    const podOfUid = (uid: string) => {
+      const k = keyOfUid(uid);
+      return k ? this.informer.get(k) : undefined;
+    };
+    this.prober = opts.runtime.probes
+      ? new Prober(opts.runtime, {
+          changed: (uid) => {
+            const k = keyOfUid(uid);
+            if (k) this.controller.enqueue(k);
+          },
+          unhealthy: (uid, _container, _kind, message) => {
+            const pod = podOfUid(uid);
+            if (pod) opts.events?.emit(objectRef("Pod", "v1", pod), "Warning", "Unhealthy", message);
+          },
+          kill: (uid, container, kind, grace) => {
+            const pod = podOfUid(uid);
+            if (pod) opts.events?.emit(objectRef("Pod", "v1", pod), "Normal", "Killing", `Container ${container} failed ${kind.toLowerCase()} probe, will be restarted`);
+            this.log.info({ uid, container, probe: kind }, "container unhealthy; killing it");
+            opts.runtime.killContainer(uid, container, grace).then(
+              () => {
+                const k = keyOfUid(uid);
+                if (k) this.controller.enqueue(k);
+              },
+              (err: unknown) => this.log.warn({ err, uid, container }, "killing an unhealthy container failed"),
+            );
+          },
+        }, this.log)
+      : undefined;
     this.controller = new Controller({
       name: "node-agent-pods", workers: opts.workers ?? 4, log: this.log, registry: opts.registry,
       reconcile: podReconciler({
         node, hostIp: opts.node.internalIp, client: opts.client, runtime: opts.runtime, pods: this.informer,
-        backoff: opts.restartBackoff ?? KUBELET_BACKOFF, log: this.log, events: opts.events,
+        backoff: opts.restartBackoff ?? KUBELET_BACKOFF, log: this.log, events: opts.events, prober: this.prober,
       }),
     });
     const enqueue = (p: { metadata?: { namespace: string; name: string } }): void => this.controller.enqueue(keyOf(p.metadata ?? { namespace: "", name: "" }));
@@ -87,6 +137,16 @@ export class NodeAgent implements Runnable {
 
   async start(signal: AbortSignal): Promise<void> {
     const o = this.opts;
+    // The runtime finds what it ran before a restart (so pods are adopted, not restarted).
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await o.runtime.init();
+        break;
+      } catch (err) {
+        this.log.error({ err, runtime: o.runtime.name }, "runtime initialisation failed; retrying");
+        if (!(await sleep(Math.min(10_000, 500 * 2 ** attempt), signal))) return;
+      }
+    }
     for (let attempt = 0; !this.registered; attempt++) {
       try {
         this.registered = await registerNode(o.client, o.node);
@@ -105,10 +165,17 @@ export class NodeAgent implements Runnable {
           periodic("lease", o.leaseRenewMs ?? 2_000, () => this.lease.renew(), this.log),
           periodic("node-status", o.statusCheckMs ?? 10_000, () => refreshNodeStatus(o.client, o.node, o.statusReportMs ?? 60_000), this.log, { jitterFirst: true }),
           periodic("resync", resyncMs, (s) => this.resync(s), this.log),
+          ...(o.extras?.(this) ?? []),
         ],
         signal,
       );
     } finally {
+      this.prober?.close();
+      if (o.stopPodsOnExit) {
+        const held = o.runtime.listPods();
+        await Promise.all(held.map((p) => o.runtime.stopPod(p, 5).catch((err: unknown) => this.log.warn({ err, pod: keyOf(p) }, "stopping a pod on exit failed"))));
+        this.log.info({ pods: held.length }, "pods stopped on exit");
+      }
       await o.runtime.close();
     }
   }

@@ -37,7 +37,7 @@ export interface HollowNodesOptions {
   /** capacity = allocatable (defaults 4 cpu, 16Gi, 110 pods). */
   resources?: Partial<Pick<NodeConfig, "cpu" | "memory" | "pods">>;
   /** Passed to every agent. */
-  agent?: Partial<Pick<NodeAgentOptions, "leaseRenewMs" | "leaseDurationSeconds" | "statusCheckMs" | "statusReportMs" | "restartBackoff" | "workers" | "resyncMs" | "events">>;
+  agent?: Partial<Pick<NodeAgentOptions, "leaseRenewMs" | "leaseDurationSeconds" | "statusCheckMs" | "statusReportMs" | "restartBackoff" | "workers" | "resyncMs" | "events" | "extras" | "stopPodsOnExit">>;
   registry?: Registry;
   /** Names the node instead of `<prefix><index>` (a single node: `--node-name`). */
   nodeName?: string;

@@ -8,6 +8,7 @@ import type { Logger } from "@choreo/kit/log";
 import { START_HOOKS, STOP_HOOKS, runHooks } from "./hooks/index.js";
 import { buildPodStatus, isTerminal, reportsRunning, sameStatus } from "./pod-status.js";
 import { planRestarts, type RestartBackoff } from "./restart-policy.js";
+import type { Prober } from "./probes/prober.js";
 import type { PodRuntimeStatus, Runtime, RuntimePod } from "./runtime/runtime.js";
 
 /** What the pod reconciler works with. */
@@ -23,6 +24,8 @@ export interface PodReconcilerDeps {
   log: Logger;
   /** Events like the kubelet's (Started, Killing, BackOff); none when undefined. */
   events?: Pick<EventRecorder, "emit"> | undefined;
+  /** Liveness/readiness/startup probes (runtimes with `probes`); none when undefined. */
+  prober?: Prober | undefined;
 }
 
 /**
@@ -34,6 +37,7 @@ export interface PodReconcilerDeps {
  */
 export function podReconciler(d: PodReconcilerDeps): Reconcile {
   const stop = async (pod: Pod, gracePeriodSeconds: number): Promise<void> => {
+    d.prober?.forget(pod.metadata?.uid ?? "");
     await runHooks(STOP_HOOKS, { pod, node: d.node, runtime: d.runtime, log: d.log, gracePeriodSeconds });
   };
 
@@ -48,14 +52,15 @@ export function podReconciler(d: PodReconcilerDeps): Reconcile {
     const meta = pod.metadata!;
     if (held && held.uid !== meta.uid) await stop(stubPod(held), 0); // an older pod of the same name
     if (meta.deletionTimestamp) return terminate(pod);
+    // It finished: its exited containers stay (their logs readable, as with the kubelet) until the pod is deleted.
     if (isTerminal(pod)) {
-      if (held?.uid === meta.uid) await stop(pod, 0); // it finished: free its sandbox, keep its status
+      d.prober?.forget(meta.uid);
       return done();
     }
 
     let rt = d.runtime.podStatus(meta.uid);
     if (!rt && reportsRunning(pod)) {
-      rt = d.runtime.adoptPod(pod);
+      rt = await d.runtime.adoptPod(pod);
       if (rt) d.log.info({ pod: key }, "pod adopted");
     }
     if (!rt) {
@@ -76,6 +81,10 @@ export function podReconciler(d: PodReconcilerDeps): Reconcile {
     }
 
     for (const c of plan.backingOff) d.events?.emit(podRef(pod), "Warning", "BackOff", `Back-off restarting failed container ${c} in pod ${meta.name}`);
+    if (d.prober && d.runtime.probes) {
+      d.prober.sync(pod, rt);
+      rt = d.prober.apply(rt);
+    }
     const status = buildPodStatus(pod, rt, { hostIp: d.hostIp, now: nowRfc3339(), backingOff: plan.backingOff });
     if (!sameStatus(pod.status, status)) {
       try {

@@ -103,11 +103,11 @@ describe("HollowRuntime", () => {
     const p = pod("f");
     p.status = { phase: "Running", conditions: [], message: "", reason: "", nominatedNodeName: "", hostIp: "", podIp: st.podIp, podIps: [{ ip: st.podIp }], startTime: st.startedAt, initContainerStatuses: [], containerStatuses: st.containerStatuses, qosClass: "" };
     const second = new HollowRuntime({ podCidr: "10.244.7.0/24", startDelayMs: 5 });
-    assert.deepEqual(second.adoptPod(p), st);
+    assert.deepEqual(await second.adoptPod(p), st);
     assert.notEqual(second.podStatus("uid-f"), undefined);
     assert.notEqual((await second.startPod(pod("g"))).podIp, st.podIp, "the adopted IP is reserved");
     p.status.phase = "Pending";
-    assert.equal(new HollowRuntime({ podCidr: "10.244.7.0/24" }).adoptPod(p), undefined, "only running pods are adopted");
+    assert.equal(await new HollowRuntime({ podCidr: "10.244.7.0/24" }).adoptPod(p), undefined, "only running pods are adopted");
     await first.close();
     await second.close();
   });

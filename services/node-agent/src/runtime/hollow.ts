@@ -1,7 +1,8 @@
 import type { ContainerStateTerminated, ContainerStatus, Pod } from "@choreo/kit/gen/choreo/core/v1/core";
 import { nowRfc3339 } from "@choreo/kit/apimachinery";
+import { sleep } from "@choreo/kit/lifecycle";
 import { IpPool } from "./ip-pool.js";
-import type { PodRuntimeStatus, Runtime, RuntimeListener, RuntimePod } from "./runtime.js";
+import { RuntimeRequestError, type ExecResult, type LogOptions, type PodRuntimeStatus, type Runtime, type RuntimeListener, type RuntimePod } from "./runtime.js";
 
 /**
  * Pod annotations the hollow runtime obeys, so that tests running the agent
@@ -31,6 +32,8 @@ type State = "waiting" | "running" | "terminated";
 
 interface HollowContainer {
   name: string;
+  /** What the container "printed": one line per start and exit (hollow pods run no process). */
+  log: string[];
   image: string;
   state: State;
   startedAt: string;
@@ -63,6 +66,8 @@ interface HollowPod {
  */
 export class HollowRuntime implements Runtime {
   readonly name = "hollow";
+  /** Hollow pods have nothing to probe: readiness comes from the annotation or `setReady`. */
+  readonly probes = false;
   private readonly pods = new Map<string, HollowPod>();
   private readonly listeners: RuntimeListener[] = [];
   private readonly ips: IpPool;
@@ -71,6 +76,10 @@ export class HollowRuntime implements Runtime {
   constructor(private readonly opts: HollowRuntimeOptions) {
     this.ips = new IpPool(opts.podCidr);
     this.startDelayMs = opts.startDelayMs ?? 50;
+  }
+
+  async init(): Promise<void> {
+    // State lives in memory: nothing to find after a restart (adoption works from the api's status).
   }
 
   async startPod(pod: Pod): Promise<PodRuntimeStatus> {
@@ -116,7 +125,46 @@ export class HollowRuntime implements Runtime {
     this.run(hp, c);
   }
 
-  adoptPod(pod: Pod): PodRuntimeStatus | undefined {
+  async killContainer(uid: string, container: string, _gracePeriodSeconds: number): Promise<void> {
+    const hp = this.pods.get(uid);
+    const c = hp?.containers.find((x) => x.name === container);
+    if (!hp || !c || c.state !== "running") return;
+    this.terminate(hp, c, 137);
+    this.emit(hp);
+  }
+
+  async exec(uid: string, container: string, command: readonly string[], _timeoutMs: number): Promise<ExecResult> {
+    const c = this.pods.get(uid)?.containers.find((x) => x.name === container);
+    if (!c || c.state !== "running") throw new RuntimeRequestError(`container ${container} is not running`);
+    // A hollow container runs nothing; `true` and `false` behave, anything else succeeds.
+    return { exitCode: command[0] === "false" ? 1 : 0, output: "" };
+  }
+
+  async *logs(uid: string, opts: LogOptions, signal: AbortSignal): AsyncIterable<Uint8Array> {
+    const hp = this.pods.get(uid);
+    const c = hp?.containers.find((x) => x.name === opts.container);
+    if (!hp || !c) throw new RuntimeRequestError(`container "${opts.container}" in pod is not running on this node`);
+    if (opts.previous && c.restartCount === 0) throw new RuntimeRequestError(`previous terminated container "${opts.container}" in pod "${hp.ref.name}" not found`);
+    const since = opts.sinceSeconds !== undefined ? Date.now() - opts.sinceSeconds * 1000 : -Infinity;
+    const render = (line: string): string => {
+      const [ts, text] = [line.slice(0, line.indexOf(" ")), line.slice(line.indexOf(" ") + 1)];
+      return opts.timestamps ? `${ts} ${text}\n` : `${text}\n`;
+    };
+    let lines = c.log.filter((l) => Date.parse(l.slice(0, l.indexOf(" "))) >= since);
+    if (opts.tailLines !== undefined) lines = lines.slice(Math.max(0, lines.length - opts.tailLines));
+    if (lines.length > 0) yield Buffer.from(lines.map(render).join(""));
+    if (!opts.follow) return;
+    let seen = c.log.length;
+    while (!signal.aborted && this.pods.get(uid) === hp) {
+      if (!(await sleep(100, signal))) break;
+      if (c.log.length > seen) {
+        yield Buffer.from(c.log.slice(seen).map(render).join(""));
+        seen = c.log.length;
+      }
+    }
+  }
+
+  async adoptPod(pod: Pod): Promise<PodRuntimeStatus | undefined> {
     const meta = pod.metadata;
     const st = pod.status;
     if (!meta || st?.phase !== "Running" || !st.podIp || st.containerStatuses.length === 0) return undefined;
@@ -223,6 +271,7 @@ export class HollowRuntime implements Runtime {
 
   private run(hp: HollowPod, c: HollowContainer): void {
     Object.assign(c, { state: "running", startedAt: nowRfc3339(), finishedAt: "", exitCode: 0, ready: hp.ready });
+    c.log.push(`${nowRfc3339Nano()} hollow container ${c.name} started (run ${c.restartCount})`);
     if (hp.failing) {
       c.timer = setTimeout(() => this.exitOnItsOwn(hp, c, 1), this.startDelayMs);
       c.timer.unref();
@@ -247,6 +296,7 @@ export class HollowRuntime implements Runtime {
     clearTimeout(c.timer);
     c.timer = undefined;
     Object.assign(c, { state: "terminated", exitCode: code, finishedAt: nowRfc3339(), ready: false });
+    c.log.push(`${nowRfc3339Nano()} hollow container ${c.name} exited with code ${code}`);
   }
 
   private emit(hp: HollowPod): void {
@@ -258,8 +308,13 @@ export class HollowRuntime implements Runtime {
   }
 }
 
+/** Now as RFC 3339 with nanoseconds, as kubectl's --timestamps prints. */
+function nowRfc3339Nano(): string {
+  return new Date().toISOString().replace(/\.(\d{3})Z$/, ".$1000000Z");
+}
+
 function newContainer(name: string, image: string): HollowContainer {
-  return { name, image, state: "waiting", startedAt: "", finishedAt: "", exitCode: 0, restartCount: 0, ready: false, last: undefined, timer: undefined };
+  return { name, image, log: [], state: "waiting", startedAt: "", finishedAt: "", exitCode: 0, restartCount: 0, ready: false, last: undefined, timer: undefined };
 }
 
 function containerId(uid: string, c: HollowContainer): string {

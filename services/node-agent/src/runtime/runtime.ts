@@ -23,29 +23,81 @@ export interface RuntimePod {
 /** Called when a pod's runtime state changes on its own (a container exits, readiness flips). */
 export type RuntimeListener = (pod: RuntimePod) => void;
 
+/** What `GET pods/NAME/log` asks of a container's log (Kubernetes' PodLogOptions). */
+export interface LogOptions {
+  container: string;
+  follow: boolean;
+  /** Only the last N lines. */
+  tailLines?: number;
+  /** Only lines written in the last N seconds. */
+  sinceSeconds?: number;
+  /** Each line prefixed with its RFC 3339 (nano) timestamp and a space. */
+  timestamps: boolean;
+  /** The log of the container's previous run (its last restart). */
+  previous: boolean;
+}
+
+/** What an exec (probe) returned: exit code and (bounded) combined output. */
+export interface ExecResult {
+  exitCode: number;
+  output: string;
+}
+
+/**
+ * Thrown by `logs`/`exec` when what was asked does not exist (no such
+ * container, no previous run): the api answers 400 BadRequest with the message.
+ */
+export class RuntimeRequestError extends Error {
+  override readonly name = "RuntimeRequestError";
+}
+
 /**
  * The seam between the node agent and what runs containers (hollow, docker,
  * process). Calls for one pod never overlap: the agent reconciles a pod key
  * on one worker at a time.
+ *
+ * Image problems are statuses, not exceptions: a container whose image is
+ * missing shows `waiting: ErrImagePull` then `ImagePullBackOff` (the runtime
+ * retries with back-off on its own and calls the listeners when it
+ * changes). `startPod` throws only when the pod cannot be set up at all
+ * (sandbox, network), and the agent retries it with back-off.
  */
 export interface Runtime {
   readonly name: string;
+  /** Whether the agent runs liveness/readiness/startup probes against this runtime's pods (not hollow ones). */
+  readonly probes: boolean;
+  /**
+   * Prepares the runtime before any pod call: images, the node's network,
+   * and the pods it already holds from before an agent restart (found by
+   * their labels or state files, so that `adoptPod` can take them over).
+   */
+  init(): Promise<void>;
   /** Starts the pod's sandbox and containers; idempotent for a uid it already runs. */
   startPod(pod: Pod): Promise<PodRuntimeStatus>;
-  /** Stops the pod, giving its containers up to `gracePeriodSeconds`; then forgets it. Unknown uids are fine. */
+  /** Stops the pod, giving its containers up to `gracePeriodSeconds` (SIGTERM, then SIGKILL); then frees everything it held. Unknown uids are fine. */
   stopPod(pod: RuntimePod, gracePeriodSeconds: number): Promise<void>;
-  /** Starts a terminated container again (restartCount + 1). */
+  /** Starts a terminated container again (restartCount + 1; the run before becomes lastState and the `previous` log). */
   restartContainer(uid: string, container: string): Promise<void>;
   /**
-   * Takes over a pod the api reports as running, after an agent restart:
-   * its status if the runtime can account for it, `undefined` if it must be
-   * started again.
+   * Stops a running container (a failed liveness probe): SIGTERM, SIGKILL
+   * after the grace period. It becomes terminated and the restart policy
+   * decides what next, as for any exit.
    */
-  adoptPod(pod: Pod): PodRuntimeStatus | undefined;
+  killContainer(uid: string, container: string, gracePeriodSeconds: number): Promise<void>;
+  /**
+   * Takes over a pod the api reports as running, after an agent restart:
+   * its status if the runtime still holds it (found in `init`), `undefined`
+   * if it must be started again.
+   */
+  adoptPod(pod: Pod): Promise<PodRuntimeStatus | undefined>;
   podStatus(uid: string): PodRuntimeStatus | undefined;
   listPods(): RuntimePod[];
+  /** Runs a command in a running container (exec probes); resolves with a non-zero exit code on timeout (the process is killed). */
+  exec(uid: string, container: string, command: readonly string[], timeoutMs: number): Promise<ExecResult>;
+  /** A container's log as raw chunks of lines; a followed log ends when `signal` aborts or the container stops for good. */
+  logs(uid: string, opts: LogOptions, signal: AbortSignal): AsyncIterable<Uint8Array>;
   /** Subscribes to changes the runtime makes on its own (the agent enqueues the pod). */
   onChange(listener: RuntimeListener): void;
-  /** Releases timers and connections. */
+  /** Releases timers and connections; leaves the pods running (a restarted agent adopts them). */
   close(): Promise<void>;
 }
