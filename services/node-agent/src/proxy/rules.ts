@@ -1,0 +1,159 @@
+// The service data plane as an iptables-restore script: a pure function of
+// the Services and Endpoints, in the layout of kube-proxy's iptables mode.
+//
+//   nat PREROUTING, OUTPUT ─▶ <p>SERVICES ─ VIP:port ─▶ <p>SVC-<h> ─ random 1/n ─▶ <p>SEP-<h> ─▶ DNAT ip:port
+//                                  └─ dst LOCAL ─▶ <p>NODEPORTS ─ nodePort ─┘
+//   nat POSTROUTING ─▶ <p>PX-POST: masquerade what was marked (hairpin, node ports, off-cluster clients)
+//   filter INPUT, FORWARD, OUTPUT ─▶ <p>SERVICES: REJECT a VIP:port or node port without ready endpoints
+import type { Endpoints, Service, ServicePort } from "@choreo/kit/gen/choreo/core/v1/core";
+import { shortHash } from "../net/types.js";
+
+/** The mark asking POSTROUTING to masquerade a packet (kube-proxy's bit). */
+export const MASQ_MARK = "0x4000/0x4000";
+
+/** Options of the rendering. */
+export interface RenderOptions {
+  /** Every chain starts with it, e.g. `CHO-1a2b3c-`. */
+  chainPrefix: string;
+  /** The pods' addresses: clients outside it are masqueraded so replies come back through this node. */
+  clusterCidr: string;
+  /** Chains written before and no longer wanted: flushed and deleted. */
+  stale?: { filter?: readonly string[]; nat?: readonly string[] };
+  /** Jumps from builtin chains to add (those not present yet), from `proxyJumps`. */
+  jumps?: readonly ProxyJump[];
+}
+
+/** A jump from a builtin chain into the proxy's chains. */
+export interface ProxyJump {
+  table: "filter" | "nat";
+  /** The rule as iptables-save prints it, `-A OUTPUT -j X`. */
+  rule: string;
+}
+
+/** The proxy's chains that hang off builtin chains, and the jumps to them. */
+export function proxyJumps(prefix: string): ProxyJump[] {
+  const nat = `${prefix}SERVICES`;
+  const post = `${prefix}PX-POST`;
+  const filter = `${prefix}SERVICES`;
+  return [
+    { table: "nat", rule: `-A PREROUTING -j ${nat}` },
+    { table: "nat", rule: `-A OUTPUT -j ${nat}` },
+    { table: "nat", rule: `-A POSTROUTING -j ${post}` },
+    ...["INPUT", "FORWARD", "OUTPUT"].map((c): ProxyJump => ({ table: "filter", rule: `-A ${c} -m conntrack --ctstate NEW -j ${filter}` })),
+  ];
+}
+
+const PROXY_CHAIN = /^(SERVICES|NODEPORTS|PX-POST|SVC-[0-9a-f]+|SEP-[0-9a-f]+)$/;
+
+/** Whether `chain` is one of the proxy's chains for `prefix` (the node's network chains share the prefix). */
+export function isProxyChain(prefix: string, chain: string): boolean {
+  return chain.startsWith(prefix) && PROXY_CHAIN.test(chain.slice(prefix.length));
+}
+
+/** One ready backend of a service port. */
+interface Backend {
+  ip: string;
+  port: number;
+}
+
+/** The ready addresses serving `sp`: endpoint ports are matched to service ports by name and protocol. */
+export function backendsOf(ep: Endpoints | undefined, sp: ServicePort): Backend[] {
+  const out: Backend[] = [];
+  for (const subset of ep?.subsets ?? []) {
+    const port = subset.ports.find((p) => p.name === sp.name && (p.protocol || "TCP") === (sp.protocol || "TCP"));
+    if (!port) continue;
+    for (const a of subset.addresses) out.push({ ip: a.ip, port: port.port });
+  }
+  const seen = new Set<string>();
+  return out
+    .filter((b) => (seen.has(`${b.ip}:${b.port}`) ? false : (seen.add(`${b.ip}:${b.port}`), true)))
+    .sort((a, b) => (a.ip === b.ip ? a.port - b.port : a.ip < b.ip ? -1 : 1));
+}
+
+/** The rendered script and the chains it keeps, per table. */
+export interface RenderedRules {
+  script: string;
+  chains: { filter: string[]; nat: string[] };
+}
+
+/**
+ * Renders the whole ruleset for `iptables-restore --noflush`: every chain of
+ * the proxy is declared (so emptied) and rewritten, stale chains deleted, in
+ * one transaction per table — traffic never sees a half-written state.
+ */
+export function renderProxyRules(services: readonly Service[], endpoints: readonly Endpoints[], opts: RenderOptions): RenderedRules {
+  const p = opts.chainPrefix;
+  const services_ = `${p}SERVICES`;
+  const nodePorts = `${p}NODEPORTS`;
+  const post = `${p}PX-POST`;
+  const byKey = new Map(endpoints.map((e) => [`${e.metadata?.namespace}/${e.metadata?.name}`, e]));
+  const natChains = [services_, nodePorts, post];
+  const nat: string[] = [`-A ${post} -m mark --mark ${MASQ_MARK} -j MASQUERADE`];
+  const filter: string[] = [];
+  const mark = `-j MARK --set-xmark ${MASQ_MARK}`;
+
+  const sorted = [...services].sort((a, b) => key(a).localeCompare(key(b)));
+  for (const svc of sorted) {
+    const vip = svc.spec?.clusterIp ?? "";
+    if (!vip || vip === "None") continue;
+    const isNodePort = svc.spec?.type === "NodePort";
+    for (const sp of svc.spec?.ports ?? []) {
+      const proto = (sp.protocol || "TCP").toLowerCase();
+      const match = `-p ${proto} -m ${proto}`;
+      const id = `${key(svc)}:${sp.name}:${proto}`;
+      const backends = backendsOf(byKey.get(key(svc)), sp);
+      const nodePort = isNodePort && sp.nodePort > 0 ? sp.nodePort : 0;
+      if (backends.length === 0) {
+        // Fail fast: a refused connection instead of a SYN into the void.
+        filter.push(`-A ${services_} -d ${vip}/32 ${match} --dport ${sp.port} -j REJECT --reject-with icmp-port-unreachable`);
+        if (nodePort) filter.push(`-A ${services_} -m addrtype --dst-type LOCAL ${match} --dport ${nodePort} -j REJECT --reject-with icmp-port-unreachable`);
+        continue;
+      }
+      const svcChain = `${p}SVC-${shortHash(id, 12)}`;
+      natChains.push(svcChain);
+      nat.push(`-A ${services_} ! -s ${opts.clusterCidr} -d ${vip}/32 ${match} --dport ${sp.port} ${mark}`);
+      nat.push(`-A ${services_} -d ${vip}/32 ${match} --dport ${sp.port} -j ${svcChain}`);
+      if (nodePort) {
+        // Node ports, 127.0.0.1 included, are masqueraded so replies return through this node.
+        nat.push(`-A ${nodePorts} ${match} --dport ${nodePort} ${mark}`);
+        nat.push(`-A ${nodePorts} ${match} --dport ${nodePort} -j ${svcChain}`);
+      }
+      backends.forEach((b, i) => {
+        const sep = `${p}SEP-${shortHash(`${id}:${b.ip}:${b.port}`, 12)}`;
+        natChains.push(sep);
+        const left = backends.length - i;
+        // kube-proxy's spread: 1/n, then 1/(n-1) of the rest, …, the last takes what remains.
+        nat.push(left > 1 ? `-A ${svcChain} -m statistic --mode random --probability ${(1 / left).toFixed(10)} -j ${sep}` : `-A ${svcChain} -j ${sep}`);
+        // A pod reaching itself through its Service: masquerade so the reply goes back through the bridge.
+        nat.push(`-A ${sep} -s ${b.ip}/32 ${mark}`);
+        nat.push(`-A ${sep} ${match} -j DNAT --to-destination ${b.ip}:${b.port}`);
+      });
+    }
+  }
+  nat.push(`-A ${services_} -m addrtype --dst-type LOCAL -j ${nodePorts}`);
+
+  const filterChains = [services_];
+  const staleNat = (opts.stale?.nat ?? []).filter((c) => !natChains.includes(c));
+  const staleFilter = (opts.stale?.filter ?? []).filter((c) => !filterChains.includes(c));
+  const jumps = (table: string): string[] => (opts.jumps ?? []).filter((j) => j.table === table).map((j) => j.rule.replace(/^-A (\S+)/, "-I $1 1"));
+  const script = [
+    "*filter",
+    ...[...filterChains, ...staleFilter].map((c) => `:${c} - [0:0]`),
+    ...filter,
+    ...jumps("filter"),
+    ...staleFilter.map((c) => `-X ${c}`),
+    "COMMIT",
+    "*nat",
+    ...[...natChains, ...staleNat].map((c) => `:${c} - [0:0]`),
+    ...nat,
+    ...jumps("nat"),
+    ...staleNat.map((c) => `-X ${c}`),
+    "COMMIT",
+    "",
+  ].join("\n");
+  return { script, chains: { filter: filterChains, nat: natChains } };
+}
+
+function key(svc: Service): string {
+  return `${svc.metadata?.namespace}/${svc.metadata?.name}`;
+}

@@ -1,0 +1,119 @@
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { unwrap } from "@choreo/kit";
+import { fromKubeJson } from "@choreo/kit/kube-json";
+import type { Endpoints, Service } from "@choreo/kit/gen/choreo/core/v1/core";
+import { silentLogger } from "@choreo/kit/log";
+import { waitFor } from "@choreo/kit/testing";
+import { startStack, type Stack } from "../../../api/src/testing/stack.js";
+import { BridgeNetwork } from "../net/bridge-network.js";
+import { run } from "../net/exec.js";
+import { leftovers, testPod, wget, type TestPod } from "../net/test-pods.js";
+import { NAMES } from "../net/types.js";
+import { ServiceProxy } from "./service-proxy.js";
+
+const WAIT = { timeoutMs: 20_000 };
+const octet = 100 + (process.pid % 25) * 2;
+const tag = `px${process.pid}`;
+const node = `${tag}-node`;
+const prefix = NAMES.chainPrefix(node);
+// A second agent's proxy on the same machine, with its own chains.
+const otherPrefix = NAMES.chainPrefix(`${tag}-other`);
+const proxyChains = (p: string): string[] => [`${p}SERVICES`, `${p}SVC-`, `${p}SEP-`, `${p}NODEPORTS`, `${p}PX-POST`];
+const nodePort = 30000 + (process.pid % 2700);
+
+/** Asks `url` until every name in `want` answered; fails on a name outside `allowed`. */
+async function answeredBy(url: string, want: string[], allowed: string[], netns?: string): Promise<void> {
+  const seen = new Set<string>();
+  await waitFor(async () => {
+    const body = (await wget(url, netns)).trim();
+    assert.ok(allowed.includes(body), `unexpected answer ${body}`);
+    seen.add(body);
+    return want.every((w) => seen.has(w));
+  }, { ...WAIT, message: `${want.join(", ")} answering ${url}` });
+}
+
+describe("service proxy", () => {
+  let s: Stack;
+  const net = new BridgeNetwork({ node, podCidr: `10.244.${octet}.0/24`, log: silentLogger() });
+  const pods: TestPod[] = [];
+  const ips: string[] = [];
+  const running: { ac: AbortController; done: Promise<void> }[] = [];
+  const startProxy = (chainPrefix: string): { ac: AbortController; done: Promise<void> } => {
+    const proxy = new ServiceProxy({ node, client: s.client, nc: s.nc, jsm: s.jsm, log: silentLogger(), chainPrefix });
+    const ac = new AbortController();
+    const r = { ac, done: proxy.start(ac.signal) };
+    running.push(r);
+    return r;
+  };
+
+  before(async () => {
+    s = await startStack();
+    await net.init();
+    for (const name of ["a", "b", "client"]) {
+      const p = await testPod(`${tag}-${name}`);
+      pods.push(p);
+      ips.push(await net.attach(p.uid, p.netnsPath));
+      if (name !== "client") await p.serve(`pod-${name}`, 8080);
+    }
+  });
+
+  after(async () => {
+    for (const r of running) r.ac.abort();
+    await Promise.all(running.map((r) => r.done.catch(() => undefined)));
+    for (const [i, p] of pods.entries()) {
+      await net.detach(p.uid, ips[i] ?? "").catch(() => undefined);
+      await p.remove().catch(() => undefined);
+    }
+    await net.destroy().catch(() => undefined);
+    await s?.stop();
+    assert.deepEqual(await leftovers([prefix, otherPrefix, NAMES.bridge(node), tag]), []);
+  });
+
+  it("sends a Service's traffic to its ready endpoints, follows changes, and cleans up", async () => {
+    const [ipA, ipB] = ips as [string, string];
+    const first = startProxy(prefix);
+    const svc = unwrap(await s.client.create(fromKubeJson({
+      apiVersion: "v1", kind: "Service", metadata: { name: "web", namespace: "default" },
+      spec: { type: "NodePort", selector: { app: "web" }, ports: [{ name: "http", port: 80, targetPort: 8080, nodePort }] },
+    }))) as Service;
+    const vip = svc.spec?.clusterIp ?? "";
+    const endpoints = (addresses: string[]) => fromKubeJson({
+      apiVersion: "v1", kind: "Endpoints", metadata: { name: "web", namespace: "default" },
+      subsets: [{ addresses: addresses.map((ip) => ({ ip })), notReadyAddresses: [{ ip: "10.244.0.250" }], ports: [{ name: "http", port: 8080, protocol: "TCP" }] }],
+    });
+    const ep = unwrap(await s.client.create(endpoints([ipA, ipB]))) as Endpoints;
+    const both = ["pod-a", "pod-b"];
+
+    await answeredBy(`http://${vip}:80/`, both, both);
+    await answeredBy(`http://${vip}:80/`, both, both, pods[2]!.netns);
+    // Hairpin: pod a through its own Service lands on itself too.
+    await answeredBy(`http://${vip}:80/`, ["pod-a"], both, pods[0]!.netns);
+    await answeredBy(`http://127.0.0.1:${nodePort}/`, both, both);
+
+    // b leaves the endpoints: after the rewrite only a answers, from everywhere.
+    ep.subsets[0]!.addresses = ep.subsets[0]!.addresses.filter((a) => a.ip === ipA);
+    await s.client.update({ kind: { $case: "endpoints", value: ep } });
+    await waitFor(async () => !(await run("iptables-save", ["-t", "nat"])).includes(`--to-destination ${ipB}:8080`), { ...WAIT, message: "b no longer targeted" });
+    for (let i = 0; i < 10; i++) assert.equal((await wget(`http://${vip}:80/`, pods[2]!.netns)).trim(), "pod-a");
+
+    // Another agent's proxy writes the same rules in its own chains; stopping the first leaves it serving.
+    const second = startProxy(otherPrefix);
+    await waitFor(async () => (await run("iptables-save", ["-t", "nat"])).includes(`-A ${otherPrefix}SERVICES -d ${vip}/32`), { ...WAIT, message: "second proxy synced" });
+    first.ac.abort();
+    await first.done;
+    assert.deepEqual(await leftovers(proxyChains(prefix)), [], "the first proxy's chains are gone");
+    assert.notDeepEqual(await leftovers([`${prefix}FORWARD`]), [], "the node's network chains stay");
+    for (let i = 0; i < 5; i++) assert.equal((await wget(`http://${vip}:80/`, pods[2]!.netns)).trim(), "pod-a");
+    assert.equal((await wget(`http://127.0.0.1:${nodePort}/`)).trim(), "pod-a");
+
+    // No ready endpoint: refused at once instead of a hanging connection.
+    await s.client.delete("endpoints", "default", "web");
+    await waitFor(async () => (await run("iptables-save", ["-t", "filter"])).includes(`-A ${otherPrefix}SERVICES -d ${vip}/32 -p tcp -m tcp --dport 80 -j REJECT`), { ...WAIT, message: "reject rule" });
+    await assert.rejects(wget(`http://${vip}:80/`), /refused/);
+
+    second.ac.abort();
+    await second.done;
+    assert.deepEqual(await leftovers(proxyChains(otherPrefix)), [], "the second proxy's chains are gone");
+  });
+});

@@ -1,0 +1,150 @@
+import { writeFile } from "node:fs/promises";
+import type { JetStreamManager } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
+import type { ApiClient } from "@choreo/kit/client";
+import { Informer } from "@choreo/kit/informer";
+import { runAll, sleep, type Runnable } from "@choreo/kit/lifecycle";
+import type { Logger } from "@choreo/kit/log";
+import { chainsOf, hasRule, removalScript, restore, saveRules } from "../net/iptables.js";
+import { isProxyChain, proxyJumps, renderProxyRules } from "./rules.js";
+
+/** Options of a node's service proxy. */
+export interface ServiceProxyOptions {
+  node: string;
+  client: ApiClient;
+  nc: NatsConnection;
+  jsm: JetStreamManager;
+  log: Logger;
+  /** The node's chain prefix (`NAMES.chainPrefix(node)`); agents on one machine each have their own. */
+  chainPrefix: string;
+  /** Every pod's address range, default 10.244.0.0/16. */
+  clusterCidr?: string;
+  /** How long changes are gathered before one rewrite (default 50 ms). */
+  debounceMs?: number;
+}
+
+/**
+ * The service data plane of one node (kube-proxy in iptables mode): watches
+ * every Service and Endpoints and, a moment after a change, rewrites the
+ * node's proxy chains in one `iptables-restore`. On stop its chains and the
+ * jumps to them are removed; other agents' identical chains keep serving.
+ */
+export class ServiceProxy implements Runnable {
+  readonly name = "service-proxy";
+  private readonly services: Informer<"service">;
+  private readonly endpoints: Informer<"endpoints">;
+  private written = { filter: [] as string[], nat: [] as string[] };
+  private timer: NodeJS.Timeout | undefined;
+  private syncing: Promise<void> | undefined;
+  private dirty = false;
+  private stopped = false;
+  private failures = 0;
+  /** How many rewrites were applied (tests wait on it). */
+  syncs = 0;
+
+  constructor(private readonly opts: ServiceProxyOptions) {
+    const common = { client: opts.client, nc: opts.nc, jsm: opts.jsm, log: opts.log };
+    this.services = new Informer({ ...common, kind: "service" });
+    this.endpoints = new Informer({ ...common, kind: "endpoints" });
+    const changed = { onAdd: () => this.schedule(), onUpdate: () => this.schedule(), onDelete: () => this.schedule() };
+    this.services.addEventHandler(changed);
+    this.endpoints.addEventHandler(changed);
+  }
+
+  async start(signal: AbortSignal): Promise<void> {
+    // A node port on 127.0.0.1 is DNATed to a pod: the kernel must route loopback sources.
+    await writeFile("/proc/sys/net/ipv4/conf/all/route_localnet", "1");
+    const saved = await saveRules();
+    // Chains of an earlier agent with this prefix are adopted, then rewritten or deleted.
+    const pred = (c: string): boolean => isProxyChain(this.opts.chainPrefix, c);
+    this.written = { filter: chainsOf(saved, "filter", pred), nat: chainsOf(saved, "nat", pred) };
+    const jumps = proxyJumps(this.opts.chainPrefix).filter((j) => !hasRule(saved, j.table, j.rule));
+    await retrying(() => this.apply(jumps));
+    const informers = runAll([this.services, this.endpoints], signal);
+    const synced = Promise.all([this.services.waitForSync(signal), this.endpoints.waitForSync(signal)]).then(() => this.schedule(), () => undefined);
+    try {
+      await informers;
+    } finally {
+      await synced;
+      this.stopped = true;
+      clearTimeout(this.timer);
+      this.timer = undefined;
+      await this.syncing?.catch(() => undefined);
+      await retrying(() => this.removeRules());
+    }
+  }
+
+  /** Whether both caches have listed. */
+  hasSynced(): boolean {
+    return this.services.hasSynced() && this.endpoints.hasSynced();
+  }
+
+  private schedule(): void {
+    if (this.stopped || !this.hasSynced() || this.timer) return;
+    // After failures, back off (up to 5 s) instead of hammering iptables.
+    const delay = this.failures === 0 ? (this.opts.debounceMs ?? 50) : Math.min(5_000, 100 * 2 ** this.failures);
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      void this.sync();
+    }, delay);
+  }
+
+  /** One rewrite at a time; changes arriving meanwhile make one more. */
+  private async sync(): Promise<void> {
+    if (this.syncing) {
+      this.dirty = true;
+      return;
+    }
+    this.syncing = this.apply([]).then(
+      () => {
+        this.failures = 0;
+      },
+      (err: unknown) => {
+        this.failures++;
+        this.opts.log.error({ err, node: this.opts.node, failures: this.failures }, "service rules not applied; retrying");
+        this.dirty = true;
+      },
+    );
+    await this.syncing;
+    this.syncing = undefined;
+    if (this.dirty) {
+      this.dirty = false;
+      this.schedule();
+    }
+  }
+
+  private async apply(jumps: ReturnType<typeof proxyJumps>): Promise<void> {
+    const { script, chains } = renderProxyRules(this.services.list(), this.endpoints.list(), {
+      chainPrefix: this.opts.chainPrefix,
+      clusterCidr: this.opts.clusterCidr ?? "10.244.0.0/16",
+      stale: this.written,
+      jumps,
+    });
+    await restore(script);
+    this.written = chains;
+    this.syncs++;
+    this.opts.log.debug({ node: this.opts.node, natChains: chains.nat.length, syncs: this.syncs }, "service rules applied");
+  }
+
+  private async removeRules(): Promise<void> {
+    const prefix = this.opts.chainPrefix;
+    await restore(removalScript(await saveRules(), (_t, chain) => isProxyChain(prefix, chain)));
+    this.opts.log.info({ node: this.opts.node }, "service rules removed");
+  }
+}
+
+/**
+ * Runs an iptables step up to 5 times: agents sharing the host's tables
+ * commit concurrently, and a commit that lost a race can be refused.
+ */
+async function retrying(step: () => Promise<void>): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await step();
+      return;
+    } catch (err) {
+      if (attempt >= 5) throw err;
+      await sleep(100 * attempt);
+    }
+  }
+}
