@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Installs what a fresh Debian 12 machine lacks to run choreo and its tests:
-# OS packages (nats-server, redis-server, kubectl, openssl, …) and npm deps.
+# OS packages (nats-server, redis-server, kubectl, openssl, the Docker engine
+# and docker-compose, static busybox for the local images, iptables, iproute2,
+# debootstrap for the offline base image, …) and npm deps; then starts dockerd
+# when it is installed but not running (scripts/ensure-docker.sh).
 # Idempotent and quiet when everything is present.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,13 +16,21 @@ command -v openssl >/dev/null || need+=(openssl)
 command -v ip >/dev/null || need+=(iproute2)
 command -v pkill >/dev/null || need+=(procps)
 command -v curl >/dev/null || need+=(curl)
+command -v iptables >/dev/null || need+=(iptables)
+# The engine with its recommends (apparmor, cgroupfs-mount, …), as on the machines checked by hand.
+need_rec=()
+command -v dockerd >/dev/null || need_rec+=(docker.io)
+command -v docker-compose >/dev/null || need_rec+=(docker-compose)
+command -v debootstrap >/dev/null || need+=(debootstrap)
+# The local busybox image needs a static busybox (Debian's `busybox` is dynamic).
+[[ $(dpkg-query -W -f='${Status}' busybox-static 2>/dev/null) == "install ok installed" ]] || need+=(busybox-static)
 
-if ((${#need[@]})); then
+if ((${#need[@]} + ${#need_rec[@]})); then
   if [[ $(id -u) -ne 0 ]]; then
-    echo "choreo: missing ${need[*]}; run as root or install them" >&2
+    echo "choreo: missing ${need[*]} ${need_rec[*]}; run as root or install them" >&2
     exit 1
   fi
-  echo "choreo: installing ${need[*]}" >&2
+  echo "choreo: installing ${need[*]} ${need_rec[*]}" >&2
   # Debian starts daemons on install; choreo runs its own, so forbid that.
   policy=/usr/sbin/policy-rc.d
   created_policy=0
@@ -28,9 +39,14 @@ if ((${#need[@]})); then
   fi
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq >/dev/null
-  apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+  if ((${#need[@]})); then apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null; fi
+  if ((${#need_rec[@]})); then apt-get install -y -qq "${need_rec[@]}" >/dev/null; fi
   if ((created_policy)); then rm -f "$policy"; fi
 fi
+
+# Docker installed but not running (fresh machine, no init system): start it.
+# Without it choreo falls back to the process runtime and the docker tests skip.
+bash scripts/ensure-docker.sh || echo "choreo: continuing without a Docker engine" >&2
 
 if [[ ! -d node_modules || package.json -nt node_modules/.package-lock.json || package-lock.json -nt node_modules/.package-lock.json ]]; then
   echo "choreo: installing npm dependencies" >&2

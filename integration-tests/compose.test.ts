@@ -1,0 +1,185 @@
+// docker-compose.yml end to end, with Debian's docker-compose (v1) through
+// testcontainers: the images build offline (infra/images/build.sh), `up`
+// brings the cluster to health, kubectl and choreo see both node agents'
+// nodes Ready and a pod runs as a real container on one of them, then `down`
+// leaves no containers, networks or volumes of the project behind.
+// Skipped (with the reason) only when no Docker engine or docker-compose answers.
+import assert from "node:assert/strict";
+import { execFile, spawn } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { after, before, describe, it } from "node:test";
+import { promisify } from "node:util";
+import { freePort, waitFor } from "@choreo/kit/testing";
+import { ROOT } from "./support/cluster.js";
+import { run } from "./support/kubectl.js";
+
+// No registry here: Ryuk's image cannot be pulled; the ports are on loopback.
+process.env["TESTCONTAINERS_RYUK_DISABLED"] ??= "true";
+process.env["TESTCONTAINERS_HOST_OVERRIDE"] ??= "127.0.0.1";
+const { DockerComposeEnvironment, Wait } = await import("testcontainers");
+type Started = Awaited<ReturnType<InstanceType<typeof DockerComposeEnvironment>["up"]>>;
+
+const exec = promisify(execFile);
+const NODES = ["compose-node-1", "compose-node-2"];
+const CHOREO = path.join(ROOT, "services/cli/bin/choreo.js");
+
+async function ok(cmd: string, args: string[]): Promise<boolean> {
+  try {
+    await exec(cmd, args, { timeout: 20_000 });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Runs a script to completion, its output kept for the failure message. */
+function script(file: string, env: Record<string, string> = {}, timeoutMs = 20 * 60_000): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn("bash", [path.join(ROOT, file)], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    child.stdout.on("data", (b: Buffer) => (out += b.toString()));
+    child.stderr.on("data", (b: Buffer) => (out += b.toString()));
+    const timer = setTimeout(() => child.kill("SIGTERM"), timeoutMs);
+    child.on("exit", (code, signal) => {
+      clearTimeout(timer);
+      if (code === 0) resolve();
+      else reject(new Error(`${file} failed (${signal ?? code}):\n${out.slice(-4000)}`));
+    });
+  });
+}
+
+async function dockerLines(args: string[]): Promise<string[]> {
+  const { stdout } = await exec("docker", args);
+  return stdout.split("\n").map((l) => l.trim()).filter(Boolean);
+}
+
+const skip = !(await ok("docker", ["info"]))
+  ? "no Docker engine answers (scripts/ensure-docker.sh starts one)"
+  : !(await ok("docker-compose", ["version"])) ? "docker-compose is not installed (scripts/ensure-deps.sh installs it)" : false;
+
+describe("docker-compose.yml (compose v1)", { skip, timeout: 30 * 60_000 }, () => {
+  const project = `choreoct${process.pid}`;
+  const dir = mkdtempSync(path.join(os.tmpdir(), "choreo-compose-"));
+  const kubeconfig = path.join(dir, "kubeconfig");
+  let env: Started | undefined;
+
+  const name = (service: string): string => `${project}_${service}_1`;
+
+  /** What the node agents made on the engine and the host: pods' containers, bridges, chains, state. */
+  async function removeNodeLeftovers(): Promise<void> {
+    for (const n of NODES) {
+      const ids = await dockerLines(["ps", "-aq", "--filter", `label=dev.choreo.node=${n}`]);
+      if (ids.length) await exec("docker", ["rm", "-f", ...ids]);
+    }
+    const { cleanupNode } = await import("../services/node-agent/src/net/cleanup.js");
+    for (const n of NODES) {
+      await cleanupNode(n).catch(() => undefined);
+      rmSync(path.join("/var/lib/choreo", n), { recursive: true, force: true });
+    }
+  }
+
+  before(async () => {
+    // Offline image builds: the base (debootstrap) once per machine, then the layer cache.
+    await script("infra/images/build.sh");
+    await script("scripts/compose-host.sh");
+  }, { timeout: 25 * 60_000 });
+
+  after(async () => {
+    // Normally `down` ran in the last test; this is the safety net after a failure.
+    if (env) await env.down({ removeVolumes: true, timeout: 30_000 }).catch(() => undefined);
+    // Also when `up` itself failed half-way (testcontainers then holds no handle).
+    await exec("docker-compose", ["-p", project, "down", "-v", "--remove-orphans", "-t", "5"], { cwd: ROOT, timeout: 120_000 }).catch(() => undefined);
+    await removeNodeLeftovers().catch(() => undefined);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("comes up healthy: api, nats, redis healthy; the actors and both node agents running", async () => {
+    const [nats, https, http] = [await freePort(), await freePort(), await freePort()];
+    env = await new DockerComposeEnvironment(ROOT, "docker-compose.yml")
+      .withProjectName(project)
+      .withClientOptions({ executable: { standalone: true, executablePath: "docker-compose" } })
+      .withEnvironment({ CHOREO_COMPOSE_NATS_PORT: String(nats), CHOREO_COMPOSE_HTTPS_PORT: String(https), CHOREO_COMPOSE_HTTP_PORT: String(http) })
+      .withWaitStrategy(name("nats"), Wait.forHealthCheck())
+      .withWaitStrategy(name("redis"), Wait.forHealthCheck())
+      .withWaitStrategy(name("api"), Wait.forHealthCheck())
+      .withDefaultWaitStrategy(Wait.forListeningPorts())
+      .withStartupTimeout(180_000)
+      .up();
+
+    const health = await fetch(`http://127.0.0.1:${http}/healthz`);
+    assert.equal(health.status, 200);
+
+    // The admin token and the serving certificate live in the api's data volume.
+    const api = env.getContainer(name("api"));
+    const token = (await api.exec(["sh", "-c", "grep -v '^#' /data/tokens | head -n 1"])).output.trim();
+    const ca = (await api.exec(["cat", "/data/pki/apiserver.crt"])).output;
+    assert.match(token, /^\S{16,}$/);
+    assert.match(ca, /BEGIN CERTIFICATE/);
+    writeFileSync(kubeconfig, [
+      "apiVersion: v1", "kind: Config",
+      "clusters:", "- name: compose", "  cluster:", `    server: https://127.0.0.1:${https}`, `    certificate-authority-data: ${Buffer.from(ca).toString("base64")}`,
+      "users:", "- name: admin", "  user:", `    token: ${token}`,
+      "contexts:", "- name: compose", "  context: {cluster: compose, user: admin, namespace: default}",
+      "current-context: compose", "",
+    ].join("\n"));
+
+    for (const s of ["scheduler", "replication", "endpoints", "node-1", "node-2"]) {
+      const { stdout } = await exec("docker", ["inspect", "--format", "{{.State.Status}}", name(s)]);
+      assert.equal(stdout.trim(), "running", `${s} is ${stdout.trim()}`);
+    }
+  });
+
+  it("kubectl and choreo show the two node agents' nodes Ready", async (t) => {
+    if (!env) return t.skip("the cluster did not come up");
+    const nodes = await waitFor(async () => {
+      const r = await run("kubectl", ["get", "nodes", "--no-headers"], kubeconfig);
+      const ready = r.stdout.split("\n").filter((l) => /^compose-node-[12]\s+Ready\s/.test(l));
+      return ready.length === 2 ? r.stdout : undefined;
+    }, { timeoutMs: 120_000, message: "compose-node-1 and compose-node-2 Ready in kubectl get nodes" });
+    assert.equal(nodes.trim().split("\n").length, 2, nodes);
+    const pod = await run("kubectl", ["get", "nodes", "compose-node-1", "-o", "jsonpath={.spec.podCIDR}"], kubeconfig);
+    assert.equal(pod.stdout.trim(), "10.244.101.0/24");
+    const viaChoreo = await run(process.execPath, [CHOREO, "get", "nodes"], kubeconfig);
+    assert.equal(viaChoreo.code, 0, viaChoreo.stderr);
+    assert.match(viaChoreo.stdout, /^compose-node-1\s+Ready/m);
+    assert.match(viaChoreo.stdout, /^compose-node-2\s+Ready/m);
+  });
+
+  it("runs a pod as a container of the host's engine, with a pod IP from its node's CIDR", async (t) => {
+    if (!env) return t.skip("the cluster did not come up");
+    const file = path.join(dir, "pod.yaml");
+    writeFileSync(file, [
+      "apiVersion: v1", "kind: Pod", "metadata: {name: compose-hello}",
+      "spec:", "  terminationGracePeriodSeconds: 1", "  containers:",
+      "  - {name: hello, image: local/busybox:1.35, imagePullPolicy: IfNotPresent, command: [sh, -c, 'echo hello from compose; exec sleep 3600']}", "",
+    ].join("\n"));
+    const applied = await run("kubectl", ["apply", "-f", file], kubeconfig);
+    assert.equal(applied.code, 0, applied.stderr);
+    const line = await waitFor(async () => {
+      const r = await run("kubectl", ["get", "pod", "compose-hello", "-o", "wide", "--no-headers"], kubeconfig);
+      return /\s1\/1\s+Running\s/.test(r.stdout) ? r.stdout : undefined;
+    }, { timeoutMs: 120_000, message: "compose-hello Running" });
+    assert.match(line, /\s10\.244\.10[12]\.\d+\s+compose-node-[12]\s/, line);
+    const containers = await dockerLines(["ps", "-q", "--filter", "label=dev.choreo.pod.name=compose-hello"]);
+    assert.ok(containers.length >= 1, "the pod's containers run on the host's engine");
+    const deleted = await run("kubectl", ["delete", "pod", "compose-hello", "--wait=true"], kubeconfig);
+    assert.equal(deleted.code, 0, deleted.stderr);
+    await waitFor(async () => (await dockerLines(["ps", "-aq", "--filter", "label=dev.choreo.pod.name=compose-hello"])).length === 0,
+      { timeoutMs: 60_000, message: "the pod's containers removed" });
+  });
+
+  it("down (with volumes) leaves no containers, networks or volumes of the project", async (t) => {
+    if (!env) return t.skip("the cluster did not come up");
+    await env.down({ removeVolumes: true, timeout: 30_000 });
+    env = undefined;
+    const label = `label=com.docker.compose.project=${project}`;
+    assert.deepEqual(await dockerLines(["ps", "-aq", "--filter", label]), [], "containers");
+    assert.deepEqual(await dockerLines(["network", "ls", "-q", "--filter", label]), [], "networks");
+    assert.deepEqual(await dockerLines(["volume", "ls", "-q", "--filter", label]), [], "volumes");
+    // The agents stopped their pods on the way out (CHOREO_STOP_PODS_ON_EXIT).
+    for (const n of NODES) assert.deepEqual(await dockerLines(["ps", "-aq", "--filter", `label=dev.choreo.node=${n}`]), [], `${n}'s pods`);
+    await removeNodeLeftovers();
+  });
+});
