@@ -1,0 +1,97 @@
+import { execFile } from "node:child_process";
+import fs from "node:fs";
+
+/** A shell word: single-quoted, so nothing in it is expanded. */
+export function shq(s: string): string {
+  return `'${s.replace(/'/g, `'\\''`)}'`;
+}
+
+/** Runs a command and resolves with its stdout; rejects with its stderr in the message. */
+export function run(file: string, args: readonly string[], opts: { timeoutMs?: number } = {}): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile(file, args, { timeout: opts.timeoutMs ?? 30_000, encoding: "utf8" }, (err, stdout, stderr) => {
+      if (err) reject(new Error(`${file} ${args.join(" ")}: ${stderr.trim() || err.message}`, { cause: err }));
+      else resolve(stdout);
+    });
+  });
+}
+
+/**
+ * A process's start time in clock ticks since boot (field 22 of
+ * /proc/PID/stat), or undefined when it is gone. Pid + start time names a
+ * process for good: pids are reused, the pair is not.
+ */
+export function procStartTime(pid: number): string | undefined {
+  if (!Number.isInteger(pid) || pid <= 0) return undefined;
+  let stat: string;
+  try {
+    stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+  } catch {
+    return undefined;
+  }
+  // comm (field 2) may hold spaces and parentheses: count from the last ')'.
+  const rest = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  if (rest[0] === "Z" || rest[0] === "X") return undefined; // a zombie is dead
+  return rest[19];
+}
+
+/** Whether `pid` is still the process that started at `startTime`. */
+export function alive(pid: number, startTime: string | undefined): boolean {
+  return startTime !== undefined && procStartTime(pid) === startTime;
+}
+
+/** The children of a process (needs CONFIG_PROC_CHILDREN, on in Debian's kernels). */
+export function childrenOf(pid: number): number[] {
+  try {
+    return fs.readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").trim().split(/\s+/).filter(Boolean).map(Number);
+  } catch {
+    return [];
+  }
+}
+
+/** Whether a process runs under another root than ours (a container's command after its chroot). */
+export function chrooted(pid: number): boolean {
+  try {
+    return fs.readlinkSync(`/proc/${pid}/root`) !== "/";
+  } catch {
+    return false;
+  }
+}
+
+/** Sends a signal, ignoring processes that are already gone. */
+export function signal(pid: number, sig: NodeJS.Signals): void {
+  if (pid === 0 || !Number.isInteger(pid)) return;
+  try {
+    process.kill(pid, sig);
+  } catch {
+    // gone already
+  }
+}
+
+/** The epoch (seconds, fractional) the kernel booted at: the log timestamper adds /proc/uptime to it. */
+export function bootEpochSeconds(): number {
+  const uptime = Number(fs.readFileSync("/proc/uptime", "utf8").split(" ")[0]);
+  return Date.now() / 1000 - uptime;
+}
+
+/** Mount points of namespace files (nsfs) in this mount namespace: `ip netns` and pod ns bind mounts. */
+export function nsfsMounts(): string[] {
+  const out: string[] = [];
+  for (const line of fs.readFileSync("/proc/self/mountinfo", "utf8").split("\n")) {
+    const sep = line.indexOf(" - ");
+    if (sep < 0 || !line.slice(sep + 3).startsWith("nsfs ")) continue;
+    const mountPoint = line.split(" ")[4];
+    if (mountPoint && !mountPoint.includes("\\")) out.push(mountPoint);
+  }
+  return out;
+}
+
+/** Whether `p` is a mount point in this mount namespace. */
+export function isMountPoint(p: string): boolean {
+  return fs.readFileSync("/proc/self/mountinfo", "utf8").split("\n").some((l) => l.split(" ")[4] === p);
+}
+
+/** Resolves after `ms`. */
+export function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}

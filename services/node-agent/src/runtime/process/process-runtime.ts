@@ -1,0 +1,349 @@
+import fs from "node:fs";
+import path from "node:path";
+import type { Pod } from "@choreo/kit/gen/choreo/core/v1/core";
+import { nowRfc3339 } from "@choreo/kit/apimachinery";
+import type { Logger } from "@choreo/kit/log";
+import { DEFAULT_IMAGES_DIR } from "../../images/types.js";
+import type { PodNetwork } from "../../net/types.js";
+import {
+  RuntimeRequestError, type ExecResult, type LogOptions, type PodRuntimeStatus, type Runtime, type RuntimeListener, type RuntimePod,
+} from "../runtime.js";
+import { Cgroups } from "./cgroups.js";
+import { removeRunDirs, startRun, writeScripts } from "./container.js";
+import { execIn } from "./exec.js";
+import { readLog, rotateIfNeeded } from "./logs.js";
+import { containerLimits } from "./container-spec.js";
+import { buildContainerSpec, loadSpec, storeSpec } from "./pod-builder.js";
+import { alive, childrenOf, chrooted, signal, sleep } from "./proc.js";
+import { createSandbox, destroySandbox, sandboxAlive, type SandboxEnv } from "./sandbox.js";
+import { podPaths, readPodRecords, readRunExit, readRunPid, runPaths, writePodRecord, type PodRecord } from "./state.js";
+import { containerStatus, terminated, unknownExit, type HeldContainer } from "./status.js";
+
+/** Options of {@link ProcessRuntime}. */
+export interface ProcessRuntimeOptions {
+  node: string;
+  network: PodNetwork;
+  /** Pods live in `<stateDir>/pods/<uid>`. */
+  stateDir: string;
+  imagesDir?: string;
+  /** The nameserver written into pods' resolv.conf. */
+  dnsServer: string;
+  clusterDomain?: string;
+  log: Logger;
+  /** A container log is rotated past this size (default 10 MiB)… */
+  logMaxBytes?: number;
+  /** …keeping this many files, the current one included (default 5). */
+  logMaxFiles?: number;
+  /** The node's IP: hostNetwork pods' IP and `status.hostIP` (default: the network's gateway). */
+  hostIp?: string;
+  /** Where cgroups are mounted (default /sys/fs/cgroup). */
+  cgroupRoot?: string;
+  /** How often exits are polled for besides the state-dir watches (default 1000 ms). */
+  pollMs?: number;
+}
+
+interface HeldPod {
+  rec: PodRecord;
+  containers: Map<string, HeldContainer>;
+}
+
+/**
+ * Containers as Linux processes in namespaces, no container engine. See
+ * README.md beside this file for the process tree and the files.
+ */
+export class ProcessRuntime implements Runtime {
+  readonly name = "process";
+  readonly probes = true;
+  private readonly pods = new Map<string, HeldPod>();
+  private readonly listeners: RuntimeListener[] = [];
+  private readonly cgroups: Cgroups;
+  private readonly sandboxEnv: SandboxEnv;
+  private readonly maxBytes: number;
+  private readonly maxFiles: number;
+  private poller: NodeJS.Timeout | undefined;
+
+  constructor(private readonly o: ProcessRuntimeOptions) {
+    this.cgroups = new Cgroups(o.cgroupRoot);
+    this.sandboxEnv = { stateDir: o.stateDir, network: o.network, dnsServer: o.dnsServer, clusterDomain: o.clusterDomain, hostIp: o.hostIp ?? o.network.gateway };
+    this.maxBytes = o.logMaxBytes ?? 10 * 1024 * 1024;
+    this.maxFiles = Math.max(1, o.logMaxFiles ?? 5);
+  }
+
+  async init(): Promise<void> {
+    await this.o.network.init();
+    fs.mkdirSync(path.join(this.o.stateDir, "pods"), { recursive: true });
+    const { records, orphans } = readPodRecords(this.o.stateDir);
+    for (const rec of records) {
+      if (sandboxAlive(this.o.stateDir, rec.uid, rec.hostNetwork)) this.holdFound(rec);
+      else await this.teardown(rec.uid, rec.ip, rec.hostNetwork); // the machine rebooted: start it again
+    }
+    // A pod dir without pod.json is a start the agent died in: nothing to adopt.
+    for (const uid of orphans) await this.teardownLeftover(uid);
+    this.poller ??= setInterval(() => this.poll(), this.o.pollMs ?? 1000);
+    this.poller.unref();
+    this.o.log.info({ node: this.o.node, pods: records.length, orphans: orphans.length, cgroupV2: this.cgroups.v2 }, "process runtime ready");
+  }
+
+  async startPod(pod: Pod): Promise<PodRuntimeStatus> {
+    const meta = pod.metadata;
+    const uid = meta?.uid ?? "";
+    const held = this.pods.get(uid);
+    if (held) return this.statusOf(held);
+    if (fs.existsSync(podPaths(this.o.stateDir, uid).dir)) await this.teardownLeftover(uid);
+    let ip = "";
+    try {
+      ip = await createSandbox(this.sandboxEnv, pod);
+      const rec: PodRecord = {
+        uid, namespace: meta?.namespace ?? "", name: meta?.name ?? "", ip, hostNetwork: Boolean(pod.spec?.hostNetwork), startedAt: nowRfc3339(), containers: [],
+      };
+      const hp: HeldPod = { rec, containers: new Map() };
+      writePodRecord(this.o.stateDir, rec); // from here on a restarted agent finds the sandbox (and its IP) to free
+      const facts = { podIp: ip, hostIp: this.sandboxEnv.hostIp, nodeName: this.o.node };
+      const build = { node: this.o.node, stateDir: this.o.stateDir, imagesDir: this.o.imagesDir ?? DEFAULT_IMAGES_DIR, cgroups: this.cgroups };
+      for (const c of pod.spec?.containers ?? []) {
+        const spec = buildContainerSpec(build, pod, c, facts);
+        writeScripts(spec);
+        const limits = containerLimits(c);
+        this.cgroups.create(this.o.node, uid, c.name, limits);
+        const run = startRun(spec, 0);
+        const hc: HeldContainer = {
+          rec: {
+            name: c.name, image: c.image, root: spec.lowerdir ? "image" : "host", restartCount: 0, ...run, spec: storeSpec(spec),
+            limits: { memoryBytes: limits.memoryBytes?.toString(), cpuMilli: limits.cpuMilli?.toString() },
+          },
+          exit: undefined, watcher: undefined,
+        };
+        hp.containers.set(c.name, hc);
+        rec.containers.push(hc.rec);
+      }
+      writePodRecord(this.o.stateDir, rec);
+      this.pods.set(uid, hp);
+      for (const hc of hp.containers.values()) this.watch(hp, hc);
+      this.o.log.info({ pod: `${rec.namespace}/${rec.name}`, uid, ip }, "pod started");
+      return this.statusOf(hp);
+    } catch (err) {
+      this.o.log.warn({ uid, err }, "pod start failed; cleaning up");
+      await this.teardown(uid, ip, Boolean(pod.spec?.hostNetwork));
+      throw err;
+    }
+  }
+
+  async stopPod(pod: RuntimePod, gracePeriodSeconds: number): Promise<void> {
+    const hp = this.pods.get(pod.uid);
+    if (!hp) {
+      if (fs.existsSync(podPaths(this.o.stateDir, pod.uid).dir)) await this.teardownLeftover(pod.uid);
+      return;
+    }
+    await Promise.all([...hp.containers.keys()].map((c) => this.killContainer(pod.uid, c, gracePeriodSeconds)));
+    for (const hc of hp.containers.values()) hc.watcher?.close();
+    this.pods.delete(pod.uid);
+    await this.teardown(pod.uid, hp.rec.ip, hp.rec.hostNetwork, hp);
+    this.o.log.info({ pod: `${hp.rec.namespace}/${hp.rec.name}`, uid: pod.uid }, "pod stopped");
+  }
+
+  async restartContainer(uid: string, container: string): Promise<void> {
+    const hp = this.pods.get(uid);
+    const hc = hp?.containers.get(container);
+    if (!hp || !hc?.exit) return;
+    const spec = loadSpec(hc.rec.spec);
+    const prev = hc.rec.restartCount;
+    hc.rec.last = terminated(uid, hc, hc.exit);
+    removeRunDirs(spec.dir, prev);
+    for (const f of fs.readdirSync(spec.dir)) if (f.startsWith(`${prev - 1}.`)) fs.rmSync(path.join(spec.dir, f), { recursive: true, force: true });
+    const l = hc.rec.limits;
+    this.cgroups.create(this.o.node, uid, container, {
+      memoryBytes: l.memoryBytes !== undefined ? BigInt(l.memoryBytes) : undefined, cpuMilli: l.cpuMilli !== undefined ? BigInt(l.cpuMilli) : undefined,
+    });
+    Object.assign(hc.rec, { restartCount: prev + 1, ...startRun(spec, prev + 1) });
+    hc.exit = undefined;
+    writePodRecord(this.o.stateDir, hp.rec);
+  }
+
+  async killContainer(uid: string, container: string, gracePeriodSeconds: number): Promise<void> {
+    const hp = this.pods.get(uid);
+    const hc = hp?.containers.get(container);
+    if (!hp || !hc || this.checkExit(hp, hc)) return;
+    const init = await this.initOf(hp, hc, 2000);
+    if (init) signal(init.pid, "SIGTERM");
+    if (await this.waitExit(hp, hc, gracePeriodSeconds * 1000)) return;
+    // SIGKILL to a pid namespace's PID 1 takes the whole namespace with it.
+    if (init && alive(init.pid, init.start)) signal(init.pid, "SIGKILL");
+    if (await this.waitExit(hp, hc, 5000)) return;
+    if (alive(hc.rec.shimPid, hc.rec.shimStart)) signal(-hc.rec.shimPid, "SIGKILL");
+    if (!(await this.waitExit(hp, hc, 2000))) this.setExit(hp, hc, unknownExit());
+  }
+
+  async adoptPod(pod: Pod): Promise<PodRuntimeStatus | undefined> {
+    const hp = this.pods.get(pod.metadata?.uid ?? "");
+    return hp ? this.statusOf(hp) : undefined;
+  }
+
+  podStatus(uid: string): PodRuntimeStatus | undefined {
+    const hp = this.pods.get(uid);
+    return hp ? this.statusOf(hp) : undefined;
+  }
+
+  listPods(): RuntimePod[] {
+    return [...this.pods.values()].map(({ rec }) => ({ uid: rec.uid, namespace: rec.namespace, name: rec.name }));
+  }
+
+  async exec(uid: string, container: string, command: readonly string[], timeoutMs: number): Promise<ExecResult> {
+    const { hp, hc } = this.mustGet(uid, container);
+    // Right after a start the command may not be chrooted yet: give it a moment.
+    let main = this.processes(uid, container)?.mainPid;
+    for (let i = 0; i < 100 && !main && !this.checkExit(hp, hc); i++) {
+      await sleep(10);
+      main = this.processes(uid, container)?.mainPid;
+    }
+    if (!main || hc.exit) throw new RuntimeRequestError(`container ${container} is not running`);
+    return execIn(main, hc.rec.spec.env, command, timeoutMs);
+  }
+
+  logs(uid: string, opts: LogOptions, signal: AbortSignal): AsyncIterable<Uint8Array> {
+    const { hp, hc } = this.mustGet(uid, opts.container);
+    const n = opts.previous ? hc.rec.restartCount - 1 : hc.rec.restartCount;
+    const log = runPaths(hc.rec.spec.dir, n).log;
+    if (opts.previous && (n < 0 || !fs.existsSync(log))) {
+      throw new RuntimeRequestError(`previous terminated container "${opts.container}" in pod "${hp.rec.name}" not found`);
+    }
+    const running = (): boolean => !opts.previous && hc.rec.restartCount === n && !this.checkExit(hp, hc);
+    return readLog(log, this.maxFiles, { ...opts, running }, signal);
+  }
+
+  onChange(listener: RuntimeListener): void {
+    this.listeners.push(listener);
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.poller);
+    this.poller = undefined;
+    for (const hp of this.pods.values()) for (const hc of hp.containers.values()) hc.watcher?.close();
+    this.pods.clear();
+  }
+
+  /** The host pids of a container's current run: shim, PID 1 of its pid namespace, the command (tests, exec). */
+  processes(uid: string, container: string): { shimPid: number; initPid: number | undefined; mainPid: number | undefined } | undefined {
+    const hc = this.pods.get(uid)?.containers.get(container);
+    if (!hc) return undefined;
+    const init = readRunPid(hc.rec.spec.dir, hc.rec.restartCount);
+    const live = init && alive(init.pid, init.start) ? init.pid : undefined;
+    const main = live ? childrenOf(live)[0] : undefined;
+    return { shimPid: hc.rec.shimPid, initPid: live, mainPid: main !== undefined && chrooted(main) ? main : undefined };
+  }
+
+  // --- internals -----------------------------------------------------------
+
+  private mustGet(uid: string, container: string): { hp: HeldPod; hc: HeldContainer } {
+    const hp = this.pods.get(uid);
+    if (!hp) throw new RuntimeRequestError(`pod with uid ${uid} is not running on node ${this.o.node}`);
+    const hc = hp.containers.get(container);
+    if (!hc) throw new RuntimeRequestError(`container ${container} is not valid for pod ${hp.rec.name}`);
+    return { hp, hc };
+  }
+
+  /** Takes over a pod found on disk: running runs are watched, ended ones report their recorded exit. */
+  private holdFound(rec: PodRecord): void {
+    const hp: HeldPod = { rec, containers: new Map() };
+    if (!rec.hostNetwork && rec.ip) this.o.network.reserve(rec.ip);
+    for (const c of rec.containers) hp.containers.set(c.name, { rec: c, exit: undefined, watcher: undefined });
+    this.pods.set(rec.uid, hp);
+    for (const hc of hp.containers.values()) if (!this.checkExit(hp, hc, false)) this.watch(hp, hc);
+  }
+
+  private watch(hp: HeldPod, hc: HeldContainer): void {
+    hc.watcher?.close();
+    try {
+      hc.watcher = fs.watch(hc.rec.spec.dir, (_ev, file) => {
+        if (file === `${hc.rec.restartCount}.exit`) this.checkExit(hp, hc);
+      });
+      hc.watcher.on("error", () => hc.watcher?.close());
+    } catch {
+      hc.watcher = undefined; // the poll still sees the exit
+    }
+  }
+
+  /**
+   * Whether the container's current run has ended: its exit file, or its
+   * shim and PID 1 both gone without one. Records and announces a new end.
+   */
+  private checkExit(hp: HeldPod, hc: HeldContainer, emit = true): boolean {
+    if (hc.exit) return true;
+    const dir = hc.rec.spec.dir;
+    const n = hc.rec.restartCount;
+    let exit = readRunExit(dir, n);
+    if (!exit && !alive(hc.rec.shimPid, hc.rec.shimStart)) {
+      const init = readRunPid(dir, n);
+      if (!init || !alive(init.pid, init.start)) exit = readRunExit(dir, n) ?? unknownExit();
+    }
+    if (!exit) return false;
+    this.setExit(hp, hc, exit, emit);
+    return true;
+  }
+
+  private setExit(hp: HeldPod, hc: HeldContainer, exit: HeldContainer["exit"], emit = true): void {
+    hc.exit = exit;
+    this.o.log.info({ pod: `${hp.rec.namespace}/${hp.rec.name}`, container: hc.rec.name, exitCode: exit?.exitCode, reason: exit?.reason }, "container exited");
+    if (emit && this.pods.get(hp.rec.uid) === hp) for (const l of this.listeners) l({ uid: hp.rec.uid, namespace: hp.rec.namespace, name: hp.rec.name });
+  }
+
+  private async waitExit(hp: HeldPod, hc: HeldContainer, ms: number): Promise<boolean> {
+    const deadline = Date.now() + ms;
+    while (!this.checkExit(hp, hc)) {
+      if (Date.now() >= deadline) return false;
+      await sleep(Math.min(20, Math.max(1, deadline - Date.now())));
+    }
+    return true;
+  }
+
+  /** PID 1 of the current run, waiting up to `ms` for its init step to record it. */
+  private async initOf(hp: HeldPod, hc: HeldContainer, ms: number): Promise<{ pid: number; start: string } | undefined> {
+    const deadline = Date.now() + ms;
+    for (;;) {
+      const init = readRunPid(hc.rec.spec.dir, hc.rec.restartCount);
+      if (init && alive(init.pid, init.start)) return init;
+      if (this.checkExit(hp, hc) || Date.now() >= deadline) return undefined;
+      await sleep(5);
+    }
+  }
+
+  private poll(): void {
+    for (const hp of this.pods.values()) {
+      for (const hc of hp.containers.values()) {
+        if (this.checkExit(hp, hc)) continue;
+        try {
+          rotateIfNeeded(runPaths(hc.rec.spec.dir, hc.rec.restartCount).log, this.maxBytes, this.maxFiles);
+        } catch (err) {
+          this.o.log.warn({ uid: hp.rec.uid, container: hc.rec.name, err }, "log rotation failed");
+        }
+      }
+    }
+  }
+
+  /** Kills what is left of a pod (its cgroups' processes, its shims' groups), then frees its sandbox and cgroups. */
+  private async teardown(uid: string, ip: string, hostNetwork: boolean, hp?: HeldPod): Promise<void> {
+    for (const hc of hp?.containers.values() ?? []) if (alive(hc.rec.shimPid, hc.rec.shimStart)) signal(-hc.rec.shimPid, "SIGKILL");
+    for (let i = 0; i < 100 && this.cgroups.killPod(this.o.node, uid) > 0; i++) await sleep(10);
+    // A killed process takes a moment to be gone; the sandbox goes after its processes.
+    for (const hc of hp?.containers.values() ?? []) for (let i = 0; i < 100 && alive(hc.rec.shimPid, hc.rec.shimStart); i++) await sleep(10);
+    await destroySandbox(this.sandboxEnv, uid, ip, hostNetwork);
+    this.cgroups.removePod(this.o.node, uid);
+  }
+
+  /** Tears down a pod dir the runtime does not hold, with the IP its record (if any) names. */
+  private async teardownLeftover(uid: string): Promise<void> {
+    let rec: Partial<PodRecord> = {};
+    try {
+      rec = JSON.parse(fs.readFileSync(podPaths(this.o.stateDir, uid).record, "utf8")) as PodRecord;
+    } catch {
+      // no record: a start that died before its sandbox had an IP
+    }
+    await this.teardown(uid, rec.ip ?? "", rec.hostNetwork ?? false);
+  }
+
+  private statusOf(hp: HeldPod): PodRuntimeStatus {
+    return {
+      uid: hp.rec.uid, podIp: hp.rec.ip, startedAt: hp.rec.startedAt,
+      containerStatuses: [...hp.containers.values()].map((hc) => containerStatus(hp.rec.uid, hc)),
+    };
+  }
+}
