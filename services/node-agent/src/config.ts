@@ -17,7 +17,29 @@ export interface AgentConfig {
   cpu: string;
   memory: string;
   pods: string;
+  /** hollow (default with --hollow-nodes), docker, process, or auto (docker when an engine answers, else process). */
+  runtime: RuntimeName;
+  /** spec.podCIDR of a real node (`--pod-cidr`); required with docker/process. */
+  podCidr: string;
+  /** Every node's pod CIDR together (routes and masquerading), `--cluster-cidr`. */
+  clusterCidr: string;
+  /** The node's InternalIP; default: its bridge's address. */
+  nodeIp: string;
+  /** Where pods' volumes, logs and state live (`--state-dir`). */
+  stateDir: string;
+  /** The process runtime's image store (`--images-dir`). */
+  imagesDir: string;
+  /** The DNS responder's port on the bridge address (53; tests use others). */
+  dnsPort: number;
+  /** Image pull back-off start (ms), doubling to 5 min. */
+  pullBackoffMs: number;
+  /** Stop every pod when the agent stops (`CHOREO_STOP_PODS_ON_EXIT=1`; choreo up/down). */
+  stopPodsOnExit: boolean;
 }
+
+/** The runtimes a node agent can drive. */
+export const RUNTIMES = ["hollow", "docker", "process", "auto"] as const;
+export type RuntimeName = (typeof RUNTIMES)[number];
 
 const num = (v: string | undefined, dflt: number): number => (v !== undefined && v !== "" && Number.isFinite(Number(v)) ? Number(v) : dflt);
 
@@ -30,14 +52,25 @@ export function loadConfig(argv = process.argv.slice(2), env = process.env): Age
       "node-name-prefix": { type: "string" },
       "first-index": { type: "string" },
       "node-name": { type: "string" },
+      runtime: { type: "string" },
+      "pod-cidr": { type: "string" },
+      "cluster-cidr": { type: "string" },
+      "node-ip": { type: "string" },
+      "state-dir": { type: "string" },
+      "images-dir": { type: "string" },
+      "dns-port": { type: "string" },
     },
     strict: true,
   });
   const metrics = env["CHOREO_METRICS_PORT"];
+  const hollowNodes = num(values["hollow-nodes"] ?? env["CHOREO_HOLLOW_NODES"], 0);
+  const runtime = values.runtime ?? env["CHOREO_RUNTIME"] ?? "hollow";
+  if (!(RUNTIMES as readonly string[]).includes(runtime)) throw new Error(`--runtime must be one of ${RUNTIMES.join(", ")}, not ${JSON.stringify(runtime)}`);
+  if (hollowNodes > 0 && runtime !== "hollow") throw new Error("--hollow-nodes runs hollow nodes; it cannot be combined with --runtime " + runtime);
   return {
     natsUrl: env["CHOREO_NATS_URL"] ?? "nats://127.0.0.1:14222",
     metricsPort: metrics ? Number(metrics) : undefined,
-    hollowNodes: num(values["hollow-nodes"] ?? env["CHOREO_HOLLOW_NODES"], 0),
+    hollowNodes,
     prefix: values["node-name-prefix"] ?? env["CHOREO_NODE_NAME_PREFIX"] ?? "hollow-",
     firstIndex: num(values["first-index"] ?? env["CHOREO_HOLLOW_FIRST_INDEX"], 0),
     nodeName: values["node-name"] ?? env["CHOREO_NODE_NAME"] ?? hostname().toLowerCase(),
@@ -48,5 +81,14 @@ export function loadConfig(argv = process.argv.slice(2), env = process.env): Age
     cpu: env["CHOREO_NODE_CPU"] ?? "4",
     memory: env["CHOREO_NODE_MEMORY"] ?? "16Gi",
     pods: env["CHOREO_NODE_PODS"] ?? "110",
+    runtime: runtime as RuntimeName,
+    podCidr: values["pod-cidr"] ?? env["CHOREO_POD_CIDR"] ?? "",
+    clusterCidr: values["cluster-cidr"] ?? env["CHOREO_CLUSTER_CIDR"] ?? "10.244.0.0/16",
+    nodeIp: values["node-ip"] ?? env["CHOREO_NODE_IP"] ?? "",
+    stateDir: values["state-dir"] ?? env["CHOREO_STATE_DIR"] ?? "/var/lib/choreo/nodes",
+    imagesDir: values["images-dir"] ?? env["CHOREO_IMAGES_DIR"] ?? "/var/lib/choreo/images",
+    dnsPort: num(values["dns-port"] ?? env["CHOREO_DNS_PORT"], 53),
+    pullBackoffMs: num(env["CHOREO_PULL_BACKOFF_MS"], 1_000),
+    stopPodsOnExit: env["CHOREO_STOP_PODS_ON_EXIT"] === "1",
   };
 }

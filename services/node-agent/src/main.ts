@@ -1,7 +1,11 @@
-// The node agent: config → NATS → ApiClient → one NodeAgent per (hollow)
-// node → runAll until SIGTERM. Pods keep running in the api when the agent
-// stops; a restarted agent adopts them.
+// The node agent: config → NATS → ApiClient → one real node (docker or
+// process runtime, with its network, service proxy, DNS and log server) or
+// many hollow nodes → runAll until SIGTERM. By default pods keep running
+// when the agent stops and a restarted agent adopts them;
+// CHOREO_STOP_PODS_ON_EXIT=1 (choreo up) stops them and takes the node's
+// network down.
 import { jetstreamManager } from "@nats-io/jetstream";
+import Docker from "dockerode";
 import { connectBus } from "@choreo/kit/bus";
 import { ApiClient } from "@choreo/kit/client";
 import { EventRecorder } from "@choreo/kit/events";
@@ -10,6 +14,8 @@ import { createLogger } from "@choreo/kit/log";
 import { createRegistry, metricsServer } from "@choreo/kit/metrics";
 import { loadConfig } from "./config.js";
 import { hollowNodes, runAgents } from "./hollow-nodes.js";
+import { LogServer } from "./logs/log-server.js";
+import { realNode, type RealNode } from "./real-node.js";
 
 const config = loadConfig();
 const log = createLogger({ service: "node-agent" });
@@ -18,21 +24,48 @@ const registry = createRegistry("node-agent");
 const nc = await connectBus(config.natsUrl, `node-agent-${config.hollowNodes ? config.prefix : config.nodeName}`);
 const jsm = await jetstreamManager(nc);
 const client = new ApiClient(nc);
+const events = process.env["CHOREO_EVENTS"] === "0" ? undefined : new EventRecorder(client, "kubelet", log);
+const agentOpts = {
+  events, leaseRenewMs: config.leaseRenewMs, leaseDurationSeconds: config.leaseDurationSeconds,
+  restartBackoff: { initialMs: config.restartBackoffMs, maxMs: 30 * config.restartBackoffMs }, stopPodsOnExit: config.stopPodsOnExit,
+};
 
-// One node (named) or many (prefix + index); both use the hollow runtime for now.
-const single = config.hollowNodes <= 0;
-const agents = hollowNodes({
-  count: single ? 1 : config.hollowNodes, prefix: config.prefix, firstIndex: config.firstIndex, nodeName: single ? config.nodeName : undefined,
-  client, nc, jsm, log, startDelayMs: config.startDelayMs, registry,
-  resources: { cpu: config.cpu, memory: config.memory, pods: config.pods },
-  agent: { events: process.env["CHOREO_EVENTS"] === "0" ? undefined : new EventRecorder(client, "kubelet", log), leaseRenewMs: config.leaseRenewMs, leaseDurationSeconds: config.leaseDurationSeconds, restartBackoff: { initialMs: config.restartBackoffMs, maxMs: 30 * config.restartBackoffMs } },
-});
-const runnables: Runnable[] = [runAgents(agents, log)];
+/** auto: docker when an engine answers on its socket, else the process runtime. */
+async function pickRuntime(): Promise<"docker" | "process" | "hollow"> {
+  if (config.runtime !== "auto") return config.runtime;
+  try {
+    await new Docker().ping();
+    return "docker";
+  } catch {
+    return "process";
+  }
+}
+
+const runtime = config.hollowNodes > 0 ? "hollow" : await pickRuntime();
+let real: RealNode | undefined;
+let agents: Runnable;
+if (runtime === "hollow") {
+  // One node (named) or many (prefix + index), each with a log server for its synthetic logs.
+  const single = config.hollowNodes <= 0;
+  const hollow = hollowNodes({
+    count: single ? 1 : config.hollowNodes, prefix: config.prefix, firstIndex: config.firstIndex, nodeName: single ? config.nodeName : undefined,
+    client, nc, jsm, log, startDelayMs: config.startDelayMs, registry,
+    resources: { cpu: config.cpu, memory: config.memory, pods: config.pods },
+    agent: { ...agentOpts, extras: (a) => [new LogServer({ nc, node: a.nodeName, runtime: a.runtime, pods: a.informer, log })] },
+  });
+  agents = runAgents(hollow, log);
+} else {
+  real = await realNode(config, runtime, { client, nc, jsm, log, registry, agent: agentOpts });
+  agents = real.agent;
+}
+const runnables: Runnable[] = [agents];
 if (config.metricsPort !== undefined) runnables.push(metricsServer({ registry, port: config.metricsPort }));
 
-log.info({ nodes: agents.length, nats: config.natsUrl }, "node agent starting");
+log.info({ runtime, node: config.hollowNodes ? undefined : config.nodeName, nodes: config.hollowNodes || 1, nats: config.natsUrl }, "node agent starting");
 try {
   await runAll(runnables, ac.signal);
+  // Pods stopped on exit: the node's bridge and rules go too (choreo down leaves nothing).
+  if (real && config.stopPodsOnExit) await real.network.destroy();
 } catch (err) {
   log.fatal({ err }, "node agent failed");
   process.exitCode = 1;

@@ -1,0 +1,135 @@
+// Node chores `choreo up` runs before and after its node agents:
+//   prepare --runtime auto|docker|process --images-dir DIR
+//       picks the runtime (auto: docker when an engine answers), builds the
+//       local images it needs, prints the runtime on the last stdout line;
+//   cleanup [--state-dir DIR] [--node N ...]
+//       removes everything choreo made on this machine (or, with --node, of
+//       those nodes only): labelled containers, processes in choreo network
+//       namespaces, the namespaces, bridges, firewall chains, mounts and
+//       cgroups under the state dir.
+import { execFile } from "node:child_process";
+import { existsSync, readdirSync, readFileSync, rmdirSync } from "node:fs";
+import path from "node:path";
+import { parseArgs, promisify } from "node:util";
+import Docker from "dockerode";
+import { createLogger } from "@choreo/kit/log";
+import { ensureLocalImages } from "./images/local-images.js";
+import { DEFAULT_IMAGES_DIR } from "./images/types.js";
+import { cleanupAll, cleanupNode } from "./net/cleanup.js";
+import { LABELS, NAMES } from "./net/types.js";
+
+const run = promisify(execFile);
+const log = createLogger({ service: "node-setup" });
+
+/** Whether a Docker engine answers on its socket. */
+export async function dockerAnswers(docker = new Docker()): Promise<boolean> {
+  try {
+    await docker.ping();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function prepare(runtime: string, imagesDir: string): Promise<string> {
+  const docker = runtime === "process" ? false : await dockerAnswers();
+  if (runtime === "docker" && !docker) throw new Error("--runtime docker: no Docker engine answers on /var/run/docker.sock (start dockerd, or use --runtime process)");
+  const chosen = docker ? "docker" : "process";
+  await ensureLocalImages({ imagesDir, docker, log });
+  return chosen;
+}
+
+/** Removes the containers labelled as choreo's (of `node`, or of every node). */
+async function removeContainers(node?: string): Promise<number> {
+  const docker = new Docker();
+  if (!(await dockerAnswers(docker))) return 0;
+  const list = await docker.listContainers({ all: true, filters: { label: [node ? `${LABELS.node}=${node}` : LABELS.managed] } });
+  await Promise.all(list.map((c) => docker.getContainer(c.Id).remove({ force: true, v: true }).catch(() => undefined)));
+  return list.length;
+}
+
+/** Kills the processes inside choreo's named network namespaces (process-runtime pods), then removes the namespaces. */
+async function killNamespacePids(only?: ReadonlySet<string>): Promise<number> {
+  if (!existsSync("/run/netns")) return 0;
+  let killed = 0;
+  const names = readdirSync("/run/netns").filter((n) => n.startsWith("choreo-") && (!only || only.has(n)));
+  for (const ns of names) {
+    const { stdout } = await run("ip", ["netns", "pids", ns]).catch(() => ({ stdout: "" }));
+    for (const pid of stdout.split(/\s+/).filter(Boolean).map(Number)) {
+      try {
+        process.kill(pid, "SIGKILL");
+        killed++;
+      } catch {
+        // already gone
+      }
+    }
+  }
+  if (killed) await new Promise((r) => setTimeout(r, 200));
+  for (const ns of names) await run("ip", ["netns", "del", ns]).catch(() => undefined);
+  return killed;
+}
+
+/** The network namespaces of the pods a node's state dir knows (`<state>/<node>/pods/<uid>`). */
+function podNamespaces(stateDir: string, node: string): Set<string> {
+  const pods = path.join(stateDir, node, "pods");
+  return new Set(existsSync(pods) ? readdirSync(pods).map((uid) => NAMES.netns(uid)) : []);
+}
+
+/** Unmounts whatever is mounted below `dir` (emptyDir tmpfs, overlays), deepest first. */
+async function unmountBelow(dir: string): Promise<void> {
+  const mounts = readFileSync("/proc/self/mounts", "utf8").split("\n").map((l) => l.split(" ")[1] ?? "").filter((m) => m === dir || m.startsWith(`${dir}/`));
+  for (const m of mounts.sort((a, b) => b.length - a.length)) await run("umount", ["-l", m]).catch(() => undefined);
+}
+
+/** Removes choreo's cgroups (leaf first); they are empty once the processes are gone. */
+function removeCgroups(node?: string): void {
+  const roots = ["/sys/fs/cgroup", ...(existsSync("/sys/fs/cgroup") ? readdirSync("/sys/fs/cgroup").map((c) => path.join("/sys/fs/cgroup", c)) : [])];
+  const rm = (d: string): void => {
+    for (const e of readdirSync(d, { withFileTypes: true })) if (e.isDirectory()) rm(path.join(d, e.name));
+    try {
+      rmdirSync(d);
+    } catch {
+      // still in use or not a cgroup dir
+    }
+  };
+  for (const r of roots) {
+    const d = node ? path.join(r, "choreo", node) : path.join(r, "choreo");
+    if (existsSync(d)) rm(d);
+  }
+}
+
+async function cleanup(stateDir: string | undefined, nodes: string[]): Promise<void> {
+  if (nodes.length === 0) {
+    const containers = await removeContainers();
+    const processes = await killNamespacePids();
+    if (stateDir) await unmountBelow(path.resolve(stateDir));
+    await cleanupAll();
+    removeCgroups();
+    log.info({ containers, processes }, "node clean-up done");
+    return;
+  }
+  for (const node of nodes) {
+    const containers = await removeContainers(node);
+    const processes = stateDir ? await killNamespacePids(podNamespaces(stateDir, node)) : 0;
+    if (stateDir) await unmountBelow(path.resolve(stateDir, node));
+    await cleanupNode(node);
+    removeCgroups(node);
+    log.info({ node, containers, processes }, "node clean-up done");
+  }
+}
+
+const [command, ...rest] = process.argv.slice(2);
+const { values } = parseArgs({ args: rest, options: { runtime: { type: "string" }, "images-dir": { type: "string" }, "state-dir": { type: "string" }, node: { type: "string", multiple: true } } });
+try {
+  if (command === "prepare") {
+    console.log(await prepare(values.runtime ?? "auto", values["images-dir"] ?? DEFAULT_IMAGES_DIR));
+  } else if (command === "cleanup") {
+    await cleanup(values["state-dir"], values.node ?? []);
+  } else {
+    console.error("usage: node-setup prepare --runtime auto|docker|process [--images-dir DIR] | cleanup [--state-dir DIR] [--node N ...]");
+    process.exitCode = 2;
+  }
+} catch (err) {
+  console.error(`node-setup ${command}: ${(err as Error).message}`);
+  process.exitCode = 1;
+}

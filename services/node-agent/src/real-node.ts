@@ -1,0 +1,73 @@
+import os from "node:os";
+import path from "node:path";
+import type { JetStreamManager } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
+import type { Registry } from "prom-client";
+import type { ApiClient } from "@choreo/kit/client";
+import type { Runnable } from "@choreo/kit/lifecycle";
+import type { Logger } from "@choreo/kit/log";
+import { NodeAgent, type NodeAgentOptions } from "./agent.js";
+import type { AgentConfig } from "./config.js";
+import { ClusterDns } from "./dns/cluster-dns.js";
+import { CLUSTER_DOMAIN } from "./dns/resolv-conf.js";
+import { LogServer } from "./logs/log-server.js";
+import { BridgeNetwork } from "./net/bridge-network.js";
+import { NAMES } from "./net/types.js";
+import { ServiceProxy } from "./proxy/service-proxy.js";
+import { DockerRuntime } from "./runtime/docker/docker-runtime.js";
+import { ProcessRuntime } from "./runtime/process/process-runtime.js";
+import type { Runtime } from "./runtime/runtime.js";
+
+/** What a real node shares with the process. */
+export interface RealNodeDeps {
+  client: ApiClient;
+  nc: NatsConnection;
+  jsm: JetStreamManager;
+  log: Logger;
+  registry?: Registry;
+  agent?: Partial<Pick<NodeAgentOptions, "leaseRenewMs" | "leaseDurationSeconds" | "restartBackoff" | "events" | "stopPodsOnExit">>;
+}
+
+/** A real node: its agent, and the network to take down after it when pods stop on exit. */
+export interface RealNode {
+  agent: NodeAgent;
+  network: BridgeNetwork;
+}
+
+/**
+ * Assembles one real node (docker or process runtime):
+ *
+ *   BridgeNetwork (cb-<node>, gateway = first address of --pod-cidr)
+ *     └ runtime (docker | process) ─ pods get IPs on the bridge, resolv.conf → gateway
+ *   NodeAgent ─ extras: ServiceProxy (iptables), ClusterDns (gateway:53), LogServer (NATS)
+ */
+export async function realNode(cfg: AgentConfig, runtimeName: "docker" | "process", d: RealNodeDeps): Promise<RealNode> {
+  if (!cfg.podCidr) throw new Error(`--runtime ${runtimeName} needs --pod-cidr (this node's pod range, e.g. 10.244.1.0/24)`);
+  const node = cfg.nodeName;
+  const log = d.log.child({ node });
+  const network = new BridgeNetwork({ node, podCidr: cfg.podCidr, clusterCidr: cfg.clusterCidr, log });
+  await network.init();
+  const stateDir = path.resolve(cfg.stateDir, node);
+  // The node's InternalIP (its pods' status.hostIP): the bridge's address unless given.
+  const nodeIp = cfg.nodeIp || network.gateway;
+  const common = { node, network, stateDir, dnsServer: network.gateway, clusterDomain: CLUSTER_DOMAIN, hostIp: nodeIp, log };
+  const runtime: Runtime =
+    runtimeName === "docker"
+      ? new DockerRuntime({ ...common, pullBackoff: { initialMs: cfg.pullBackoffMs, maxMs: 300_000 } })
+      : new ProcessRuntime({ ...common, imagesDir: cfg.imagesDir });
+  const agent = new NodeAgent({
+    ...d.agent,
+    client: d.client, nc: d.nc, jsm: d.jsm, log: d.log, registry: d.registry, runtime,
+    node: {
+      name: node, podCidr: cfg.podCidr, internalIp: nodeIp,
+      cpu: String(os.cpus().length), memory: `${Math.floor(os.totalmem() / 1024)}Ki`, pods: cfg.pods,
+      labels: { "choreo.dev/runtime": runtimeName }, runtimeVersion: runtimeName === "docker" ? "docker://20.10" : "process://1",
+    },
+    extras: (a): Runnable[] => [
+      new ServiceProxy({ node, client: d.client, nc: d.nc, jsm: d.jsm, log, chainPrefix: NAMES.chainPrefix(node), clusterCidr: cfg.clusterCidr }),
+      new ClusterDns({ client: d.client, nc: d.nc, jsm: d.jsm, log, listen: { address: network.gateway, port: cfg.dnsPort }, domain: CLUSTER_DOMAIN, metrics: d.registry }),
+      new LogServer({ nc: d.nc, node, runtime, pods: a.informer, log }),
+    ],
+  });
+  return { agent, network };
+}
