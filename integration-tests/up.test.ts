@@ -1,5 +1,5 @@
-// The new user's path: `choreo up` (what npm start runs) brings up the
-// control plane with hollow nodes and writes a kubeconfig; kubectl applies a
+// The control plane's path: `choreo up --nodes 0 --hollow-nodes 3` brings
+// up the control plane with hollow nodes and writes a kubeconfig; kubectl applies a
 // pod from the Kubernetes docs, `choreo get pods` shows it Running on a
 // node; SIGTERM stops everything; up again keeps the data.
 import assert from "node:assert/strict";
@@ -25,6 +25,8 @@ describe("choreo up", () => {
       path.join(ROOT, "services/cli/bin/choreo.js"), "up", "--data-dir", path.join(dir, "data"),
       "--nats-port", String(ports[0]), "--redis-port", String(ports[1]), "--http-port", String(ports[2]),
       "--https-port", String(ports[3]), "--grpc-port", String(ports[4]), "--metrics-port", String(ports[5]),
+      // The control plane on hollow nodes; up-real.test.ts brings up real nodes.
+      "--nodes", "0", "--hollow-nodes", "3",
     ];
     const start = () => startProcess({ name: "choreo-up", cmd: process.execPath, args, cwd: dir, readyWhen: /choreo is up/, timeoutMs: 90_000 });
     up = await start();

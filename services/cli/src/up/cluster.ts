@@ -13,12 +13,21 @@ export interface UpOptions {
   httpsPort: number;
   grpcPort: number;
   metricsPort: number;
-  /** Hollow nodes hosted by the node-agent process (when the node agent exists). */
+  /** Hollow nodes hosted by one more node-agent process (pods without processes; scale tests). */
   hollowNodes: number;
+  /** Real nodes: one node-agent process each (`node-1` … with pod CIDRs 10.244.1.0/24 …). */
+  nodes: number;
+  /** The real nodes' runtime: docker, process, or auto (docker when an engine answers, else process). */
+  runtime: "auto" | "docker" | "process";
+  /** Where the process runtime finds images' root filesystems (built on first use). */
+  imagesDir: string;
+  /** Apply examples/ once the cluster is up (the web app, its Service and the sidecar pod). */
+  examples: boolean;
 }
 
 export const DEFAULT_UP: UpOptions = {
-  dataDir: ".choreo", host: "127.0.0.1", natsPort: 14222, redisPort: 16379, httpPort: 8080, httpsPort: 6443, grpcPort: 9090, metricsPort: 9100, hollowNodes: 3,
+  dataDir: ".choreo", host: "127.0.0.1", natsPort: 14222, redisPort: 16379, httpPort: 8080, httpsPort: 6443, grpcPort: 9090, metricsPort: 9100,
+  hollowNodes: 0, nodes: 2, runtime: "auto", imagesDir: "/var/lib/choreo/images", examples: true,
 };
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../../..");
@@ -33,6 +42,8 @@ export interface LocalCluster {
   api(): ManagedProcess;
   /** Names of the actor processes running beside the api. */
   actors(): string[];
+  /** The real nodes' runtime as resolved (docker or process), undefined without real nodes. */
+  runtime: "docker" | "process" | undefined;
   /** Resolves when the cluster stopped (signal or failure). */
   stop(): Promise<void>;
 }
@@ -108,9 +119,11 @@ export async function up(partial: Partial<UpOptions> = {}, log: (line: string) =
       logFile: path.join(logs, "api.log"),
     }), log, logs);
   supervisors.push(api);
+  // Real nodes: the runtime, then the local images it needs (built offline), before any agent starts.
+  const runtime = opts.nodes > 0 ? await resolveRuntime(opts, log) : undefined;
   // The actors that exist in this checkout, each its own process.
-  for (const [i, [name, extra]] of ACTORS.entries()) {
-    const main = path.join(ROOT, `services/${name}/src/main.ts`);
+  for (const [i, { name, main: service, args, env: extra }] of actorsOf(opts, runtime).entries()) {
+    const main = path.join(ROOT, `services/${service}/src/main.ts`);
     if (!existsSync(main)) continue;
     const metricsPort = opts.metricsPort + 1 + i;
     supervisors.push(
@@ -118,9 +131,9 @@ export async function up(partial: Partial<UpOptions> = {}, log: (line: string) =
         startProcess({
           name,
           cmd: process.execPath,
-          args: ["--import", "tsx", main],
+          args: ["--import", "tsx", main, ...args],
           cwd: ROOT,
-          env: { CHOREO_NATS_URL: `nats://127.0.0.1:${opts.natsPort}`, CHOREO_METRICS_PORT: String(metricsPort), ...extra(opts) },
+          env: { CHOREO_NATS_URL: `nats://127.0.0.1:${opts.natsPort}`, CHOREO_METRICS_PORT: String(metricsPort), ...extra },
           readyUrl: `http://127.0.0.1:${metricsPort}/healthz`,
           timeoutMs: 60_000,
           logFile: path.join(logs, `${name}.log`),
@@ -135,11 +148,16 @@ export async function up(partial: Partial<UpOptions> = {}, log: (line: string) =
   writeFileSync(kubeconfig, kubeconfigYaml(`https://${opts.host}:${opts.httpsPort}`, readFileSync(cert, "utf8"), token), { mode: 0o600 });
 
   return {
-    opts, kubeconfig, token, nats, redis,
+    opts, kubeconfig, token, nats, redis, runtime,
     api: () => api.current(),
     actors: () => supervisors.slice(1).map((x) => x.name),
     async stop() {
       for (const sup of supervisors.slice(1).reverse()) await sup.stop();
+      // The agents stopped their pods on the way out; this removes whatever a crash left behind.
+      if (runtime) {
+        const nodes = Array.from({ length: opts.nodes }, (_, i) => ["--node", `node-${i + 1}`]).flat();
+        await nodeSetup(["cleanup", "--state-dir", path.join(opts.dataDir, "nodes"), ...nodes], log).catch((err: Error) => log(`clean-up: ${err.message}`));
+      }
       await api.stop();
       await redis.process().stop(10_000);
       await nats.process().stop(10_000);
@@ -148,13 +166,51 @@ export async function up(partial: Partial<UpOptions> = {}, log: (line: string) =
   };
 }
 
-/** Actors `choreo up` starts when present, with their extra environment. */
-const ACTORS: [string, (o: UpOptions) => Record<string, string>][] = [
-  ["scheduler", () => ({})],
-  ["replication", () => ({})],
-  ["endpoints", () => ({})],
-  ["node-agent", (o) => ({ CHOREO_HOLLOW_NODES: String(o.hollowNodes) })],
-];
+/** An actor process `choreo up` starts (when its service exists in this checkout). */
+interface ActorSpec {
+  name: string;
+  /** services/<main>/src/main.ts */
+  main: string;
+  args: string[];
+  env: Record<string, string>;
+}
+
+/** The actors, then one node agent per real node, then the hollow nodes' agent. */
+function actorsOf(o: UpOptions, runtime: "docker" | "process" | undefined): ActorSpec[] {
+  const actors: ActorSpec[] = ["scheduler", "replication", "endpoints"].map((name) => ({ name, main: name, args: [], env: {} }));
+  for (let i = 1; i <= o.nodes && runtime; i++) {
+    actors.push({
+      name: `node-${i}`, main: "node-agent",
+      args: ["--node-name", `node-${i}`, "--runtime", runtime, "--pod-cidr", `10.244.${i}.0/24`, "--state-dir", path.join(o.dataDir, "nodes"), "--images-dir", o.imagesDir],
+      // choreo down leaves nothing behind: the agents stop their pods when they stop.
+      env: { CHOREO_STOP_PODS_ON_EXIT: "1" },
+    });
+  }
+  if (o.hollowNodes > 0) {
+    actors.push({ name: "hollow-nodes", main: "node-agent", args: ["--first-index", "100"], env: { CHOREO_HOLLOW_NODES: String(o.hollowNodes) } });
+  }
+  return actors;
+}
+
+/** Runs services/node-agent/src/node-setup.ts (prepare images, detect docker, clean up) and returns its output. */
+async function nodeSetup(args: string[], log: (line: string) => void): Promise<string> {
+  const { execFile } = await import("node:child_process");
+  return new Promise((resolve, reject) => {
+    execFile(process.execPath, ["--import", "tsx", path.join(ROOT, "services/node-agent/src/node-setup.ts"), ...args], { cwd: ROOT, timeout: 300_000 }, (err, stdout, stderr) => {
+      if (stderr.trim()) for (const line of stderr.trim().split("\n")) log(line);
+      if (err) reject(new Error(`node setup ${args[0]} failed: ${stderr.trim().split("\n").pop() ?? err.message}`));
+      else resolve(stdout.trim());
+    });
+  });
+}
+
+/** docker when asked or (auto) when an engine answers, else process; then the images that runtime needs. */
+async function resolveRuntime(o: UpOptions, log: (line: string) => void): Promise<"docker" | "process"> {
+  const out = await nodeSetup(["prepare", "--runtime", o.runtime, "--images-dir", o.imagesDir], log);
+  const runtime = out.split("\n").pop()?.trim();
+  if (runtime !== "docker" && runtime !== "process") throw new Error(`node setup chose no runtime (${out})`);
+  return runtime;
+}
 
 interface Supervised {
   name: string;
