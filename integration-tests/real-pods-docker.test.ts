@@ -1,0 +1,4 @@
+// Real pods on the docker runtime: see support/real-pods-scenarios.ts.
+import { realPodScenarios } from "./support/real-pods-scenarios.js";
+
+realPodScenarios("docker");
