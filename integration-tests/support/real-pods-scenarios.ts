@@ -316,5 +316,11 @@ function killContainerFromOutside(runtime: RealRuntime, pod: Pod): void {
   }
   const pids = execFileSync("ip", ["netns", "pids", NAMES.netns(pod.metadata!.uid)], { encoding: "utf8" }).split(/\s+/).filter(Boolean);
   assert.ok(pids.length > 0, "the pod's processes are in its network namespace");
-  for (const pid of pids) execFileSync("kill", ["-9", pid]);
+  for (const pid of pids) {
+    try {
+      execFileSync("kill", ["-9", pid], { stdio: "ignore" });
+    } catch {
+      // gone between the listing and the kill (a shell's short-lived child)
+    }
+  }
 }

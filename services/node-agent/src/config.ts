@@ -35,6 +35,8 @@ export interface AgentConfig {
   pullBackoffMs: number;
   /** Stop every pod when the agent stops (`CHOREO_STOP_PODS_ON_EXIT=1`; choreo up/down). */
   stopPodsOnExit: boolean;
+  /** Pods reconciled at once per node (`CHOREO_AGENT_WORKERS`): how many start in parallel. */
+  workers: number;
 }
 
 /** The runtimes a node agent can drive. */
@@ -90,5 +92,6 @@ export function loadConfig(argv = process.argv.slice(2), env = process.env): Age
     dnsPort: num(values["dns-port"] ?? env["CHOREO_DNS_PORT"], 53),
     pullBackoffMs: num(env["CHOREO_PULL_BACKOFF_MS"], 1_000),
     stopPodsOnExit: env["CHOREO_STOP_PODS_ON_EXIT"] === "1",
+    workers: num(env["CHOREO_AGENT_WORKERS"], 4),
   };
 }

@@ -28,6 +28,7 @@ const events = process.env["CHOREO_EVENTS"] === "0" ? undefined : new EventRecor
 const agentOpts = {
   events, leaseRenewMs: config.leaseRenewMs, leaseDurationSeconds: config.leaseDurationSeconds,
   restartBackoff: { initialMs: config.restartBackoffMs, maxMs: 30 * config.restartBackoffMs }, stopPodsOnExit: config.stopPodsOnExit,
+  workers: config.workers,
 };
 
 /** auto: docker when an engine answers on its socket, else the process runtime. */

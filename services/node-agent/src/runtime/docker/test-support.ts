@@ -9,10 +9,9 @@ import Dockerode from "dockerode";
 import { unwrap } from "@choreo/kit";
 import { fromKubeJson } from "@choreo/kit/kube-json";
 import type { Pod } from "@choreo/kit/gen/choreo/core/v1/core";
+import { TestPodNetwork } from "../../net/testing.js";
 import { silentLogger } from "@choreo/kit/log";
 import { LOCAL_IMAGES } from "../../images/types.js";
-import type { PodNetwork } from "../../net/types.js";
-import { IpPool } from "../ip-pool.js";
 import { DockerRuntime, type DockerRuntimeOptions } from "./docker-runtime.js";
 import { nodeFilter } from "./names.js";
 
@@ -29,30 +28,11 @@ export async function dockerUnavailable(): Promise<string | undefined> {
   }
 }
 
-/** A pod network that hands out IPs and wires nothing (the pods only have lo). */
-export class TestNetwork implements PodNetwork {
-  readonly gateway: string;
-  readonly pool: IpPool;
-  readonly attached = new Map<string, string>();
-  constructor(readonly podCidr = "10.99.0.0/24") {
-    this.pool = new IpPool(podCidr);
-    this.gateway = podCidr.replace(/\.0\/\d+$/, ".1");
+/** A pod network that hands out IPs and wires nothing (the pods only have lo); it checks the sandbox's namespace path. */
+export class TestNetwork extends TestPodNetwork {
+  constructor(podCidr = "10.99.0.0/24") {
+    super(podCidr, async (netnsPath) => assert.match(netnsPath, /^\/proc\/\d+\/ns\/net$/));
   }
-  async init(): Promise<void> {}
-  async attach(uid: string, netnsPath: string, ip?: string): Promise<string> {
-    assert.match(netnsPath, /^\/proc\/\d+\/ns\/net$/);
-    const got = this.attached.get(uid) ?? ip ?? this.pool.allocate();
-    this.attached.set(uid, got);
-    return got;
-  }
-  async detach(uid: string, ip: string): Promise<void> {
-    this.attached.delete(uid);
-    this.pool.release(ip);
-  }
-  reserve(ip: string): boolean {
-    return this.pool.reserve(ip);
-  }
-  async destroy(): Promise<void> {}
 }
 
 /** A unique node name (containers of parallel tests never mix). */
