@@ -27,11 +27,16 @@ export function dockerAvailable(): boolean {
   }
 }
 
-/** A /24 index in 10.244.0.0/16 (and 10.96.0.0/16) no bridge on this machine uses yet. */
+/**
+ * A /24 index in 10.244.0.0/16 (and 10.96.0.0/16) no bridge on this machine
+ * uses yet, outside the fixed ranges of choreo up (1-2), the hollow nodes
+ * (100+) and the compose nodes (101-102).
+ */
 function freeIndex(): number {
   const routes = execFileSync("ip", ["-4", "route", "show"], { encoding: "utf8" });
   for (let tries = 0; tries < 200; tries++) {
     const i = 20 + Math.floor(Math.random() * 220);
+    if (i >= 95 && i <= 110) continue;
     if (!routes.includes(`10.244.${i}.0/24`) && !routes.includes(`10.244.${i + 1}.0/24`) && !routes.includes(`10.244.${i + 2}.0/24`)) return i;
   }
   throw new Error("no free pod CIDR in 10.244.20-240");
