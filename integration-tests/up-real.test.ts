@@ -56,6 +56,10 @@ describe("choreo up with real nodes", () => {
     const nodes = new Set(wide.map((l) => /\s(node-\d)\s/.exec(l)?.[1]));
     assert.deepEqual([...nodes].sort(), ["node-1", "node-2"], "pods on both nodes");
 
+    // This cluster's pods, to look for their namespaces and veths afterwards (other tests' pods may run beside).
+    const uids = (await run("kubectl", ["get", "pods", "-o", "jsonpath={.items[*].metadata.uid}"], kubeconfig)).stdout.split(/\s+/).filter(Boolean);
+    assert.ok(uids.length >= 4, "the web pods and the sidecar");
+
     up.child.kill("SIGINT");
     const exit = await up.exited;
     assert.equal(exit.code, 0, up.output());
@@ -72,6 +76,10 @@ describe("choreo up with real nodes", () => {
       const uids = existsSync(pods) ? readdirSync(pods) : [];
       assert.deepEqual(uids, [], `no pod state left on ${n}`);
     }
-    assert.ok(!(existsSync("/run/netns") && readdirSync("/run/netns").some((ns) => ns.startsWith("choreo-") && links.includes(ns))), "no pod namespaces");
+    const namespaces = existsSync("/run/netns") ? readdirSync("/run/netns") : [];
+    for (const uid of uids) {
+      assert.ok(!namespaces.includes(NAMES.netns(uid)), `no namespace of pod ${uid}`);
+      assert.ok(!links.includes(`${NAMES.veth(uid)}@`), `no veth of pod ${uid}`);
+    }
   });
 });
