@@ -83,6 +83,30 @@ async function killFive(c: RealCluster, runtime: RealRuntime, n: number): Promis
   return Date.now() - t0;
 }
 
+/**
+ * The service data plane's lag: a Service over the RC's pods; one pod is
+ * deleted; the time until its IP is gone from every node's NAT rules
+ * (endpoints controller → Endpoints → each node's proxy → iptables).
+ */
+async function proxyLag(c: RealCluster, n: number): Promise<number[]> {
+  const app = `bench-${n}`;
+  await c.client.create(fromKubeJson({ apiVersion: "v1", kind: "Service", metadata: { name: app, namespace: "default" }, spec: { selector: { app }, ports: [{ port: 80 }] } }));
+  const lags: number[] = [];
+  const natRules = async (): Promise<string> => (await sh("iptables-save", ["-t", "nat"], { maxBuffer: 64 << 20 })).stdout;
+  for (const victim of (await pods(c, app)).slice(0, 3)) {
+    const ip = victim.status!.podIp;
+    const prefixes = c.nodes.map((node) => NAMES.chainPrefix(node));
+    const programmed = (rules: string): number => rules.split("\n").filter((l) => l.includes(`--to-destination ${ip}:`) && prefixes.some((p) => l.includes(p))).length;
+    await waitFor(async () => programmed(await natRules()) >= c.nodes.length, { timeoutMs: 60_000, intervalMs: 50, message: "the pod in every node's rules" });
+    const t0 = Date.now();
+    await c.client.delete("pods", "default", victim.metadata!.name, { gracePeriodSeconds: 1 });
+    await waitFor(async () => programmed(await natRules()) === 0, { timeoutMs: 60_000, intervalMs: 10, message: "the pod gone from every node's rules" });
+    lags.push(Date.now() - t0);
+  }
+  await c.client.delete("services", "default", app);
+  return lags;
+}
+
 async function choreo(runtime: RealRuntime): Promise<void> {
   // Kubelet-like back-off would hide the restart path behind a 1 s wait; the bench restarts at once.
   const c = await startRealCluster(runtime, { agentEnv: { CHOREO_EVENTS: "0", CHOREO_RESTART_BACKOFF_MS: "100", CHOREO_AGENT_WORKERS: values.workers } });
@@ -92,6 +116,8 @@ async function choreo(runtime: RealRuntime): Promise<void> {
       report(`| choreo ${runtime} runtime, RC of ${n} → all Running (${values.workers} pod workers per node) | ${secs(ms)} s | startup p50 ${secs(pct(startup, 50))} s, p99 ${secs(pct(startup, 99))} s |`);
       const k = await killFive(c, runtime, n);
       report(`| choreo ${runtime} runtime, 5 of ${n} containers killed → all Running | ${secs(k)} s | |`);
+      const lags = await proxyLag(c, n);
+      report(`| choreo ${runtime} runtime, a pod deleted → its IP gone from both nodes' service rules (${n} endpoints) | ${lags.map((l) => `${l} ms`).join(", ")} | 3 deletions |`);
       await c.client.delete("replicationcontrollers", "default", `bench-${n}`);
       await waitFor(async () => (await pods(c, `bench-${n}`)).length === 0, { timeoutMs: 300_000, message: "bench pods gone" });
     }
