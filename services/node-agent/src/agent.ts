@@ -6,7 +6,6 @@ import { podsOnNodeFilter } from "@choreo/kit/bus";
 import type { ApiClient } from "@choreo/kit/client";
 import { Controller } from "@choreo/kit/controller";
 import { Informer } from "@choreo/kit/informer";
-import { objectRef } from "@choreo/kit/events";
 import { runAll, sleep, type Runnable } from "@choreo/kit/lifecycle";
 import type { EventRecorder } from "@choreo/kit/events";
 import type { Logger } from "@choreo/kit/log";
@@ -15,7 +14,8 @@ import { refreshNodeStatus, registerNode, type NodeConfig } from "./node.js";
 import { NodeLease } from "./node-lease.js";
 import { periodic } from "./periodic.js";
 import { podReconciler } from "./pod-reconciler.js";
-import { Prober } from "./probes/prober.js";
+import { agentProber } from "./probes/agent-prober.js";
+import type { Prober } from "./probes/prober.js";
 import { KUBELET_BACKOFF, type RestartBackoff } from "./restart-policy.js";
 import type { Runtime } from "./runtime/runtime.js";
 
@@ -86,38 +86,7 @@ export class NodeAgent implements Runnable {
       client: opts.client, nc: opts.nc, jsm: opts.jsm, kind: "pod", log: this.log,
       filterSubject: podsOnNodeFilter(node), fieldSelector: `spec.nodeName=${node}`,
     });
-    const keyOfUid = (uid: string): string | undefined => {
-      const p = opts.runtime.listPods().find((x) => x.uid === uid);
-      return p ? keyOf(p) : undefined;
-    };
-    const podOfUid = (uid: string) => {
-      const k = keyOfUid(uid);
-      return k ? this.informer.get(k) : undefined;
-    };
-    this.prober = opts.runtime.probes
-      ? new Prober(opts.runtime, {
-          changed: (uid) => {
-            const k = keyOfUid(uid);
-            if (k) this.controller.enqueue(k);
-          },
-          unhealthy: (uid, _container, _kind, message) => {
-            const pod = podOfUid(uid);
-            if (pod) opts.events?.emit(objectRef("Pod", "v1", pod), "Warning", "Unhealthy", message);
-          },
-          kill: (uid, container, kind, grace) => {
-            const pod = podOfUid(uid);
-            if (pod) opts.events?.emit(objectRef("Pod", "v1", pod), "Normal", "Killing", `Container ${container} failed ${kind.toLowerCase()} probe, will be restarted`);
-            this.log.info({ uid, container, probe: kind }, "container unhealthy; killing it");
-            opts.runtime.killContainer(uid, container, grace).then(
-              () => {
-                const k = keyOfUid(uid);
-                if (k) this.controller.enqueue(k);
-              },
-              (err: unknown) => this.log.warn({ err, uid, container }, "killing an unhealthy container failed"),
-            );
-          },
-        }, this.log)
-      : undefined;
+    this.prober = agentProber({ runtime: opts.runtime, pods: this.informer, enqueue: (k) => this.controller.enqueue(k), events: opts.events, log: this.log });
     this.controller = new Controller({
       name: "node-agent-pods", workers: opts.workers ?? 4, log: this.log, registry: opts.registry,
       reconcile: podReconciler({
