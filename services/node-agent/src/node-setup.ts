@@ -7,18 +7,17 @@
 //       those nodes only): labelled containers, processes in choreo network
 //       namespaces, the namespaces, bridges, firewall chains, mounts and
 //       cgroups under the state dir.
-import { execFile } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, rmdirSync } from "node:fs";
 import path from "node:path";
-import { parseArgs, promisify } from "node:util";
+import { parseArgs } from "node:util";
 import Docker from "dockerode";
 import { createLogger } from "@choreo/kit/log";
+import { run } from "./exec.js";
 import { ensureLocalImages } from "./images/local-images.js";
 import { DEFAULT_IMAGES_DIR } from "./images/types.js";
 import { cleanupAll, cleanupNode } from "./net/cleanup.js";
 import { LABELS, NAMES } from "./net/types.js";
 
-const run = promisify(execFile);
 const log = createLogger({ service: "node-setup" });
 
 /** Whether a Docker engine answers on its socket. */
@@ -54,7 +53,7 @@ async function killNamespacePids(only?: ReadonlySet<string>): Promise<number> {
   let killed = 0;
   const names = readdirSync("/run/netns").filter((n) => n.startsWith("choreo-") && (!only || only.has(n)));
   for (const ns of names) {
-    const { stdout } = await run("ip", ["netns", "pids", ns]).catch(() => ({ stdout: "" }));
+    const stdout = await run("ip", ["netns", "pids", ns]).catch(() => "");
     for (const pid of stdout.split(/\s+/).filter(Boolean).map(Number)) {
       try {
         process.kill(pid, "SIGKILL");

@@ -2,16 +2,15 @@
 // a busybox root filesystem in the image store (the process runtime's rootfs)
 // imported into Docker as LOCAL_IMAGES.busybox. Idempotent, and fast when
 // everything is present (two stats and one `docker image inspect`).
-import { spawn, execFile } from "node:child_process";
+import { spawn } from "node:child_process";
 import Docker from "dockerode";
 import { existsSync } from "node:fs";
 import { chmod, mkdir, mkdtemp, open, rename, rm, symlink, writeFile, copyFile } from "node:fs/promises";
 import path from "node:path";
-import { promisify } from "node:util";
 import type { Logger } from "@choreo/kit/log";
+import { run } from "../exec.js";
 import { LOCAL_IMAGES, imageRootfs } from "./types.js";
 
-const run = promisify(execFile);
 
 /** Debian's busybox-static installs here; `busybox` (dynamic) installs the same path. */
 export const HOST_BUSYBOX = "/bin/busybox";
@@ -82,7 +81,7 @@ async function buildBusyboxRootfs(rootfs: string, busybox: string): Promise<bool
     await chmod(path.join(tmp, "tmp"), 0o1777);
     await copyFile(busybox, path.join(tmp, "bin", "busybox"));
     await chmod(path.join(tmp, "bin", "busybox"), 0o755);
-    const { stdout } = await run(busybox, ["--list"]);
+    const stdout = await run(busybox, ["--list"]);
     for (const applet of stdout.split("\n").map((l) => l.trim())) {
       if (!applet || applet === "busybox" || applet.includes("/")) continue;
       // Relative: the link must resolve inside a container and inside a chroot alike.

@@ -3,7 +3,7 @@ import { after, describe, it } from "node:test";
 import { silentLogger } from "@choreo/kit/log";
 import { waitFor } from "@choreo/kit/testing";
 import { BridgeNetwork } from "./bridge-network.js";
-import { run } from "./exec.js";
+import { run } from "../exec.js";
 import { leftovers, testPod, wget, type TestPod } from "./test-pods.js";
 import { NAMES } from "./types.js";
 

@@ -1,7 +1,7 @@
 import { writeFile } from "node:fs/promises";
 import type { Logger } from "@choreo/kit/log";
 import { IpPool, ipToNumber, numberToIp } from "../runtime/ip-pool.js";
-import { CommandError, run, succeeds } from "./exec.js";
+import { CommandError, run, succeeds } from "../exec.js";
 import { hasRule, removalScript, restore, saveRules } from "./iptables.js";
 import { NAMES, type PodNetwork } from "./types.js";
 
@@ -54,7 +54,7 @@ export class BridgeNetwork implements PodNetwork {
     if (!(await succeeds("ip", ["link", "show", "dev", this.bridge]))) {
       await run("ip", ["link", "add", "name", this.bridge, "type", "bridge"]);
     }
-    await run("ip", ["-batch", "-"], `addr replace ${this.gateway}/${this.prefixLen} dev ${this.bridge}\nlink set ${this.bridge} up\n`);
+    await run("ip", ["-batch", "-"], { input: `addr replace ${this.gateway}/${this.prefixLen} dev ${this.bridge}\nlink set ${this.bridge} up\n` });
     await writeFile("/proc/sys/net/ipv4/ip_forward", "1");
     await this.bridgeNetfilter();
     const saved = await saveRules();
@@ -123,11 +123,11 @@ export class BridgeNetwork implements PodNetwork {
     const hostSide = [`link set ${veth} master ${this.bridge}`, `link set ${veth} type bridge_slave hairpin on`, `link set ${veth} up`];
     try {
       try {
-        await run("ip", ["-batch", "-"], [`link add ${veth} type veth peer name eth0 netns ${netnsPath}`, ...hostSide, ""].join("\n"));
+        await run("ip", ["-batch", "-"], { input: [`link add ${veth} type veth peer name eth0 netns ${netnsPath}`, ...hostSide, ""].join("\n") });
       } catch (err) {
         // An earlier agent attached it already (adoption): finish the host side.
         if (!(err instanceof CommandError) || !(await succeeds("ip", ["link", "show", "dev", veth]))) throw err;
-        await run("ip", ["-batch", "-"], [...hostSide, ""].join("\n"));
+        await run("ip", ["-batch", "-"], { input: [...hostSide, ""].join("\n") });
       }
       const inside = [
         `addr replace ${address}/${this.prefixLen} dev eth0`,
@@ -136,7 +136,7 @@ export class BridgeNetwork implements PodNetwork {
         `route replace default via ${this.gateway} dev eth0`,
         "",
       ].join("\n");
-      await run("nsenter", [`--net=${netnsPath}`, "ip", "-batch", "-"], inside);
+      await run("nsenter", [`--net=${netnsPath}`, "ip", "-batch", "-"], { input: inside });
     } catch (err) {
       this.pool.release(address);
       await run("ip", ["link", "del", veth]).catch(() => undefined);

@@ -1,6 +1,6 @@
 // What `choreo down` and the tests use to leave nothing behind: bridges,
 // veths, iptables chains with their jumps, and named network namespaces.
-import { CommandError, run } from "./exec.js";
+import { CommandError, run } from "../exec.js";
 import { removalScript, restore, saveRules } from "./iptables.js";
 import { NAMES } from "./types.js";
 

@@ -2,6 +2,6 @@
 export { BridgeNetwork } from "./bridge-network.js";
 export type { BridgeNetworkOptions } from "./bridge-network.js";
 export { cleanupAll, cleanupNode, removeChains } from "./cleanup.js";
-export { CommandError, run } from "./exec.js";
+export { CommandError, run } from "../exec.js";
 export { LABELS, NAMES, shortHash } from "./types.js";
 export type { PodNetwork } from "./types.js";

@@ -1,7 +1,7 @@
 // iptables-save parsing and iptables-restore scripts. The pure functions are
 // what the clean-up and the service proxy share; only `saveRules` and
 // `restore` touch the kernel.
-import { run } from "./exec.js";
+import { run } from "../exec.js";
 
 /** One table of an `iptables-save` dump. */
 export interface SavedTable {
@@ -87,5 +87,5 @@ export async function saveRules(): Promise<SavedRules> {
 /** Applies a script atomically per table, leaving everything it does not name alone. */
 export async function restore(script: string): Promise<void> {
   if (script.trim() === "") return;
-  await run("iptables-restore", ["--noflush"], script);
+  await run("iptables-restore", ["--noflush"], { input: script });
 }

@@ -4,7 +4,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { run } from "./exec.js";
+import { run } from "../exec.js";
 import { NAMES } from "./types.js";
 
 /** A network namespace standing in for a pod, with an optional web server. */

@@ -7,7 +7,7 @@ import { silentLogger } from "@choreo/kit/log";
 import { waitFor } from "@choreo/kit/testing";
 import { startStack, type Stack } from "../../../api/src/testing/stack.js";
 import { BridgeNetwork } from "../net/bridge-network.js";
-import { run } from "../net/exec.js";
+import { run } from "../exec.js";
 import { leftovers, testPod, wget, type TestPod } from "../net/test-pods.js";
 import { NAMES } from "../net/types.js";
 import { ServiceProxy } from "./service-proxy.js";

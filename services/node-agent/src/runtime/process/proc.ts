@@ -1,19 +1,8 @@
-import { execFile } from "node:child_process";
 import fs from "node:fs";
 
 /** A shell word: single-quoted, so nothing in it is expanded. */
 export function shq(s: string): string {
   return `'${s.replace(/'/g, `'\\''`)}'`;
-}
-
-/** Runs a command and resolves with its stdout; rejects with its stderr in the message. */
-export function run(file: string, args: readonly string[], opts: { timeoutMs?: number } = {}): Promise<string> {
-  return new Promise((resolve, reject) => {
-    execFile(file, args, { timeout: opts.timeoutMs ?? 30_000, encoding: "utf8" }, (err, stdout, stderr) => {
-      if (err) reject(new Error(`${file} ${args.join(" ")}: ${stderr.trim() || err.message}`, { cause: err }));
-      else resolve(stdout);
-    });
-  });
 }
 
 /**

@@ -2,8 +2,9 @@ import fs from "node:fs";
 import type { Pod } from "@choreo/kit/gen/choreo/core/v1/core";
 import { etcHosts, resolvConf } from "../../dns/resolv-conf.js";
 import { NAMES, type PodNetwork } from "../../net/types.js";
-import { emptyDirPath, podHostname } from "./container-spec.js";
-import { isMountPoint, run } from "./proc.js";
+import { emptyDirPath, podHostname } from "../pod-spec.js";
+import { run } from "../../exec.js";
+import { isMountPoint } from "./proc.js";
 import { podPaths } from "./state.js";
 
 /** What the sandbox needs from the runtime. */

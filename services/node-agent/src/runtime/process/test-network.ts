@@ -1,6 +1,6 @@
 import path from "node:path";
 import { TestPodNetwork } from "../../net/testing.js";
-import { run } from "./proc.js";
+import { run } from "../../exec.js";
 
 /**
  * A PodNetwork test double without a bridge: IPs from an IpPool, the

@@ -12,14 +12,22 @@ export class CommandError extends Error {
   }
 }
 
+/** Options of {@link run}. */
+export interface RunOptions {
+  /** Written to stdin (`ip -batch -`, `iptables-restore`): one spawn for many commands. */
+  input?: string;
+  /** Killed after this long (default 60 s: a stuck `ip` or `mount` must not hang a reconcile). */
+  timeoutMs?: number;
+}
+
 /**
  * Runs `file args` without a shell and resolves with its stdout; rejects with
- * a CommandError carrying stderr on a non-zero exit. `input` is written to
- * stdin (`ip -batch -`, `iptables-restore`), which saves one spawn per command.
+ * a CommandError carrying stderr on a non-zero exit. The one way the node
+ * agent runs host commands (ip, iptables, mount, unshare, …).
  */
-export function run(file: string, args: readonly string[], input?: string): Promise<string> {
+export function run(file: string, args: readonly string[], opts: RunOptions = {}): Promise<string> {
   return new Promise((resolve, reject) => {
-    const child = execFile(file, args, { maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) => {
+    const child = execFile(file, args, { maxBuffer: 64 * 1024 * 1024, timeout: opts.timeoutMs ?? 60_000, encoding: "utf8" }, (err, stdout, stderr) => {
       if (err) {
         const code = (err as NodeJS.ErrnoException & { code?: number | string }).code ?? null;
         reject(new CommandError([file, ...args].join(" "), code, stderr || err.message));
@@ -27,7 +35,7 @@ export function run(file: string, args: readonly string[], input?: string): Prom
       }
       resolve(stdout);
     });
-    if (input !== undefined) child.stdin?.end(input);
+    if (opts.input !== undefined) child.stdin?.end(opts.input);
   });
 }
 
