@@ -90,6 +90,9 @@ export function validatePodSpec(e: Errors, spec: PodSpec | undefined, path: stri
     c.volumeMounts.forEach((m, j) => {
       if (!volumes.has(m.name)) e.causes.push({ field: `${f}.volumeMounts[${j}].name`, reason: "FieldValueNotFound", message: `Not found: ${JSON.stringify(m.name)}` });
       e.required(`${f}.volumeMounts[${j}].mountPath`, m.mountPath);
+      // Kubernetes' validateLocalDescendingPath: a subPath stays inside its volume.
+      if (m.subPath.startsWith("/")) e.invalid(`${f}.volumeMounts[${j}].subPath`, m.subPath, "must be a relative path");
+      if (m.subPath.split("/").includes("..")) e.invalid(`${f}.volumeMounts[${j}].subPath`, m.subPath, "must not contain '..'");
     });
     for (const [name, probe] of [["livenessProbe", c.livenessProbe], ["readinessProbe", c.readinessProbe], ["startupProbe", c.startupProbe]] as const) {
       if (!probe) continue;

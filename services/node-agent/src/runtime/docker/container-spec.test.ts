@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { appContainerOptions, expandVars } from "./container-spec.js";
+import { expandVars } from "../pod-spec.js";
+import { appContainerOptions } from "./container-spec.js";
 import { makePod } from "./test-support.js";
 
 describe("app container options", () => {

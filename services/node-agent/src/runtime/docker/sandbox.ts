@@ -1,29 +1,21 @@
-import { execFile } from "node:child_process";
 import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { promisify } from "node:util";
 import type Dockerode from "dockerode";
 import { bytes } from "@choreo/kit/apimachinery";
 import type { Pod } from "@choreo/kit/gen/choreo/core/v1/core";
 import { etcHosts, resolvConf } from "../../dns/resolv-conf.js";
+import { run } from "../../exec.js";
 import { LOCAL_IMAGES } from "../../images/types.js";
 import type { PodNetwork } from "../../net/types.js";
 import type { RuntimePod } from "../runtime.js";
-import { emptyDirPath, volumeSource } from "./container-spec.js";
+import { emptyDirPath, podHostname, volumeBinds } from "../pod-spec.js";
 import { createOrTakeOver, startQuietly } from "./engine.js";
 import { podLabels, SANDBOX, sandboxName } from "./names.js";
 import { dockerTime } from "./status.js";
 
-const run = promisify(execFile);
-
 /** `<stateDir>/pods/<uid>`: the pod's resolv.conf, hosts and emptyDir volumes. */
 export function podDirOf(stateDir: string, uid: string): string {
   return path.join(stateDir, "pods", uid);
-}
-
-/** The hostname of a pod (spec.hostname, else its name), as the kubelet gives it. */
-export function hostnameOf(pod: Pod): string {
-  return pod.spec?.hostname || pod.metadata?.name || "";
 }
 
 /**
@@ -42,7 +34,7 @@ export async function preparePodDir(pod: Pod, podDir: string, dns: { nameserver:
     ? await readFile("/etc/resolv.conf", "utf8").catch(() => "")
     : resolvConf({ namespace: pod.metadata?.namespace ?? "default", nameserver: dns.nameserver, clusterDomain: dns.clusterDomain });
   await writeFile(path.join(podDir, "resolv.conf"), resolv);
-  await writeHosts(podDir, "", hostnameOf(pod));
+  await writeHosts(podDir, "", podHostname(pod));
   const mounted = await mountsUnder(podDir);
   for (const v of spec?.volumes ?? []) {
     if (v.emptyDir) {
@@ -61,9 +53,10 @@ export async function preparePodDir(pod: Pod, podDir: string, dns: { nameserver:
   }
   // subPaths of emptyDirs are created like the kubelet does; hostPath subPaths must exist.
   for (const c of spec?.containers ?? []) {
-    for (const m of c.volumeMounts) {
-      const src = volumeSource(pod, m.name, podDir);
-      if (m.subPath && src?.startsWith(podDir)) await mkdir(path.join(src, m.subPath), { recursive: true });
+    const binds = volumeBinds(pod, c, podDir);
+    for (const [i, m] of c.volumeMounts.entries()) {
+      const src = binds[i]!.source;
+      if (m.subPath && src.startsWith(podDir)) await mkdir(src, { recursive: true });
     }
   }
 }
@@ -129,12 +122,12 @@ export interface SandboxRun {
 export async function runSandbox(d: SandboxDeps, ref: RuntimePod, pod: Pod, podDir: string, ip?: string): Promise<SandboxRun> {
   const hostNetwork = Boolean(pod.spec?.hostNetwork);
   const labels = podLabels({ node: d.node, pod: ref, container: SANDBOX, restartCount: 0, podIp: "" });
-  const sandbox = await createOrTakeOver(d.docker, sandboxOptions({ name: sandboxName(ref), hostname: hostnameOf(pod), hostNetwork, labels }), ref.uid);
+  const sandbox = await createOrTakeOver(d.docker, sandboxOptions({ name: sandboxName(ref), hostname: podHostname(pod), hostNetwork, labels }), ref.uid);
   await startQuietly(sandbox);
   const info = await sandbox.inspect();
   if (!info.State.Running || info.State.Pid <= 0) throw new Error(`pod sandbox ${info.Id} is not running: ${info.State.Error}`);
   const podIp = hostNetwork ? d.hostIp : await d.network.attach(ref.uid, `/proc/${info.State.Pid}/ns/net`, ip);
   await writeFile(path.join(podDir, "ip"), podIp);
-  await writeHosts(podDir, hostNetwork ? "" : podIp, hostnameOf(pod));
+  await writeHosts(podDir, hostNetwork ? "" : podIp, podHostname(pod));
   return { id: info.Id, podIp, startedAt: dockerTime(info.State.StartedAt) };
 }

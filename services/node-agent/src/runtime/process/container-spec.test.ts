@@ -4,7 +4,8 @@ import { describe, it } from "node:test";
 import { unwrap } from "@choreo/kit";
 import { fromKubeJson } from "@choreo/kit/kube-json";
 import type { Pod } from "@choreo/kit/gen/choreo/core/v1/core";
-import { containerArgv, containerEnv, containerLimits, expandVars, volumeBinds } from "./container-spec.js";
+import { expandVars, volumeBinds } from "../pod-spec.js";
+import { containerArgv, containerEnv, containerLimits } from "./container-spec.js";
 import { shq } from "./proc.js";
 
 function pod(container: Record<string, unknown>, volumes: unknown[] = []): Pod {
