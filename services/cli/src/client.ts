@@ -195,6 +195,29 @@ export class RestClient {
   }
 
   /**
+   * Streams a text response chunk by chunk as it arrives (`logs -f`); a
+   * non-2xx answer throws its StatusError. Resolves at the end of the
+   * stream or when the signal aborts it.
+   */
+  stream(o: RequestOptions, onChunk: (text: string) => void): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const done = (err?: Error): void => {
+        if (err && !(err.name === "AbortError" || o.signal?.aborted)) reject(err);
+        else resolve();
+      };
+      this.open({ accept: "*/*", ...o }, (res) => {
+        const code = res.statusCode ?? 0;
+        const errBody: Buffer[] = [];
+        res.setEncoding("utf8");
+        res.on("data", (chunk: string) => (code === 200 ? onChunk(chunk) : errBody.push(Buffer.from(chunk))));
+        res.on("end", () => done(code === 200 ? undefined : new StatusError(statusFromResponse(code, Buffer.concat(errBody).toString("utf8")))));
+        res.on("error", (err) => done(err));
+        res.on("close", () => done());
+      }, (err) => done(err));
+    });
+  }
+
+  /**
    * Streams a watch: one callback per JSON line. Resolves when the server ends
    * the stream, the signal aborts it, or the callback returns `false`.
    */

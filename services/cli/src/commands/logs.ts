@@ -1,8 +1,5 @@
 // `choreo logs`: a container's log through GET pods/NAME/log, streamed as it comes.
-import http from "node:http";
-import https from "node:https";
-import { CliError, ConnectionError, StatusError, USER_AGENT, statusFromResponse, type Query } from "../client.js";
-import type { Connection } from "../kubeconfig.js";
+import { CliError, type Query } from "../client.js";
 import { GLOBAL_OPTIONS, Session, parseFlags, type CliIo, type Command } from "../session.js";
 
 const OPTIONS = {
@@ -83,47 +80,8 @@ async function runLogs(argv: string[], io: CliIo): Promise<number> {
   const query = logQuery({ ...values, ...(container !== undefined ? { container } : {}) });
   const name = podName(positionals[0] ?? "");
   const path = `/api/v1/namespaces/${encodeURIComponent(s.namespace)}/pods/${encodeURIComponent(name)}/log`;
-  await streamText(s.conn, path, query, (chunk) => io.stdout.write(chunk), io.signal);
+  await s.client.stream({ path, query, ...(io.signal ? { signal: io.signal } : {}) }, (chunk) => io.stdout.write(chunk));
   return 0;
-}
-
-/**
- * GETs a text stream and hands each chunk over as it arrives; a non-2xx
- * answer throws its StatusError. Resolves at the end of the stream or when
- * the signal aborts.
- */
-export function streamText(conn: Connection, path: string, query: Query, onChunk: (s: string) => void, signal?: AbortSignal): Promise<void> {
-  const q = new URLSearchParams();
-  for (const [k, v] of Object.entries(query)) if (v !== undefined && v !== "") q.set(k, String(v));
-  const qs = q.toString();
-  const url = new URL(`${conn.server}${path}${qs ? `?${qs}` : ""}`);
-  const headers: Record<string, string> = { Accept: "*/*", "User-Agent": USER_AGENT };
-  if (conn.token) headers["Authorization"] = `Bearer ${conn.token}`;
-  const secure = url.protocol === "https:";
-  const options: https.RequestOptions = { method: "GET", headers, agent: false, ...(signal ? { signal } : {}) };
-  if (secure) {
-    options.rejectUnauthorized = !conn.insecure;
-    if (conn.ca && !conn.insecure) options.ca = conn.ca;
-    if (conn.clientCert && conn.clientKey) Object.assign(options, { cert: conn.clientCert, key: conn.clientKey });
-  }
-  return new Promise((resolve, reject) => {
-    const fail = (err: NodeJS.ErrnoException): void => {
-      if (err.name === "AbortError" || signal?.aborted) resolve();
-      else if (err.code === "ECONNREFUSED") reject(new ConnectionError(`The connection to the server ${url.host} was refused - did you specify the right host or port?`));
-      else reject(err instanceof StatusError ? err : new ConnectionError(`Unable to connect to the server: ${err.message}`));
-    };
-    const req = (secure ? https : http).request(url, options, (res) => {
-      const code = res.statusCode ?? 0;
-      const errBody: Buffer[] = [];
-      res.setEncoding("utf8");
-      res.on("data", (chunk: string) => (code === 200 ? onChunk(chunk) : errBody.push(Buffer.from(chunk))));
-      res.on("end", () => (code === 200 ? resolve() : reject(new StatusError(statusFromResponse(code, Buffer.concat(errBody).toString("utf8"))))));
-      res.on("error", fail);
-      res.on("close", () => resolve());
-    });
-    req.on("error", fail);
-    req.end();
-  });
 }
 
 export const logsCommand: Command = { name: "logs", summary: "Print the logs for a container in a pod", run: runLogs };
