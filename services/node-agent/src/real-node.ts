@@ -63,11 +63,12 @@ export async function realNode(cfg: AgentConfig, runtimeName: "docker" | "proces
       cpu: String(os.cpus().length), memory: `${Math.floor(os.totalmem() / 1024)}Ki`, pods: cfg.pods,
       labels: { "choreo.dev/runtime": runtimeName }, runtimeVersion: runtimeName === "docker" ? "docker://20.10" : "process://1",
     },
-    extras: (a): Runnable[] => [
-      new ServiceProxy({ node, client: d.client, nc: d.nc, jsm: d.jsm, log, chainPrefix: NAMES.chainPrefix(node), clusterCidr: cfg.clusterCidr }),
-      new ClusterDns({ client: d.client, nc: d.nc, jsm: d.jsm, log, listen: { address: network.gateway, port: cfg.dnsPort }, domain: CLUSTER_DOMAIN, metrics: d.registry }),
-      new LogServer({ nc: d.nc, node, runtime, pods: a.informer, log }),
-    ],
+    extras: (a): Runnable[] => {
+      const proxy = new ServiceProxy({ node, client: d.client, nc: d.nc, jsm: d.jsm, log, chainPrefix: NAMES.chainPrefix(node), clusterCidr: cfg.clusterCidr });
+      // One Services and one Endpoints informer per node: DNS reads the proxy's caches.
+      const dns = new ClusterDns({ stores: { services: proxy.services, endpoints: proxy.endpoints }, log, listen: { address: network.gateway, port: cfg.dnsPort }, domain: CLUSTER_DOMAIN, metrics: d.registry });
+      return [proxy, dns, new LogServer({ nc: d.nc, node, runtime, pods: a.informer, log })];
+    },
   });
   return { agent, network };
 }

@@ -31,8 +31,9 @@ export interface ServiceProxyOptions {
  */
 export class ServiceProxy implements Runnable {
   readonly name = "service-proxy";
-  private readonly services: Informer<"service">;
-  private readonly endpoints: Informer<"endpoints">;
+  /** Every Service and Endpoints: the node's DNS responder reads these caches too. */
+  readonly services: Informer<"service">;
+  readonly endpoints: Informer<"endpoints">;
   private written = { filter: [] as string[], nat: [] as string[] };
   private timer: NodeJS.Timeout | undefined;
   private syncing: Promise<void> | undefined;
