@@ -16,6 +16,7 @@ import { loadConfig } from "./config.js";
 import { hollowNodes, runAgents } from "./hollow-nodes.js";
 import { LogServer } from "./logs/log-server.js";
 import { realNode, type RealNode } from "./real-node.js";
+import { engineAnswers } from "./runtime/docker/engine.js";
 
 const config = loadConfig();
 const log = createLogger({ service: "node-agent" });
@@ -34,12 +35,7 @@ const agentOpts = {
 /** auto: docker when an engine answers on its socket, else the process runtime. */
 async function pickRuntime(): Promise<"docker" | "process" | "hollow"> {
   if (config.runtime !== "auto") return config.runtime;
-  try {
-    await new Docker().ping();
-    return "docker";
-  } catch {
-    return "process";
-  }
+  return (await engineAnswers(new Docker())) ? "docker" : "process";
 }
 
 const runtime = config.hollowNodes > 0 ? "hollow" : await pickRuntime();

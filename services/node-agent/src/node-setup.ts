@@ -15,23 +15,14 @@ import { createLogger } from "@choreo/kit/log";
 import { run } from "./exec.js";
 import { ensureLocalImages } from "./images/local-images.js";
 import { DEFAULT_IMAGES_DIR } from "./images/types.js";
-import { cleanupAll, cleanupNode } from "./net/cleanup.js";
+import { cleanupAll, cleanupNode, removeNamespaces } from "./net/cleanup.js";
 import { LABELS, NAMES } from "./net/types.js";
+import { engineAnswers } from "./runtime/docker/engine.js";
 
 const log = createLogger({ service: "node-setup" });
 
-/** Whether a Docker engine answers on its socket. */
-export async function dockerAnswers(docker = new Docker()): Promise<boolean> {
-  try {
-    await docker.ping();
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 async function prepare(runtime: string, imagesDir: string): Promise<string> {
-  const docker = runtime === "process" ? false : await dockerAnswers();
+  const docker = runtime === "process" ? false : await engineAnswers(new Docker());
   if (runtime === "docker" && !docker) throw new Error("--runtime docker: no Docker engine answers on /var/run/docker.sock (start dockerd, or use --runtime process)");
   const chosen = docker ? "docker" : "process";
   await ensureLocalImages({ imagesDir, docker, log });
@@ -41,31 +32,10 @@ async function prepare(runtime: string, imagesDir: string): Promise<string> {
 /** Removes the containers labelled as choreo's (of `node`, or of every node). */
 async function removeContainers(node?: string): Promise<number> {
   const docker = new Docker();
-  if (!(await dockerAnswers(docker))) return 0;
+  if (!(await engineAnswers(docker))) return 0;
   const list = await docker.listContainers({ all: true, filters: { label: [node ? `${LABELS.node}=${node}` : LABELS.managed] } });
   await Promise.all(list.map((c) => docker.getContainer(c.Id).remove({ force: true, v: true }).catch(() => undefined)));
   return list.length;
-}
-
-/** Kills the processes inside choreo's named network namespaces (process-runtime pods), then removes the namespaces. */
-async function killNamespacePids(only?: ReadonlySet<string>): Promise<number> {
-  if (!existsSync("/run/netns")) return 0;
-  let killed = 0;
-  const names = readdirSync("/run/netns").filter((n) => n.startsWith("choreo-") && (!only || only.has(n)));
-  for (const ns of names) {
-    const stdout = await run("ip", ["netns", "pids", ns]).catch(() => "");
-    for (const pid of stdout.split(/\s+/).filter(Boolean).map(Number)) {
-      try {
-        process.kill(pid, "SIGKILL");
-        killed++;
-      } catch {
-        // already gone
-      }
-    }
-  }
-  if (killed) await new Promise((r) => setTimeout(r, 200));
-  for (const ns of names) await run("ip", ["netns", "del", ns]).catch(() => undefined);
-  return killed;
 }
 
 /** The network namespaces of the pods a node's state dir knows (`<state>/<node>/pods/<uid>`). */
@@ -100,7 +70,7 @@ function removeCgroups(node?: string): void {
 async function cleanup(stateDir: string | undefined, nodes: string[]): Promise<void> {
   if (nodes.length === 0) {
     const containers = await removeContainers();
-    const processes = await killNamespacePids();
+    const processes = await removeNamespaces();
     if (stateDir) await unmountBelow(path.resolve(stateDir));
     await cleanupAll();
     removeCgroups();
@@ -109,7 +79,7 @@ async function cleanup(stateDir: string | undefined, nodes: string[]): Promise<v
   }
   for (const node of nodes) {
     const containers = await removeContainers(node);
-    const processes = stateDir ? await killNamespacePids(podNamespaces(stateDir, node)) : 0;
+    const processes = stateDir ? await removeNamespaces(podNamespaces(stateDir, node)) : 0;
     if (stateDir) await unmountBelow(path.resolve(stateDir, node));
     await cleanupNode(node);
     removeCgroups(node);

@@ -8,23 +8,16 @@ import os from "node:os";
 import path from "node:path";
 import { after, describe, it } from "node:test";
 import { promisify } from "node:util";
+import Docker from "dockerode";
 import { dockerHasImage, ensureLocalImages, HOST_BUSYBOX, isStatic } from "./local-images.js";
 import { imageRootfs } from "./types.js";
+import { engineAnswers } from "../runtime/docker/engine.js";
 
 const run = promisify(execFile);
 const quiet = { info: () => undefined };
 
-async function dockerAnswers(): Promise<boolean> {
-  try {
-    await run("docker", ["info", "--format", "{{.ServerVersion}}"]);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 const haveStaticBusybox = await isStatic(HOST_BUSYBOX).catch(() => false);
-const haveDocker = await dockerAnswers();
+const haveDocker = await engineAnswers(new Docker());
 
 describe("ensureLocalImages", { skip: haveStaticBusybox ? false : `${HOST_BUSYBOX} is not a static busybox (apt-get install busybox-static)` }, () => {
   const dir = mkdtempSync(path.join(os.tmpdir(), "choreo-images-"));

@@ -60,16 +60,30 @@ export async function cleanupAll(): Promise<void> {
     if (b.startsWith("cb-")) await deleteBridge(b);
   }
   await removeChains("CHO-");
-  for (const ns of parseNetnsList(await run("ip", ["netns", "list"]))) {
-    if (!ns.startsWith(NAMES.netns(""))) continue;
+  await removeNamespaces();
+}
+
+/**
+ * Kills the processes in choreo's named network namespaces (process-runtime
+ * pods) — all of them, or those named in `only` — then deletes the
+ * namespaces (processes first: a namespace with live processes outlives
+ * its name). Returns how many processes were killed.
+ */
+export async function removeNamespaces(only?: ReadonlySet<string>): Promise<number> {
+  const names = parseNetnsList(await run("ip", ["netns", "list"])).filter((ns) => ns.startsWith(NAMES.netns("")) && (!only || only.has(ns)));
+  let killed = 0;
+  for (const ns of names) {
     const pids = (await run("ip", ["netns", "pids", ns]).catch(() => "")).split("\n").filter((p) => /^\d+$/.test(p.trim()));
     for (const pid of pids) {
       try {
         process.kill(Number(pid), "SIGKILL");
+        killed++;
       } catch {
         // exited meanwhile
       }
     }
-    await run("ip", ["netns", "del", ns]).catch(() => undefined);
   }
+  if (killed) await new Promise((r) => setTimeout(r, 200));
+  for (const ns of names) await run("ip", ["netns", "del", ns]).catch(() => undefined);
+  return killed;
 }

@@ -63,3 +63,13 @@ export async function removeQuietly(docker: Dockerode, id: string): Promise<void
     if (code !== 404 && code !== 409) throw err;
   }
 }
+
+/** Whether a Docker engine answers (`--runtime auto` picks docker then). */
+export async function engineAnswers(docker: Dockerode): Promise<boolean> {
+  try {
+    await docker.ping();
+    return true;
+  } catch {
+    return false;
+  }
+}
