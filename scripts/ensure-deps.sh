@@ -54,3 +54,8 @@ if [[ ! -d node_modules || package.json -nt node_modules/.package-lock.json || p
   # (unrs-resolver); install keeps the lock as the source of versions.
   npm install --no-audit --no-fund --loglevel=error >&2
 fi
+
+# The local images pods run (no registry is used): the busybox root filesystem
+# in the process runtime's store and, when an engine answers, in Docker.
+# Fast when they are there; the tests and `choreo up` rely on them.
+node --import tsx services/node-agent/src/node-setup.ts prepare --runtime auto >/dev/null

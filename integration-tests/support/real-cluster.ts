@@ -59,6 +59,8 @@ export interface RealCluster extends TestCluster {
 
 /** Starts the control plane and `nodes` node agents on `runtime`. */
 export async function startRealCluster(runtime: RealRuntime, opts: { nodes?: number; agentEnv?: Record<string, string> } = {}): Promise<RealCluster> {
+  // The local images the pods run (built when missing; npm test's ensure-deps has usually built them).
+  execFileSync(process.execPath, ["--import", "tsx", path.join(import.meta.dirname, "../../services/node-agent/src/node-setup.ts"), "prepare", "--runtime", runtime], { stdio: ["ignore", "ignore", "inherit"] });
   const index = freeIndex();
   const count = opts.nodes ?? 2;
   const c = await startCluster({

@@ -11,21 +11,22 @@ import { fromKubeJson } from "@choreo/kit/kube-json";
 import type { Pod } from "@choreo/kit/gen/choreo/core/v1/core";
 import { TestPodNetwork } from "../../net/testing.js";
 import { silentLogger } from "@choreo/kit/log";
-import { LOCAL_IMAGES } from "../../images/types.js";
+import { ensureLocalImages } from "../../images/local-images.js";
+import { DEFAULT_IMAGES_DIR, LOCAL_IMAGES } from "../../images/types.js";
+import { engineAnswers } from "./engine.js";
 import { DockerRuntime, type DockerRuntimeOptions } from "./docker-runtime.js";
 import { nodeFilter } from "./names.js";
 
 export const docker = new Dockerode();
 
-/** Why the docker tests cannot run here, or undefined (they skip without an engine or the busybox image). */
+/**
+ * Why the docker tests cannot run here (no engine answers), or undefined;
+ * the busybox image they run is built when missing, never a reason to skip.
+ */
 export async function dockerUnavailable(): Promise<string | undefined> {
-  try {
-    await docker.ping();
-    await docker.getImage(LOCAL_IMAGES.busybox).inspect();
-    return undefined;
-  } catch (err) {
-    return `no Docker engine with ${LOCAL_IMAGES.busybox}: ${(err as Error).message}`;
-  }
+  if (!(await engineAnswers(docker))) return "no Docker engine answers on this machine";
+  await ensureLocalImages({ imagesDir: DEFAULT_IMAGES_DIR, docker: true, log: silentLogger() });
+  return undefined;
 }
 
 /** A pod network that hands out IPs and wires nothing (the pods only have lo); it checks the sandbox's namespace path. */
