@@ -2,7 +2,7 @@ import { spawn } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { nowRfc3339 } from "@choreo/kit/apimachinery";
-import { bootEpochSeconds, nsfsMounts, procStartTime } from "./proc.js";
+import { bootEpochSeconds, procStartTime } from "./proc.js";
 import { initScript, shimScript, type ContainerScriptSpec } from "./scripts.js";
 import { runPaths } from "./state.js";
 
@@ -23,8 +23,8 @@ export function writeScripts(spec: ContainerScriptSpec): void {
 /**
  * Starts run `n` of a container whose scripts are written and whose
  * cgroups exist: prepares the run's overlay dirs (mount points the image
- * lacks are made in the upper dir, so the init step spawns no mkdir), the
- * list of namespace mounts to detach, then spawns the shim detached.
+ * lacks are made in the upper dir, so the init step spawns no mkdir), then
+ * spawns the shim detached.
  * One process spawn from the agent; the shim does the rest.
  */
 export function startRun(spec: ContainerScriptSpec, n: number): StartedRun {
@@ -32,7 +32,6 @@ export function startRun(spec: ContainerScriptSpec, n: number): StartedRun {
   for (const f of [rp.exit, rp.code, rp.pid]) fs.rmSync(f, { force: true });
   if (spec.lowerdir) prepareUpper(spec.lowerdir, rp.upper, spec);
   fs.mkdirSync(rp.work, { recursive: true });
-  fs.writeFileSync(rp.detach, `${nsfsMounts().filter((m) => !/\s/.test(m)).join(" ")}\n`);
   const child = spawn("/bin/sh", [path.join(spec.dir, "shim.sh"), String(n), bootEpochSeconds().toFixed(3)], {
     detached: true,
     stdio: "ignore",
@@ -76,5 +75,5 @@ function existsIn(root: string, p: string): boolean {
 /** Removes an ended run's overlay dirs (its log stays: it is the `previous` log). */
 export function removeRunDirs(dir: string, n: number): void {
   const rp = runPaths(dir, n);
-  for (const f of [rp.upper, rp.work, rp.detach]) fs.rmSync(f, { recursive: true, force: true });
+  for (const f of [rp.upper, rp.work]) fs.rmSync(f, { recursive: true, force: true });
 }

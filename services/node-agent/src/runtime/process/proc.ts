@@ -63,18 +63,6 @@ export function bootEpochSeconds(): number {
   return Date.now() / 1000 - uptime;
 }
 
-/** Mount points of namespace files (nsfs) in this mount namespace: `ip netns` and pod ns bind mounts. */
-export function nsfsMounts(): string[] {
-  const out: string[] = [];
-  for (const line of fs.readFileSync("/proc/self/mountinfo", "utf8").split("\n")) {
-    const sep = line.indexOf(" - ");
-    if (sep < 0 || !line.slice(sep + 3).startsWith("nsfs ")) continue;
-    const mountPoint = line.split(" ")[4];
-    if (mountPoint && !mountPoint.includes("\\")) out.push(mountPoint);
-  }
-  return out;
-}
-
 /** Whether `p` is a mount point in this mount namespace. */
 export function isMountPoint(p: string): boolean {
   return fs.readFileSync("/proc/self/mountinfo", "utf8").split("\n").some((l) => l.split(" ")[4] === p);

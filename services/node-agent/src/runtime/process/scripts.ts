@@ -83,8 +83,8 @@ echo "$c $r" > "$n.exit"
 /**
  * The init step, PID 1 of the container's pid namespace, still on the
  * host's root in a private mount namespace: records its host pid, joins
- * the cgroups, detaches other pods' namespace files (or they would outlive
- * their pods), builds the root, then runs the command chrooted as its
+ * the cgroups, detaches every namespace file its mount namespace copied
+ * from the host (other pods' would otherwise outlive their pods), builds the root, then runs the command chrooted as its
  * child, forwarding SIGTERM (a PID 1 without a handler would ignore it)
  * and exiting with the command's status.
  */
@@ -112,7 +112,10 @@ read -r me < /proc/self/stat
 set -- $me
 echo "$1 \${22}" > "$d/$n.pid"
 ${s.cgroupDirs.map((c) => `echo 0 > ${shq(path.join(c, "cgroup.procs"))}`).join("\n")}
-if [ -s "$d/$n.detach" ]; then l=; read -r l < "$d/$n.detach" || true; ${UMOUNT} -l $l 2>/dev/null || true; fi
+# The namespace files in this mount namespace's copy of the host's table (other pods', /run/netns):
+# read here, after unshare, so a pod created a moment ago is in the list too.
+l=; while read -r _ _ _ _ m x; do case "$x" in *" - nsfs "*) case "$m" in *'\\'*) ;; *) l="$l $m" ;; esac ;; esac; done < /proc/self/mountinfo
+[ -z "$l" ] || ${UMOUNT} -l $l 2>/dev/null || true
 ${lines.join("\n")}
 set +e
 # From here the shell's own words ("Killed") are not the container's: its stderr moves to fd 3.

@@ -68,7 +68,6 @@ export const runPaths = (dir: string, n: number) => ({
   code: path.join(dir, `${n}.code`),
   upper: path.join(dir, `${n}.upper`),
   work: path.join(dir, `${n}.work`),
-  detach: path.join(dir, `${n}.detach`),
 });
 
 /** Writes pod.json atomically (write + rename), so a crash never leaves half a record. */
