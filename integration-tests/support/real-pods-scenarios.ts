@@ -65,6 +65,9 @@ ${Object.entries(selector).map(([k, v]) => `    ${k}: ${v}`).join("\n")}
   - {name: http, port: 80, targetPort: http}
 `;
 
+/** Allocates without end in user space (the string doubles: 32 MiB after 22 rounds). */
+const HOG = "x=aaaaaaaa; while :; do x=$x$x; done";
+
 /** A pod running `script` in busybox (restartPolicy Never unless given). */
 const shellPod = (name: string, script: string, extra = ""): string => `apiVersion: v1
 kind: Pod
@@ -284,7 +287,10 @@ ${service("flappy", { app: "flappy" })}`);
     });
 
     it("a container allocating past its memory limit is reported OOMKilled", async () => {
-      await apply("oom.yaml", shellPod("hog", "head -c 200m /dev/zero | tail", `    resources:
+      // The shell doubles a string in its own memory: a fault in user space, so the OOM killer kills
+      // exactly this process (SIGKILL, 137). A pipeline such as `head -c 200m /dev/zero | tail` faults
+      // inside read(): the kernel may kill another member first and tail then exits 1 (seen in CI).
+      await apply("oom.yaml", shellPod("hog", HOG, `    resources:
       limits: {memory: 32Mi}
 `));
       const t = await waitFor(async () => (await c.pod("hog")).status?.containerStatuses[0]?.state?.terminated, { ...WAIT, message: "hog terminated" });

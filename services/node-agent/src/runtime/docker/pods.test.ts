@@ -82,7 +82,7 @@ describe("DockerRuntime pods", { skip }, () => {
     const { rt, stateDir } = await newRuntime(node);
     try {
       const pod = makePod("oom", {
-        containers: [sh("app", "head -c 200000000 /dev/zero | tail > /dev/null", { resources: { limits: { memory: "20Mi" } } })],
+        containers: [sh("app", "x=aaaaaaaa; while :; do x=$x$x; done", { resources: { limits: { memory: "20Mi" } } })],
       }, node);
       const uid = pod.metadata!.uid;
       const changed: RuntimePod[] = [];

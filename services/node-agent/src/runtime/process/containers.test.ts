@@ -18,7 +18,7 @@ describe("ProcessRuntime containers", () => {
   it("a container allocating past its memory limit is OOMKilled", async () => {
     r = await rig();
     const pod = r.pod("oom", {
-      containers: [{ name: "hog", image: BUSYBOX, command: ["sh", "-c", "echo start; exec dd if=/dev/zero of=/dev/null bs=200M count=1"], resources: { limits: { memory: "32Mi", cpu: "500m" } } }],
+      containers: [{ name: "hog", image: BUSYBOX, command: ["sh", "-c", "echo start; x=aaaaaaaa; while :; do x=$x$x; done"], resources: { limits: { memory: "32Mi", cpu: "500m" } } }],
     });
     const uid = pod.metadata!.uid;
     await r.rt.startPod(pod);
