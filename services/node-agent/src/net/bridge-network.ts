@@ -136,7 +136,9 @@ export class BridgeNetwork implements PodNetwork {
         `route replace default via ${this.gateway} dev eth0`,
         "",
       ].join("\n");
-      await run("nsenter", [`--net=${netnsPath}`, "ip", "-batch", "-"], { input: inside });
+      // A named namespace: ip enters it itself (one program fewer than nsenter + ip).
+      const named = /^\/run\/netns\/([^/]+)$/.exec(netnsPath)?.[1];
+      await run(named ? "ip" : "nsenter", named ? ["-n", named, "-batch", "-"] : [`--net=${netnsPath}`, "ip", "-batch", "-"], { input: inside });
     } catch (err) {
       this.pool.release(address);
       await run("ip", ["link", "del", veth]).catch(() => undefined);

@@ -3,7 +3,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { nowRfc3339 } from "@choreo/kit/apimachinery";
 import { bootEpochSeconds, procStartTime } from "./proc.js";
-import { initScript, shimScript, type ContainerScriptSpec } from "./scripts.js";
+import { initScript, runFstab, shimScript, type ContainerScriptSpec } from "./scripts.js";
 import { runPaths } from "./state.js";
 
 /** A run the shim was started for. */
@@ -22,9 +22,10 @@ export function writeScripts(spec: ContainerScriptSpec): void {
 
 /**
  * Starts run `n` of a container whose scripts are written and whose
- * cgroups exist: prepares the run's overlay dirs (mount points the image
- * lacks are made in the upper dir, so the init step spawns no mkdir), then
- * spawns the shim detached.
+ * cgroups exist: writes the run's fstab and prepares its overlay dirs
+ * (mount points the image lacks are made in the upper dir, so the init
+ * step spawns no mkdir), then spawns the shim detached, with an empty
+ * environment (nothing of the agent's reaches the container).
  * One process spawn from the agent; the shim does the rest.
  */
 export function startRun(spec: ContainerScriptSpec, n: number): StartedRun {
@@ -32,10 +33,12 @@ export function startRun(spec: ContainerScriptSpec, n: number): StartedRun {
   for (const f of [rp.exit, rp.code, rp.pid]) fs.rmSync(f, { force: true });
   if (spec.lowerdir) prepareUpper(spec.lowerdir, rp.upper, spec);
   fs.mkdirSync(rp.work, { recursive: true });
+  fs.writeFileSync(rp.fstab, runFstab(spec, n));
   const child = spawn("/bin/sh", [path.join(spec.dir, "shim.sh"), String(n), bootEpochSeconds().toFixed(3)], {
     detached: true,
     stdio: "ignore",
     cwd: spec.dir,
+    env: {},
   });
   child.on("error", () => {
     // the shim's failure shows as a run without an exit file (ContainerStatusUnknown)
@@ -48,9 +51,14 @@ export function startRun(spec: ContainerScriptSpec, n: number): StartedRun {
 /** Makes, in the upper dir, every mount point the image's root lacks. */
 function prepareUpper(lower: string, upper: string, spec: ContainerScriptSpec): void {
   fs.mkdirSync(upper, { recursive: true });
-  const dirs = ["/proc", "/dev", "/tmp", ...spec.binds.filter((b) => !b.file).map((b) => b.target)];
+  const dirs = ["/proc", "/dev", ...spec.binds.filter((b) => !b.file).map((b) => b.target)];
   if (spec.workingDir) dirs.push(spec.workingDir);
   for (const d of dirs) if (!existsIn(lower, d)) fs.mkdirSync(path.join(upper, d), { recursive: true });
+  if (!existsIn(lower, "/tmp")) {
+    // An image without /tmp gets a world-writable one (chmod: mkdir's mode passes through the umask).
+    fs.mkdirSync(path.join(upper, "tmp"), { recursive: true });
+    fs.chmodSync(path.join(upper, "tmp"), 0o1777);
+  }
   for (const b of spec.binds) {
     if (!b.file || existsIn(lower, b.target)) continue;
     fs.mkdirSync(path.join(upper, path.dirname(b.target)), { recursive: true });
@@ -75,5 +83,5 @@ function existsIn(root: string, p: string): boolean {
 /** Removes an ended run's overlay dirs (its log stays: it is the `previous` log). */
 export function removeRunDirs(dir: string, n: number): void {
   const rp = runPaths(dir, n);
-  for (const f of [rp.upper, rp.work]) fs.rmSync(f, { recursive: true, force: true });
+  for (const f of [rp.upper, rp.work, rp.fstab]) fs.rmSync(f, { recursive: true, force: true });
 }

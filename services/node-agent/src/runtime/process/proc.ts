@@ -65,7 +65,18 @@ export function bootEpochSeconds(): number {
 
 /** Whether `p` is a mount point in this mount namespace. */
 export function isMountPoint(p: string): boolean {
-  return fs.readFileSync("/proc/self/mountinfo", "utf8").split("\n").some((l) => l.split(" ")[4] === p);
+  return mountedAmong([p]).has(p);
+}
+
+/** Which of `paths` are mount points (one read of the mount table for all). */
+export function mountedAmong(paths: readonly string[]): Set<string> {
+  const wanted = new Set(paths);
+  const found = new Set<string>();
+  for (const l of fs.readFileSync("/proc/self/mountinfo", "utf8").split("\n")) {
+    const m = l.split(" ", 5)[4];
+    if (m !== undefined && wanted.has(m)) found.add(m);
+  }
+  return found;
 }
 
 /** Resolves after `ms`. */

@@ -15,7 +15,7 @@ import { readLog, rotateIfNeeded } from "./logs.js";
 import { containerLimits } from "./container-spec.js";
 import { buildContainerSpec, loadSpec, storeSpec } from "./pod-builder.js";
 import { alive, childrenOf, chrooted, signal, sleep } from "./proc.js";
-import { createSandbox, destroySandbox, sandboxAlive, type SandboxEnv } from "./sandbox.js";
+import { createSandbox, destroySandbox, prepareNetnsDir, sandboxAlive, type SandboxEnv } from "./sandbox.js";
 import { podPaths, readPodRecords, readRunExit, readRunPid, runPaths, writePodRecord, type PodRecord } from "./state.js";
 import { containerStatus, terminated, unknownExit, type HeldContainer } from "./status.js";
 
@@ -71,6 +71,7 @@ export class ProcessRuntime implements Runtime {
 
   async init(): Promise<void> {
     await this.o.network.init();
+    await prepareNetnsDir(this.o.node);
     fs.mkdirSync(path.join(this.o.stateDir, "pods"), { recursive: true });
     const { records, orphans } = readPodRecords(this.o.stateDir);
     for (const rec of records) {

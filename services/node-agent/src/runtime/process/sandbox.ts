@@ -4,7 +4,7 @@ import { etcHosts, resolvConf } from "../../dns/resolv-conf.js";
 import { NAMES, type PodNetwork } from "../../net/types.js";
 import { emptyDirPath, podHostname } from "../pod-spec.js";
 import { run } from "../../exec.js";
-import { isMountPoint } from "./proc.js";
+import { isMountPoint, mountedAmong } from "./proc.js";
 import { podPaths } from "./state.js";
 
 /** What the sandbox needs from the runtime. */
@@ -17,29 +17,37 @@ export interface SandboxEnv {
   hostIp: string;
 }
 
-/** The netns file of a pod (`ip netns add` creates it). */
+/** The netns file of a pod (a bind mount of its network namespace, as `ip netns add` makes). */
 export function netnsPath(uid: string): string {
   return `/run/netns/${NAMES.netns(uid)}`;
 }
 
 /**
- * Brings up a pod's sandbox: its state dir and emptyDirs, a named network
- * namespace joined to the node's network (skipped for hostNetwork), and
- * persistent IPC and UTS namespaces (bind-mounted on `ipc`/`uts` in the pod
- * dir, hostname = the pod's) that all its containers join; then the pod's
- * resolv.conf and hosts. Three processes: `ip netns add`, the network's
- * own, `unshare … hostname`. Returns the pod's IP.
+ * Brings up a pod's sandbox: its state dir and emptyDirs, then one `unshare`
+ * making its persistent namespaces — network (bound on /run/netns/choreo-<uid>,
+ * skipped for hostNetwork), IPC and UTS (bound on `ipc`/`uts` in the pod
+ * dir) — and setting the pod's hostname in the UTS one; then the network's
+ * attach (veth, IP) and the pod's resolv.conf and hosts. A restarted agent
+ * finishing a half-built sandbox makes only what is missing. Returns the
+ * pod's IP.
  */
 export async function createSandbox(env: SandboxEnv, pod: Pod): Promise<string> {
   const uid = pod.metadata?.uid ?? "";
   const p = podPaths(env.stateDir, uid);
   fs.mkdirSync(p.dir, { recursive: true });
   for (const v of pod.spec?.volumes ?? []) if (!v.hostPath) fs.mkdirSync(emptyDirPath(p.dir, v.name), { recursive: true });
-  for (const f of [p.ipc, p.uts]) if (!fs.existsSync(f)) fs.writeFileSync(f, "");
   const hostNetwork = Boolean(pod.spec?.hostNetwork);
-  const namespaces = isMountPoint(p.uts) ? Promise.resolve("") : run("unshare", [`--ipc=${p.ipc}`, `--uts=${p.uts}`, "hostname", podHostname(pod)]);
-  const network = hostNetwork ? Promise.resolve(env.hostIp) : joinNetwork(env, uid);
-  const [ip] = await Promise.all([network, namespaces]);
+  const mounted = mountedAmong([netnsPath(uid), p.uts]);
+  const newNet = !hostNetwork && !mounted.has(netnsPath(uid));
+  const newUts = !mounted.has(p.uts);
+  const bind = [...(newNet ? [netnsPath(uid)] : []), ...(newUts ? [p.ipc, p.uts] : [])];
+  for (const f of bind) fs.writeFileSync(f, "");
+  if (bind.length > 0) {
+    // Without a new UTS namespace `hostname` would rename the host: then the command is `true`.
+    const command = newUts ? ["hostname", podHostname(pod)] : ["true"];
+    await run("unshare", [...(newNet ? [`--net=${netnsPath(uid)}`] : []), ...(newUts ? [`--ipc=${p.ipc}`, `--uts=${p.uts}`] : []), ...command]);
+  }
+  const ip = hostNetwork ? env.hostIp : await env.network.attach(uid, netnsPath(uid));
   const dnsPolicy = pod.spec?.dnsPolicy || "ClusterFirst";
   const clusterDns = dnsPolicy === "ClusterFirstWithHostNet" || (dnsPolicy === "ClusterFirst" && !hostNetwork);
   fs.writeFileSync(p.resolvConf, clusterDns
@@ -49,9 +57,15 @@ export async function createSandbox(env: SandboxEnv, pod: Pod): Promise<string> 
   return ip;
 }
 
-async function joinNetwork(env: SandboxEnv, uid: string): Promise<string> {
-  if (!fs.existsSync(netnsPath(uid))) await run("ip", ["netns", "add", NAMES.netns(uid)]);
-  return env.network.attach(uid, netnsPath(uid));
+/**
+ * Makes /run/netns what `ip netns add` makes it (a shared mount, so
+ * namespaces bound there later show in mount namespaces made before), once
+ * per agent: sandboxes then bind their network namespaces there themselves.
+ */
+export async function prepareNetnsDir(node: string): Promise<void> {
+  const probe = NAMES.netns(`setup-${node}`);
+  await run("ip", ["netns", "add", probe]);
+  await run("ip", ["netns", "delete", probe]);
 }
 
 function hostResolvConf(): string {
@@ -64,7 +78,9 @@ function hostResolvConf(): string {
 
 /** Whether a pod's namespaces still exist (a reboot takes them, and /run/netns with them). */
 export function sandboxAlive(stateDir: string, uid: string, hostNetwork: boolean): boolean {
-  return isMountPoint(podPaths(stateDir, uid).uts) && (hostNetwork || fs.existsSync(netnsPath(uid)));
+  const uts = podPaths(stateDir, uid).uts;
+  const mounted = mountedAmong([uts, netnsPath(uid)]);
+  return mounted.has(uts) && (hostNetwork || mounted.has(netnsPath(uid)));
 }
 
 /**

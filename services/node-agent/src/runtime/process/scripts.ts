@@ -3,18 +3,25 @@ import path from "node:path";
 import type { BindMount } from "./container-spec.js";
 import { shq } from "./proc.js";
 
+const BUSYBOX = ["/usr/bin/busybox", "/bin/busybox"].find((b) => fs.existsSync(b));
+
 /**
- * The umount that detaches other pods' namespace files: the host's static
- * busybox when there is one (util-linux umount re-reads mountinfo per
- * target: with a hundred pods that is tens of ms per container start).
+ * The umount that detaches other pods' namespace files (`-a -t nsfs`): the
+ * host's static busybox when there is one, else util-linux's.
  */
-const UMOUNT = ["/usr/bin/busybox", "/bin/busybox"].some((b) => fs.existsSync(b)) ? "busybox umount" : "umount";
+const UMOUNT = BUSYBOX ? `${BUSYBOX} umount` : "umount";
+
+/** unshare by its path: the container's PATH (a prefix assignment on the same line) must not decide which program runs. */
+const UNSHARE = ["/usr/bin/unshare", "/bin/unshare"].find((b) => fs.existsSync(b)) ?? "unshare";
+
+/** Names a POSIX shell can assign as a command prefix; other env names need `env -i`. */
+const SHELL_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 /** What a container's shim and init scripts are generated from (fixed for the container's life; the run number is an argument). */
 export interface ContainerScriptSpec {
   /** The pod and container, for the scripts' header comment. */
   title: string;
-  /** The container's state dir: run files `<n>.log`, `<n>.pid`, `<n>.code`, `<n>.exit`, `<n>.upper`, `<n>.work`, and `rootfs`. */
+  /** The container's state dir: run files `<n>.log`, `<n>.pid`, `<n>.code`, `<n>.exit`, `<n>.fstab`, `<n>.upper`, `<n>.work`, and `rootfs`. */
   dir: string;
   /** The pod's network namespace file; undefined for hostNetwork pods. */
   netns: string | undefined;
@@ -80,28 +87,56 @@ echo "$c $r" > "$n.exit"
 `;
 }
 
+/** A path or option field of an fstab line: space, tab, newline and backslash as octal escapes. */
+function fstabField(s: string): string {
+  return s.replace(/[\\ \t\n]/g, (c) => `\\${c.charCodeAt(0).toString(8).padStart(3, "0")}`);
+}
+
+/**
+ * The mounts of run `n` as an fstab, which the init step mounts with one
+ * `mount -a -T` (one program for all of them, in order): the overlay root
+ * (image) — a host-filesystem root is a tmpfs the init step mounts and fills
+ * first — then the host's system dirs read-only (host filesystem), /proc,
+ * /dev, /tmp (a tmpfs on the host's filesystem; an image's own /tmp, in the
+ * run's upper dir, as in Docker) and the volumes.
+ */
+export function runFstab(s: ContainerScriptSpec, n: number): string {
+  const root = path.join(s.dir, "rootfs");
+  const at = (p: string): string => fstabField(path.join(root, p));
+  const lines: string[] = [];
+  if (s.lowerdir) {
+    const rp = { upper: path.join(s.dir, `${n}.upper`), work: path.join(s.dir, `${n}.work`) };
+    lines.push(`overlay ${fstabField(root)} overlay ${fstabField(`lowerdir=${s.lowerdir},upperdir=${rp.upper},workdir=${rp.work}`)} 0 0`);
+  } else {
+    for (const h of s.hostDirs) lines.push(`${fstabField(h)} ${at(h)} none bind,ro 0 0`);
+  }
+  lines.push(`proc ${at("/proc")} proc defaults 0 0`, `/dev ${at("/dev")} none bind 0 0`);
+  if (!s.lowerdir) lines.push(`tmpfs ${at("/tmp")} tmpfs mode=1777 0 0`);
+  for (const b of s.binds) lines.push(`${fstabField(b.source)} ${at(b.target)} none ${b.readOnly ? "bind,ro" : "bind"} 0 0`);
+  return `${lines.join("\n")}\n`;
+}
+
 /**
  * The init step, PID 1 of the container's pid namespace, still on the
  * host's root in a private mount namespace: records its host pid, joins
  * the cgroups, detaches every namespace file its mount namespace copied
- * from the host (other pods' would otherwise outlive their pods), builds the root, then runs the command chrooted as its
- * child, forwarding SIGTERM (a PID 1 without a handler would ignore it)
- * and exiting with the command's status.
+ * from the host (other pods' would otherwise outlive their pods), mounts
+ * the run's fstab (see {@link runFstab}), then runs the command chrooted as
+ * its child, forwarding SIGTERM (a PID 1 without a handler would ignore it)
+ * and exiting with the command's status. The shim starts with an empty
+ * environment, so the command's is exactly the spec's: prefix assignments
+ * when every name is a shell name, else `env -i`.
  */
 export function initScript(s: ContainerScriptSpec): string {
-  const r = '"$r"';
-  const lines: string[] = [];
-  if (s.lowerdir) {
-    lines.push(`mount -t overlay overlay -o ${shq(`lowerdir=${s.lowerdir},upperdir=`)}"$d/$n.upper",workdir="$d/$n.work" ${r}`);
-  } else {
-    lines.push(`mount -t tmpfs -o mode=755 tmpfs ${r}`);
+  const hostRoot: string[] = [];
+  if (!s.lowerdir) {
     const dirs = [...s.hostDirs, "/proc", "/dev", "/tmp", ...s.binds.filter((b) => !b.file).map((b) => b.target), s.workingDir || "/"];
-    lines.push(`mkdir -p ${dirs.map((p) => `"$r"${shq(p)}`).join(" ")}`);
-    for (const h of s.hostDirs) lines.push(`mount --bind -o ro ${shq(h)} "$r"${shq(h)}`);
+    hostRoot.push(`mount -t tmpfs -o mode=755 tmpfs "$r"`, `mkdir -p ${dirs.map((p) => `"$r"${shq(p)}`).join(" ")}`);
   }
-  lines.push(`mount -t proc proc "$r/proc"`, `mount --bind /dev "$r/dev"`, `mount -t tmpfs -o mode=1777 tmpfs "$r/tmp"`);
-  for (const b of s.binds) lines.push(`mount --bind${b.readOnly ? " -o ro" : ""} ${shq(b.source)} "$r"${shq(b.target)}`);
-  const env = [...s.env].map(([k, v]) => shq(`${k}=${v}`)).join(" ");
+  const plain = [...s.env.keys()].every((k) => SHELL_NAME.test(k));
+  const env = plain
+    ? [...s.env].map(([k, v]) => `${k}=${shq(v)}`).join(" ")
+    : `env -i ${[...s.env].map(([k, v]) => shq(`${k}=${v}`)).join(" ")}`;
   return `#!/bin/sh
 # choreo process-runtime init: ${s.title.replace(/\n/g, " ")}
 n=$1
@@ -112,16 +147,15 @@ read -r me < /proc/self/stat
 set -- $me
 echo "$1 \${22}" > "$d/$n.pid"
 ${s.cgroupDirs.map((c) => `echo 0 > ${shq(path.join(c, "cgroup.procs"))}`).join("\n")}
-# The namespace files in this mount namespace's copy of the host's table (other pods', /run/netns):
-# read here, after unshare, so a pod created a moment ago is in the list too.
-l=; while read -r _ _ _ _ m x; do case "$x" in *" - nsfs "*) case "$m" in *'\\'*) ;; *) l="$l $m" ;; esac ;; esac; done < /proc/self/mountinfo
-[ -z "$l" ] || ${UMOUNT} -l $l 2>/dev/null || true
-${lines.join("\n")}
+# The namespace files in this mount namespace's copy of the host's table (other pods', /run/netns).
+${UMOUNT} -a -l -t nsfs 2>/dev/null || true
+${[...hostRoot, `mount -a -T "$d/$n.fstab"`].join("\n")}
 set +e
 # From here the shell's own words ("Killed") are not the container's: its stderr moves to fd 3.
 exec 3>&2 2>/dev/null
 trap 'kill -TERM "$c"' TERM INT HUP
-env -i ${env} unshare --root="$r" --wd=${shq(s.workingDir || "/")} -- ${s.argv.map(shq).join(" ")} 2>&3 3>&- &
+unset PWD OLDPWD
+${env} ${UNSHARE} --root="$r" --wd=${shq(s.workingDir || "/")} -- ${s.argv.map(shq).join(" ")} 2>&3 3>&- &
 c=$!
 while :; do wait "$c"; s=$?; kill -0 "$c" 2>/dev/null || exit "$s"; done
 `;

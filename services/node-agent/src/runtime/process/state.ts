@@ -68,6 +68,7 @@ export const runPaths = (dir: string, n: number) => ({
   code: path.join(dir, `${n}.code`),
   upper: path.join(dir, `${n}.upper`),
   work: path.join(dir, `${n}.work`),
+  fstab: path.join(dir, `${n}.fstab`),
 });
 
 /** Writes pod.json atomically (write + rename), so a crash never leaves half a record. */
