@@ -57,6 +57,34 @@ describe("ProcessRuntime pods", () => {
     await waitFor(async () => (await logText(r!, uid, { container: "app" })).includes("ambassador-ok"), { message: "app got the proxy's page" });
   });
 
+  it("the command's environment is the spec's and the defaults, nothing of the agent's; names that are no shell names too", async () => {
+    r = await rig();
+    process.env["CHOREO_AGENT_SECRET"] = "must-not-leak";
+    try {
+      const pod = r.pod("env", {
+        containers: [
+          { name: "plain", image: BUSYBOX, command: ["env"], env: [{ name: "GREETING", value: "it's $HOME" }] },
+          { name: "dotted", image: BUSYBOX, command: ["env"], env: [{ name: "my.setting", value: "a b" }, { name: "X", value: "1" }] },
+        ],
+        restartPolicy: "Never",
+      });
+      const uid = pod.metadata!.uid;
+      await r.rt.startPod(pod);
+      for (const c of ["plain", "dotted"]) await waitStatus(r, uid, c, (s) => s.state?.terminated?.exitCode === 0, `${c} ran`);
+      // env itself, not a shell: a shell would add PWD and SHLVL, and busybox's drops names like my.setting.
+      const names = (text: string) => text.trim().split("\n").map((l) => l.split("=")[0]).sort();
+      const plain = await logText(r, uid, { container: "plain" });
+      assert.deepEqual(names(plain), ["GREETING", "HOME", "HOSTNAME", "PATH"]);
+      assert.match(plain, /^GREETING=it's \$HOME$/m, "values reach the command unexpanded");
+      const dotted = await logText(r, uid, { container: "dotted" });
+      assert.deepEqual(names(dotted), ["HOME", "HOSTNAME", "PATH", "X", "my.setting"]);
+      assert.match(dotted, /^my\.setting=a b$/m);
+      assert.doesNotMatch(plain + dotted, /CHOREO_AGENT_SECRET|OLDPWD/);
+    } finally {
+      delete process.env["CHOREO_AGENT_SECRET"];
+    }
+  });
+
   it("exec runs in the container's root with its env, and kills a command that overruns its timeout", async () => {
     r = await rig();
     const pod = r.pod("exec", {
