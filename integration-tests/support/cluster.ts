@@ -65,8 +65,24 @@ async function healthz(port: number): Promise<boolean> {
 /** Starts a cluster for an integration test. `env` goes to every api process. */
 export async function startCluster(opts: { apis?: number; env?: Record<string, string>; actors?: { name: string; env?: Record<string, string>; args?: string[]; as?: string }[] } = {}): Promise<TestCluster> {
   const dir = mkdtempSync(path.join(os.tmpdir(), "choreo-it-"));
-  const [nats, redis] = await Promise.all([startNats({ dir: path.join(dir, "nats") }), startRedis({ dir: path.join(dir, "redis") })]);
+  // What is started so far: a failed start stops it all, or its processes would keep the test file alive until its timeout.
+  const started: { stop(): Promise<unknown> }[] = [];
+  try {
+    return await bringUp(dir, opts, started);
+  } catch (err) {
+    for (const s of started.reverse()) await s.stop().catch(() => undefined);
+    rmSync(dir, { recursive: true, force: true });
+    throw err;
+  }
+}
+
+async function bringUp(dir: string, opts: Parameters<typeof startCluster>[0] & object, started: { stop(): Promise<unknown> }[]): Promise<TestCluster> {
+  const [nats, redis] = await Promise.all([
+    startNats({ dir: path.join(dir, "nats") }).then((s) => (started.push(s), s)),
+    startRedis({ dir: path.join(dir, "redis") }).then((s) => (started.push(s), s)),
+  ]);
   const nc = await connectBus(nats.url, "integration-test");
+  started.push({ stop: () => nc.close() });
   const probe = new ApiClient(nc, { timeoutMs: 1_000 });
   const client = new ApiClient(nc, { timeoutMs: 15_000 });
   const apis: ApiProcess[] = [];
@@ -92,7 +108,19 @@ export async function startCluster(opts: { apis?: number; env?: Record<string, s
     });
   };
   // The first replica creates the token file and certificate; the others reuse them.
-  for (const a of apis) await launch(a);
+  for (const a of apis) {
+    // Ports are free when picked, not reserved: one taken meanwhile gets the replica new ones.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await launch(a);
+        break;
+      } catch (err) {
+        if (attempt >= 3 || !/EADDRINUSE/.test(String(err))) throw err;
+        Object.assign(a, { httpPort: await freePort(), httpsPort: await freePort(), grpcPort: await freePort(), metricsPort: await freePort() });
+      }
+    }
+    started.push({ stop: () => a.process.stop(10_000) });
+  }
   const token = readFileSync(path.join(dir, "api", "tokens"), "utf8").trim().split("\n")[0] ?? "";
   const actors = new Map<string, ManagedProcess>();
   const startActor = async (name: string, env: Record<string, string> = {}, args: string[] = [], as = name): Promise<ManagedProcess> => {
@@ -111,6 +139,7 @@ export async function startCluster(opts: { apis?: number; env?: Record<string, s
     actors.set(as, p);
     return p;
   };
+  started.push({ stop: () => Promise.all([...actors.values()].map((p) => p.stop(5_000))) });
   for (const a of opts.actors ?? []) await startActor(a.name, a.env, a.args, a.as);
   return {
     dir, nats, redis, apis, nc, client, token, actors, startActor,

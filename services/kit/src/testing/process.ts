@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { createWriteStream, type WriteStream } from "node:fs";
+import { createWriteStream, readFileSync, type WriteStream } from "node:fs";
 import net from "node:net";
 
 /** Options of `startProcess`. */
@@ -141,16 +141,38 @@ async function urlOk(url: string): Promise<boolean> {
   }
 }
 
-/** A TCP port free at the time of the call. */
+/**
+ * A TCP port free at the time of the call, picked at random below the
+ * kernel's ephemeral range (ip_local_port_range) and outside the NodePort
+ * range (30000-32767): a port from the ephemeral range can be taken, between
+ * this call and the server's listen, by any outgoing connection on the
+ * machine as its local port (seen in CI as EADDRINUSE).
+ */
 export async function freePort(): Promise<number> {
+  const [ephemeralLow] = readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8").trim().split(/\s+/).map(Number);
+  const high = Math.min(29_999, (ephemeralLow ?? 32_768) - 1);
+  const low = 10_000;
+  for (let attempt = 0; high > low && attempt < 100; attempt++) {
+    const port = low + Math.floor(Math.random() * (high - low + 1));
+    if (await canListen(port)) return port;
+  }
+  return listenOn(0); // an unusual range: let the kernel choose
+}
+
+function canListen(port: number): Promise<boolean> {
+  return listenOn(port).then(() => true, () => false);
+}
+
+/** Listens on 127.0.0.1:port, closes, and resolves with the port it had. */
+function listenOn(port: number): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = net.createServer();
     srv.unref();
     srv.on("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
+    srv.listen(port, "127.0.0.1", () => {
       const addr = srv.address();
-      const port = typeof addr === "object" && addr ? addr.port : 0;
-      srv.close(() => resolve(port));
+      const bound = typeof addr === "object" && addr ? addr.port : 0;
+      srv.close(() => resolve(bound));
     });
   });
 }
