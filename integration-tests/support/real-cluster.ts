@@ -14,8 +14,8 @@ import { LABELS, NAMES } from "../../services/node-agent/src/net/types.js";
 import { startCluster, type TestCluster } from "./cluster.js";
 import { writeKubeconfig } from "./kubectl.js";
 
-/** The runtimes scenarios run on. */
-export type RealRuntime = "docker" | "process";
+/** The runtimes scenarios run on; "hollow" (simulated pods, no processes) is the benchmarks' control-plane baseline. */
+export type RealRuntime = "docker" | "process" | "hollow";
 
 /** Whether a Docker engine answers (docker scenarios are skipped with a reason when not). */
 export function dockerAvailable(): boolean {

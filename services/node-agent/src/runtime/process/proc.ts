@@ -63,12 +63,7 @@ export function bootEpochSeconds(): number {
   return Date.now() / 1000 - uptime;
 }
 
-/** Whether `p` is a mount point in this mount namespace. */
-export function isMountPoint(p: string): boolean {
-  return mountedAmong([p]).has(p);
-}
-
-/** Which of `paths` are mount points (one read of the mount table for all). */
+/** Which of `paths` are mount points in this mount namespace (one read of the mount table for all). */
 export function mountedAmong(paths: readonly string[]): Set<string> {
   const wanted = new Set(paths);
   const found = new Set<string>();

@@ -4,7 +4,7 @@ import { etcHosts, resolvConf } from "../../dns/resolv-conf.js";
 import { NAMES, type PodNetwork } from "../../net/types.js";
 import { emptyDirPath, podHostname } from "../pod-spec.js";
 import { run } from "../../exec.js";
-import { isMountPoint, mountedAmong } from "./proc.js";
+import { mountedAmong } from "./proc.js";
 import { podPaths } from "./state.js";
 
 /** What the sandbox needs from the runtime. */
@@ -94,7 +94,7 @@ export async function destroySandbox(env: SandboxEnv, uid: string, ip: string, h
     if (ip) await env.network.detach(uid, ip);
     if (fs.existsSync(netnsPath(uid))) await run("ip", ["netns", "delete", NAMES.netns(uid)]);
   }
-  const mounted = [p.ipc, p.uts].filter(isMountPoint);
+  const mounted = [...mountedAmong([p.ipc, p.uts])];
   if (mounted.length > 0) await run("umount", mounted);
   fs.rmSync(p.dir, { recursive: true, force: true });
 }
