@@ -109,16 +109,7 @@ async function bringUp(dir: string, opts: Parameters<typeof startCluster>[0] & o
   };
   // The first replica creates the token file and certificate; the others reuse them.
   for (const a of apis) {
-    // Ports are free when picked, not reserved: one taken meanwhile gets the replica new ones.
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await launch(a);
-        break;
-      } catch (err) {
-        if (attempt >= 3 || !/EADDRINUSE/.test(String(err))) throw err;
-        Object.assign(a, { httpPort: await freePort(), httpsPort: await freePort(), grpcPort: await freePort(), metricsPort: await freePort() });
-      }
-    }
+    await launch(a);
     started.push({ stop: () => a.process.stop(10_000) });
   }
   const token = readFileSync(path.join(dir, "api", "tokens"), "utf8").trim().split("\n")[0] ?? "";

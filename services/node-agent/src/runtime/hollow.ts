@@ -144,7 +144,7 @@ export class HollowRuntime implements Runtime {
     const hp = this.pods.get(uid);
     const c = hp?.containers.find((x) => x.name === opts.container);
     if (!hp || !c) throw new RuntimeRequestError(`container "${opts.container}" in pod is not running on this node`);
-    if (opts.previous && c.restartCount === 0) throw new RuntimeRequestError(`previous terminated container "${opts.container}" in pod "${hp.ref.name}" not found`);
+    if (opts.previous && c.restartCount === 0) throw RuntimeRequestError.noPrevious(opts.container, hp.ref.name);
     const since = opts.sinceSeconds !== undefined ? Date.now() - opts.sinceSeconds * 1000 : -Infinity;
     const render = (line: string): string => {
       const [ts, text] = [line.slice(0, line.indexOf(" ")), line.slice(line.indexOf(" ") + 1)];

@@ -49,6 +49,21 @@ export interface ExecResult {
  */
 export class RuntimeRequestError extends Error {
   override readonly name = "RuntimeRequestError";
+
+  /** The pod is not (or no longer) on this node. */
+  static noPod(uid: string, node: string): RuntimeRequestError {
+    return new RuntimeRequestError(`pod with uid ${uid} is not running on node ${node}`);
+  }
+
+  /** The pod has no container of that name (the kubelet's wording). */
+  static noContainer(container: string, pod: string): RuntimeRequestError {
+    return new RuntimeRequestError(`container ${container} is not valid for pod ${pod}`);
+  }
+
+  /** `previous` logs of a container that never restarted (the kubelet's wording). */
+  static noPrevious(container: string, pod: string): RuntimeRequestError {
+    return new RuntimeRequestError(`previous terminated container "${container}" in pod "${pod}" not found`);
+  }
 }
 
 /**

@@ -232,7 +232,7 @@ export class DockerRuntime implements Runtime {
     const { p, c } = this.mustFind(uid, opts.container);
     const instance = opts.previous ? c.previous : c.current;
     if (!instance || instance.removed) {
-      if (opts.previous) throw new RuntimeRequestError(`previous terminated container "${c.name}" in pod "${p.ref.name}" not found`);
+      if (opts.previous) throw RuntimeRequestError.noPrevious(c.name, p.ref.name);
       throw new RuntimeRequestError(`container "${c.name}" in pod "${p.ref.name}" is waiting to start: ${c.waiting?.reason ?? "ContainerCreating"}`);
     }
     try {
@@ -258,9 +258,9 @@ export class DockerRuntime implements Runtime {
   /** The pod and container, or a RuntimeRequestError (logs, exec: the api answers 400). */
   private mustFind(uid: string, container: string): { p: PodRecord; c: ContainerRecord } {
     const p = this.pods.get(uid);
-    if (!p) throw new RuntimeRequestError(`pod with uid ${uid} is not running on node ${this.opts.node}`);
+    if (!p) throw RuntimeRequestError.noPod(uid, this.opts.node);
     const c = p.containers.get(container);
-    if (!c) throw new RuntimeRequestError(`container ${container} is not valid for pod ${p.ref.name}`);
+    if (!c) throw RuntimeRequestError.noContainer(container, p.ref.name);
     return { p, c };
   }
 

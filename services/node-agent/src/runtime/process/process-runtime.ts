@@ -205,7 +205,7 @@ export class ProcessRuntime implements Runtime {
     const n = opts.previous ? hc.rec.restartCount - 1 : hc.rec.restartCount;
     const log = runPaths(hc.rec.spec.dir, n).log;
     if (opts.previous && (n < 0 || !fs.existsSync(log))) {
-      throw new RuntimeRequestError(`previous terminated container "${opts.container}" in pod "${hp.rec.name}" not found`);
+      throw RuntimeRequestError.noPrevious(opts.container, hp.rec.name);
     }
     const running = (): boolean => !opts.previous && hc.rec.restartCount === n && !this.checkExit(hp, hc);
     return readLog(log, this.maxFiles, { ...opts, running }, signal);
@@ -236,9 +236,9 @@ export class ProcessRuntime implements Runtime {
 
   private mustGet(uid: string, container: string): { hp: HeldPod; hc: HeldContainer } {
     const hp = this.pods.get(uid);
-    if (!hp) throw new RuntimeRequestError(`pod with uid ${uid} is not running on node ${this.o.node}`);
+    if (!hp) throw RuntimeRequestError.noPod(uid, this.o.node);
     const hc = hp.containers.get(container);
-    if (!hc) throw new RuntimeRequestError(`container ${container} is not valid for pod ${hp.rec.name}`);
+    if (!hc) throw RuntimeRequestError.noContainer(container, hp.rec.name);
     return { hp, hc };
   }
 
