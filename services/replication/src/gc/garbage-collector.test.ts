@@ -23,6 +23,7 @@ describe("GarbageCollector", () => {
     const del = client.of("delete");
     assert.deepEqual(del.map((d) => d.name), ["a"]);
     assert.equal(del[0]?.options?.preconditions?.uid, "uid-a");
+    assert.equal(del[0]?.options?.preconditions?.resourceVersion, "7", "only the version read: one orphaned meanwhile is not deleted");
   });
 
   it("a pod whose owner exists (in the cache, or only in the api so far) is kept", async () => {

@@ -1,7 +1,8 @@
 // The garbage collector: dependents (pods) follow their owners
 // (ReplicationControllers, DaemonSets, Jobs).
 //   Background: an owner gone → each dependent whose owners are all gone is
-//     deleted (after a live read confirms the owner really is gone).
+//     deleted (after a live read confirms the owner really is gone; only if
+//     the dependent is still the version that named it).
 //   Foreground: an owner with the `foregroundDeletion` finalizer → its
 //     dependents are deleted; when none remain the finalizer is removed and
 //     the api removes the owner.
@@ -95,7 +96,9 @@ export class GarbageCollector implements Runnable {
     }
     if (alive > 0 && !foreground) return done();
     try {
-      await this.opts.client.delete("pods", m.namespace, m.name, { preconditions: { uid: m.uid, resourceVersion: "" }, propagationPolicy: "Background" });
+      // Only the pod as read: its ownerReferences may have changed since (an orphaning GC removed them
+      // while this cache still had the old copy). A conflict is fine: the update re-enqueues the pod.
+      await this.opts.client.delete("pods", m.namespace, m.name, { preconditions: { uid: m.uid, resourceVersion: m.resourceVersion }, propagationPolicy: "Background" });
       this.log.info({ pod: key, owners: m.ownerReferences.map((r) => `${r.kind}/${r.name}`), foreground }, "dependent deleted");
     } catch (err) {
       if (!isNotFound(err) && !isConflict(err)) throw err;
