@@ -3,7 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { connectBus } from "@choreo/kit/bus";
+import { connectBus, eventKeyPaths } from "@choreo/kit/bus";
 import { ApiClient } from "@choreo/kit/client";
 import { freePort, startNats, startProcess, startRedis, type ManagedProcess, type ServerHandle } from "@choreo/kit/testing";
 
@@ -122,7 +122,10 @@ async function bringUp(dir: string, opts: Parameters<typeof startCluster>[0] & o
       cmd: process.execPath,
       args: ["--import", "tsx", path.join(ROOT, `services/${name}/src/main.ts`), ...args],
       cwd: ROOT,
-      env: { CHOREO_NATS_URL: nats.url, CHOREO_LOG_LEVEL: "info", ...opts.env, ...env, CHOREO_METRICS_PORT: String(metricsPort) },
+      env: {
+        CHOREO_NATS_URL: nats.url, CHOREO_LOG_LEVEL: "info", CHOREO_EVENT_VERIFY_KEY: eventKeyPaths(path.join(dir, "api", "pki")).publicKey,
+        ...opts.env, ...env, CHOREO_METRICS_PORT: String(metricsPort),
+      },
       readyUrl: `http://127.0.0.1:${metricsPort}/healthz`,
       timeoutMs: 60_000,
       logFile: path.join(dir, `${as}.log`),

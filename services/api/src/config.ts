@@ -20,6 +20,8 @@ export interface ApiConfig {
   replicaId: string;
   faultCrashBeforePublishEvery: number;
   faultCrashAfterPublishEvery: number;
+  /** The Ed25519 key the relay signs events with (PEM); default `<dataDir>/pki/event-signing.key`, made when missing. */
+  eventSigningKey: string | undefined;
 }
 
 function int(env: NodeJS.ProcessEnv, name: string, dflt: number): number {
@@ -50,5 +52,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ApiConfig {
     replicaId: env["CHOREO_REPLICA_ID"] ?? `${os.hostname()}-${process.pid}`,
     faultCrashBeforePublishEvery: int(env, "CHOREO_FAULT_CRASH_BEFORE_PUBLISH_EVERY", 0),
     faultCrashAfterPublishEvery: int(env, "CHOREO_FAULT_CRASH_AFTER_PUBLISH_EVERY", 0),
+    eventSigningKey: env["CHOREO_EVENT_SIGNING_KEY"] || undefined,
   };
 }

@@ -1,7 +1,8 @@
 // The api service: config → Redis + NATS → registry, relay, watch cache →
 // NATS, gRPC and HTTP transports, until SIGTERM; then drain and exit.
 import { Redis } from "ioredis";
-import { connectBus, ensureEventStream } from "@choreo/kit/bus";
+import path from "node:path";
+import { connectBus, ensureEventKeys, ensureEventStream, loadEventSigner } from "@choreo/kit/bus";
 import { runAll, signalController } from "@choreo/kit/lifecycle";
 import { createLogger } from "@choreo/kit/log";
 import { createRegistry as createMetricsRegistry, metricsServer } from "@choreo/kit/metrics";
@@ -37,8 +38,10 @@ const tokens = loadTokens(config.tokenFile);
 const tls = await ensureServingCert(config.dataDir, [config.host]);
 const logs = new NatsLogs({ nc, handlers: registry, log: log.child({ subsystem: "logs" }) });
 const gateway = createGateway({ handlers: registry, logs, log: log.child({ subsystem: "http" }), tokens, registry: metrics, serverAddress: `${config.host}:${config.httpsPort}` });
+// Node agents run only what carries this key's signature (the public half beside it).
+const signer = loadEventSigner(config.eventSigningKey ?? ensureEventKeys(path.join(config.dataDir, "pki")).privateKey);
 const relay = new Relay({
-  redis, nc, jsm, log: log.child({ subsystem: "relay" }), id: config.replicaId,
+  redis, nc, jsm, log: log.child({ subsystem: "relay" }), id: config.replicaId, signer,
   crashBeforePublishEvery: config.faultCrashBeforePublishEvery, crashAfterPublishEvery: config.faultCrashAfterPublishEvery,
   onBacklog: (n) => m.relayBacklog.set(n), onPublished: (n) => m.relayPublished.inc(n),
 });

@@ -37,6 +37,8 @@ export interface AgentConfig {
   stopPodsOnExit: boolean;
   /** Pods reconciled at once per node (`CHOREO_AGENT_WORKERS`): how many start in parallel. */
   workers: number;
+  /** The api's event-signing public key (PEM file, `CHOREO_EVENT_VERIFY_KEY`): pod events without its signature run nothing. Required by real runtimes. */
+  eventVerifyKey: string;
 }
 
 /** The runtimes a node agent can drive. */
@@ -93,5 +95,6 @@ export function loadConfig(argv = process.argv.slice(2), env = process.env): Age
     pullBackoffMs: num(env["CHOREO_PULL_BACKOFF_MS"], 1_000),
     stopPodsOnExit: env["CHOREO_STOP_PODS_ON_EXIT"] === "1",
     workers: num(env["CHOREO_AGENT_WORKERS"], 4),
+    eventVerifyKey: env["CHOREO_EVENT_VERIFY_KEY"] ?? "",
   };
 }

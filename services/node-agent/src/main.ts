@@ -6,12 +6,12 @@
 // network down.
 import { jetstreamManager } from "@nats-io/jetstream";
 import Docker from "dockerode";
-import { connectBus } from "@choreo/kit/bus";
+import { connectBus, loadEventVerifier, requireSignedEvents } from "@choreo/kit/bus";
 import { ApiClient } from "@choreo/kit/client";
 import { EventRecorder } from "@choreo/kit/events";
 import { runAll, signalController, type Runnable } from "@choreo/kit/lifecycle";
 import { createLogger } from "@choreo/kit/log";
-import { createRegistry, metricsServer } from "@choreo/kit/metrics";
+import { createRegistry, getOrCreateCounter, metricsServer } from "@choreo/kit/metrics";
 import { loadConfig } from "./config.js";
 import { hollowNodes, runAgents } from "./hollow-nodes.js";
 import { LogServer } from "./logs/log-server.js";
@@ -24,6 +24,22 @@ const ac = signalController();
 const registry = createRegistry("node-agent");
 const nc = await connectBus(config.natsUrl, `node-agent-${config.hollowNodes ? config.prefix : config.nodeName}`);
 const jsm = await jetstreamManager(nc);
+const runtime = config.hollowNodes > 0 ? "hollow" : await pickRuntime();
+// Only events the api signed are acted on: a pod published on the bus by anyone else runs nothing.
+if (config.eventVerifyKey) {
+  const rejected = getOrCreateCounter(registry, "choreo_bus_events_rejected_total", "Event-log messages refused: unsigned, bad signature, or out of place", ["reason"]);
+  requireSignedEvents(nc, {
+    verifier: loadEventVerifier(config.eventVerifyKey),
+    onRejected: (reason, subject, sequence) => {
+      rejected.inc({ reason });
+      log.warn({ reason, subject, sequence }, "event refused: not the api's");
+    },
+  });
+} else if (runtime !== "hollow") {
+  throw new Error("a node that runs real pods needs CHOREO_EVENT_VERIFY_KEY (the api's event-signing public key, <api data dir>/pki/event-signing.pub)");
+} else {
+  log.warn({}, "event signatures not checked (no CHOREO_EVENT_VERIFY_KEY): hollow nodes only");
+}
 const client = new ApiClient(nc);
 const events = process.env["CHOREO_EVENTS"] === "0" ? undefined : new EventRecorder(client, "kubelet", log);
 const agentOpts = {
@@ -38,7 +54,6 @@ async function pickRuntime(): Promise<"docker" | "process" | "hollow"> {
   return (await engineAnswers(new Docker())) ? "docker" : "process";
 }
 
-const runtime = config.hollowNodes > 0 ? "hollow" : await pickRuntime();
 let real: RealNode | undefined;
 let agents: Runnable;
 if (runtime === "hollow") {

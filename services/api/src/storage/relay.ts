@@ -1,7 +1,8 @@
 import { jetstream, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Redis } from "ioredis";
-import { decodeEvent, encodeEvent, streamState } from "@choreo/kit/bus";
+import { headers } from "@nats-io/transport-node";
+import { decodeEvent, encodeEvent, EVENT_SIGNATURE_HEADER, streamState, type EventSigner } from "@choreo/kit/bus";
 import type { Logger } from "@choreo/kit/log";
 import { sleep } from "@choreo/kit/lifecycle";
 import { CHANGES_KEY, RELAY_LOCK_KEY } from "./keys.js";
@@ -15,6 +16,8 @@ export interface RelayOptions {
   /** This replica's identity (the lease holder). */
   id: string;
   batch?: number;
+  /** Signs every message (the Choreo-Signature header) so node agents can refuse forged events. */
+  signer?: EventSigner;
   /** Test fault points: kill -9 this process before/after the Nth publish batch. */
   crashBeforePublishEvery?: number;
   crashAfterPublishEvery?: number;
@@ -113,7 +116,13 @@ export class Relay {
       ev.revision = rev;
       const meta = ev.object?.kind?.value.metadata;
       if (meta) meta.resourceVersion = String(rev);
-      acks.push(this.js.publish(subject, encodeEvent(ev), { expect: { lastSequence: rev - 1 } }));
+      const bytes = encodeEvent(ev);
+      let hdrs;
+      if (this.opts.signer) {
+        hdrs = headers();
+        hdrs.set(EVENT_SIGNATURE_HEADER, this.opts.signer.sign(bytes));
+      }
+      acks.push(this.js.publish(subject, bytes, { expect: { lastSequence: rev - 1 }, headers: hdrs }));
       expected = rev;
     }
     const results = await Promise.allSettled(acks);

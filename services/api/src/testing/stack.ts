@@ -1,7 +1,8 @@
 import { Redis } from "ioredis";
 import type { JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { connectBus, ensureEventStream } from "@choreo/kit/bus";
+import { generateKeyPairSync } from "node:crypto";
+import { connectBus, ensureEventStream, EventSigner, EventVerifier } from "@choreo/kit/bus";
 import { ApiClient } from "@choreo/kit/client";
 import { runAll } from "@choreo/kit/lifecycle";
 import { silentLogger } from "@choreo/kit/log";
@@ -23,6 +24,8 @@ export interface Stack {
   registry: Registry;
   cache: WatchCache;
   client: ApiClient;
+  /** Checks the relay's signatures (give it to node agents' connections with requireSignedEvents). */
+  verifier: EventVerifier;
   stop(): Promise<void>;
 }
 
@@ -39,15 +42,17 @@ export async function startStack(opts: { retention?: number; watchCacheSize?: nu
   registry.attachWatch({ cache, nc, jsm });
   await bootstrap(registry);
   const ac = new AbortController();
+  const keys = generateKeyPairSync("ed25519");
+  const verifier = new EventVerifier(keys.publicKey);
   const running = runAll(
-    [new Relay({ redis: redisClient, nc, jsm, log, id: "test" }), cache, new NatsTransport({ nc, handlers: registry, log })],
+    [new Relay({ redis: redisClient, nc, jsm, log, id: "test", signer: new EventSigner(keys.privateKey) }), cache, new NatsTransport({ nc, handlers: registry, log })],
     ac.signal,
   );
   await cache.ready;
   const clientConn = await connectBus(nats.url, "test-client");
   const client = new ApiClient(clientConn);
   return {
-    nats, redis, nc, jsm, redisClient, store, registry, cache, client,
+    nats, redis, nc, jsm, redisClient, store, registry, cache, client, verifier,
     async stop() {
       ac.abort();
       await running.catch(() => undefined);

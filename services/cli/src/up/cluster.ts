@@ -2,6 +2,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { startNats, startProcess, startRedis, waitFor, type ManagedProcess, type ServerHandle } from "@choreo/kit/testing";
+import { eventKeyPaths } from "@choreo/kit/bus";
 
 /** Where and on which ports `choreo up` runs the cluster. */
 export interface UpOptions {
@@ -133,7 +134,7 @@ export async function up(partial: Partial<UpOptions> = {}, log: (line: string) =
           cmd: process.execPath,
           args: ["--import", "tsx", main, ...args],
           cwd: ROOT,
-          env: { CHOREO_NATS_URL: `nats://127.0.0.1:${opts.natsPort}`, CHOREO_METRICS_PORT: String(metricsPort), ...extra },
+          env: { CHOREO_NATS_URL: `nats://127.0.0.1:${opts.natsPort}`, CHOREO_METRICS_PORT: String(metricsPort), CHOREO_EVENT_VERIFY_KEY: eventKeyPaths(path.join(opts.dataDir, "pki")).publicKey, ...extra },
           readyUrl: `http://127.0.0.1:${metricsPort}/healthz`,
           timeoutMs: 60_000,
           logFile: path.join(logs, `${name}.log`),

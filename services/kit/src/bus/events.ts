@@ -4,6 +4,7 @@ import { WatchEvent } from "../gen/choreo/api/v1/api.js";
 import { expired } from "../api/errors.js";
 import { EVENT_STREAM } from "./subjects.js";
 import { streamState } from "./stream.js";
+import { EVENT_SIGNATURE_HEADER, signedEventsPolicy } from "./signing.js";
 
 /** Encodes a watch event (the payload of every event-log message). */
 export function encodeEvent(ev: WatchEvent): Uint8Array {
@@ -29,7 +30,9 @@ export interface ConsumeOptions {
 /**
  * Every change after `fromRevision` matching `filter`, in revision order,
  * then live changes until the signal aborts. Throws a 410 Expired ApiError
- * when the log no longer holds revision fromRevision+1.
+ * when the log no longer holds revision fromRevision+1. On a connection that
+ * requires signed events (`requireSignedEvents`), a message without the
+ * api's signature, or not at the sequence of its revision, is skipped.
  */
 export async function* consumeEvents(opts: ConsumeOptions): AsyncGenerator<WatchEvent> {
   const { firstRevision, lastRevision } = await streamState(opts.jsm);
@@ -45,12 +48,22 @@ export async function* consumeEvents(opts: ConsumeOptions): AsyncGenerator<Watch
     opt_start_seq: opts.fromRevision + 1,
   });
   const messages = await consumer.consume({ max_messages: 512 });
+  const policy = signedEventsPolicy(opts.nc);
   const stop = (): void => void messages.close();
   opts.signal.addEventListener("abort", stop, { once: true });
   try {
     for await (const m of messages) {
       if (opts.signal.aborted) break;
+      if (policy && !policy.verifier.verify(m.data, m.headers?.get(EVENT_SIGNATURE_HEADER) || undefined)) {
+        policy.onRejected?.(m.headers?.get(EVENT_SIGNATURE_HEADER) ? "bad-signature" : "unsigned", m.subject, m.seq);
+        continue;
+      }
       const ev = decodeEvent(m.data);
+      if (policy && ev.revision !== m.seq) {
+        // A genuine message copied to another place in the log (replayed).
+        policy.onRejected?.("out-of-place", m.subject, m.seq);
+        continue;
+      }
       if (!ev.revision) ev.revision = m.seq;
       yield ev;
     }
