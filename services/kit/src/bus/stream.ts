@@ -1,5 +1,6 @@
 import { jetstreamManager, RetentionPolicy, StorageType, DiscardPolicy, type JetStreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { natsConnectOptions } from "../secrets/secrets.js";
 import { EVENT_PREFIX, EVENT_STREAM } from "./subjects.js";
 
 /** Options of the event stream. */
@@ -40,7 +41,13 @@ export async function streamState(jsm: JetStreamManager): Promise<{ firstRevisio
   return { firstRevision: info.state.first_seq, lastRevision: info.state.last_seq, messages: info.state.messages };
 }
 
-/** Connects to NATS with choreo's defaults (reconnect forever, named connection). */
-export function connectBus(url: string, name: string): Promise<NatsConnection> {
-  return connect({ servers: url, name, maxReconnectAttempts: -1, reconnectTimeWait: 250, pingInterval: 10_000 });
+/**
+ * Connects to NATS with choreo's defaults (reconnect forever, named
+ * connection) and credentials: the URL's userinfo (`nats://user:pass@host:port`,
+ * which nats.js itself ignores), else the `user:password` file named by
+ * `credentialsFile` (default CHOREO_NATS_CREDENTIALS). nats-server refuses
+ * a client without them (Authorization Violation, not retried).
+ */
+export function connectBus(url: string, name: string, credentialsFile = process.env["CHOREO_NATS_CREDENTIALS"]): Promise<NatsConnection> {
+  return connect({ ...natsConnectOptions(url, credentialsFile), name, maxReconnectAttempts: -1, reconnectTimeWait: 250, pingInterval: 10_000 });
 }

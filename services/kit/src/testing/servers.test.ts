@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { connect } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { Redis } from "ioredis";
+import { connectBus } from "../bus/stream.js";
 import { startNats, startRedis, type ServerHandle } from "./servers.js";
 import { startProcess } from "./process.js";
 
@@ -17,14 +17,14 @@ describe("harness", () => {
   });
 
   it("keeps JetStream data across kill -9 and restart", async () => {
-    let nc = await connect({ servers: nats.url });
+    let nc = await connectBus(nats.url, "harness-test");
     const jsm = await jetstreamManager(nc);
     await jsm.streams.add({ name: "T", subjects: ["t.>"] });
     await jetstream(nc).publish("t.a", "1");
     await nc.close();
     await nats.kill();
     await nats.restart();
-    nc = await connect({ servers: nats.url });
+    nc = await connectBus(nats.url, "harness-test");
     const info = await (await jetstreamManager(nc)).streams.info("T");
     assert.equal(info.state.last_seq, 1);
     await nc.close();

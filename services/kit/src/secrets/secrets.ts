@@ -1,0 +1,163 @@
+import { randomBytes } from "node:crypto";
+import { chmodSync, closeSync, fstatSync, openSync, readFileSync, renameSync, statSync, writeSync } from "node:fs";
+import path from "node:path";
+
+/**
+ * Secrets on disk: random passwords, files only their owner may read (0600),
+ * and the `user:password` credentials files the services read. Whoever
+ * starts a server writes its config and the clients' credentials; a client
+ * gets the file's path by environment (CHOREO_NATS_CREDENTIALS,
+ * CHOREO_REDIS_CREDENTIALS), never the secret itself on a command line.
+ */
+
+/** A user name and its password. */
+export interface Credentials {
+  user: string;
+  password: string;
+}
+
+/** A random secret of `bytes` bytes, hex (safe in URLs and in nats/redis config files). */
+export function randomSecret(bytes = 24): string {
+  return randomBytes(bytes).toString("hex");
+}
+
+/**
+ * Writes `content` to `file` readable by its owner alone (0600), atomically:
+ * a temporary file made 0600 before anything is written, then renamed.
+ */
+export function writeSecretFile(file: string, content: string): void {
+  const tmp = path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.tmp`);
+  const fd = openSync(tmp, "w", 0o600);
+  try {
+    // openSync's mode applies only to a new file (and through the umask): make sure.
+    chmodSync(tmp, 0o600);
+    writeSync(fd, content);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(tmp, file);
+}
+
+/** Reads a secret file; refuses one that its group or others may read or write (like ssh). */
+export function readSecretFile(file: string): string {
+  const fd = openSync(file, "r");
+  try {
+    const mode = fstatSync(fd).mode & 0o777;
+    if (mode & 0o077) throw new Error(`${file} is readable by others (mode ${mode.toString(8).padStart(4, "0")}); chmod 600 it`);
+    return readFileSync(fd, "utf8");
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** The permission bits of a file (0o600 …). */
+export function fileMode(file: string): number {
+  return statSync(file).mode & 0o777;
+}
+
+/** Writes a credentials file: one line `user:password`, mode 0600. */
+export function writeCredentials(file: string, c: Credentials): void {
+  if (!c.user || c.user.includes(":") || /\s/.test(c.user)) throw new Error(`bad user name ${JSON.stringify(c.user)}`);
+  writeSecretFile(file, `${c.user}:${c.password}\n`);
+}
+
+/** Reads a credentials file (`user:password`, mode 0600). */
+export function readCredentials(file: string): Credentials {
+  const line = readSecretFile(file).split("\n").find((l) => l.trim() !== "" && !l.startsWith("#"))?.trim() ?? "";
+  const at = line.indexOf(":");
+  if (at <= 0 || at === line.length - 1) throw new Error(`${file}: expected one line user:password`);
+  return { user: line.slice(0, at), password: line.slice(at + 1) };
+}
+
+/** The credentials in a URL's userinfo (decoded), if any. */
+export function urlCredentials(url: string): Credentials | undefined {
+  if (!url.includes("://")) return undefined;
+  const u = new URL(url);
+  if (!u.username && !u.password) return undefined;
+  return { user: decodeURIComponent(u.username), password: decodeURIComponent(u.password) };
+}
+
+/** The URL without its userinfo. */
+export function stripCredentials(url: string): string {
+  const u = new URL(url);
+  u.username = "";
+  u.password = "";
+  return u.toString().replace(/\/$/, "");
+}
+
+/** The URL with `c` as its userinfo. */
+export function withCredentials(url: string, c: Credentials): string {
+  const u = new URL(url);
+  u.username = encodeURIComponent(c.user);
+  u.password = encodeURIComponent(c.password);
+  return u.toString().replace(/\/$/, "");
+}
+
+/** The URL with its password replaced by `***` (for logs and messages). Not a URL: returned as is. */
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (!u.password) return url;
+    u.password = "***";
+    return u.toString().replace(/\/$/, "");
+  } catch {
+    return url;
+  }
+}
+
+/**
+ * The credentials a client uses: the URL's userinfo, else the credentials
+ * file (a path, typically from CHOREO_NATS_CREDENTIALS or
+ * CHOREO_REDIS_CREDENTIALS), else none (the server then refuses it).
+ */
+export function clientCredentials(url: string, credentialsFile?: string): Credentials | undefined {
+  return urlCredentials(url) ?? (credentialsFile ? readCredentials(credentialsFile) : undefined);
+}
+
+/** What nats.js 3 needs: it ignores a URL's userinfo, so the server list goes without it and user/pass as options. */
+export function natsConnectOptions(url: string, credentialsFile?: string): { servers: string; user?: string; pass?: string } {
+  const c = clientCredentials(url, credentialsFile);
+  return c ? { servers: stripCredentials(url), user: c.user, pass: c.password } : { servers: url };
+}
+
+/** The Redis URL ioredis connects to: with the credentials file's user and password when the URL has none. */
+export function redisConnectUrl(url: string, credentialsFile?: string): string {
+  const c = clientCredentials(url, credentialsFile);
+  return c ? withCredentials(url, c) : url;
+}
+
+function quoted(s: string): string {
+  if (!/^[A-Za-z0-9_.-]+$/.test(s)) throw new Error(`refusing to put ${JSON.stringify(s)} in a server config (letters, digits, _ . - only)`);
+  return `"${s}"`;
+}
+
+/**
+ * The `authorization` block of a nats-server config: these users and no
+ * one else (no `no_auth_user`: an anonymous client is refused). Each user
+ * may publish and subscribe to everything for now; per-identity permissions
+ * come with RBAC.
+ */
+export function natsAuthorization(users: Credentials[]): string {
+  if (users.length === 0) throw new Error("nats-server needs at least one user");
+  return [
+    "authorization {",
+    "  users = [",
+    ...users.map((u) => `    { user: ${quoted(u.user)}, password: ${quoted(u.password)} }`),
+    "  ]",
+    "}",
+    "",
+  ].join("\n");
+}
+
+/**
+ * Redis ACL lines: `default` off (no password, no commands: an anonymous
+ * client gets NOAUTH and cannot log in as default) and each user with all
+ * keys, channels and commands.
+ */
+export function redisAcl(users: Credentials[]): string {
+  return [
+    "user default off resetpass resetkeys resetchannels -@all",
+    ...users.map((u) => `user ${quoted(u.user).slice(1, -1)} on >${quoted(u.password).slice(1, -1)} ~* &* +@all`),
+    "",
+  ].join("\n");
+}
