@@ -3,7 +3,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { nowRfc3339 } from "@choreo/kit/apimachinery";
 import { bootEpochSeconds, procStartTime } from "./proc.js";
-import { initScript, runFstab, shimScript, type ContainerScriptSpec } from "./scripts.js";
+import { initScript, runFstab, shimScript, writeExecSpec, type ContainerScriptSpec } from "./scripts.js";
 import { runPaths } from "./state.js";
 
 /** A run the shim was started for. */
@@ -13,9 +13,10 @@ export interface StartedRun {
   startedAt: string;
 }
 
-/** Writes the container's shim.sh and init.sh (once per container; restarts reuse them). */
+/** Writes the container's shim.sh, init.sh and exec.spec (once per container; restarts reuse them). */
 export function writeScripts(spec: ContainerScriptSpec): void {
   fs.mkdirSync(path.join(spec.dir, "rootfs"), { recursive: true });
+  writeExecSpec(spec);
   fs.writeFileSync(path.join(spec.dir, "shim.sh"), shimScript(spec));
   fs.writeFileSync(path.join(spec.dir, "init.sh"), initScript(spec));
 }

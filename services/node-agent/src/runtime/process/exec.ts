@@ -1,7 +1,10 @@
 import { spawn } from "node:child_process";
 import { constants } from "node:os";
+import fs from "node:fs";
 import type { ExecResult } from "../runtime.js";
+import { HELPER } from "./helper.js";
 import { signal } from "./proc.js";
+import { execSpecPath, writeExecSpec, type ExecSpecSource } from "./scripts.js";
 
 /** Exec output beyond this is dropped (probes need the start of it). */
 const MAX_OUTPUT = 64 * 1024;
@@ -10,15 +13,19 @@ const MAX_OUTPUT = 64 * 1024;
 export const EXEC_TIMEOUT_EXIT = 124;
 
 /**
- * Runs `command` in the namespaces, root and working dir of the container
- * process `pid` (`nsenter -t PID -m -u -i -n -p -r -w`) with the
- * container's environment. On timeout the whole process group (nsenter and
- * what it forked inside the container) is killed.
+ * Runs `command` in the namespaces and root of the container process `pid`,
+ * in the container's working dir, with its environment and its confinement
+ * (capabilities, no_new_privs, seccomp): `choreo-exec join PID exec.spec --
+ * command…`. The env is read from the container's exec.spec (written here
+ * for a container started before there was one), never from a command
+ * line; the command follows `--`. On timeout the whole process group
+ * (choreo-exec and what it forked inside the container) is killed.
  */
-export function execIn(pid: number, env: readonly (readonly [string, string])[], command: readonly string[], timeoutMs: number): Promise<ExecResult> {
+export function execIn(pid: number, spec: ExecSpecSource & { dir: string }, command: readonly string[], timeoutMs: number): Promise<ExecResult> {
   return new Promise((resolve) => {
-    const args = ["-i", ...env.map(([k, v]) => `${k}=${v}`), "nsenter", "-t", String(pid), "-m", "-u", "-i", "-n", "-p", "-r", "-w", "--", ...command];
-    const child = spawn("env", args, { detached: true, stdio: ["ignore", "pipe", "pipe"] });
+    const file = execSpecPath(spec.dir);
+    if (!fs.existsSync(file)) writeExecSpec(spec);
+    const child = spawn(HELPER, ["join", String(pid), file, "--", ...command], { detached: true, stdio: ["ignore", "pipe", "pipe"], env: {} });
     const chunks: Buffer[] = [];
     let size = 0;
     const collect = (b: Buffer): void => {

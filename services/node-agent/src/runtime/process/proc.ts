@@ -38,10 +38,15 @@ export function childrenOf(pid: number): number[] {
   }
 }
 
-/** Whether a process runs under another root than ours (a container's command after its chroot). */
-export function chrooted(pid: number): boolean {
+/**
+ * Whether a container's command has its root: it runs under a seccomp
+ * filter (choreo-exec confines it once its root is set up; PID 1 never is)
+ * or, started before choreo-exec, under another root than ours (chroot).
+ * After pivot_root the root reads "/" from here: it cannot tell alone.
+ */
+export function confined(pid: number): boolean {
   try {
-    return fs.readlinkSync(`/proc/${pid}/root`) !== "/";
+    return /^Seccomp:\s*2$/m.test(fs.readFileSync(`/proc/${pid}/status`, "utf8")) || fs.readlinkSync(`/proc/${pid}/root`) !== "/";
   } catch {
     return false;
   }

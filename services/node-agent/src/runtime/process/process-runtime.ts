@@ -11,10 +11,11 @@ import {
 import { Cgroups } from "./cgroups.js";
 import { removeRunDirs, startRun, writeScripts } from "./container.js";
 import { execIn } from "./exec.js";
+import { ensureHelper } from "./helper.js";
 import { readLog, rotateIfNeeded } from "./logs.js";
 import { containerLimits } from "./container-spec.js";
 import { buildContainerSpec, loadSpec, storeSpec } from "./pod-builder.js";
-import { alive, childrenOf, chrooted, signal, sleep } from "./proc.js";
+import { alive, childrenOf, confined, signal, sleep } from "./proc.js";
 import { createSandbox, destroySandbox, prepareNetnsDir, sandboxAlive, type SandboxEnv } from "./sandbox.js";
 import { podPaths, readPodRecords, readRunExit, readRunPid, runPaths, writePodRecord, type PodRecord } from "./state.js";
 import { containerStatus, terminated, unknownExit, type HeldContainer } from "./status.js";
@@ -72,6 +73,7 @@ export class ProcessRuntime implements Runtime {
   async init(): Promise<void> {
     await this.o.network.init();
     await prepareNetnsDir(this.o.node);
+    ensureHelper(); // every container's last step and every exec: fail here, not at the first pod
     fs.mkdirSync(path.join(this.o.stateDir, "pods"), { recursive: true });
     const { records, orphans } = readPodRecords(this.o.stateDir);
     for (const rec of records) {
@@ -190,14 +192,14 @@ export class ProcessRuntime implements Runtime {
 
   async exec(uid: string, container: string, command: readonly string[], timeoutMs: number): Promise<ExecResult> {
     const { hp, hc } = this.mustGet(uid, container);
-    // Right after a start the command may not be chrooted yet: give it a moment.
+    // Right after a start the command may not be confined in its root yet: give it a moment.
     let main = this.processes(uid, container)?.mainPid;
     for (let i = 0; i < 100 && !main && !this.checkExit(hp, hc); i++) {
       await sleep(10);
       main = this.processes(uid, container)?.mainPid;
     }
     if (!main || hc.exit) throw new RuntimeRequestError(`container ${container} is not running`);
-    return execIn(main, hc.rec.spec.env, command, timeoutMs);
+    return execIn(main, hc.rec.spec, command, timeoutMs);
   }
 
   logs(uid: string, opts: LogOptions, signal: AbortSignal): AsyncIterable<Uint8Array> {
@@ -229,7 +231,7 @@ export class ProcessRuntime implements Runtime {
     const init = readRunPid(hc.rec.spec.dir, hc.rec.restartCount);
     const live = init && alive(init.pid, init.start) ? init.pid : undefined;
     const main = live ? childrenOf(live)[0] : undefined;
-    return { shimPid: hc.rec.shimPid, initPid: live, mainPid: main !== undefined && chrooted(main) ? main : undefined };
+    return { shimPid: hc.rec.shimPid, initPid: live, mainPid: main !== undefined && confined(main) ? main : undefined };
   }
 
   // --- internals -----------------------------------------------------------

@@ -4,6 +4,7 @@ import { etcHosts, resolvConf } from "../../dns/resolv-conf.js";
 import { NAMES, type PodNetwork } from "../../net/types.js";
 import { emptyDirPath, podHostname } from "../pod-spec.js";
 import { run } from "../../exec.js";
+import { HELPER } from "./helper.js";
 import { mountedAmong } from "./proc.js";
 import { podPaths } from "./state.js";
 
@@ -26,7 +27,8 @@ export function netnsPath(uid: string): string {
  * Brings up a pod's sandbox: its state dir and emptyDirs, then one `unshare`
  * making its persistent namespaces — network (bound on /run/netns/choreo-<uid>,
  * skipped for hostNetwork), IPC and UTS (bound on `ipc`/`uts` in the pod
- * dir) — and setting the pod's hostname in the UTS one; then the network's
+ * dir) — and setting the pod's hostname in the UTS one (choreo-exec
+ * hostname: the name on stdin, never an argument); then the network's
  * attach (veth, IP) and the pod's resolv.conf and hosts. A restarted agent
  * finishing a half-built sandbox makes only what is missing. Returns the
  * pod's IP.
@@ -43,9 +45,11 @@ export async function createSandbox(env: SandboxEnv, pod: Pod): Promise<string> 
   const bind = [...(newNet ? [netnsPath(uid)] : []), ...(newUts ? [p.ipc, p.uts] : [])];
   for (const f of bind) fs.writeFileSync(f, "");
   if (bind.length > 0) {
-    // Without a new UTS namespace `hostname` would rename the host: then the command is `true`.
-    const command = newUts ? ["hostname", podHostname(pod)] : ["true"];
-    await run("unshare", [...(newNet ? [`--net=${netnsPath(uid)}`] : []), ...(newUts ? [`--ipc=${p.ipc}`, `--uts=${p.uts}`] : []), ...command]);
+    // The hostname reaches sethostname(2) on stdin, verbatim: as an argument of hostname(1), `-F/etc/shadow` would be
+    // an option. Without a new UTS namespace it would rename the host: then the command is `true`.
+    const command = newUts ? [HELPER, "hostname"] : ["true"];
+    const ns = [...(newNet ? [`--net=${netnsPath(uid)}`] : []), ...(newUts ? [`--ipc=${p.ipc}`, `--uts=${p.uts}`] : [])];
+    await run("unshare", [...ns, "--", ...command], { input: newUts ? podHostname(pod) : "" });
   }
   const ip = hostNetwork ? env.hostIp : await env.network.attach(uid, netnsPath(uid));
   const dnsPolicy = pod.spec?.dnsPolicy || "ClusterFirst";

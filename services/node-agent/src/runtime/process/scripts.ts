@@ -1,21 +1,13 @@
 import fs from "node:fs";
 import path from "node:path";
 import type { BindMount } from "./container-spec.js";
+import { HELPER } from "./helper.js";
 import { shq } from "./proc.js";
 
-const BUSYBOX = ["/usr/bin/busybox", "/bin/busybox"].find((b) => fs.existsSync(b));
-
-/**
- * The umount that detaches other pods' namespace files (`-a -t nsfs`): the
- * host's static busybox when there is one, else util-linux's.
- */
-const UMOUNT = BUSYBOX ? `${BUSYBOX} umount` : "umount";
-
-/** unshare by its path: the container's PATH (a prefix assignment on the same line) must not decide which program runs. */
-const UNSHARE = ["/usr/bin/unshare", "/bin/unshare"].find((b) => fs.existsSync(b)) ?? "unshare";
-
-/** Names a POSIX shell can assign as a command prefix; other env names need `env -i`. */
-const SHELL_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+/** Where each container's exec spec is: its working dir, env and argv for choreo-exec (see {@link execSpec}). */
+export function execSpecPath(dir: string): string {
+  return path.join(dir, "exec.spec");
+}
 
 /** What a container's shim and init scripts are generated from (fixed for the container's life; the run number is an argument). */
 export interface ContainerScriptSpec {
@@ -97,8 +89,8 @@ function fstabField(s: string): string {
  * `mount -a -T` (one program for all of them, in order): the overlay root
  * (image) — a host-filesystem root is a tmpfs the init step mounts and fills
  * first — then the host's system dirs read-only (host filesystem), /proc,
- * /dev, /tmp (a tmpfs on the host's filesystem; an image's own /tmp, in the
- * run's upper dir, as in Docker) and the volumes.
+ * /tmp (a tmpfs on the host's filesystem; an image's own /tmp, in the run's
+ * upper dir, as in Docker) and the volumes. /dev is choreo-exec's.
  */
 export function runFstab(s: ContainerScriptSpec, n: number): string {
   const root = path.join(s.dir, "rootfs");
@@ -106,12 +98,13 @@ export function runFstab(s: ContainerScriptSpec, n: number): string {
   const lines: string[] = [];
   if (s.lowerdir) {
     const rp = { upper: path.join(s.dir, `${n}.upper`), work: path.join(s.dir, `${n}.work`) };
-    lines.push(`overlay ${fstabField(root)} overlay ${fstabField(`lowerdir=${s.lowerdir},upperdir=${rp.upper},workdir=${rp.work}`)} 0 0`);
+    // nodev: a device node in an image (or made by a container) opens nothing; /dev is choreo-exec's own tmpfs.
+    lines.push(`overlay ${fstabField(root)} overlay nodev,${fstabField(`lowerdir=${s.lowerdir},upperdir=${rp.upper},workdir=${rp.work}`)} 0 0`);
   } else {
     for (const h of s.hostDirs) lines.push(`${fstabField(h)} ${at(h)} none bind,ro 0 0`);
   }
-  lines.push(`proc ${at("/proc")} proc defaults 0 0`, `/dev ${at("/dev")} none bind 0 0`);
-  if (!s.lowerdir) lines.push(`tmpfs ${at("/tmp")} tmpfs mode=1777 0 0`);
+  lines.push(`proc ${at("/proc")} proc nosuid,nodev,noexec 0 0`);
+  if (!s.lowerdir) lines.push(`tmpfs ${at("/tmp")} tmpfs nosuid,nodev,mode=1777 0 0`);
   for (const b of s.binds) lines.push(`${fstabField(b.source)} ${at(b.target)} none ${b.readOnly ? "bind,ro" : "bind"} 0 0`);
   return `${lines.join("\n")}\n`;
 }
@@ -119,26 +112,24 @@ export function runFstab(s: ContainerScriptSpec, n: number): string {
 /**
  * The init step, PID 1 of the container's pid namespace, still on the
  * host's root in a private mount namespace: records its host pid, joins
- * the cgroups, detaches every namespace file its mount namespace copied
- * from the host (other pods' would otherwise outlive their pods), mounts
- * the run's fstab (see {@link runFstab}), then runs the command chrooted as
- * its child, forwarding SIGTERM (a PID 1 without a handler would ignore it)
- * and exiting with the command's status. The shim starts with an empty
- * environment, so the command's is exactly the spec's: prefix assignments
- * when every name is a shell name, else `env -i`.
+ * the cgroups, mounts the run's fstab (see {@link runFstab}), then runs
+ * choreo-exec as its child — a minimal /dev, masked /proc, pivot_root into
+ * the root (PID 1 moves with it; the host's root is detached), Docker's
+ * default capabilities, no_new_privs, seccomp — which execs the command with
+ * exactly the spec's environment. Working dir, env and argv reach it in
+ * exec.spec ({@link execSpec}), never on a command line: no user string is
+ * an argument of a host program. PID 1 forwards SIGTERM (a PID 1 without a
+ * handler would ignore it) and exits with the command's status.
  */
 export function initScript(s: ContainerScriptSpec): string {
   const hostRoot: string[] = [];
   if (!s.lowerdir) {
     const dirs = [...s.hostDirs, "/proc", "/dev", "/tmp", ...s.binds.filter((b) => !b.file).map((b) => b.target), s.workingDir || "/"];
-    hostRoot.push(`mount -t tmpfs -o mode=755 tmpfs "$r"`, `mkdir -p ${dirs.map((p) => `"$r"${shq(p)}`).join(" ")}`);
+    // Every path starts with "$r/": none can be taken for an option of mkdir.
+    hostRoot.push(`mount -t tmpfs -o mode=755,nodev tmpfs "$r"`, `mkdir -p ${dirs.map((p) => `"$r"${shq(p)}`).join(" ")}`);
   }
-  const plain = [...s.env.keys()].every((k) => SHELL_NAME.test(k));
-  const env = plain
-    ? [...s.env].map(([k, v]) => `${k}=${shq(v)}`).join(" ")
-    : `env -i ${[...s.env].map(([k, v]) => shq(`${k}=${v}`)).join(" ")}`;
   return `#!/bin/sh
-# choreo process-runtime init: ${s.title.replace(/\n/g, " ")}
+# choreo process-runtime init: ${s.title.replace(/[\r\n]/g, " ")}
 n=$1
 d=${shq(s.dir)}
 r="$d/rootfs"
@@ -147,16 +138,39 @@ read -r me < /proc/self/stat
 set -- $me
 echo "$1 \${22}" > "$d/$n.pid"
 ${s.cgroupDirs.map((c) => `echo 0 > ${shq(path.join(c, "cgroup.procs"))}`).join("\n")}
-# The namespace files in this mount namespace's copy of the host's table (other pods', /run/netns).
-${UMOUNT} -a -l -t nsfs 2>/dev/null || true
 ${[...hostRoot, `mount -a -T "$d/$n.fstab"`].join("\n")}
 set +e
 # From here the shell's own words ("Killed") are not the container's: its stderr moves to fd 3.
 exec 3>&2 2>/dev/null
 trap 'kill -TERM "$c"' TERM INT HUP
-unset PWD OLDPWD
-${env} ${UNSHARE} --root="$r" --wd=${shq(s.workingDir || "/")} -- ${s.argv.map(shq).join(" ")} 2>&3 3>&- &
+${shq(HELPER)} start "$r" ${shq(execSpecPath(s.dir))} 2>&3 3>&- &
 c=$!
 while :; do wait "$c"; s=$?; kill -0 "$c" 2>/dev/null || exit "$s"; done
 `;
+}
+
+/** What exec.spec is made of (a spec's env as a Map, or as pod.json stores it). */
+export interface ExecSpecSource {
+  workingDir: string;
+  env: Iterable<readonly [string, string]>;
+  argv: readonly string[];
+}
+
+/**
+ * What choreo-exec reads instead of a command line: NUL-terminated strings,
+ * the working dir, the env entries (`NAME=VALUE`, in order), an empty
+ * string, then the argv. A NUL inside a value could not reach execve
+ * anyway; it is refused rather than cut.
+ */
+export function execSpec(s: ExecSpecSource): Buffer {
+  const strings = [s.workingDir || "/", ...[...s.env].map(([k, v]) => `${k}=${v}`), "", ...s.argv];
+  for (const x of strings) if (x.includes("\0")) throw new Error(`container spec: a NUL byte in ${JSON.stringify(x)}`);
+  return Buffer.from(strings.map((x) => `${x}\0`).join(""), "utf8");
+}
+
+/** Writes the container's exec.spec (once per container; runs and execs read it). */
+export function writeExecSpec(s: ExecSpecSource & { dir: string }): string {
+  const file = execSpecPath(s.dir);
+  fs.writeFileSync(file, execSpec(s), { mode: 0o600 });
+  return file;
 }
