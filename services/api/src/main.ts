@@ -6,6 +6,7 @@ import { connectBus, ensureEventKeys, ensureEventStream, loadEventSigner } from 
 import { runAll, signalController } from "@choreo/kit/lifecycle";
 import { createLogger } from "@choreo/kit/log";
 import { createRegistry as createMetricsRegistry, metricsServer } from "@choreo/kit/metrics";
+import { redactUrl, redisConnectUrl } from "@choreo/kit/secrets";
 import { createGateway, ensureServingCert } from "./http/index.js";
 import { gatewayRunnable } from "./gateway-runnable.js";
 import { loadConfig } from "./config.js";
@@ -25,7 +26,8 @@ const ac = signalController();
 const metrics = createMetricsRegistry("api");
 const m = apiMetrics(metrics);
 
-const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 3, enableAutoPipelining: true });
+// Redis refuses anonymous clients: the URL's userinfo or the `user:password` file CHOREO_REDIS_CREDENTIALS names.
+const redis = new Redis(redisConnectUrl(config.redisUrl, process.env["CHOREO_REDIS_CREDENTIALS"]), { maxRetriesPerRequest: 3, enableAutoPipelining: true });
 const nc = await connectBus(config.natsUrl, `api-${config.replicaId}`);
 const jsm = await ensureEventStream(nc, { retention: config.eventRetention });
 const store = new RedisStore(redis);
@@ -46,7 +48,7 @@ const relay = new Relay({
   onBacklog: (n) => m.relayBacklog.set(n), onPublished: (n) => m.relayPublished.inc(n),
 });
 
-log.info({ http: config.httpPort, https: config.httpsPort, grpc: config.grpcPort, nats: config.natsUrl }, "api starting");
+log.info({ http: config.httpPort, https: config.httpsPort, grpc: config.grpcPort, nats: redactUrl(config.natsUrl), redis: redactUrl(config.redisUrl) }, "api starting");
 try {
   await runAll(
     [

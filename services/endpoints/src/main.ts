@@ -6,6 +6,7 @@ import { ApiClient } from "@choreo/kit/client";
 import { Informer } from "@choreo/kit/informer";
 import { runAll, signalController, type Runnable } from "@choreo/kit/lifecycle";
 import { createLogger } from "@choreo/kit/log";
+import { redactUrl } from "@choreo/kit/secrets";
 import { createRegistry, metricsServer } from "@choreo/kit/metrics";
 import { EndpointsReconciler } from "./endpoints-reconciler.js";
 
@@ -29,7 +30,7 @@ const reconciler = new EndpointsReconciler({ client, services, pods, endpoints, 
 const runnables: Runnable[] = [services, pods, endpoints, reconciler];
 if (metricsPort !== undefined) runnables.push(metricsServer({ registry, port: metricsPort }));
 
-log.info({ nats: natsUrl, workers }, "endpoints actor starting");
+log.info({ nats: redactUrl(natsUrl), workers }, "endpoints actor starting");
 try {
   await runAll(runnables, ac.signal);
 } catch (err) {

@@ -11,6 +11,7 @@ import { ApiClient } from "@choreo/kit/client";
 import { EventRecorder } from "@choreo/kit/events";
 import { runAll, signalController, type Runnable } from "@choreo/kit/lifecycle";
 import { createLogger } from "@choreo/kit/log";
+import { redactUrl } from "@choreo/kit/secrets";
 import { createRegistry, getOrCreateCounter, metricsServer } from "@choreo/kit/metrics";
 import { loadConfig } from "./config.js";
 import { hollowNodes, runAgents } from "./hollow-nodes.js";
@@ -73,7 +74,7 @@ if (runtime === "hollow") {
 const runnables: Runnable[] = [agents];
 if (config.metricsPort !== undefined) runnables.push(metricsServer({ registry, port: config.metricsPort }));
 
-log.info({ runtime, node: config.hollowNodes ? undefined : config.nodeName, nodes: config.hollowNodes || 1, nats: config.natsUrl }, "node agent starting");
+log.info({ runtime, node: config.hollowNodes ? undefined : config.nodeName, nodes: config.hollowNodes || 1, nats: redactUrl(config.natsUrl) }, "node agent starting");
 try {
   await runAll(runnables, ac.signal);
   // Pods stopped on exit: the node's bridge and rules go too (choreo down leaves nothing).

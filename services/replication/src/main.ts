@@ -8,6 +8,7 @@ import { EventRecorder } from "@choreo/kit/events";
 import { Informer } from "@choreo/kit/informer";
 import { runAll, signalController, type Runnable } from "@choreo/kit/lifecycle";
 import { createLogger } from "@choreo/kit/log";
+import { redactUrl } from "@choreo/kit/secrets";
 import { createRegistry, metricsServer } from "@choreo/kit/metrics";
 import { loadConfig } from "./config.js";
 import { DaemonSetController } from "./ds/daemonset-controller.js";
@@ -46,7 +47,7 @@ const gc = new GarbageCollector({
 const runnables: Runnable[] = [pods, rcs, daemonsets, jobs, nodes, rcManager, dsController, jobController, gc];
 if (config.metricsPort !== undefined) runnables.push(metricsServer({ registry, port: config.metricsPort }));
 
-log.info({ nats: config.natsUrl, workers: config.workers, burst: config.burst }, "replication actor starting");
+log.info({ nats: redactUrl(config.natsUrl), workers: config.workers, burst: config.burst }, "replication actor starting");
 try {
   await runAll(runnables, ac.signal);
 } catch (err) {

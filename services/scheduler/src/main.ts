@@ -6,6 +6,7 @@ import { connectBus } from "@choreo/kit/bus";
 import { ApiClient } from "@choreo/kit/client";
 import { runAll, signalController } from "@choreo/kit/lifecycle";
 import { createLogger } from "@choreo/kit/log";
+import { redactUrl } from "@choreo/kit/secrets";
 import { createRegistry, metricsServer } from "@choreo/kit/metrics";
 import { buildActors } from "./actors.js";
 import { loadConfig } from "./config.js";
@@ -21,7 +22,7 @@ const registry = createRegistry("scheduler");
 const { runnables } = buildActors({ client, nc, jsm, log, registry }, config);
 if (config.metricsPort !== undefined) runnables.push(metricsServer({ registry, port: config.metricsPort }));
 
-log.info({ scheduler: config.schedulerName, workers: config.workers, nats: config.natsUrl, lifecycle: config.nodeLifecycle }, "scheduler starting");
+log.info({ scheduler: config.schedulerName, workers: config.workers, nats: redactUrl(config.natsUrl), lifecycle: config.nodeLifecycle }, "scheduler starting");
 try {
   await runAll(runnables, ac.signal);
 } catch (err) {
