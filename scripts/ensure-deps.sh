@@ -17,6 +17,8 @@ command -v ip >/dev/null || need+=(iproute2)
 command -v pkill >/dev/null || need+=(procps)
 command -v curl >/dev/null || need+=(curl)
 command -v iptables >/dev/null || need+=(iptables)
+# The process runtime's choreo-exec (C, built on the machine, statically linked: libc6-dev has libc.a and the kernel headers).
+{ command -v gcc >/dev/null && [[ $(dpkg-query -W -f='${Status}' libc6-dev 2>/dev/null) == "install ok installed" ]]; } || need+=(gcc libc6-dev)
 # The engine with its recommends (apparmor, cgroupfs-mount, …), as on the machines checked by hand.
 need_rec=()
 command -v dockerd >/dev/null || need_rec+=(docker.io)

@@ -18,6 +18,7 @@ import { DEFAULT_IMAGES_DIR } from "./images/types.js";
 import { cleanupAll, cleanupNode, removeNamespaces } from "./net/cleanup.js";
 import { LABELS, NAMES } from "./net/types.js";
 import { engineAnswers } from "./runtime/docker/engine.js";
+import { ensureHelper } from "./runtime/process/helper.js";
 
 const log = createLogger({ service: "node-setup" });
 
@@ -26,6 +27,7 @@ async function prepare(runtime: string, imagesDir: string): Promise<string> {
   if (runtime === "docker" && !docker) throw new Error("--runtime docker: no Docker engine answers on /var/run/docker.sock (start dockerd, or use --runtime process)");
   const chosen = docker ? "docker" : "process";
   await ensureLocalImages({ imagesDir, docker, log });
+  if (chosen === "process") ensureHelper(); // choreo-exec, the process runtime's last step of every container
   return chosen;
 }
 
