@@ -2,7 +2,8 @@ import { writeFile } from "node:fs/promises";
 import type { Logger } from "@choreo/kit/log";
 import { IpPool, ipToNumber, numberToIp } from "../runtime/ip-pool.js";
 import { CommandError, run, succeeds } from "../exec.js";
-import { hasRule, removalScript, restore, saveRules } from "./iptables.js";
+import { hasRule, removalScript, restore, ruleTarget, saveRules, type SavedRules } from "./iptables.js";
+import { localnetChain, releaseLocalnet } from "./localnet.js";
 import { NAMES, type PodNetwork } from "./types.js";
 
 /** Options of a node's bridge network. */
@@ -20,7 +21,10 @@ export interface BridgeNetworkOptions {
  * (the CNI bridge plugin's layout): pods are network namespaces joined by
  * veth pairs, routed to other nodes' bridges by the host, masqueraded when
  * leaving the cluster CIDR. Its iptables rules live in two chains of its own,
- * jumped from FORWARD (Docker's policy there is DROP) and nat POSTROUTING.
+ * jumped from DOCKER-USER (Docker's FORWARD policy is DROP) or, without
+ * Docker, FORWARD ({@link forwardRules}), and nat POSTROUTING. `destroy`
+ * also removes the node's loopback guard (`localnet.ts`, written by the
+ * service proxy).
  */
 export class BridgeNetwork implements PodNetwork {
   readonly gateway: string;
@@ -58,16 +62,13 @@ export class BridgeNetwork implements PodNetwork {
     await writeFile("/proc/sys/net/ipv4/ip_forward", "1");
     await this.bridgeNetfilter();
     const saved = await saveRules();
-    const fwdJump = `-A FORWARD -j ${this.forwardChain}`;
+    const { filter, forwardParent } = forwardRules(saved, this.forwardChain, this.podCidr);
     const natJump = `-A POSTROUTING -j ${this.natChain}`;
     // Declaring a chain under --noflush creates or empties it, so a restart
     // rewrites the rules instead of duplicating them; jumps are added once.
     const script = [
       "*filter",
-      `:${this.forwardChain} - [0:0]`,
-      `-A ${this.forwardChain} -s ${this.podCidr} -j ACCEPT`,
-      `-A ${this.forwardChain} -d ${this.podCidr} -j ACCEPT`,
-      ...(hasRule(saved, "filter", fwdJump) ? [] : [`-I FORWARD 1 -j ${this.forwardChain}`]),
+      ...filter,
       "COMMIT",
       "*nat",
       `:${this.natChain} - [0:0]`,
@@ -77,7 +78,7 @@ export class BridgeNetwork implements PodNetwork {
       "",
     ].join("\n");
     await restore(script);
-    this.opts.log.info({ node: this.opts.node, bridge: this.bridge, podCidr: this.podCidr }, "pod network ready");
+    this.opts.log.info({ node: this.opts.node, bridge: this.bridge, podCidr: this.podCidr, forwardParent }, "pod network ready");
   }
 
   /**
@@ -168,9 +169,45 @@ export class BridgeNetwork implements PodNetwork {
     await run("ip", ["link", "del", this.bridge]).catch((err: unknown) => {
       if (!(err instanceof CommandError) || !/Cannot find device/.test(err.stderr)) throw err;
     });
-    const mine = new Set([this.forwardChain, this.natChain]);
+    const mine = new Set([this.forwardChain, this.natChain, localnetChain(NAMES.chainPrefix(this.opts.node))]);
     await restore(removalScript(await saveRules(), (_table, chain) => mine.has(chain)));
+    await releaseLocalnet();
     this.attached.clear();
     this.opts.log.info({ node: this.opts.node, bridge: this.bridge }, "pod network removed");
   }
+}
+
+/** Docker's bridges: the default one and every user-defined network's (compose's among them). */
+export const DOCKER_BRIDGES = ["docker0", "br-+"] as const;
+
+/**
+ * The filter-table lines declaring and filling the node's forwarding chain,
+ * and the jump to it. Pods may talk to pods (any node's: they are routed
+ * here) and go out (masqueraded), but not open connections into Docker's
+ * bridges, whose containers (a compose bring-up's NATS and Redis among
+ * them) would otherwise be one hop away and, for published ports, accepted
+ * by Docker's own DOCKER chain; replies to connections opened from there
+ * still pass. Anything else to the pods (host-gw routes, node ports from
+ * outside) is accepted; what the chain does not decide returns.
+ *
+ * With Docker, the chain hangs off DOCKER-USER, the one chain Docker leaves
+ * to others and jumps first, so Docker's isolation chains still apply to
+ * everything we return, and a restarted dockerd (which re-inserts its own
+ * jumps at the top of FORWARD) keeps ours in place. Without Docker it hangs
+ * off FORWARD. A jump from anywhere else (the other parent, or an older
+ * agent's FORWARD position 1) is deleted.
+ */
+export function forwardRules(saved: SavedRules, chain: string, podCidr: string): { filter: string[]; forwardParent: string } {
+  const parent = saved.get("filter")?.chains.includes("DOCKER-USER") ? "DOCKER-USER" : "FORWARD";
+  const jump = `-A ${parent} -j ${chain}`;
+  const stray = (saved.get("filter")?.rules ?? []).filter((r) => ruleTarget(r) === chain && !r.startsWith(`-A ${chain} `) && r !== jump);
+  const filter = [
+    `:${chain} - [0:0]`,
+    ...DOCKER_BRIDGES.map((o) => `-A ${chain} -s ${podCidr} -o ${o} -m conntrack ! --ctstate RELATED,ESTABLISHED -j DROP`),
+    `-A ${chain} -s ${podCidr} -j ACCEPT`,
+    `-A ${chain} -d ${podCidr} -j ACCEPT`,
+    ...stray.map((r) => `-D${r.slice(2)}`),
+    ...(hasRule(saved, "filter", jump) ? [] : [`-I ${parent} 1 -j ${chain}`]),
+  ];
+  return { filter, forwardParent: parent };
 }

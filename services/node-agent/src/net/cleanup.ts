@@ -2,6 +2,7 @@
 // veths, iptables chains with their jumps, and named network namespaces.
 import { CommandError, run } from "../exec.js";
 import { removalScript, restore, saveRules } from "./iptables.js";
+import { releaseLocalnet } from "./localnet.js";
 import { NAMES } from "./types.js";
 
 interface IpLink {
@@ -44,10 +45,15 @@ export async function removeChains(prefix: string): Promise<void> {
   await restore(removalScript(await saveRules(), (_t, chain) => chain.startsWith(prefix)));
 }
 
-/** Removes what a node's agent made: the veths on its bridge, the bridge, its chains and their jumps. */
+/**
+ * Removes what a node's agent made: the veths on its bridge, the bridge, its
+ * chains (the loopback guard among them) and their jumps; `route_localnet`
+ * goes back to 0 when no node's guard is left.
+ */
 export async function cleanupNode(node: string): Promise<void> {
   await deleteBridge(NAMES.bridge(node));
   await removeChains(NAMES.chainPrefix(node));
+  await releaseLocalnet();
 }
 
 /**
@@ -60,6 +66,7 @@ export async function cleanupAll(): Promise<void> {
     if (b.startsWith("cb-")) await deleteBridge(b);
   }
   await removeChains("CHO-");
+  await releaseLocalnet();
   await removeNamespaces();
 }
 

@@ -7,6 +7,7 @@ import { silentLogger } from "@choreo/kit/log";
 import { waitFor } from "@choreo/kit/testing";
 import { startStack, type Stack } from "../../../api/src/testing/stack.js";
 import { BridgeNetwork } from "../net/bridge-network.js";
+import { cleanupNode } from "../net/cleanup.js";
 import { run } from "../exec.js";
 import { leftovers, testPod, wget, type TestPod } from "../net/test-pods.js";
 import { NAMES } from "../net/types.js";
@@ -66,6 +67,8 @@ describe("service proxy", () => {
       await p.remove().catch(() => undefined);
     }
     await net.destroy().catch(() => undefined);
+    // The second proxy stands for an agent without its network here: its loopback guard is the clean-up's.
+    await cleanupNode(`${tag}-other`);
     await s?.stop();
     assert.deepEqual(await leftovers([prefix, otherPrefix, NAMES.bridge(node), tag]), []);
   });
@@ -89,6 +92,8 @@ describe("service proxy", () => {
     await answeredBy(`http://${vip}:80/`, both, both, pods[2]!.netns);
     // Hairpin: pod a through its own Service lands on itself too.
     await answeredBy(`http://${vip}:80/`, ["pod-a"], both, pods[0]!.netns);
+    // Node ports on 127.0.0.1 from the host itself, with the loopback guard in place.
+    assert.ok((await run("iptables-save", ["-t", "filter"])).includes(`-A INPUT -j ${prefix}LOCALNET`), "the 127.0.0.0/8 guard is jumped");
     await answeredBy(`http://127.0.0.1:${nodePort}/`, both, both);
 
     // b leaves the endpoints: after the rewrite only a answers, from everywhere.
@@ -104,6 +109,7 @@ describe("service proxy", () => {
     await first.done;
     assert.deepEqual(await leftovers(proxyChains(prefix)), [], "the first proxy's chains are gone");
     assert.notDeepEqual(await leftovers([`${prefix}FORWARD`]), [], "the node's network chains stay");
+    assert.notDeepEqual(await leftovers([`${prefix}LOCALNET`]), [], "the loopback guard stays while route_localnet does");
     for (let i = 0; i < 5; i++) assert.equal((await wget(`http://${vip}:80/`, pods[2]!.netns)).trim(), "pod-a");
     assert.equal((await wget(`http://127.0.0.1:${nodePort}/`)).trim(), "pod-a");
 

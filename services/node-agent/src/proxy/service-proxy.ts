@@ -1,4 +1,3 @@
-import { writeFile } from "node:fs/promises";
 import type { JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { ApiClient } from "@choreo/kit/client";
@@ -6,6 +5,7 @@ import { Informer } from "@choreo/kit/informer";
 import { runAll, sleep, type Runnable } from "@choreo/kit/lifecycle";
 import type { Logger } from "@choreo/kit/log";
 import { chainsOf, hasRule, removalScript, restore, saveRules } from "../net/iptables.js";
+import { guardLocalnet } from "../net/localnet.js";
 import { isProxyChain, proxyJumps, renderProxyRules } from "./rules.js";
 
 /** Options of a node's service proxy. */
@@ -53,8 +53,12 @@ export class ServiceProxy implements Runnable {
   }
 
   async start(signal: AbortSignal): Promise<void> {
-    // A node port on 127.0.0.1 is DNATed to a pod: the kernel must route loopback sources.
-    await writeFile("/proc/sys/net/ipv4/conf/all/route_localnet", "1");
+    // A node port on 127.0.0.1 is DNATed to a pod: the kernel must route
+    // loopback sources (route_localnet), which only ever comes with the guard
+    // dropping what reaches 127.0.0.0/8 from elsewhere (CVE-2020-8558). The
+    // guard outlives the proxy (the knob does too): the network's destroy
+    // and the clean-up remove it.
+    await retrying(() => guardLocalnet(this.opts.chainPrefix));
     const saved = await saveRules();
     // Chains of an earlier agent with this prefix are adopted, then rewritten or deleted.
     const pred = (c: string): boolean => isProxyChain(this.opts.chainPrefix, c);
