@@ -84,7 +84,7 @@ export function openBeneath(root: string, sub: string, o: WalkOptions): OpenedPa
     }
     const st = fs.fstatSync(fd);
     // With O_PATH | O_NOFOLLOW a symlink itself is opened, not refused: fstat tells.
-    if (st.isSymbolicLink()) throw new UnsafePathError(`${whole}: a symbolic link is not allowed`);
+    if (st.isSymbolicLink()) throw new UnsafePathError(`${whole}: ${names.at(-1) ?? ""} is a symbolic link, which is not allowed`);
     const opened = { fd, isDir: st.isDirectory() };
     fd = -1;
     return opened;
@@ -108,11 +108,27 @@ function openComponent(dirFd: number, name: string, last: boolean, create: boole
       }
       return openComponent(dirFd, name, last, false, whole);
     }
-    // O_NOFOLLOW on a symlink: ELOOP; O_DIRECTORY on a symlink (some kernels) or a file: ENOTDIR.
-    if (code(err) === "ELOOP") throw new UnsafePathError(`${whole}: ${name} is a symbolic link, which is not allowed`);
-    if (code(err) === "ENOTDIR") throw new UnsafePathError(`${whole}: ${name} is not a directory (or is a symbolic link)`);
+    // O_NOFOLLOW on a symlink: ELOOP; with O_DIRECTORY too (or on a file): ENOTDIR. Which one is only for the message.
+    if (code(err) === "ELOOP" || code(err) === "ENOTDIR") {
+      const what = isSymlinkAt(at) ? "is a symbolic link, which is not allowed" : "is not a directory";
+      throw new UnsafePathError(`${whole}: ${name} ${what}`);
+    }
     if (code(err) === "ENOENT") throw new UnsafePathError(`${whole}: ${name} does not exist`);
     throw err;
+  }
+}
+
+/** Whether `at` names a symlink (opened itself with O_PATH | O_NOFOLLOW, never followed). */
+function isSymlinkAt(at: string): boolean {
+  try {
+    const fd = fs.openSync(at, O_PATH | O_NOFOLLOW);
+    try {
+      return fs.fstatSync(fd).isSymbolicLink();
+    } finally {
+      fs.closeSync(fd);
+    }
+  } catch {
+    return false;
   }
 }
 

@@ -2,7 +2,7 @@ import path from "node:path";
 import type Dockerode from "dockerode";
 import { bytes, milliCpu } from "@choreo/kit/apimachinery";
 import type { Container, Pod } from "@choreo/kit/gen/choreo/core/v1/core";
-import { containerEnv, expandVars, volumeBinds } from "../pod-spec.js";
+import { containerEnv, expandVars, volumeBinds, type VolumeBind } from "../pod-spec.js";
 
 /** What a pod's app container is created with besides its spec. */
 export interface AppContainerContext {
@@ -16,6 +16,8 @@ export interface AppContainerContext {
   podDir: string;
   labels: Record<string, string>;
   name: string;
+  /** The volume binds, subPaths and hostPaths already bound safely (safe-binds.ts); default: the spec's paths as text. */
+  volumes?: VolumeBind[];
 }
 
 /**
@@ -45,7 +47,10 @@ export function appContainerOptions(x: AppContainerContext): Dockerode.Container
       // as PID 1 ignores SIGTERM (no handler), which would turn every
       // graceful stop into a SIGKILL after the whole grace period.
       Init: true,
-      Binds: bindsOf(x.pod, c, x.podDir),
+      // No raw sockets (Kubernetes' default since 1.22, CVE-2020-8558): the
+      // sandbox's ping_group_range keeps ping working over ICMP datagram sockets.
+      CapDrop: ["NET_RAW"],
+      Binds: bindsOf(x.pod, c, x.podDir, x.volumes),
       ...resourcesOf(c),
     },
   };
@@ -65,8 +70,8 @@ export function resourcesOf(c: Container): { NanoCpus?: number; Memory?: number;
 }
 
 /** `src:dst[:ro]` binds: the pod's resolv.conf and hosts, then each volume mount (subPath honoured). */
-export function bindsOf(pod: Pod, c: Container, podDir: string): string[] {
+export function bindsOf(pod: Pod, c: Container, podDir: string, volumes: VolumeBind[] = volumeBinds(pod, c, podDir)): string[] {
   const binds = [`${path.join(podDir, "resolv.conf")}:/etc/resolv.conf`, `${path.join(podDir, "hosts")}:/etc/hosts`];
-  for (const b of volumeBinds(pod, c, podDir)) binds.push(`${b.source}:${b.target}${b.readOnly ? ":ro" : ""}`);
+  for (const b of volumes) binds.push(`${b.source}:${b.target}${b.readOnly ? ":ro" : ""}`);
   return binds;
 }

@@ -1,6 +1,8 @@
 import type Dockerode from "dockerode";
 import type { Logger } from "@choreo/kit/log";
 import type { ContainerStateWaiting } from "@choreo/kit/gen/choreo/core/v1/core";
+import { prepareBinds } from "../safe-binds.js";
+import { isUnsafePath } from "../safe-path.js";
 import { appContainerOptions } from "./container-spec.js";
 import { createOrTakeOver, dockerMessage, startQuietly } from "./engine.js";
 import { imageAction, imagePresent, pullImage } from "./images.js";
@@ -31,8 +33,10 @@ export interface LauncherDeps {
  * Brings one container of a pod to its next instance: image per
  * imagePullPolicy, then create and start in the sandbox. Image and create
  * problems are waiting states (ErrImagePull → ImagePullBackOff,
- * ErrImageNeverPull, CreateContainerError) retried in the background with
- * back-off; nothing here throws, so a bad image never takes the agent down.
+ * ErrImageNeverPull, CreateContainerError, and CreateContainerConfigError
+ * for a subPath or hostPath the safe walk refuses) retried in the
+ * background with back-off; nothing here throws, so a bad image never
+ * takes the agent down.
  */
 export class Launcher {
   constructor(private readonly deps: LauncherDeps) {}
@@ -62,7 +66,7 @@ export class Launcher {
       c.backoffMs = 0;
     } catch (err) {
       this.deps.log.warn({ pod: p.ref, container: c.name, err: dockerMessage(err) }, "container create failed");
-      this.retryLater(p, c, { reason: "CreateContainerError", message: dockerMessage(err) });
+      this.retryLater(p, c, { reason: isUnsafePath(err) ? "CreateContainerConfigError" : "CreateContainerError", message: dockerMessage(err) });
     } finally {
       p.inflight.delete(work);
     }
@@ -84,7 +88,9 @@ export class Launcher {
     const { docker, node, hostIp } = this.deps;
     const name = instanceName(p.ref, c.name, c.restartCount);
     const labels = podLabels({ node, pod: p.ref, container: c.name, restartCount: c.restartCount, podIp: p.podIp });
-    const opts = appContainerOptions({ pod: p.pod!, container: c.spec!, sandboxId: p.sandboxId, podIp: p.podIp, hostIp, podDir: p.podDir, labels, name });
+    // Every (re)create walks subPaths and hostPaths again: a container of the pod may have swapped one for a symlink since the last run.
+    const volumes = await prepareBinds(p.pod!, c.spec!, p.podDir);
+    const opts = appContainerOptions({ pod: p.pod!, container: c.spec!, sandboxId: p.sandboxId, podIp: p.podIp, hostIp, podDir: p.podDir, labels, name, volumes });
     const container = await createOrTakeOver(docker, opts, p.ref.uid);
     c.waiting = undefined;
     c.current = instanceFromInspect(await container.inspect(), c.restartCount);

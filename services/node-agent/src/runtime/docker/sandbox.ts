@@ -8,7 +8,7 @@ import { run } from "../../exec.js";
 import { LOCAL_IMAGES } from "../../images/types.js";
 import type { PodNetwork } from "../../net/types.js";
 import type { RuntimePod } from "../runtime.js";
-import { emptyDirPath, podHostname, volumeBinds } from "../pod-spec.js";
+import { emptyDirPath, podHostname } from "../pod-spec.js";
 import { createOrTakeOver, startQuietly } from "./engine.js";
 import { podLabels, SANDBOX, sandboxName } from "./names.js";
 import { dockerTime } from "./status.js";
@@ -51,14 +51,7 @@ export async function preparePodDir(pod: Pod, podDir: string, dns: { nameserver:
       await writeFile(v.hostPath.path, "", { flag: "a" });
     }
   }
-  // subPaths of emptyDirs are created like the kubelet does; hostPath subPaths must exist.
-  for (const c of spec?.containers ?? []) {
-    const binds = volumeBinds(pod, c, podDir);
-    for (const [i, m] of c.volumeMounts.entries()) {
-      const src = binds[i]!.source;
-      if (m.subPath && src.startsWith(podDir)) await mkdir(src, { recursive: true });
-    }
-  }
+  // subPaths of emptyDirs are made by the launcher's safe walk, before each start (safe-binds.ts): never by path text here.
 }
 
 /** (Re)writes the pod's /etc/hosts with its IP. */
@@ -73,7 +66,11 @@ async function mountsUnder(dir: string): Promise<string[]> {
   return points.filter((p) => p === dir || p.startsWith(`${dir}/`)).sort((a, b) => b.length - a.length);
 }
 
-/** Unmounts what is mounted in the pod's directory and removes it; a missing directory is fine. */
+/**
+ * Unmounts what is mounted in the pod's directory (tmpfs emptyDirs, the
+ * safe subPath and hostPath binds: `rm -r` would descend into them) and
+ * removes it; a missing directory is fine.
+ */
 export async function removePodDir(podDir: string): Promise<void> {
   for (const p of await mountsUnder(podDir)) await run("umount", ["-l", p]);
   await rm(podDir, { recursive: true, force: true });
@@ -93,7 +90,16 @@ export function sandboxOptions(o: { name: string; hostname: string; hostNetwork:
     // docker refuses a hostname with the host's network namespace.
     Hostname: o.hostNetwork ? undefined : o.hostname,
     Labels: o.labels,
-    HostConfig: { Init: true, NetworkMode: o.hostNetwork ? "host" : "none", IpcMode: "shareable" },
+    HostConfig: {
+      Init: true,
+      NetworkMode: o.hostNetwork ? "host" : "none",
+      IpcMode: "shareable",
+      CapDrop: ["NET_RAW"],
+      // As containerd sets it: unprivileged ICMP echo sockets (ping without
+      // NET_RAW), for every process of the pod's network namespace. A
+      // network sysctl: docker refuses it with the host's network.
+      ...(o.hostNetwork ? {} : { Sysctls: { "net.ipv4.ping_group_range": "0 2147483647" } }),
+    },
   };
 }
 
