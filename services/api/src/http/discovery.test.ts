@@ -32,6 +32,21 @@ describe("routes", () => {
       assert.throws(() => parseRoute(bad), (e: { code?: number }) => e.code === 404, bad);
     }
   });
+
+  it("trims trailing slashes in linear time (the regex it replaced took 140 ms for 16 KiB of slashes, 4.4 s for 64 KiB)", () => {
+    assert.equal(parseRoute("/api/v1/pods///").type, "resource");
+    assert.equal(parseRoute("/apis/apps/v1/").type, "resourceList");
+    for (const p of [`/${"/".repeat(1 << 20)}x`, `/api/v1/pods${"/".repeat(1 << 20)}`]) {
+      const t = performance.now();
+      try {
+        parseRoute(p);
+      } catch {
+        // a 404 is fine: the time is what is measured
+      }
+      const ms = performance.now() - t;
+      assert.ok(ms < 200, `${ms} ms`);
+    }
+  });
 });
 
 describe("discovery", () => {

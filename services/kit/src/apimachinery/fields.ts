@@ -1,3 +1,5 @@
+import { MAX_SELECTOR_LENGTH } from "./labels.js";
+
 /** A field selector is malformed or names a field the resource does not support. */
 export class FieldSelectorError extends Error {
   override name = "FieldSelectorError";
@@ -91,8 +93,10 @@ export function makeFieldSelector(reqs: readonly FieldRequirement[]): FieldSelec
  * Parses Kubernetes' field selector syntax: `a=b,c!=d,e==f`; values may escape
  * `\,` `\=` `\\`. Empty terms are skipped; the empty string selects everything.
  * Spaces around field names are trimmed (values are kept as written).
+ * Longer than MAX_SELECTOR_LENGTH: FieldSelectorError before any parsing.
  */
 export function parseFieldSelector(s: string): FieldSelector {
+  if (s.length > MAX_SELECTOR_LENGTH) throw new FieldSelectorError(`invalid field selector: must be no more than ${MAX_SELECTOR_LENGTH} characters`);
   const reqs: FieldRequirement[] = [];
   for (const part of splitTerms(s)) {
     if (part.trim() === "") continue;

@@ -9,12 +9,13 @@ export {
   validateLabels,
   validateAnnotations,
   TOTAL_ANNOTATION_SIZE_LIMIT,
+  MAX_SELECTOR_LENGTH,
   SelectorParseError,
 } from "./labels.js";
 export type { LabelSelector, Requirement, Operator } from "./labels.js";
 export { parseFieldSelector, makeFieldSelector, escapeFieldValue, assertSupportedFields, FieldSelectorError } from "./fields.js";
 export type { FieldSelector, FieldRequirement } from "./fields.js";
-export { parseQuantity, quantityFromNano, compareQuantities, addQuantities, milliCpu, bytes, QuantityParseError } from "./quantity.js";
+export { parseQuantity, quantityFromNano, compareQuantities, addQuantities, milliCpu, bytes, QuantityParseError, MAX_QUANTITY_LENGTH } from "./quantity.js";
 export type { Quantity, QuantityFormat } from "./quantity.js";
 export { validateDns1123Subdomain, validateDns1123Label, validateDns1035Label, validateQualifiedName, generateName } from "./names.js";
 export { applyMergePatch, applyJsonPatch, applyStrategicMergePatch, kubeStrategicSchema, PatchError } from "./patch.js";

@@ -34,7 +34,7 @@ export function validateLabelKey(key: string): string[] {
 /** Kubernetes' label value rules; messages, empty when valid. */
 export function validateLabelValue(value: string): string[] {
   const errs: string[] = [];
-  if (value.length > 63) errs.push("must be no more than 63 characters");
+  if (value.length > 63) return ["must be no more than 63 characters"]; // the regex runs on capped input only
   if (!labelValueRe.test(value)) {
     errs.push(`a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '${LABEL_VALUE}')`);
   }
@@ -276,10 +276,19 @@ class Parser {
 }
 
 /**
+ * The longest selector string parsed (label and field selectors alike).
+ * Kubernetes caps them only by its URL limit; the parsers are linear, the
+ * cap bounds the work of one request (a list over NATS is not bound by the
+ * HTTP header limit).
+ */
+export const MAX_SELECTOR_LENGTH = 64 * 1024;
+
+/**
  * Parses Kubernetes' label selector syntax: `a=b,c!=d,e in (f,g),h notin (i),j,!k`.
- * The empty string selects everything. Throws SelectorParseError.
+ * The empty string selects everything. Throws SelectorParseError (also over MAX_SELECTOR_LENGTH).
  */
 export function parseLabelSelector(s: string): LabelSelector {
+  if (s.length > MAX_SELECTOR_LENGTH) throw new SelectorParseError(`invalid label selector: must be no more than ${MAX_SELECTOR_LENGTH} characters`);
   return makeSelector(new Parser(lex(s)).parse());
 }
 

@@ -10,10 +10,16 @@ const subdomainRe = new RegExp(`^${DNS1123_SUBDOMAIN}$`);
 const dns1035Re = new RegExp(`^${DNS1035_LABEL}$`);
 const qualifiedRe = new RegExp(`^${QUALIFIED_NAME}$`);
 
+/*
+ * Every regex here runs only on input within its length limit (253 or 63
+ * characters): a longer string gets the length message alone, so no
+ * validation costs more than a few microseconds whatever its input.
+ */
+
 /** Validates a DNS-1123 subdomain (most object names); Kubernetes' messages. */
 export function validateDns1123Subdomain(name: string): string[] {
   const errs: string[] = [];
-  if (name.length > 253) errs.push("must be no more than 253 characters");
+  if (name.length > 253) return ["must be no more than 253 characters"]; // the regex runs on capped input only
   if (!subdomainRe.test(name)) {
     errs.push(`a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '${DNS1123_SUBDOMAIN}')`);
   }
@@ -23,7 +29,7 @@ export function validateDns1123Subdomain(name: string): string[] {
 /** Validates a DNS-1123 label (namespaces, container names). */
 export function validateDns1123Label(name: string): string[] {
   const errs: string[] = [];
-  if (name.length > 63) errs.push("must be no more than 63 characters");
+  if (name.length > 63) return ["must be no more than 63 characters"];
   if (!labelRe.test(name)) {
     errs.push(`a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '${DNS1123_LABEL}')`);
   }
@@ -33,7 +39,7 @@ export function validateDns1123Label(name: string): string[] {
 /** Validates a DNS-1035 label (service names: must start with a letter). */
 export function validateDns1035Label(name: string): string[] {
   const errs: string[] = [];
-  if (name.length > 63) errs.push("must be no more than 63 characters");
+  if (name.length > 63) return ["must be no more than 63 characters"];
   if (!dns1035Re.test(name)) {
     errs.push(`a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '${DNS1035_LABEL}')`);
   }
@@ -55,7 +61,7 @@ export function validateQualifiedName(value: string): string[] {
     else errs.push(...validateDns1123Subdomain(prefix).map((m) => `prefix part ${m}`));
   }
   if (name.length === 0) errs.push("name part must be non-empty");
-  else if (name.length > 63) errs.push("name part must be no more than 63 characters");
+  else if (name.length > 63) return [...errs, "name part must be no more than 63 characters"];
   if (!qualifiedRe.test(name)) {
     errs.push(`name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '${QUALIFIED_NAME}')`);
   }
