@@ -2,7 +2,7 @@ import fs from "node:fs";
 import type { Container, Pod } from "@choreo/kit/gen/choreo/core/v1/core";
 import { imageRootfs } from "../../images/types.js";
 import type { Cgroups } from "./cgroups.js";
-import { volumeBinds, type PodFacts } from "../pod-spec.js";
+import { volumeBinds, type PodFacts, type VolumeBind } from "../pod-spec.js";
 import { containerArgv, containerEnv, HOST_DIRS, type BindMount } from "./container-spec.js";
 import { netnsPath } from "./sandbox.js";
 import type { ContainerScriptSpec } from "./scripts.js";
@@ -20,14 +20,16 @@ export interface BuildEnv {
  * The script spec of one container of a pod: the image's rootfs when the
  * image store has it, else the host's filesystem (read-only system dirs);
  * the pod's namespaces, cgroups, volumes, resolv.conf and hosts; the
- * command line and environment as Kubernetes maps them.
+ * command line and environment as Kubernetes maps them. `volumes`: the
+ * binds with subPaths and hostPaths already bound safely (safe-binds.ts),
+ * default the spec's paths as text.
  */
-export function buildContainerSpec(b: BuildEnv, pod: Pod, c: Container, facts: PodFacts): ContainerScriptSpec {
+export function buildContainerSpec(b: BuildEnv, pod: Pod, c: Container, facts: PodFacts, volumes?: VolumeBind[]): ContainerScriptSpec {
   const uid = pod.metadata?.uid ?? "";
   const p = podPaths(b.stateDir, uid);
   const rootfs = imageRootfs(b.imagesDir, c.image);
   const useImage = fs.existsSync(rootfs);
-  const binds: BindMount[] = volumeBinds(pod, c, p.dir).map((m) => ({ ...m, file: isFile(m.source) }));
+  const binds: BindMount[] = (volumes ?? volumeBinds(pod, c, p.dir)).map((m) => ({ ...m, file: isFile(m.source) }));
   // An image's root gets the pod's resolv.conf and hosts as files in its overlay's upper dir (two mounts fewer per
   // start); on the host's filesystem /etc is the host's, read-only: its files are covered by binds if they are plain files.
   const etc = [{ source: p.resolvConf, target: "/etc/resolv.conf" }, { source: p.hosts, target: "/etc/hosts" }];

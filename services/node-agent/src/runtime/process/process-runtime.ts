@@ -5,6 +5,9 @@ import { nowRfc3339 } from "@choreo/kit/apimachinery";
 import type { Logger } from "@choreo/kit/log";
 import { DEFAULT_IMAGES_DIR } from "../../images/types.js";
 import type { PodNetwork } from "../../net/types.js";
+import { volumeBinds } from "../pod-spec.js";
+import { bindTarget, bindWalked, walkedMounts } from "../safe-binds.js";
+import { isUnsafePath } from "../safe-path.js";
 import {
   RuntimeRequestError, type ExecResult, type LogOptions, type PodRuntimeStatus, type Runtime, type RuntimeListener, type RuntimePod,
 } from "../runtime.js";
@@ -46,7 +49,14 @@ export interface ProcessRuntimeOptions {
 interface HeldPod {
   rec: PodRecord;
   containers: Map<string, HeldContainer>;
+  /** Set by stopPod: no retried run starts any more. */
+  stopping?: boolean;
+  /** Retried starts under way (stopPod waits for them before it unmounts and removes the pod dir). */
+  inflight?: Set<Promise<void>>;
 }
+
+/** Back-off of a run refused for its volume paths (the kubelet's: 1 s doubling to 5 min). */
+const CONFIG_BACKOFF = { initialMs: 1000, maxMs: 300_000 };
 
 /**
  * Containers as Linux processes in namespaces, no container engine. See
@@ -103,19 +113,23 @@ export class ProcessRuntime implements Runtime {
       writePodRecord(this.o.stateDir, rec); // from here on a restarted agent finds the sandbox (and its IP) to free
       const facts = { podIp: ip, hostIp: this.sandboxEnv.hostIp, nodeName: this.o.node };
       const build = { node: this.o.node, stateDir: this.o.stateDir, imagesDir: this.o.imagesDir ?? DEFAULT_IMAGES_DIR, cgroups: this.cgroups };
+      const podDir = podPaths(this.o.stateDir, uid).dir;
       for (const c of pod.spec?.containers ?? []) {
-        const spec = buildContainerSpec(build, pod, c, facts);
-        writeScripts(spec);
+        // subPaths and hostPaths are bound from agent-private targets, bound afresh before each run (runContainer).
+        const walked = walkedMounts(pod, c, podDir);
+        const volumes = volumeBinds(pod, c, podDir);
+        for (const m of walked) volumes[m.index] = { ...volumes[m.index]!, source: bindTarget(podDir, c.name, m) };
+        const spec = buildContainerSpec(build, pod, c, facts, volumes);
         const limits = containerLimits(c);
         this.cgroups.create(this.o.node, uid, c.name, limits);
-        const run = startRun(spec, 0);
         const hc: HeldContainer = {
           rec: {
-            name: c.name, image: c.image, root: spec.lowerdir ? "image" : "host", restartCount: 0, ...run, spec: storeSpec(spec),
-            limits: { memoryBytes: limits.memoryBytes?.toString(), cpuMilli: limits.cpuMilli?.toString() },
+            name: c.name, image: c.image, root: spec.lowerdir ? "image" : "host", restartCount: 0, shimPid: 0, shimStart: "", startedAt: "",
+            spec: storeSpec(spec), volumes: walked, limits: { memoryBytes: limits.memoryBytes?.toString(), cpuMilli: limits.cpuMilli?.toString() },
           },
           exit: undefined, watcher: undefined,
         };
+        await this.runContainer(hp, hc, 0);
         hp.containers.set(c.name, hc);
         rec.containers.push(hc.rec);
       }
@@ -137,6 +151,8 @@ export class ProcessRuntime implements Runtime {
       if (fs.existsSync(podPaths(this.o.stateDir, pod.uid).dir)) await this.teardownLeftover(pod.uid);
       return;
     }
+    hp.stopping = true;
+    await Promise.allSettled([...(hp.inflight ?? [])]);
     await Promise.all([...hp.containers.keys()].map((c) => this.killContainer(pod.uid, c, gracePeriodSeconds)));
     for (const hc of hp.containers.values()) hc.watcher?.close();
     this.pods.delete(pod.uid);
@@ -157,15 +173,71 @@ export class ProcessRuntime implements Runtime {
     this.cgroups.create(this.o.node, uid, container, {
       memoryBytes: l.memoryBytes !== undefined ? BigInt(l.memoryBytes) : undefined, cpuMilli: l.cpuMilli !== undefined ? BigInt(l.cpuMilli) : undefined,
     });
-    Object.assign(hc.rec, { restartCount: prev + 1, ...startRun(spec, prev + 1) });
     hc.exit = undefined;
+    await this.runContainer(hp, hc, prev + 1);
     writePodRecord(this.o.stateDir, hp.rec);
+  }
+
+  /**
+   * Starts run `n` of a container: its subPaths and hostPaths walked and
+   * bound afresh (a container of the pod may have swapped one for a
+   * symlink since the last run), the scripts rewritten with what each
+   * bound path is (file or directory), then the shim. A refused path
+   * leaves the container waiting (CreateContainerConfigError) and `poll`
+   * retries it with back-off; other failures throw.
+   */
+  private async runContainer(hp: HeldPod, hc: HeldContainer, n: number): Promise<void> {
+    const spec = loadSpec(hc.rec.spec);
+    let kinds: Map<number, boolean>;
+    // While the binds are made, the run before must not be read as this one's end (checkExit).
+    hc.starting = true;
+    try {
+      kinds = await bindWalked(podPaths(this.o.stateDir, hp.rec.uid).dir, hc.rec.name, hc.rec.volumes ?? []);
+    } catch (err) {
+      hc.starting = false;
+      if (!isUnsafePath(err)) throw err;
+      this.o.log.warn({ pod: `${hp.rec.namespace}/${hp.rec.name}`, container: hc.rec.name, err: err.message }, "volume path refused");
+      const backoffMs = hc.waiting ? Math.min(CONFIG_BACKOFF.maxMs, hc.waiting.backoffMs * 2) : CONFIG_BACKOFF.initialMs;
+      hc.waiting = { state: { reason: "CreateContainerConfigError", message: err.message }, backoffMs, retryAt: Date.now() + backoffMs, retrying: false };
+      Object.assign(hc.rec, { restartCount: n, shimPid: 0, shimStart: "", startedAt: "" });
+      return;
+    }
+    hc.starting = false;
+    const binds = spec.binds.map((b, i) => (kinds.has(i) ? { ...b, file: !kinds.get(i) } : b));
+    const fresh = { ...spec, binds };
+    hc.rec.spec = storeSpec(fresh);
+    writeScripts(fresh);
+    Object.assign(hc.rec, { restartCount: n, ...startRun(fresh, n) });
+    hc.waiting = undefined;
+  }
+
+  /** Retries a run refused for its volume paths (from `poll`), and tells the listeners when it started. */
+  private retryRun(hp: HeldPod, hc: HeldContainer): void {
+    const w = hc.waiting;
+    if (!w || w.retrying || hp.stopping || Date.now() < w.retryAt) return;
+    w.retrying = true;
+    const work = this.runContainer(hp, hc, hc.rec.restartCount).then(
+      () => {
+        if (hc.waiting) return;
+        writePodRecord(this.o.stateDir, hp.rec);
+        this.watch(hp, hc);
+        this.emit(hp);
+      },
+      (err: unknown) => {
+        this.o.log.warn({ pod: `${hp.rec.namespace}/${hp.rec.name}`, container: hc.rec.name, err }, "container start failed");
+        w.retryAt = Date.now() + w.backoffMs;
+      },
+    ).finally(() => {
+      w.retrying = false;
+      hp.inflight?.delete(work);
+    });
+    (hp.inflight ??= new Set()).add(work);
   }
 
   async killContainer(uid: string, container: string, gracePeriodSeconds: number): Promise<void> {
     const hp = this.pods.get(uid);
     const hc = hp?.containers.get(container);
-    if (!hp || !hc || this.checkExit(hp, hc)) return;
+    if (!hp || !hc || hc.waiting || this.checkExit(hp, hc)) return;
     const init = await this.initOf(hp, hc, 2000);
     if (init) signal(init.pid, "SIGTERM");
     if (await this.waitExit(hp, hc, gracePeriodSeconds * 1000)) return;
@@ -192,6 +264,7 @@ export class ProcessRuntime implements Runtime {
 
   async exec(uid: string, container: string, command: readonly string[], timeoutMs: number): Promise<ExecResult> {
     const { hp, hc } = this.mustGet(uid, container);
+    if (hc.waiting) throw new RuntimeRequestError(`container ${container} is not running: ${hc.waiting.state.reason}`);
     // Right after a start the command may not be confined in its root yet: give it a moment.
     let main = this.processes(uid, container)?.mainPid;
     for (let i = 0; i < 100 && !main && !this.checkExit(hp, hc); i++) {
@@ -204,6 +277,9 @@ export class ProcessRuntime implements Runtime {
 
   logs(uid: string, opts: LogOptions, signal: AbortSignal): AsyncIterable<Uint8Array> {
     const { hp, hc } = this.mustGet(uid, opts.container);
+    if (hc.waiting && !opts.previous) {
+      throw new RuntimeRequestError(`container "${opts.container}" in pod "${hp.rec.name}" is waiting to start: ${hc.waiting.state.reason}`);
+    }
     const n = opts.previous ? hc.rec.restartCount - 1 : hc.rec.restartCount;
     const log = runPaths(hc.rec.spec.dir, n).log;
     if (opts.previous && (n < 0 || !fs.existsSync(log))) {
@@ -271,6 +347,8 @@ export class ProcessRuntime implements Runtime {
    */
   private checkExit(hp: HeldPod, hc: HeldContainer, emit = true): boolean {
     if (hc.exit) return true;
+    if (hc.waiting || hc.starting) return false; // no run to end: it never started, or is starting
+
     const dir = hc.rec.spec.dir;
     const n = hc.rec.restartCount;
     let exit = readRunExit(dir, n);
@@ -286,7 +364,12 @@ export class ProcessRuntime implements Runtime {
   private setExit(hp: HeldPod, hc: HeldContainer, exit: HeldContainer["exit"], emit = true): void {
     hc.exit = exit;
     this.o.log.info({ pod: `${hp.rec.namespace}/${hp.rec.name}`, container: hc.rec.name, exitCode: exit?.exitCode, reason: exit?.reason }, "container exited");
-    if (emit && this.pods.get(hp.rec.uid) === hp) for (const l of this.listeners) l({ uid: hp.rec.uid, namespace: hp.rec.namespace, name: hp.rec.name });
+    if (emit) this.emit(hp);
+  }
+
+  /** Tells the listeners the pod changed, while the runtime holds it. */
+  private emit(hp: HeldPod): void {
+    if (this.pods.get(hp.rec.uid) === hp) for (const l of this.listeners) l({ uid: hp.rec.uid, namespace: hp.rec.namespace, name: hp.rec.name });
   }
 
   private async waitExit(hp: HeldPod, hc: HeldContainer, ms: number): Promise<boolean> {
@@ -312,6 +395,10 @@ export class ProcessRuntime implements Runtime {
   private poll(): void {
     for (const hp of this.pods.values()) {
       for (const hc of hp.containers.values()) {
+        if (hc.waiting) {
+          this.retryRun(hp, hc);
+          continue;
+        }
         if (this.checkExit(hp, hc)) continue;
         try {
           rotateIfNeeded(runPaths(hc.rec.spec.dir, hc.rec.restartCount).log, this.maxBytes, this.maxFiles);

@@ -4,6 +4,7 @@ import { etcHosts, resolvConf } from "../../dns/resolv-conf.js";
 import { NAMES, type PodNetwork } from "../../net/types.js";
 import { emptyDirPath, podHostname } from "../pod-spec.js";
 import { run } from "../../exec.js";
+import { unmountBinds } from "../safe-binds.js";
 import { HELPER } from "./helper.js";
 import { mountedAmong } from "./proc.js";
 import { podPaths } from "./state.js";
@@ -89,7 +90,7 @@ export function sandboxAlive(stateDir: string, uid: string, hostNetwork: boolean
 
 /**
  * Frees what the sandbox holds, once its processes are gone: the veth and
- * IP, the network namespace, the IPC/UTS namespace mounts, the pod dir.
+ * IP, the network namespace, the IPC/UTS namespace mounts, the volume binds, the pod dir.
  * Safe to repeat and on half-built sandboxes.
  */
 export async function destroySandbox(env: SandboxEnv, uid: string, ip: string, hostNetwork: boolean): Promise<void> {
@@ -100,5 +101,7 @@ export async function destroySandbox(env: SandboxEnv, uid: string, ip: string, h
   }
   const mounted = [...mountedAmong([p.ipc, p.uts])];
   if (mounted.length > 0) await run("umount", mounted);
+  // The safe subPath and hostPath binds (a hostPath's files are the host's): `rm -r` must never descend into them.
+  await unmountBinds(p.dir);
   fs.rmSync(p.dir, { recursive: true, force: true });
 }

@@ -2,6 +2,7 @@ import fs from "node:fs";
 import path from "node:path";
 import type { ContainerStateTerminated } from "@choreo/kit/gen/choreo/core/v1/core";
 import { nowRfc3339 } from "@choreo/kit/apimachinery";
+import type { WalkedMount } from "../safe-binds.js";
 import type { ContainerScriptSpec } from "./scripts.js";
 
 /** A {@link ContainerScriptSpec} as JSON (env as pairs, in order). */
@@ -23,6 +24,8 @@ export interface ContainerRecord {
   last?: ContainerStateTerminated | undefined;
   /** What its scripts were generated from (restarts after an agent restart need it). */
   spec: StoredSpec;
+  /** Its subPath and hostPath mounts, walked and bound again before every run (safe-binds.ts). */
+  volumes?: WalkedMount[] | undefined;
   /** Its cgroup limits as decimal strings (bytes, millicores), for the cgroups of restarts. */
   limits: { memoryBytes?: string | undefined; cpuMilli?: string | undefined };
 }

@@ -1,5 +1,5 @@
 import type { FSWatcher } from "node:fs";
-import type { ContainerStateTerminated, ContainerStatus } from "@choreo/kit/gen/choreo/core/v1/core";
+import type { ContainerStateTerminated, ContainerStateWaiting, ContainerStatus } from "@choreo/kit/gen/choreo/core/v1/core";
 import type { ContainerRecord, RunExit } from "./state.js";
 
 /** What the runtime holds for one container: its record, and how its current run ended (if it did). */
@@ -7,6 +7,14 @@ export interface HeldContainer {
   rec: ContainerRecord;
   exit: RunExit | undefined;
   watcher: FSWatcher | undefined;
+  /**
+   * Set while run `restartCount` could not be started (a subPath or
+   * hostPath the safe walk refused: CreateContainerConfigError); the
+   * runtime retries it with back-off until it starts.
+   */
+  waiting?: { state: ContainerStateWaiting; backoffMs: number; retryAt: number; retrying: boolean } | undefined;
+  /** Set while run `restartCount` is being started (its volumes bound): it has no end to read yet. */
+  starting?: boolean | undefined;
 }
 
 /** The end of a run whose shim died without writing one (kubelet's wording for a container it lost). */
@@ -32,9 +40,15 @@ export function terminated(uid: string, c: HeldContainer, exit: RunExit): Contai
   };
 }
 
-/** The container's status: running (ready: probes decide later) or terminated; lastState from the run before. */
+/** The container's status: running (ready: probes decide later), terminated, or waiting (a run it could not start); lastState from the run before. */
 export function containerStatus(uid: string, c: HeldContainer): ContainerStatus {
   const r = c.rec;
+  if (c.waiting) {
+    return {
+      name: r.name, state: { waiting: c.waiting.state }, lastState: r.last ? { terminated: r.last } : undefined,
+      ready: false, restartCount: r.restartCount, image: r.image, imageId: "", containerId: "", started: false,
+    };
+  }
   const state = c.exit ? { terminated: terminated(uid, c, c.exit) } : { running: { startedAt: r.startedAt } };
   return {
     name: r.name,
