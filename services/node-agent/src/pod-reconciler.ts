@@ -81,6 +81,13 @@ export function podReconciler(d: PodReconcilerDeps): Reconcile {
     }
 
     for (const c of plan.backingOff) d.events?.emit(podRef(pod), "Warning", "BackOff", `Back-off restarting failed container ${c} in pod ${meta.name}`);
+    // The kubelet's Failed event for a container its runtime refuses to create as configured (a volume path the safe walk refused), once per new message.
+    for (const cs of rt.containerStatuses) {
+      const w = cs.state?.waiting;
+      if (w?.reason !== "CreateContainerConfigError") continue;
+      const before = pod.status?.containerStatuses.find((c) => c.name === cs.name)?.state?.waiting;
+      if (before?.reason !== w.reason || before.message !== w.message) d.events?.emit(podRef(pod), "Warning", "Failed", `Error: ${w.message}`);
+    }
     if (d.prober && d.runtime.probes) {
       d.prober.sync(pod, rt);
       rt = d.prober.apply(rt);
