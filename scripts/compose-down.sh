@@ -20,6 +20,10 @@ if [[ -f services/node-agent/src/net/cleanup.ts ]]; then
     for (const n of process.argv.slice(1)) await cleanupNode(n);
   ' "${nodes[@]}" || echo "choreo: could not remove the compose nodes' bridges and chains" >&2
 fi
+# The agents' binds (safe subPath/hostPath binds, tmpfs emptyDirs) reached the host: `rm -rf` must not descend into them.
+for n in "${nodes[@]}"; do
+  findmnt -rn -o TARGET | grep -F "/var/lib/choreo/$n/" | sort -r | while read -r m; do umount -l "$m" || true; done
+done
 rm -rf "${nodes[@]/#//var/lib/choreo/}"
 rm -f .choreo/compose/kubeconfig
 rmdir .choreo/compose 2>/dev/null || true
