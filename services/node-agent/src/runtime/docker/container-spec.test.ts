@@ -39,6 +39,7 @@ describe("app container options", () => {
     assert.equal(hc.NetworkMode, "container:sbx");
     assert.equal(hc.IpcMode, "container:sbx");
     assert.equal(hc.Init, true);
+    assert.deepEqual(hc.CapDrop, ["NET_RAW"], "no raw sockets (CVE-2020-8558)");
     assert.equal(hc.NanoCpus, 500_000_000);
     assert.equal(hc.Memory, 64 * 1024 * 1024);
     assert.equal(hc.MemorySwap, hc.Memory);
