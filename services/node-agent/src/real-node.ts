@@ -66,7 +66,9 @@ export async function realNode(cfg: AgentConfig, runtimeName: "docker" | "proces
     extras: (a): Runnable[] => {
       const proxy = new ServiceProxy({ node, client: d.client, nc: d.nc, jsm: d.jsm, log, chainPrefix: NAMES.chainPrefix(node), clusterCidr: cfg.clusterCidr });
       // One Services and one Endpoints informer per node: DNS reads the proxy's caches.
-      const dns = new ClusterDns({ stores: { services: proxy.services, endpoints: proxy.endpoints }, log, listen: { address: network.gateway, port: cfg.dnsPort }, domain: CLUSTER_DOMAIN, metrics: d.registry });
+      const dns = new ClusterDns({ stores: { services: proxy.services, endpoints: proxy.endpoints }, log, listen: { address: network.gateway, port: cfg.dnsPort }, domain: CLUSTER_DOMAIN, metrics: d.registry,
+        // Pods only (this node's and, routed here, other nodes'), and the host on the bridge address.
+        clients: [network.podCidr, cfg.clusterCidr] });
       return [proxy, dns, new LogServer({ nc: d.nc, node, runtime, pods: a.informer, log })];
     },
   });

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import dgram from "node:dgram";
 import { promises as dns } from "node:dns";
+import net from "node:net";
 import { after, before, describe, it } from "node:test";
 import dnsPacket, { type RecordType } from "dns-packet";
 import { unwrap, wrap } from "@choreo/kit";
@@ -12,7 +13,7 @@ import { freePort, waitFor } from "@choreo/kit/testing";
 import { startStack, type Stack } from "../../../api/src/testing/stack.js";
 import { Rcode, rcodeOf } from "./answer.js";
 import { ClusterDns, type ClusterDnsOptions } from "./cluster-dns.js";
-import { queryTcp, queryUdp, type DnsServer } from "./wire.js";
+import { frame, queryTcp, queryUdp, type DnsServer } from "./wire.js";
 
 const WAIT = { timeoutMs: 10_000 };
 
@@ -34,6 +35,29 @@ function resolver(server: DnsServer): dns.Resolver {
 
 const query = (name: string, type: RecordType = "A"): Buffer =>
   dnsPacket.encode({ type: "query", id: Math.floor(Math.random() * 65535), flags: dnsPacket.RECURSION_DESIRED, questions: [{ name, type }] });
+
+/** One UDP query from a socket bound to `from`; rejects when nothing comes back within `ms`. */
+function queryUdpFrom(from: string, server: DnsServer, msg: Buffer, ms: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const sock = dgram.createSocket("udp4");
+    const timer = setTimeout(() => (sock.close(), reject(new Error("no reply"))), ms);
+    sock.on("message", (reply) => (clearTimeout(timer), sock.close(), resolve(reply)));
+    sock.bind(0, from, () => sock.send(msg, server.port, server.address));
+  });
+}
+
+/** One TCP query from `from`; resolves with what came back before the server closed ("" when nothing). */
+function tcpFrom(from: string, server: DnsServer, msg: Buffer): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const sock = net.connect({ host: server.address, port: server.port, localAddress: from });
+    let got = "";
+    const timer = setTimeout(() => (sock.destroy(), reject(new Error("neither reply nor close"))), 3_000);
+    sock.on("connect", () => sock.write(frame(msg)));
+    sock.on("data", (d) => (got += d.toString("hex")));
+    sock.on("error", () => undefined);
+    sock.on("close", () => (clearTimeout(timer), resolve(got)));
+  });
+}
 
 describe("ClusterDns against the api", () => {
   let s: Stack;
@@ -114,6 +138,43 @@ describe("ClusterDns against the api", () => {
     const shared = await startDns({ client: undefined, nc: undefined, jsm: undefined, stores: { services, endpoints } });
     const r = resolver(shared);
     assert.deepEqual(await waitFor(async () => r.resolve4("web.default.svc.cluster.local").catch(() => undefined), WAIT), [webIp]);
+  });
+
+  it("answers only its clients: others get no UDP reply and a closed TCP connection", async () => {
+    const only = await startDns({ clients: ["10.244.0.0/16"] });
+    const q = query("web.default.svc.cluster.local");
+    // From the listen address itself (the host on the bridge address): answered.
+    const ok = await waitFor(async () => {
+      const res = dnsPacket.decode(await queryUdp(only, q, 2_000));
+      return rcodeOf(res) === Rcode.NOERROR ? res : undefined;
+    }, { ...WAIT, message: "answered from the listen address" });
+    assert.deepEqual(ok.answers?.map((a) => ("data" in a ? a.data : undefined)), [webIp]);
+    // From another address, outside the ranges: nothing over UDP, closed over TCP.
+    await assert.rejects(queryUdpFrom("127.0.0.2", only, q, 1_000), /no reply/);
+    assert.equal(await tcpFrom("127.0.0.2", only, q), "");
+    // The default (no clients given): loopback, so the host's own tools.
+    assert.equal(rcodeOf(dnsPacket.decode(await queryUdpFrom("127.0.0.2", server, q, 2_000))), Rcode.NOERROR);
+  });
+
+  it("caps an upstream's oversized UDP reply at the client's 512 bytes (TC set)", async () => {
+    const big = dgram.createSocket("udp4");
+    big.on("message", (msg, rinfo) => {
+      const q = dnsPacket.decode(msg);
+      const name = q.questions?.[0]?.name ?? "";
+      const answers = Array.from({ length: 150 }, (_, i) => ({ type: "A" as const, name, ttl: 60, data: `192.0.2.${i % 250}` }));
+      big.send(dnsPacket.encode({ type: "response", id: q.id, flags: dnsPacket.RECURSION_AVAILABLE, questions: q.questions, answers }), rinfo.port, rinfo.address);
+    });
+    await new Promise<void>((res) => big.bind(0, "127.0.0.1", () => res()));
+    try {
+      const fwd = await startDns({ upstream: [`127.0.0.1:${big.address().port}`] });
+      const reply = await queryUdp(fwd, query("huge.example.com"), 3_000);
+      assert.ok(reply.length <= 512, `${reply.length} bytes`);
+      const res = dnsPacket.decode(reply);
+      assert.equal(res.flag_tc, true);
+      assert.equal(res.questions?.[0]?.name, "huge.example.com");
+    } finally {
+      big.close();
+    }
   });
 
   it("forwards other names upstream over UDP and TCP; SERVFAIL when upstream is silent, REFUSED without upstream", async () => {

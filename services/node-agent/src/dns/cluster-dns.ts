@@ -12,7 +12,7 @@ import { getOrCreateCounter } from "@choreo/kit/metrics";
 import { CLUSTER_DOMAIN } from "./resolv-conf.js";
 import { respond, type Outcome } from "./responder.js";
 import { storeSnapshot, storesSynced, type Store } from "./snapshot.js";
-import { Forwarder, hostNameservers, type Transport } from "./upstream.js";
+import { Forwarder, ForwardLimiter, hostNameservers, type Transport } from "./upstream.js";
 import { FrameReader, frame, type DnsServer } from "./wire.js";
 
 /** Options of a node's DNS responder. */
@@ -32,6 +32,15 @@ export interface ClusterDnsOptions {
   upstreamTimeoutMs?: number;
   /** Counts queries by outcome in `choreo_dns_queries_total`. */
   metrics?: Registry;
+  /**
+   * Who may ask, as CIDRs (a node: its pod CIDR and the cluster CIDR). The
+   * listen address itself (the host asking its own bridge address) always
+   * may; without this option, loopback too. Others are ignored: no UDP
+   * reply (nothing to reflect at a spoofed source), TCP connections closed.
+   */
+  clients?: string[];
+  /** Forwards in flight per client address, beyond which queries are REFUSED (default 20). */
+  maxForwardsPerClient?: number;
 }
 
 /** How long an idle DNS-over-TCP connection stays open. */
@@ -53,6 +62,8 @@ export class ClusterDns implements Runnable {
   private readonly forwarder: Forwarder;
   private readonly domain: string;
   private readonly count?: (outcome: Outcome) => void;
+  private readonly allowed: net.BlockList;
+  private readonly limiter: ForwardLimiter;
 
   constructor(private readonly opts: ClusterDnsOptions) {
     this.listening = new Promise((r) => (this.resolveListening = r));
@@ -69,6 +80,8 @@ export class ClusterDns implements Runnable {
     }
     const upstream = opts.upstream ?? hostNameservers([opts.listen.address]);
     this.forwarder = new Forwarder(upstream, opts.upstreamTimeoutMs);
+    this.limiter = new ForwardLimiter(opts.maxForwardsPerClient);
+    this.allowed = allowList([...(opts.clients ?? ["127.0.0.0/8"]), opts.listen.address]);
     if (opts.metrics) {
       const c = getOrCreateCounter(opts.metrics, "choreo_dns_queries_total", "DNS queries by outcome", ["outcome"]);
       this.count = (outcome) => c.inc({ outcome });
@@ -89,13 +102,22 @@ export class ClusterDns implements Runnable {
     }
   }
 
-  private async handle(msg: Buffer, transport: Transport): Promise<Buffer | undefined> {
+  /** Whether `address` may ask (counts a denial when not). */
+  private admits(address: string | undefined): boolean {
+    const ok = address !== undefined && this.allowed.check(address, net.isIPv6(address) ? "ipv6" : "ipv4");
+    if (!ok) this.count?.("denied");
+    return ok;
+  }
+
+  private async handle(msg: Buffer, transport: Transport, client: string): Promise<Buffer | undefined> {
     const { services, endpoints } = this.stores;
     const { reply, outcome } = await respond(msg, transport, {
       snapshot: storeSnapshot(services, endpoints),
       synced: () => storesSynced(services, endpoints),
       domain: this.domain,
       forwarder: this.forwarder,
+      client,
+      limiter: this.limiter,
     });
     this.count?.(outcome);
     return reply;
@@ -144,7 +166,8 @@ export class ClusterDns implements Runnable {
         sock.off("error", reject);
         sock.on("error", (err) => this.opts.log.warn({ err }, "dns udp socket error"));
         sock.on("message", (msg, rinfo) => {
-          void this.handle(msg, "udp").then((reply) => {
+          if (!this.admits(rinfo.address)) return;
+          void this.handle(msg, "udp", rinfo.address).then((reply) => {
             if (reply) sock.send(reply, rinfo.port, rinfo.address);
           }).catch((err: unknown) => this.opts.log.warn({ err }, "dns query failed"));
         });
@@ -156,6 +179,11 @@ export class ClusterDns implements Runnable {
   private listenTcp(address: string, port: number): Promise<net.Server & { closeAllConnections?(): void }> {
     const conns = new Set<net.Socket>();
     const server = net.createServer((conn) => {
+      const client = conn.remoteAddress;
+      if (!this.admits(client)) {
+        conn.destroy();
+        return;
+      }
       conns.add(conn);
       conn.setTimeout(TCP_IDLE_MS, () => conn.destroy());
       conn.on("close", () => conns.delete(conn));
@@ -163,7 +191,7 @@ export class ClusterDns implements Runnable {
       const reader = new FrameReader();
       conn.on("data", (chunk) => {
         for (const msg of reader.push(chunk)) {
-          void this.handle(Buffer.from(msg), "tcp").then((reply) => {
+          void this.handle(Buffer.from(msg), "tcp", client ?? "").then((reply) => {
             if (reply && !conn.destroyed) conn.write(frame(reply));
           }).catch((err: unknown) => this.opts.log.warn({ err }, "dns query failed"));
         }
@@ -177,4 +205,16 @@ export class ClusterDns implements Runnable {
       });
     });
   }
+}
+
+/** A BlockList (used as an allow list) of CIDRs and plain addresses, IPv4 or IPv6. */
+export function allowList(cidrs: readonly string[]): net.BlockList {
+  const list = new net.BlockList();
+  for (const c of cidrs) {
+    const [address = "", bits] = c.split("/");
+    const type = net.isIPv6(address) ? "ipv6" : "ipv4";
+    if (bits === undefined) list.addAddress(address, type);
+    else list.addSubnet(address, Number(bits), type);
+  }
+  return list;
 }

@@ -63,7 +63,7 @@ describe("ClusterDns from a network namespace", { skip }, () => {
       apiVersion: "v1", kind: "Service", metadata: { name: "web", namespace: "default" }, spec: { selector: { app: "web" }, ports: [{ port: 80 }] },
     }))) as Service;
     clusterIp = web.spec?.clusterIp ?? "";
-    const dns = new ClusterDns({ client: s.client, nc: s.nc, jsm: s.jsm, log: silentLogger(), listen: { address: hostIp }, upstream: [] });
+    const dns = new ClusterDns({ client: s.client, nc: s.nc, jsm: s.jsm, log: silentLogger(), listen: { address: hostIp }, upstream: [], clients: [`${subnet}.0/30`] });
     done = dns.start(ac.signal);
     await dns.listening;
     writeFileSync(join(dir, "resolv.conf"), resolvConf({ namespace: "default", nameserver: hostIp }));

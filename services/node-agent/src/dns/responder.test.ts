@@ -5,9 +5,9 @@ import { join } from "node:path";
 import { describe, it } from "node:test";
 import dnsPacket from "dns-packet";
 import { Rcode, rcodeOf } from "./answer.js";
-import { respond, type ResponderOptions } from "./responder.js";
+import { capForwarded, respond, type ResponderOptions } from "./responder.js";
 import { staticSnapshot } from "./snapshot.js";
-import { Forwarder, hostNameservers } from "./upstream.js";
+import { ForwardLimiter, Forwarder, hostNameservers } from "./upstream.js";
 import { FrameReader, frame, parseServer } from "./wire.js";
 
 const opts = (o: Partial<ResponderOptions> = {}): ResponderOptions => ({
@@ -39,6 +39,58 @@ describe("respond", () => {
     assert.equal((await respond(Buffer.from([1, 2, 3]), "udp", opts())).reply, undefined);
     const response = dnsPacket.encode({ type: "response", id: 1, questions: [{ name: "a.cluster.local", type: "A" }] });
     assert.equal((await respond(response, "udp", opts())).reply, undefined);
+  });
+});
+
+describe("forwarding limits", () => {
+  /** An upstream reply with `n` A records for `name`. */
+  const bigReply = (id: number, name: string, n: number): Buffer => dnsPacket.encode({
+    type: "response", id, flags: dnsPacket.RECURSION_DESIRED | dnsPacket.RECURSION_AVAILABLE, questions: [{ name, type: "A" }],
+    answers: Array.from({ length: n }, (_, i) => ({ type: "A" as const, name, ttl: 60, data: `192.0.2.${i % 250}` })),
+  });
+
+  it("caps an oversized upstream reply to the client's UDP limit: truncated, its question and id", async () => {
+    const q = query("big.example.com");
+    const huge = bigReply(7, "big.example.com", 150); // ~2.4 kB for a client without EDNS
+    assert.ok(huge.length > 2000);
+    const forwarder = { enabled: true, forward: async () => huge };
+    const r = await respond(q, "udp", opts({ forwarder }));
+    assert.equal(r.outcome, "forwarded");
+    assert.ok(r.reply!.length <= 512, `${r.reply!.length} bytes`);
+    const res = dnsPacket.decode(r.reply!);
+    assert.equal(res.id, 7);
+    assert.equal(res.flag_tc, true);
+    assert.deepEqual(res.questions, [{ name: "big.example.com", type: "A", class: "IN" }]);
+    assert.equal(res.answers?.length, 0);
+    // Over TCP the whole reply passes (it fits a frame); a small UDP reply passes as it is.
+    assert.equal((await respond(q, "tcp", opts({ forwarder }))).reply, huge);
+    const small = bigReply(7, "big.example.com", 2);
+    assert.equal(capForwarded(small, dnsPacket.decode(q), "udp"), small);
+    // With EDNS the client's size counts, up to 1232.
+    const edns = dnsPacket.decode(dnsPacket.encode({ type: "query", id: 9, questions: [{ name: "big.example.com", type: "A" }], additionals: [{ type: "OPT", name: ".", udpPayloadSize: 4096 }] }));
+    assert.ok(capForwarded(bigReply(9, "big.example.com", 60), edns, "udp").length <= 1232);
+    // Unreadable and too big: SERVFAIL, truncated.
+    const garbage = Buffer.alloc(600, 0xff);
+    const bad = dnsPacket.decode(capForwarded(garbage, dnsPacket.decode(q), "udp"));
+    assert.equal(rcodeOf(bad), Rcode.SERVFAIL);
+    assert.equal(bad.flag_tc, true);
+  });
+
+  it("refuses a client's forwards beyond its cap while others' go on", async () => {
+    const limiter = new ForwardLimiter(2);
+    const pending: ((b: Buffer | undefined) => void)[] = [];
+    const forwarder = { enabled: true, forward: () => new Promise<Buffer | undefined>((r) => pending.push(r)) };
+    const o = (client: string) => opts({ forwarder, limiter, client });
+    const first = [respond(query("a.example.com"), "udp", o("10.244.1.5")), respond(query("b.example.com"), "udp", o("10.244.1.5"))];
+    const third = await respond(query("c.example.com"), "udp", o("10.244.1.5"));
+    assert.equal(third.outcome, "limited");
+    assert.equal(rcodeOf(dnsPacket.decode(third.reply!)), Rcode.REFUSED);
+    const other = respond(query("d.example.com"), "udp", o("10.244.1.6"));
+    assert.equal(limiter.count("10.244.1.6"), 1, "another client is not held up");
+    for (const r of pending) r(undefined);
+    assert.deepEqual((await Promise.all([...first, other])).map((r) => r.outcome), ["servfail", "servfail", "servfail"]);
+    assert.equal(limiter.count("10.244.1.5"), 0, "slots are released, failures included");
+    assert.equal(limiter.acquire("10.244.1.5"), true);
   });
 });
 

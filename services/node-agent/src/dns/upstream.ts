@@ -58,3 +58,33 @@ export class Forwarder {
     return undefined;
   }
 }
+
+/**
+ * Caps the forwards in flight per client address: a pod flooding the
+ * responder with names that time out upstream holds at most `max` of them
+ * (CoreDNS' forward `max_concurrent`, per client); the rest are REFUSED.
+ */
+export class ForwardLimiter {
+  private readonly inFlight = new Map<string, number>();
+
+  constructor(readonly max = 20) {}
+
+  /** Takes a slot for `client`; false when it has `max` already. */
+  acquire(client: string): boolean {
+    const n = this.inFlight.get(client) ?? 0;
+    if (n >= this.max) return false;
+    this.inFlight.set(client, n + 1);
+    return true;
+  }
+
+  release(client: string): void {
+    const n = (this.inFlight.get(client) ?? 1) - 1;
+    if (n <= 0) this.inFlight.delete(client);
+    else this.inFlight.set(client, n);
+  }
+
+  /** Forwards in flight for `client`. */
+  count(client: string): number {
+    return this.inFlight.get(client) ?? 0;
+  }
+}
