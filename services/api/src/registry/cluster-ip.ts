@@ -69,7 +69,8 @@ function toIp(n: number): string {
   return [(n >>> 24) & 255, (n >>> 16) & 255, (n >>> 8) & 255, n & 255].join(".");
 }
 
-/** Whether a string is a dotted IPv4 address. */
-export function isIPv4(ip: string): boolean {
-  return toInt(ip) >= 0 && /^\d+\.\d+\.\d+\.\d+$/.test(ip);
-}
+/**
+ * Whether a string is a dotted IPv4 address in canonical form: `10.96.000.010`
+ * would be a second spelling (a second Redis key) of an allocated address.
+ */
+export { isIPv4 } from "./ip.js";

@@ -112,6 +112,9 @@ export function validatePodSpec(e: Errors, spec: PodSpec | undefined, path: stri
   if (spec.activeDeadlineSeconds !== undefined && spec.activeDeadlineSeconds <= 0) e.invalid(`${path}.activeDeadlineSeconds`, spec.activeDeadlineSeconds, "must be greater than 0");
   e.labelMap(`${path}.nodeSelector`, spec.nodeSelector);
   if (spec.nodeName) e.messages(`${path}.nodeName`, spec.nodeName, validateDns1123Subdomain(spec.nodeName));
+  // The node gives them to the pod's UTS namespace and /etc/hosts (and once to `hostname`): DNS labels, as in Kubernetes.
+  if (spec.hostname) e.messages(`${path}.hostname`, spec.hostname, validateDns1123Label(spec.hostname));
+  if (spec.subdomain) e.messages(`${path}.subdomain`, spec.subdomain, validateDns1123Label(spec.subdomain));
   spec.tolerations.forEach((t, i) => {
     const f = `${path}.tolerations[${i}]`;
     if (t.operator) e.oneOf(`${f}.operator`, t.operator, ["Exists", "Equal"]);

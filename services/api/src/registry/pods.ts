@@ -5,6 +5,7 @@ import type { Strategy } from "./strategy.js";
 import { defaultPodSpec, qosClass, validatePodSpec } from "./pod-spec.js";
 import { Errors } from "./validation.js";
 import { checkHostPaths } from "./host-path-policy.js";
+import { INVALID_IP, isIP } from "./ip.js";
 
 function comparableSpec(p: Pod): string {
   const spec = structuredClone(p.spec);
@@ -15,6 +16,22 @@ function comparableSpec(p: Pod): string {
   spec.tolerations = [];
   spec.terminationGracePeriodSeconds = undefined;
   return canonicalJson(spec);
+}
+
+/**
+ * Kubernetes' validatePodIPs and hostIP check on the status a node writes:
+ * valid IPs, podIPs[0] the podIP. (The endpoints controller copies podIP into
+ * Endpoints, whose validation refuses loopback and link-local addresses.)
+ */
+function validatePodIps(e: Errors, pod: Pod): void {
+  const st = pod.status;
+  if (!st) return;
+  if (st.podIp && !isIP(st.podIp)) e.invalid("status.podIP", st.podIp, INVALID_IP);
+  st.podIps.forEach((p, i) => {
+    if (!isIP(p.ip)) e.invalid(`status.podIPs[${i}].ip`, p.ip, INVALID_IP);
+  });
+  if (st.podIps.length > 0 && st.podIps[0]?.ip !== st.podIp) e.invalid("status.podIPs[0].ip", st.podIps[0]?.ip, "must be equal to `podIP`");
+  if (st.hostIp && !isIP(st.hostIp)) e.invalid("status.hostIP", st.hostIp, INVALID_IP);
 }
 
 /** Pods: defaults, validation, Pending status at create, node index. */
@@ -39,6 +56,7 @@ export const podStrategy: Strategy<Pod> = {
   validate(pod, old) {
     const e = new Errors();
     validatePodSpec(e, pod.spec, "spec");
+    validatePodIps(e, pod);
     if (old && comparableSpec(pod) !== comparableSpec(old)) {
       e.forbidden("spec", "pod updates may not change fields other than `spec.containers[*].image`, `spec.initContainers[*].image`, `spec.activeDeadlineSeconds`, `spec.tolerations` (only additions to existing tolerations), `spec.terminationGracePeriodSeconds`");
     }

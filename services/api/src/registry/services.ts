@@ -1,9 +1,10 @@
-import type { Endpoints, Service } from "@choreo/kit/gen/choreo/core/v1/core";
-import { validateDns1035Label } from "@choreo/kit/apimachinery";
+import type { EndpointAddress, Endpoints, Service } from "@choreo/kit/gen/choreo/core/v1/core";
+import { validateDns1035Label, validateDns1123Label, validateDns1123Subdomain } from "@choreo/kit/apimachinery";
 import { invalid } from "@choreo/kit";
 import type { Strategy } from "./strategy.js";
 import { Errors } from "./validation.js";
 import { ClusterIpAllocator, isIPv4 } from "./cluster-ip.js";
+import { specialIpReasons } from "./ip.js";
 import type { NodePortAllocator } from "./node-port.js";
 
 const owner = (s: Service): string => `${s.metadata?.namespace}/${s.metadata?.name}`;
@@ -136,7 +137,7 @@ export function serviceStrategy(ips: ClusterIpAllocator, nodePorts: NodePortAllo
         e.oneOf(`${f}.protocol`, p.protocol, ["TCP", "UDP", "SCTP"]);
         const t = p.targetPort?.value;
         if (t?.$case === "intVal") e.port(`${f}.targetPort`, t.value);
-        if (t?.$case === "strVal" && !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(t.value)) e.invalid(`${f}.targetPort`, t.value, "must be a valid port name");
+        if (t?.$case === "strVal" && (t.value.length > 15 || !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(t.value))) e.invalid(`${f}.targetPort`, t.value, "must be a valid port name");
         if (p.nodePort !== 0 && spec.type !== "NodePort") e.forbidden(`${f}.nodePort`, `may not be used when \`type\` is '${spec.type}'`);
         if (p.nodePort !== 0 && spec.ports.slice(0, i).some((q) => q.nodePort === p.nodePort)) e.duplicate(`${f}.nodePort`, p.nodePort);
         // Node ports are taken at create only (prepareUpdate cannot reach Redis), so an update keeps them.
@@ -145,6 +146,9 @@ export function serviceStrategy(ips: ClusterIpAllocator, nodePorts: NodePortAllo
       e.labelMap("spec.selector", spec.selector);
       e.oneOf("spec.sessionAffinity", spec.sessionAffinity, ["None", "ClientIP"]);
       if (old?.spec && old.spec.clusterIp && spec.clusterIp !== old.spec.clusterIp) e.invalid("spec.clusterIPs[0]", spec.clusterIp, "may not change once set");
+      // The proxy and DNS read clusterIP; clusterIPs is its single-stack copy and may not say otherwise.
+      if (spec.clusterIps.length > 1) e.invalid("spec.clusterIPs", spec.clusterIps, "may specify no more than one IP for each IP family (choreo serves IPv4 single-stack)");
+      if (spec.clusterIps.length > 0 && spec.clusterIps[0] !== spec.clusterIp) e.invalid("spec.clusterIPs[0]", spec.clusterIps[0], "must match `clusterIP`");
       if (old?.spec && old.spec.type !== spec.type && (old.spec.type === "NodePort" || spec.type === "NodePort")) {
         e.invalid("spec.type", spec.type, "may not change to or from NodePort; recreate the Service");
       }
@@ -163,15 +167,33 @@ export function serviceStrategy(ips: ClusterIpAllocator, nodePorts: NodePortAllo
   };
 }
 
-/** Endpoints: addresses must be IPs, ports valid. */
+/**
+ * Kubernetes' validateEpAddress: a valid IP that is not unspecified,
+ * loopback, link-local or link-local multicast (a Service or node port
+ * forwarding to 127.0.0.1 would reach what listens on the node's loopback:
+ * NATS, Redis); an IPv4 (the service proxy is IPv4 only); hostname a DNS
+ * label, nodeName a DNS subdomain.
+ */
+function validateEndpointAddress(e: Errors, a: EndpointAddress, f: string): void {
+  const special = specialIpReasons(a.ip);
+  e.messages(`${f}.ip`, a.ip, special);
+  if (special.length === 0 && !isIPv4(a.ip)) e.invalid(`${f}.ip`, a.ip, "must be an IPv4 address (choreo's service proxy is IPv4 only)");
+  if (a.hostname) e.messages(`${f}.hostname`, a.hostname, validateDns1123Label(a.hostname));
+  if (a.nodeName !== undefined) e.messages(`${f}.nodeName`, a.nodeName, validateDns1123Subdomain(a.nodeName));
+}
+
+/** Endpoints: addresses as Kubernetes checks them, ports valid. */
 export const endpointsStrategy: Strategy<Endpoints> = {
   validate(ep) {
     const e = new Errors();
     ep.subsets.forEach((s, i) => {
-      [...s.addresses, ...s.notReadyAddresses].forEach((a, j) => {
-        if (!isIPv4(a.ip)) e.invalid(`subsets[${i}].addresses[${j}].ip`, a.ip, "must be a valid IP address");
+      s.addresses.forEach((a, j) => validateEndpointAddress(e, a, `subsets[${i}].addresses[${j}]`));
+      s.notReadyAddresses.forEach((a, j) => validateEndpointAddress(e, a, `subsets[${i}].notReadyAddresses[${j}]`));
+      s.ports.forEach((p, j) => {
+        e.port(`subsets[${i}].ports[${j}].port`, p.port);
+        if (p.name) e.messages(`subsets[${i}].ports[${j}].name`, p.name, validateDns1123Label(p.name));
+        if (p.protocol) e.oneOf(`subsets[${i}].ports[${j}].protocol`, p.protocol, ["TCP", "UDP", "SCTP"]);
       });
-      s.ports.forEach((p, j) => e.port(`subsets[${i}].ports[${j}].port`, p.port));
     });
     return e.causes;
   },

@@ -4,6 +4,15 @@ import {
   validateLabelValue, parseQuantity,
 } from "@choreo/kit/apimachinery";
 
+/** Values longer than this are cut in messages: a 3 MiB value is not echoed (twice) in the Status. */
+const MAX_SHOWN = 256;
+
+/** A value as a message shows it: JSON, cut after MAX_SHOWN characters with the length told. */
+function shown(value: unknown): string {
+  const json = JSON.stringify(value) ?? String(value);
+  return json.length <= MAX_SHOWN ? json : `${json.slice(0, MAX_SHOWN)}... (${json.length} characters)`;
+}
+
 /** Collects field errors with a path prefix. */
 export class Errors {
   readonly causes: StatusCause[] = [];
@@ -11,13 +20,13 @@ export class Errors {
     if (ok === undefined || ok === null || ok === "" || (Array.isArray(ok) && ok.length === 0)) this.causes.push(fieldError(field, "FieldValueRequired", "Required value"));
   }
   invalid(field: string, value: unknown, why: string): void {
-    this.causes.push(fieldError(field, "FieldValueInvalid", `Invalid value: ${JSON.stringify(value)}: ${why}`));
+    this.causes.push(fieldError(field, "FieldValueInvalid", `Invalid value: ${shown(value)}: ${why}`));
   }
   notSupported(field: string, value: unknown, allowed: readonly string[]): void {
-    this.causes.push(fieldError(field, "FieldValueNotSupported", `Unsupported value: ${JSON.stringify(value)}: supported values: ${allowed.map((a) => `"${a}"`).join(", ")}`));
+    this.causes.push(fieldError(field, "FieldValueNotSupported", `Unsupported value: ${shown(value)}: supported values: ${allowed.map((a) => `"${a}"`).join(", ")}`));
   }
   duplicate(field: string, value: unknown): void {
-    this.causes.push(fieldError(field, "FieldValueDuplicate", `Duplicate value: ${JSON.stringify(value)}`));
+    this.causes.push(fieldError(field, "FieldValueDuplicate", `Duplicate value: ${shown(value)}`));
   }
   forbidden(field: string, why: string): void {
     this.causes.push(fieldError(field, "FieldValueForbidden", `Forbidden: ${why}`));
