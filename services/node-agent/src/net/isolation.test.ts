@@ -8,6 +8,7 @@ import { after, before, describe, it } from "node:test";
 import Docker from "dockerode";
 import { silentLogger } from "@choreo/kit/log";
 import { waitFor } from "@choreo/kit/testing";
+import { ClusterDns } from "../dns/cluster-dns.js";
 import { run, succeeds } from "../exec.js";
 import { LOCAL_IMAGES } from "../images/types.js";
 import { engineAnswers } from "../runtime/docker/engine.js";
@@ -113,6 +114,37 @@ describe("pod isolation", { skip }, () => {
     const chain = `${NAMES.chainPrefix(nodes[0]!)}FORWARD`;
     const jumps = saved.filter((l) => l.startsWith("-A ") && l.endsWith(`-j ${chain}`));
     assert.deepEqual(jumps, [`-A ${hasDocker ? "DOCKER-USER" : "FORWARD"} -j ${chain}`]);
+  });
+
+  it("the node's DNS responder answers its pods and ignores a source outside the pod ranges", async () => {
+    const empty = { get: () => undefined, list: () => [], hasSynced: () => true };
+    const dns = new ClusterDns({
+      stores: { services: empty, endpoints: empty }, log: silentLogger(), upstream: [],
+      listen: { address: nets[0]!.gateway, port: 0 }, clients: [podCidrs[0]!, clusterCidr],
+    });
+    const ac = new AbortController();
+    const done = dns.start(ac.signal);
+    try {
+      const { port } = await dns.listening;
+      // One UDP query from inside a namespace (a minimal header + question for x.cluster.local A); prints the reply's rcode.
+      const script = [
+        "const s = require('dgram').createSocket('udp4');",
+        "const q = Buffer.from('00070100000100000000000001780763 6c7573746572056c6f63616c0000010001'.replace(/ /g, ''), 'hex');",
+        "s.on('message', (m) => { console.log('rcode ' + (m[3] & 15)); process.exit(0); });",
+        "setTimeout(() => { console.log('no reply'); process.exit(0); }, 1500);",
+        `s.send(q, ${port}, '${nets[0]!.gateway}');`,
+      ].join("\n");
+      const ask = (netns: string): Promise<string> => run("ip", ["netns", "exec", netns, process.execPath, "-e", script]).then((o) => o.trim());
+      // The pod's query is answered (NXDOMAIN: no such name).
+      assert.equal(await ask(attacker.netns), "rcode 3");
+      // "The outside" routes to the gateway through the host, from 198.18.x.2: no answer.
+      const out = pods.find((p) => p.uid === `${tag}-outside`)!;
+      await run("ip", ["-n", out.netns, "route", "replace", "default", "via", `${outside.net}.1`]);
+      assert.equal(await ask(out.netns), "no reply");
+    } finally {
+      ac.abort();
+      await done;
+    }
   });
 
   it("drops pod connections into Docker's bridges, published ports included", { skip: hasDocker ? false : "no Docker engine" }, async () => {
