@@ -53,6 +53,10 @@ describe("bad input changes nothing", () => {
     { name: "Job with restartPolicy Always", method: "POST", path: "/apis/batch/v1/namespaces/default/jobs", body: { apiVersion: "batch/v1", kind: "Job", metadata: { name: "job-bad" }, spec: { template: { spec: { restartPolicy: "Always", containers: [{ name: "c", image: "i" }] } } } }, code: 422, reason: "Invalid", message: /restartPolicy/ },
     { name: "hostNetwork", method: "POST", path: "/api/v1/namespaces/default/pods", body: { ...podJson("x9"), spec: { hostNetwork: true, containers: [{ name: "c", image: "i" }] } }, code: 422, reason: "Invalid" },
     { name: "subPath out of its volume", method: "POST", path: "/api/v1/namespaces/default/pods", body: { ...podJson("x10"), spec: { volumes: [{ name: "v", emptyDir: {} }], containers: [{ name: "c", image: "i", volumeMounts: [{ name: "v", mountPath: "/data", subPath: "../../etc" }] }] } }, code: 422, reason: "Invalid", message: /subPath: Invalid value: "\.\.\/\.\.\/etc": must not contain '\.\.'/ },
+    { name: "quantity of 2.9 MiB (the old regex took minutes)", method: "POST", path: "/api/v1/namespaces/default/pods", body: { ...podJson("x12"), spec: { containers: [{ name: "c", image: "i", resources: { limits: { cpu: `${"1".repeat(3_000_000)}x` } } }] } }, code: 422, reason: "Invalid", message: /spec.containers\[0\].resources.limits\[cpu\]: Invalid value: "1+\.\.\. \(3000003 characters\): quantities must be no more than 64 characters/ },
+    { name: "hostname read as an option", method: "POST", path: "/api/v1/namespaces/default/pods", body: { ...podJson("x13"), spec: { hostname: "-F/etc/shadow", subdomain: "UPPER", containers: [{ name: "c", image: "i" }] } }, code: 422, reason: "Invalid", message: /spec.hostname: Invalid value: "-F\/etc\/shadow": a lowercase RFC 1123 label.*spec.subdomain: Invalid value: "UPPER"/ },
+    { name: "Endpoints to the node's loopback", method: "POST", path: "/api/v1/namespaces/default/endpoints", body: { apiVersion: "v1", kind: "Endpoints", metadata: { name: "redis" }, subsets: [{ addresses: [{ ip: "127.0.0.1" }], ports: [{ port: 16379 }] }] }, code: 422, reason: "Invalid", message: /subsets\[0\].addresses\[0\].ip: Invalid value: "127.0.0.1": may not be in the loopback range \(127.0.0.0\/8, ::1\/128\)/ },
+    { name: "Endpoints to the metadata address", method: "POST", path: "/api/v1/namespaces/default/endpoints?dryRun=All", body: { apiVersion: "v1", kind: "Endpoints", metadata: { name: "meta" }, subsets: [{ notReadyAddresses: [{ ip: "169.254.169.254" }], ports: [{ port: 80 }] }] }, code: 422, reason: "Invalid", message: /subsets\[0\].notReadyAddresses\[0\].ip: .*link-local range/ },
     { name: "hostPath outside the policy", method: "POST", path: "/api/v1/namespaces/default/pods", body: { ...podJson("x11"), spec: { volumes: [{ name: "h", hostPath: { path: "/etc" } }], containers: [{ name: "c", image: "i", volumeMounts: [{ name: "h", mountPath: "/host" }] }] } }, code: 403, reason: "Forbidden", message: /hostPath volume "h" \(\/etc\) is not allowed/ },
   ];
 
@@ -68,6 +72,16 @@ describe("bad input changes nothing", () => {
       assert.equal(await rev(), before, "the revision did not move");
     });
   }
+
+  it("HTTP: a 2.9 MiB quantity is answered quickly", async () => {
+    const body = { ...podJson("x14"), spec: { containers: [{ name: "c", image: "i", resources: { requests: { memory: "1".repeat(3_000_000) } } }] } };
+    const t = performance.now();
+    const r = await http(c.httpUrl, c.token, "POST", "/api/v1/namespaces/default/pods", body);
+    const ms = performance.now() - t;
+    assert.equal(r.status, 422);
+    assert.ok(r.text.length < 2000, "the value is not echoed");
+    assert.ok(ms < 2000, `${ms} ms (body transfer and JSON parse included)`);
+  });
 
   it("HTTP: stale resourceVersion → 409 Conflict; status through the main resource → 422", async () => {
     const cur = await http(c.httpUrl, c.token, "GET", "/api/v1/namespaces/default/pods/existing");
