@@ -67,7 +67,7 @@ describe("forwarding limits", () => {
     const small = bigReply(7, "big.example.com", 2);
     assert.equal(capForwarded(small, dnsPacket.decode(q), "udp"), small);
     // With EDNS the client's size counts, up to 1232.
-    const edns = dnsPacket.decode(dnsPacket.encode({ type: "query", id: 9, questions: [{ name: "big.example.com", type: "A" }], additionals: [{ type: "OPT", name: ".", udpPayloadSize: 4096 }] }));
+    const edns = dnsPacket.decode(dnsPacket.encode({ type: "query", id: 9, questions: [{ name: "big.example.com", type: "A" }], additionals: [{ type: "OPT", name: ".", udpPayloadSize: 4096, extendedRcode: 0, ednsVersion: 0, flags: 0, flag_do: false, options: [] }] }));
     assert.ok(capForwarded(bigReply(9, "big.example.com", 60), edns, "udp").length <= 1232);
     // Unreadable and too big: SERVFAIL, truncated.
     const garbage = Buffer.alloc(600, 0xff);
