@@ -150,13 +150,16 @@ export function natsAuthorization(users: Credentials[]): string {
 }
 
 /**
- * Redis ACL lines: `default` off (no password, no commands: an anonymous
- * client gets NOAUTH and cannot log in as default) and each user with all
- * keys, channels and commands.
+ * Redis ACL lines: `default` off and without any password (an anonymous
+ * client gets NOAUTH, `AUTH default …` WRONGPASS) and each user with all
+ * keys, channels and commands. `default` keeps its permissions although no
+ * one can log in as it: Redis 7.0 replays the AOF as `default` and re-checks
+ * its permissions at each EXEC, so a `default` without commands silently
+ * drops every MULTI/EXEC write on restart (redis/redis#14541, fixed after 7.0).
  */
 export function redisAcl(users: Credentials[]): string {
   return [
-    "user default off resetpass resetkeys resetchannels -@all",
+    "user default off resetpass ~* &* +@all",
     ...users.map((u) => `user ${quoted(u.user).slice(1, -1)} on >${quoted(u.password).slice(1, -1)} ~* &* +@all`),
     "",
   ].join("\n");

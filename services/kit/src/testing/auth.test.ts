@@ -96,12 +96,30 @@ describe("nats-server and redis-server require credentials", () => {
     assert.deepEqual(await api.config("GET", "protected-mode"), ["protected-mode", "yes"]);
     assert.deepEqual(await api.config("GET", "bind"), ["bind", "127.0.0.1"]);
     const users = (await api.acl("LIST")) as string[];
-    assert.ok(users.some((u) => /^user default off\b/.test(u) && !/nopass/.test(u)), users.join("\n"));
+    assert.ok(users.some((u) => /^user default off\b/.test(u) && !/nopass|[#>]/.test(u)), users.join("\n"));
     assert.ok(users.some((u) => /^user api on\b/.test(u)), users.join("\n"));
     api.disconnect();
     const viaUrl = new Redis(redis.url);
     assert.equal(await viaUrl.ping(), "PONG");
     viaUrl.disconnect();
+  });
+
+  it("redis: transactions written before a restart survive it (the AOF replays as default, which is off but keeps its permissions)", async () => {
+    const api = new Redis(redis.url);
+    await api.multi().set("tx:a", "1").set("tx:b", "2").exec();
+    await api.set("plain", "3");
+    // appendfsync everysec: on disk within a second.
+    await new Promise((res) => setTimeout(res, 1_500));
+    api.disconnect();
+    await redis.kill();
+    await redis.restart();
+    const again = new Redis(redis.url);
+    try {
+      assert.deepEqual(await again.mget("tx:a", "tx:b", "plain"), ["1", "2", "3"]);
+    } finally {
+      again.disconnect();
+    }
+    assert.match((await resp(redis.port, ["PING"]))[0] ?? "", /^-NOAUTH/);
   });
 
   it("the servers' configs and credentials are 0600 in a 0700 directory; no password on a command line", () => {
