@@ -3,10 +3,15 @@
 // pod from the Kubernetes docs, `choreo get pods` shows it Running on a
 // node; SIGTERM stops everything; up again keeps the data.
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { after, describe, it } from "node:test";
+import { connect } from "@nats-io/transport-node";
+import { Redis } from "ioredis";
+import { connectBus } from "@choreo/kit/bus";
+import { readCredentials, redisConnectUrl } from "@choreo/kit/secrets";
 import { freePort, startProcess, waitFor, type ManagedProcess } from "@choreo/kit/testing";
 import { ROOT } from "./support/cluster.js";
 import { run } from "./support/kubectl.js";
@@ -34,6 +39,7 @@ describe("choreo up", () => {
     assert.ok(existsSync(kubeconfig));
     assert.match(up.output(), new RegExp(`kubeconfig:\\s+${kubeconfig.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")}`));
     assert.match(up.output(), new RegExp(`https://127\\.0\\.0\\.1:${ports[3]}`));
+    await assertNoAnonymousClient(path.join(dir, "data"), ports[0]!, ports[1]!);
 
     const file = path.join(dir, "pod.yaml");
     writeFileSync(file, "apiVersion: v1\nkind: Pod\nmetadata:\n  name: nginx\nspec:\n  containers:\n  - name: nginx\n    image: nginx:1.14.2\n    ports:\n    - containerPort: 80\n");
@@ -72,3 +78,50 @@ describe("choreo up", () => {
     assert.equal(again.stdout.trim(), "pod/nginx");
   });
 });
+
+/** Redis's first reply line to a bare PING (no AUTH). */
+function anonymousPing(port: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const sock = net.connect({ host: "127.0.0.1", port }, () => sock.write("PING\r\n"));
+    sock.once("data", (b: Buffer) => (resolve(b.toString().trim()), sock.destroy()));
+    sock.once("error", reject);
+  });
+}
+
+/**
+ * The cluster `choreo up` started has no anonymous door: nats-server and
+ * redis-server refuse a client without credentials, the credentials and the
+ * servers' configs are 0600 (in 0700 directories), and the passwords are in
+ * no command line and no log.
+ */
+async function assertNoAnonymousClient(data: string, natsPort: number, redisPort: number): Promise<void> {
+  const files = ["nats/credentials", "nats/nats.conf", "redis/credentials", "redis/redis.conf"].map((f) => path.join(data, f));
+  for (const f of files) assert.equal((statSync(f).mode & 0o777).toString(8), "600", f);
+  for (const d of ["nats", "redis"]) assert.equal((statSync(path.join(data, d)).mode & 0o777).toString(8), "700", d);
+  await assert.rejects(connect({ servers: `nats://127.0.0.1:${natsPort}`, maxReconnectAttempts: 0 }), /Authorization Violation/);
+  assert.match(await anonymousPing(redisPort), /^-NOAUTH/);
+  const nats = readCredentials(path.join(data, "nats/credentials"));
+  const redis = readCredentials(path.join(data, "redis/credentials"));
+  assert.equal(nats.user, "choreo");
+  assert.equal(redis.user, "api");
+  // With the files, the way every actor connects (CHOREO_NATS_CREDENTIALS / CHOREO_REDIS_CREDENTIALS).
+  const nc = await connectBus(`nats://127.0.0.1:${natsPort}`, "up-test", path.join(data, "nats/credentials"));
+  await nc.close();
+  const r = new Redis(redisConnectUrl(`redis://127.0.0.1:${redisPort}`, path.join(data, "redis/credentials")));
+  assert.equal(await r.ping(), "PONG");
+  r.disconnect();
+  // No password on any command line (`ps` shows argv to every local user) nor in the logs.
+  for (const pid of readdirSync("/proc").filter((p) => /^\d+$/.test(p))) {
+    let argv = "";
+    try {
+      argv = readFileSync(`/proc/${pid}/cmdline`, "utf8");
+    } catch {
+      continue;
+    }
+    for (const c of [nats, redis]) assert.ok(!argv.includes(c.password), `a password in the command line of pid ${pid}`);
+  }
+  for (const log of readdirSync(path.join(data, "logs"))) {
+    const text = readFileSync(path.join(data, "logs", log), "utf8");
+    for (const c of [nats, redis]) assert.ok(!text.includes(c.password), `a password in logs/${log}`);
+  }
+}

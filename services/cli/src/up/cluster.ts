@@ -49,10 +49,20 @@ export interface LocalCluster {
   stop(): Promise<void>;
 }
 
-function apiEnv(o: UpOptions): Record<string, string> {
+/**
+ * Where a process finds the bus: the bare URL plus the path of the
+ * `user:password` file (0600) startNats wrote — never the password in argv
+ * (`ps` shows it to every local user) nor in the environment.
+ */
+function busEnv(nats: ServerHandle): Record<string, string> {
+  return { CHOREO_NATS_URL: nats.address, CHOREO_NATS_CREDENTIALS: nats.credentialsFile };
+}
+
+function apiEnv(o: UpOptions, nats: ServerHandle, redis: ServerHandle): Record<string, string> {
   return {
-    CHOREO_NATS_URL: `nats://127.0.0.1:${o.natsPort}`,
-    CHOREO_REDIS_URL: `redis://127.0.0.1:${o.redisPort}`,
+    ...busEnv(nats),
+    CHOREO_REDIS_URL: redis.address,
+    CHOREO_REDIS_CREDENTIALS: redis.credentialsFile,
     CHOREO_API_HOST: o.host,
     CHOREO_API_HTTP_PORT: String(o.httpPort),
     CHOREO_API_HTTPS_PORT: String(o.httpsPort),
@@ -114,7 +124,7 @@ export async function up(partial: Partial<UpOptions> = {}, log: (line: string) =
       cmd: process.execPath,
       args: ["--import", "tsx", path.join(ROOT, "services/api/src/main.ts")],
       cwd: ROOT,
-      env: apiEnv(opts),
+      env: apiEnv(opts, nats, redis),
       readyUrl: `http://${opts.host}:${opts.httpPort}/healthz`,
       timeoutMs: 60_000,
       logFile: path.join(logs, "api.log"),
@@ -134,7 +144,7 @@ export async function up(partial: Partial<UpOptions> = {}, log: (line: string) =
           cmd: process.execPath,
           args: ["--import", "tsx", main, ...args],
           cwd: ROOT,
-          env: { CHOREO_NATS_URL: `nats://127.0.0.1:${opts.natsPort}`, CHOREO_METRICS_PORT: String(metricsPort), CHOREO_EVENT_VERIFY_KEY: eventKeyPaths(path.join(opts.dataDir, "pki")).publicKey, ...extra },
+          env: { ...busEnv(nats), CHOREO_METRICS_PORT: String(metricsPort), CHOREO_EVENT_VERIFY_KEY: eventKeyPaths(path.join(opts.dataDir, "pki")).publicKey, ...extra },
           readyUrl: `http://127.0.0.1:${metricsPort}/healthz`,
           timeoutMs: 60_000,
           logFile: path.join(logs, `${name}.log`),

@@ -68,6 +68,7 @@ export async function upCommand(argv: string[], out: (s: string) => void = conso
   API (http):           http://${o.host}:${o.httpPort}
   gRPC:                 ${o.host}:${o.grpcPort}
   NATS (event log):     nats://127.0.0.1:${o.natsPort}   stream CHOREO_EVENTS
+  credentials (0600):   ${cluster.nats.credentialsFile} (NATS), ${cluster.redis.credentialsFile} (Redis)
   actors:               ${cluster.actors().join(", ") || "(none yet)"}
   nodes:                ${o.nodes ? `${o.nodes} × ${cluster.runtime} runtime` : "none"}${o.hollowNodes ? ` + ${o.hollowNodes} hollow` : ""}
   kubeconfig:           ${cluster.kubeconfig}
