@@ -11,6 +11,7 @@ import os from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { promisify } from "node:util";
+import { connect } from "@nats-io/transport-node";
 import { freePort, waitFor } from "@choreo/kit/testing";
 import { ROOT } from "./support/cluster.js";
 import { run } from "./support/kubectl.js";
@@ -101,6 +102,7 @@ describe("docker-compose.yml (compose v1)", { skip, timeout: 30 * 60_000 }, () =
       .withProjectName(project)
       .withClientOptions({ executable: { standalone: true, executablePath: "docker-compose" } })
       .withEnvironment({ CHOREO_COMPOSE_NATS_PORT: String(nats), CHOREO_COMPOSE_HTTPS_PORT: String(https), CHOREO_COMPOSE_HTTP_PORT: String(http) })
+      .withWaitStrategy(name("secrets"), Wait.forOneShotStartup())
       .withWaitStrategy(name("nats"), Wait.forHealthCheck())
       .withWaitStrategy(name("redis"), Wait.forHealthCheck())
       .withWaitStrategy(name("api"), Wait.forHealthCheck())
@@ -124,6 +126,19 @@ describe("docker-compose.yml (compose v1)", { skip, timeout: 30 * 60_000 }, () =
       "contexts:", "- name: compose", "  context: {cluster: compose, user: admin, namespace: default}",
       "current-context: compose", "",
     ].join("\n"));
+
+    // No anonymous client: NATS (published on loopback) refuses one; Redis publishes no port and answers NOAUTH
+    // without the api's credentials; the credentials are 0600 where the services read them.
+    await assert.rejects(connect({ servers: `nats://127.0.0.1:${nats}`, maxReconnectAttempts: 0 }), /Authorization Violation/);
+    const redis = env.getContainer(name("redis"));
+    assert.match((await redis.exec(["redis-cli", "ping"])).output, /NOAUTH/);
+    assert.match((await redis.exec(["redis-cli", "-h", "127.0.0.1", "acl", "whoami"])).output, /NOAUTH/);
+    const { stdout: ports } = await exec("docker", ["port", name("redis")]);
+    assert.equal(ports.trim(), "", "redis publishes no port");
+    assert.equal((await api.exec(["stat", "-c", "%a", "/run/choreo/nats/credentials", "/run/choreo/redis/credentials"])).output.trim(), "600\n600");
+    assert.equal((await redis.exec(["stat", "-c", "%a", "/etc/redis/redis.conf"])).output.trim(), "600");
+    const scheduler = env.getContainer(name("scheduler"));
+    assert.match((await scheduler.exec(["sh", "-c", "ls /run/choreo/redis 2>&1 || true"])).output, /No such file/, "only the api gets Redis's credentials");
 
     for (const s of ["scheduler", "replication", "endpoints", "node-1", "node-2"]) {
       const { stdout } = await exec("docker", ["inspect", "--format", "{{.State.Status}}", name(s)]);

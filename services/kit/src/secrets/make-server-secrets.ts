@@ -1,0 +1,39 @@
+// Makes the credentials of a nats-server and a redis-server where a
+// container cluster keeps them (docker-compose.yml's `secrets` service runs
+// this once, before the servers start, into two volumes):
+//
+//   <nats dir>/nats.conf     0600  max_payload, monitoring on loopback, the `authorization` block (user choreo)
+//   <nats dir>/credentials   0600  choreo:<password>   (CHOREO_NATS_CREDENTIALS of every service)
+//   <redis dir>/redis.conf   0600  the ACL: default off, user api   (redis-server's config)
+//   <redis dir>/credentials  0600  api:<password>      (CHOREO_REDIS_CREDENTIALS of the api)
+//
+// Usage: node --import tsx services/kit/src/secrets/make-server-secrets.ts <nats dir> <redis dir>
+// Idempotent: files already there are kept (a restart keeps the passwords;
+// `docker-compose down -v` removes the volumes and with them the secrets).
+import { chmodSync, existsSync, mkdirSync } from "node:fs";
+import path from "node:path";
+import { natsAuthorization, randomSecret, readCredentials, redisAcl, writeCredentials, writeSecretFile, type Credentials } from "./secrets.js";
+
+function credentials(dir: string, user: string): Credentials {
+  const file = path.join(dir, "credentials");
+  if (existsSync(file)) return readCredentials(file);
+  const c = { user, password: randomSecret() };
+  writeCredentials(file, c);
+  return c;
+}
+
+const [natsDir, redisDir] = process.argv.slice(2);
+if (!natsDir || !redisDir) {
+  console.error("usage: make-server-secrets.ts <nats dir> <redis dir>");
+  process.exit(2);
+}
+for (const dir of [natsDir, redisDir]) {
+  mkdirSync(dir, { recursive: true });
+  chmodSync(dir, 0o700);
+}
+const nats = credentials(natsDir, "choreo");
+// Objects may be 1.5 MiB (the default 1 MiB payload is too small); the monitoring port serves the healthcheck only, on loopback.
+writeSecretFile(path.join(natsDir, "nats.conf"), `max_payload: 8388608\nhttp: "127.0.0.1:8222"\n${natsAuthorization([nats])}`);
+const redis = credentials(redisDir, "api");
+writeSecretFile(path.join(redisDir, "redis.conf"), redisAcl([redis]));
+console.log(`choreo: credentials in ${natsDir} (nats, user ${nats.user}) and ${redisDir} (redis, user ${redis.user}), mode 0600`);
