@@ -6,12 +6,15 @@
 //   <nats dir>/credentials   0600  choreo:<password>   (CHOREO_NATS_CREDENTIALS of every service)
 //   <redis dir>/redis.conf   0600  the ACL: default off, user api   (redis-server's config)
 //   <redis dir>/credentials  0600  api:<password>      (CHOREO_REDIS_CREDENTIALS of the api)
+//   <signing dir>/event-signing.key  0600  the api's Ed25519 event-signing key (CHOREO_EVENT_SIGNING_KEY of the api)
+//   <verify dir>/event-signing.pub   0644  its public half (CHOREO_EVENT_VERIFY_KEY of the node agents, which never see the private key)
 //
-// Usage: node --import tsx services/kit/src/secrets/make-server-secrets.ts <nats dir> <redis dir>
+// Usage: node --import tsx services/kit/src/secrets/make-server-secrets.ts <nats dir> <redis dir> [<signing dir> <verify dir>]
 // Idempotent: files already there are kept (a restart keeps the passwords;
 // `docker-compose down -v` removes the volumes and with them the secrets).
-import { chmodSync, existsSync, mkdirSync } from "node:fs";
+import { chmodSync, copyFileSync, existsSync, mkdirSync } from "node:fs";
 import path from "node:path";
+import { ensureEventKeys, eventKeyPaths } from "../bus/signing.js";
 import { natsAuthorization, randomSecret, readCredentials, redisAcl, writeCredentials, writeSecretFile, type Credentials } from "./secrets.js";
 
 function credentials(dir: string, user: string): Credentials {
@@ -22,9 +25,9 @@ function credentials(dir: string, user: string): Credentials {
   return c;
 }
 
-const [natsDir, redisDir] = process.argv.slice(2);
-if (!natsDir || !redisDir) {
-  console.error("usage: make-server-secrets.ts <nats dir> <redis dir>");
+const [natsDir, redisDir, signingDir, verifyDir] = process.argv.slice(2);
+if (!natsDir || !redisDir || (signingDir && !verifyDir)) {
+  console.error("usage: make-server-secrets.ts <nats dir> <redis dir> [<signing dir> <verify dir>]");
   process.exit(2);
 }
 for (const dir of [natsDir, redisDir]) {
@@ -37,3 +40,11 @@ writeSecretFile(path.join(natsDir, "nats.conf"), `max_payload: 8388608\nhttp: "1
 const redis = credentials(redisDir, "api");
 writeSecretFile(path.join(redisDir, "redis.conf"), redisAcl([redis]));
 console.log(`choreo: credentials in ${natsDir} (nats, user ${nats.user}) and ${redisDir} (redis, user ${redis.user}), mode 0600`);
+if (signingDir && verifyDir) {
+  const keys = ensureEventKeys(signingDir);
+  mkdirSync(verifyDir, { recursive: true });
+  const pub = eventKeyPaths(verifyDir).publicKey;
+  copyFileSync(keys.publicKey, pub);
+  chmodSync(pub, 0o644);
+  console.log(`choreo: event-signing key in ${signingDir} (0600), its public half in ${verifyDir}`);
+}
