@@ -185,6 +185,39 @@ describe("docker-compose.yml (compose v1)", { skip, timeout: 30 * 60_000 }, () =
       { timeoutMs: 60_000, message: "the pod's containers removed" });
   });
 
+  it("a pod cannot reach the Redis and NATS containers on the compose network; it still reaches its node's DNS", async (t) => {
+    if (!env) return t.skip("the cluster did not come up");
+    const ipOf = async (service: string): Promise<string> =>
+      (await dockerLines(["inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}} {{end}}", `${project}_${service}_1`]))[0]!.trim().split(" ")[0]!;
+    const [redisIp, natsIp] = [await ipOf("redis"), await ipOf("nats")];
+    assert.match(redisIp, /^\d+\.\d+\.\d+\.\d+$/);
+    // The control: the node's DNS responder (the pod's nameserver, on its bridge) answers on TCP 53, so a CLOSED below is the network's doing, not nc's.
+    const probe = (label: string, target: string): string =>
+      `if nc -w 3 ${target} </dev/null >/dev/null 2>&1; then echo "${label} OPEN"; else echo "${label} CLOSED"; fi`;
+    const script = [
+      `ns=$(awk '/^nameserver/{print $2; exit}' /etc/resolv.conf)`,
+      probe("dns", "$ns 53"), probe("redis", `${redisIp} 6379`), probe("nats", `${natsIp} 4222`), probe("nats-monitor", `${natsIp} 8222`),
+      "echo done; exec sleep 3600",
+    ].join("; ");
+    const file = path.join(dir, "prober.yaml");
+    writeFileSync(file, [
+      "apiVersion: v1", "kind: Pod", "metadata: {name: compose-prober}",
+      "spec:", "  terminationGracePeriodSeconds: 1", "  containers:",
+      `  - {name: probe, image: local/busybox:1.35, imagePullPolicy: IfNotPresent, command: [sh, -c, ${JSON.stringify(script)}]}`, "",
+    ].join("\n"));
+    const applied = await run("kubectl", ["apply", "-f", file], kubeconfig);
+    assert.equal(applied.code, 0, applied.stderr);
+    const out = await waitFor(async () => {
+      const r = await run("kubectl", ["logs", "compose-prober"], kubeconfig);
+      return /^done$/m.test(r.stdout) ? r.stdout : undefined;
+    }, { timeoutMs: 120_000, message: "the prober pod's verdicts" });
+    assert.match(out, /^dns OPEN$/m, out);
+    assert.match(out, /^redis CLOSED$/m, out);
+    assert.match(out, /^nats CLOSED$/m, out);
+    assert.match(out, /^nats-monitor CLOSED$/m, out);
+    await run("kubectl", ["delete", "pod", "compose-prober", "--wait=true"], kubeconfig);
+  });
+
   it("down (with volumes) leaves no containers, networks or volumes of the project", async (t) => {
     if (!env) return t.skip("the cluster did not come up");
     await env.down({ removeVolumes: true, timeout: 30_000 });
