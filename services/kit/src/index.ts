@@ -6,7 +6,7 @@ export type { KindCase, KindValue, AnyObject, KindInfo } from "./api/kinds.js";
 export {
   ApiError, Reason, failure, notFound, alreadyExists, conflict, invalid, fieldError, badRequest, expired, unauthorized, forbidden,
   tooLarge, methodNotAllowed, unsupportedMediaType, timeout, unavailable, internal, statusOf, isNotFound, isAlreadyExists, isConflict,
-  isInvalid, isExpired,
+  isInvalid, isExpired, BindingRefusal, bindingRefused, bindingRefusalOf,
 } from "./api/errors.js";
 export type { Object as ApiObject, ObjectList, WatchEvent } from "./gen/choreo/api/v1/api.js";
 export type { Status, StatusCause, ObjectMeta, ListMeta, OwnerReference, LabelSelector, DeleteOptions } from "./gen/choreo/meta/v1/meta.js";

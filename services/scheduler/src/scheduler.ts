@@ -2,7 +2,7 @@
 // a pod, decide on the cache (synchronously, then assume), and bind through
 // the api. A 409 on bind means someone else (another replica) got there
 // first: drop the assumption and let the informer tell the truth.
-import { isConflict, isNotFound, keyOf, splitKey } from "@choreo/kit";
+import { bindingRefusalOf, isConflict, isNotFound, keyOf, splitKey } from "@choreo/kit";
 import type { ApiClient } from "@choreo/kit/client";
 import type { Node, ObjectReference, Pod } from "@choreo/kit/gen/choreo/core/v1/core";
 import type { Informer } from "@choreo/kit/informer";
@@ -141,12 +141,12 @@ export class Scheduler implements Runnable {
       await this.opts.client.bind(namespace, name, decision.node, info.uid);
     } catch (err) {
       this.cache.forget(key);
-      if (isConflict(err) && /cannot take the pod|is busy/.test((err as Error).message)) {
-        // The api refused: the node is full by now (another scheduler was faster). Try again on fresh state.
+      if (bindingRefusalOf(err)) {
+        // The api refused (typed cause): the node is full by now (another scheduler was faster) or its lock was busy. Try again on fresh state.
         this.stats.conflicts++;
         this.attempts?.inc({ result: "conflict" });
         this.queue.retry(key);
-        this.opts.log.debug({ pod: key, node: decision.node }, "bind refused by node capacity; retrying");
+        this.opts.log.debug({ pod: key, node: decision.node, why: bindingRefusalOf(err) }, "bind refused by the node; retrying");
         return;
       }
       if (isConflict(err) || isNotFound(err)) {

@@ -18,7 +18,7 @@ import type { ApiHandlers } from "../handlers/api-handlers.js";
 import type { WatchCache } from "../storage/watch-cache.js";
 import { ObjectStore, SYSTEM_NAMESPACES, type Current } from "./registry.js";
 import { changeOf, parseSelection, selectChange, selectsObject, type Selection } from "./selection.js";
-import { KINDS } from "@choreo/kit";
+import { BindingRefusal, bindingRefused, KINDS } from "@choreo/kit";
 
 /** Kinds whose dependents the garbage collector follows: deleting one with Orphan or Foreground adds its finalizer. */
 const GC_OWNER_RESOURCES = new Set(["replicationcontrollers", "daemonsets", "jobs"]);
@@ -293,11 +293,11 @@ export class Registry extends ObjectStore implements ApiHandlers {
       if (nodeObj) {
         const page = await this.page(info, { namespace: "", index: { name: "node", value: node }, limit: 0 });
         const why = misfit(nodeObj.value as Node, page.items as Pod[], pod);
-        if (why) throw conflict("pods/binding", req.name, `node "${node}" cannot take the pod: ${why}`);
+        if (why) throw bindingRefused(req.name, node, BindingRefusal.nodeCannotTakePod, why);
       }
       return this.bindTo(info, pod, node, cur);
     });
-    if (!bound) throw conflict("pods/binding", req.name, `node "${node}" is busy; retry`);
+    if (!bound) throw bindingRefused(req.name, node, BindingRefusal.nodeBusy);
     return bound.value;
   }
 

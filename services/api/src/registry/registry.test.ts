@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { ApiError, unwrap } from "@choreo/kit";
+import { ApiError, BindingRefusal, bindingRefusalOf, unwrap } from "@choreo/kit";
 import { fromKubeJson, toKubeJson } from "@choreo/kit/kube-json";
 import type { Pod, ReplicationController, Service } from "@choreo/kit/gen/choreo/core/v1/core";
 import { startStack, type Stack } from "../testing/stack.js";
@@ -101,6 +101,8 @@ describe("registry over NATS", () => {
     assert.equal(won, 5, "1 cpu holds exactly five 200m pods");
     for (const r of results) {
       if (r.status === "rejected") assert.ok(r.reason instanceof ApiError && r.reason.code === 409 && /Insufficient cpu/.test(r.reason.message), String(r.reason));
+      // The typed cause crosses the bus: schedulers read it, not the message.
+      if (r.status === "rejected") assert.ok([BindingRefusal.nodeCannotTakePod, BindingRefusal.nodeBusy].includes(bindingRefusalOf(r.reason)!), String(r.reason));
     }
   });
 

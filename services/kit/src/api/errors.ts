@@ -139,3 +139,29 @@ export const isAlreadyExists = (err: unknown): boolean => hasReason(err, Reason.
 export const isConflict = (err: unknown): boolean => hasReason(err, Reason.Conflict);
 export const isInvalid = (err: unknown): boolean => hasReason(err, Reason.Invalid);
 export const isExpired = (err: unknown): boolean => hasReason(err, Reason.Expired) || hasReason(err, Reason.Gone);
+
+/**
+ * Why the api refused a binding, as a typed Status cause (`details.causes[0].reason`)
+ * that schedulers read instead of the message: `NodeCannotTakePod` (the
+ * node's room, checked under its lock, does not fit the pod: the scheduler's
+ * cache was stale — forget the assumption and retry) and `NodeBusy` (the
+ * node's lock was held: retry).
+ */
+export const BindingRefusal = { nodeCannotTakePod: "NodeCannotTakePod", nodeBusy: "NodeBusy" } as const;
+export type BindingRefusal = (typeof BindingRefusal)[keyof typeof BindingRefusal];
+
+/** A 409 on pods/binding with the typed cause `why`. */
+export function bindingRefused(pod: string, node: string, why: BindingRefusal, detail = ""): ApiError {
+  const text = why === BindingRefusal.nodeBusy ? `node "${node}" is busy; retry` : `node "${node}" cannot take the pod: ${detail}`;
+  const causes: StatusCause[] = [{ reason: why, message: text, field: "target.name" }];
+  return new ApiError(
+    failure(409, Reason.Conflict, `Operation cannot be fulfilled on pods/binding "${pod}": ${text}`, { name: pod, group: "", kind: "pods/binding", causes }),
+  );
+}
+
+/** The typed cause of a refused binding, or undefined for any other error. */
+export function bindingRefusalOf(err: unknown): BindingRefusal | undefined {
+  if (!(err instanceof ApiError) || err.reason !== Reason.Conflict) return undefined;
+  const r = err.status.details?.causes[0]?.reason;
+  return r === BindingRefusal.nodeBusy || r === BindingRefusal.nodeCannotTakePod ? r : undefined;
+}
