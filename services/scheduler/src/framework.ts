@@ -38,6 +38,8 @@ export interface Snapshot {
 /** A feasibility check: the reasons this node cannot run the pod (empty: it can). */
 export interface Filter {
   name: string;
+  /** Whether evicting pods from the node can make this filter pass (preemption tries only those). */
+  resolvableByEviction: boolean;
   filter(pod: PodInfo, node: NodeInfo): string[];
 }
 

@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { addPod, nodeInfo, podInfo, type NodeInfo } from "./framework.js";
-import { canPreempt, findPreemption, victimsOn } from "./preemption.js";
+import { canPreempt, findPreemption, splitFilters, victimsOn } from "./preemption.js";
+import { FILTERS } from "./stack.js";
 import { fakeNode, fakePod } from "./testing.js";
 
 function node(name: string, cpu: string, pods: { name: string; cpu: string; priority: number }[]): NodeInfo {
@@ -40,5 +41,13 @@ describe("preemption", () => {
     assert.equal(canPreempt(never), false);
     assert.equal(canPreempt(podInfo(fakePod("z", { cpu: "1" }))), false);
     assert.equal(canPreempt(high), true);
+  });
+});
+
+describe("preemption's filters", () => {
+  it("come from the stack: the ones eviction cannot fix gate a node, the others decide whether the pod fits", () => {
+    const { fixed, room } = splitFilters(FILTERS);
+    assert.deepEqual(fixed.map((f) => f.name), ["NodeReady", "NodeAffinity", "TaintToleration"]);
+    assert.deepEqual(room.map((f) => f.name), ["NodePorts", "NodeResourcesFit"]);
   });
 });

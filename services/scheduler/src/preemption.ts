@@ -1,7 +1,7 @@
 // Priority and preemption (Borg): when a pod fits nowhere, find the node
 // where evicting the fewest, lowest-priority pods makes it fit (pure).
-//   1. a node must pass the filters that evictions cannot change (ready,
-//      nodeSelector, taints);
+//   1. a node must pass the stack's filters that evictions cannot change
+//      (`resolvableByEviction: false`: ready, nodeSelector, taints);
 //   2. remove every pod of strictly lower priority; if the pod still does not
 //      fit, the node is out;
 //   3. give pods back, highest priority first, while the pod still fits —
@@ -9,16 +9,14 @@
 //   4. the best node: fewest victims, then the lowest highest-victim
 //      priority, then the lowest sum of victim priorities.
 import { addPod, type Filter, type NodeInfo, type PodInfo, type Snapshot } from "./framework.js";
-import { fitResources } from "./plugins/fit-resources.js";
-import { hostPorts } from "./plugins/host-ports.js";
-import { nodeReady } from "./plugins/node-ready.js";
-import { nodeSelector } from "./plugins/node-selector.js";
-import { taintToleration } from "./plugins/taint-toleration.js";
+import { FILTERS } from "./stack.js";
 
-/** Filters evictions cannot change. */
-const STATIC_FILTERS: readonly Filter[] = [nodeReady, nodeSelector, taintToleration];
-/** Filters evictions can satisfy. */
-const ROOM_FILTERS: readonly Filter[] = [hostPorts, fitResources];
+/** The stack's filters split by whether evictions can satisfy them. */
+export function splitFilters(filters: readonly Filter[]): { fixed: Filter[]; room: Filter[] } {
+  return { fixed: filters.filter((f) => !f.resolvableByEviction), room: filters.filter((f) => f.resolvableByEviction) };
+}
+
+const { fixed: STATIC_FILTERS, room: ROOM_FILTERS } = splitFilters(FILTERS);
 
 export const priorityOf = (p: PodInfo): number => p.pod.spec?.priority ?? 0;
 

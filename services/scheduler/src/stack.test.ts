@@ -65,7 +65,7 @@ describe("schedule (pure)", () => {
     const c = new SchedulerCache();
     for (let i = 0; i < 2000; i++) c.setNode(fakeNode(`n${i}`));
     let filtered = 0;
-    const counting = { name: "count", filter: () => (filtered++, []) };
+    const counting = { name: "count", resolvableByEviction: false, filter: () => (filtered++, []) };
     assert.ok("node" in schedule(podInfo(fakePod("p")), c, { filters: [counting] }));
     assert.equal(filtered, 200);
   });

@@ -10,6 +10,7 @@ function conflicts(a: string, b: string): boolean {
 /** No host port of the pod is already taken on the node. */
 export const hostPorts: Filter = {
   name: "NodePorts",
+  resolvableByEviction: true,
   filter(pod, n) {
     if (pod.hostPorts.length === 0 || n.hostPorts.size === 0) return [];
     for (const want of pod.hostPorts) {

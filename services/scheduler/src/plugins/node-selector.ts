@@ -3,6 +3,7 @@ import type { Filter } from "../framework.js";
 /** Every `spec.nodeSelector` label is on the node with the same value. */
 export const nodeSelector: Filter = {
   name: "NodeAffinity",
+  resolvableByEviction: false,
   filter(pod, n) {
     const labels = n.node.metadata?.labels ?? {};
     for (const [k, v] of Object.entries(pod.pod.spec?.nodeSelector ?? {})) {
