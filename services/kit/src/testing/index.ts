@@ -1,7 +1,7 @@
-// The test harness: real nats-server and redis-server on free ports, child
-// processes that can be killed -9 and restarted, and polling helpers.
-export { startProcess, freePort, waitFor } from "./process.js";
-export type { ProcessOptions, ManagedProcess } from "./process.js";
-export { startNats, startRedis } from "./servers.js";
-export type { ServerHandle } from "./servers.js";
+// The test harness: the process supervision of `@choreo/kit/process`
+// (real nats-server and redis-server on free ports, child processes that can
+// be killed -9 and restarted, polling helpers) re-exported for tests, and the
+// fakes only tests use.
+export { startProcess, freePort, waitFor, startNats, startRedis } from "../process/index.js";
+export type { ProcessOptions, ManagedProcess, ServerHandle } from "../process/index.js";
 export { FakeInformer } from "./fake-informer.js";
