@@ -15,8 +15,8 @@ import { fromKubeJson } from "@choreo/kit/kube-json";
 import type { Pod } from "@choreo/kit/gen/choreo/core/v1/core";
 import { silentLogger } from "@choreo/kit/log";
 import { waitFor } from "@choreo/kit/testing";
-import { BridgeNetwork } from "../services/node-agent/src/net/bridge-network.js";
-import { ProcessRuntime } from "../services/node-agent/src/runtime/process/process-runtime.js";
+import { BridgeNetwork } from "@choreo/node-agent/net/bridge-network";
+import { ProcessRuntime } from "@choreo/node-agent/runtime/process";
 
 const { values } = parseArgs({ options: { pods: { type: "string", default: "100" }, workers: { type: "string", default: "4" }, rounds: { type: "string", default: "3" } } });
 const N = Number(values.pods);

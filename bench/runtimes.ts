@@ -11,7 +11,7 @@ import { unwrap } from "@choreo/kit";
 import type { Pod } from "@choreo/kit/gen/choreo/core/v1/core";
 import { waitFor } from "@choreo/kit/testing";
 import { fromKubeJson } from "@choreo/kit/kube-json";
-import { NAMES } from "../services/node-agent/src/net/types.js";
+import { NAMES } from "@choreo/node-agent/net/types";
 import { dockerAvailable, startRealCluster, type RealCluster, type RealRuntime } from "../integration-tests/support/real-cluster.js";
 
 const sh = promisify(execFile);

@@ -1,10 +1,10 @@
 // The scheduler's own loop, without the api: a cache of N nodes, P pending
 // pods; pop → schedule (filters on a sample, scorers) → assume, as fast as
 // one thread goes. Prints pods/s. npm run bench:scheduler -- [nodes] [pods]
-import { podInfo } from "../services/scheduler/src/framework.js";
-import { SchedulerCache } from "../services/scheduler/src/cache.js";
-import { schedule } from "../services/scheduler/src/stack.js";
-import { fakeNode, fakePod } from "../services/scheduler/src/testing.js";
+import { podInfo } from "@choreo/scheduler/framework";
+import { SchedulerCache } from "@choreo/scheduler/cache";
+import { schedule } from "@choreo/scheduler/stack";
+import { fakeNode, fakePod } from "@choreo/scheduler/testing";
 
 const NODES = Number(process.argv[2] ?? 5000);
 const PODS = Number(process.argv[3] ?? 20000);

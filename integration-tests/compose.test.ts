@@ -74,7 +74,7 @@ describe("docker-compose.yml (compose v1)", { skip, timeout: 30 * 60_000 }, () =
       const ids = await dockerLines(["ps", "-aq", "--filter", `label=dev.choreo.node=${n}`]);
       if (ids.length) await exec("docker", ["rm", "-f", ...ids]);
     }
-    const { cleanupNode } = await import("../services/node-agent/src/net/cleanup.js");
+    const { cleanupNode } = await import("@choreo/node-agent/net/cleanup");
     for (const n of NODES) {
       await cleanupNode(n).catch(() => undefined);
       rmSync(path.join("/var/lib/choreo", n), { recursive: true, force: true });

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { silentLogger } from "@choreo/kit/log";
 import { waitFor } from "@choreo/kit/testing";
-import { startStack, type Stack } from "../services/api/src/testing/stack.js";
+import { startStack, type Stack } from "@choreo/api/testing";
 import { LeaderElector } from "@choreo/kit/leader";
 
 describe("LeaderElector", () => {

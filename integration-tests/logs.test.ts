@@ -10,10 +10,10 @@ import { fromKubeJson } from "@choreo/kit/kube-json";
 import { silentLogger } from "@choreo/kit/log";
 import { waitFor } from "@choreo/kit/testing";
 import type { Pod } from "@choreo/kit/gen/choreo/core/v1/core";
-import { NodeAgent } from "../services/node-agent/src/agent.js";
-import { hollowNodeConfig } from "../services/node-agent/src/hollow-nodes.js";
-import { LogServer } from "../services/node-agent/src/logs/index.js";
-import { HOLLOW_ANNOTATIONS, HollowRuntime } from "../services/node-agent/src/runtime/hollow.js";
+import { NodeAgent } from "@choreo/node-agent/agent";
+import { hollowNodeConfig } from "@choreo/node-agent/hollow-nodes";
+import { LogServer } from "@choreo/node-agent/logs";
+import { HOLLOW_ANNOTATIONS, HollowRuntime } from "@choreo/node-agent/runtime/hollow";
 import { ROOT, startCluster, type TestCluster } from "./support/cluster.js";
 import { run, startWatch, writeKubeconfig } from "./support/kubectl.js";
 

@@ -9,7 +9,7 @@ import os from "node:os";
 import path from "node:path";
 import { after, describe, it } from "node:test";
 import { freePort, startProcess, waitFor, type ManagedProcess } from "@choreo/kit/testing";
-import { LABELS, NAMES } from "../services/node-agent/src/net/types.js";
+import { LABELS, NAMES } from "@choreo/node-agent/net/types";
 import { ROOT } from "./support/cluster.js";
 import { run } from "./support/kubectl.js";
 import { dockerAvailable } from "./support/real-cluster.js";

@@ -11,9 +11,9 @@ import { waitFor } from "@choreo/kit/testing";
 import type { DaemonSet } from "@choreo/kit/gen/choreo/apps/v1/apps";
 import type { Job } from "@choreo/kit/gen/choreo/batch/v1/batch";
 import type { Event, Pod } from "@choreo/kit/gen/choreo/core/v1/core";
-import { NodeAgent } from "../services/node-agent/src/agent.js";
-import { hollowNodeConfig } from "../services/node-agent/src/hollow-nodes.js";
-import { HollowRuntime } from "../services/node-agent/src/runtime/hollow.js";
+import { NodeAgent } from "@choreo/node-agent/agent";
+import { hollowNodeConfig } from "@choreo/node-agent/hollow-nodes";
+import { HollowRuntime } from "@choreo/node-agent/runtime/hollow";
 import { startCluster, type TestCluster } from "./support/cluster.js";
 import { run, writeKubeconfig } from "./support/kubectl.js";
 

@@ -10,7 +10,7 @@ import path from "node:path";
 import { unwrap } from "@choreo/kit";
 import type { Pod } from "@choreo/kit/gen/choreo/core/v1/core";
 import { waitFor, type ManagedProcess } from "@choreo/kit/testing";
-import { LABELS, NAMES } from "../../services/node-agent/src/net/types.js";
+import { LABELS, NAMES } from "@choreo/node-agent/net/types";
 import { startCluster, type TestCluster } from "./cluster.js";
 import { writeKubeconfig } from "./kubectl.js";
 

@@ -7,7 +7,7 @@ import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { Pod } from "@choreo/kit/gen/choreo/core/v1/core";
 import { waitFor } from "@choreo/kit/testing";
-import { NAMES } from "../../services/node-agent/src/net/types.js";
+import { NAMES } from "@choreo/node-agent/net/types";
 import { ROOT } from "./cluster.js";
 import { run } from "./kubectl.js";
 import { dockerAvailable, startRealCluster, type RealCluster, type RealRuntime } from "./real-cluster.js";

@@ -6,7 +6,7 @@ import type { Lease } from "@choreo/kit/gen/choreo/coordination/v1/coordination"
 import type { Node, Pod } from "@choreo/kit/gen/choreo/core/v1/core";
 import { silentLogger } from "@choreo/kit/log";
 import { waitFor } from "@choreo/kit/testing";
-import { startStack, type Stack } from "../../api/src/testing/stack.js";
+import { startStack, type Stack } from "@choreo/api/testing";
 import { NodeAgent } from "./agent.js";
 import { hollowNodeConfig } from "./hollow-nodes.js";
 import { HollowRuntime } from "./runtime/hollow.js";

@@ -5,7 +5,7 @@ import { unwrap } from "@choreo/kit";
 import { fromKubeJson } from "@choreo/kit/kube-json";
 import type { Node, Pod } from "@choreo/kit/gen/choreo/core/v1/core";
 import { startProcess, waitFor, type ManagedProcess } from "@choreo/kit/testing";
-import { startStack, type Stack } from "../../api/src/testing/stack.js";
+import { startStack, type Stack } from "@choreo/api/testing";
 
 describe("node-agent process", () => {
   let s: Stack;

@@ -13,7 +13,7 @@ import { fromKubeJson } from "@choreo/kit/kube-json";
 import type { Pod } from "@choreo/kit/gen/choreo/core/v1/core";
 import { silentLogger } from "@choreo/kit/log";
 import { waitFor } from "@choreo/kit/testing";
-import { startStack, type Stack } from "../../api/src/testing/stack.js";
+import { startStack, type Stack } from "@choreo/api/testing";
 import { NodeAgent } from "./agent.js";
 import { hollowNodeConfig } from "./hollow-nodes.js";
 import { HollowRuntime } from "./runtime/hollow.js";

@@ -8,7 +8,7 @@ import { fromKubeJson } from "@choreo/kit/kube-json";
 import { runAll } from "@choreo/kit/lifecycle";
 import { silentLogger } from "@choreo/kit/log";
 import { waitFor } from "@choreo/kit/testing";
-import { startStack, type Stack } from "../../api/src/testing/stack.js";
+import { startStack, type Stack } from "@choreo/api/testing";
 import { buildActors } from "./actors.js";
 import { loadConfig } from "./config.js";
 import { markUnknown, podsToEvict, UNREACHABLE_TAINT } from "./node-lifecycle.js";

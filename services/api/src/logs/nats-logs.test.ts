@@ -8,8 +8,8 @@ import { fromKubeJson } from "@choreo/kit/kube-json";
 import type { Pod } from "@choreo/kit/gen/choreo/core/v1/core";
 import { silentLogger } from "@choreo/kit/log";
 import { waitFor } from "@choreo/kit/testing";
-import { LogServer } from "../../../node-agent/src/logs/log-server.js";
-import { FakeLogRuntime } from "../../../node-agent/src/logs/testing.js";
+import { LogServer } from "@choreo/node-agent/logs";
+import { FakeLogRuntime } from "@choreo/node-agent/logs/testing";
 import { startStack, type Stack } from "../testing/stack.js";
 import { NatsLogs, type PodLogQuery } from "./nats-logs.js";
 

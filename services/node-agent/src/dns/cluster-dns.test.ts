@@ -10,7 +10,7 @@ import type { Endpoints, Service } from "@choreo/kit/gen/choreo/core/v1/core";
 import { Informer } from "@choreo/kit/informer";
 import { silentLogger } from "@choreo/kit/log";
 import { freePort, waitFor } from "@choreo/kit/testing";
-import { startStack, type Stack } from "../../../api/src/testing/stack.js";
+import { startStack, type Stack } from "@choreo/api/testing";
 import { Rcode, rcodeOf } from "./answer.js";
 import { ClusterDns, type ClusterDnsOptions } from "./cluster-dns.js";
 import { frame, queryTcp, queryUdp, type DnsServer } from "./wire.js";

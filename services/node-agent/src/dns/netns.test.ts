@@ -9,7 +9,7 @@ import { fromKubeJson } from "@choreo/kit/kube-json";
 import type { Service } from "@choreo/kit/gen/choreo/core/v1/core";
 import { silentLogger } from "@choreo/kit/log";
 import { waitFor } from "@choreo/kit/testing";
-import { startStack, type Stack } from "../../../api/src/testing/stack.js";
+import { startStack, type Stack } from "@choreo/api/testing";
 import { ClusterDns } from "./cluster-dns.js";
 import { resolvConf } from "./resolv-conf.js";
 

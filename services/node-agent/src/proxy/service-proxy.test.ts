@@ -5,7 +5,7 @@ import { fromKubeJson } from "@choreo/kit/kube-json";
 import type { Endpoints, Service } from "@choreo/kit/gen/choreo/core/v1/core";
 import { silentLogger } from "@choreo/kit/log";
 import { waitFor } from "@choreo/kit/testing";
-import { startStack, type Stack } from "../../../api/src/testing/stack.js";
+import { startStack, type Stack } from "@choreo/api/testing";
 import { BridgeNetwork } from "../net/bridge-network.js";
 import { cleanupNode } from "../net/cleanup.js";
 import { run } from "../exec.js";
