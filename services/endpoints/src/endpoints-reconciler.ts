@@ -6,20 +6,11 @@ import { selectorFromSet } from "@choreo/kit/apimachinery";
 import type { ApiClient } from "@choreo/kit/client";
 import { Controller, done } from "@choreo/kit/controller";
 import type { Endpoints, Pod, Service } from "@choreo/kit/gen/choreo/core/v1/core";
-import type { EventHandler } from "@choreo/kit/informer";
+import { BY_NAMESPACE, namespaceOf, type Cache } from "@choreo/kit/informer";
 import type { Runnable } from "@choreo/kit/lifecycle";
 import type { Logger } from "@choreo/kit/log";
 import type { Registry } from "prom-client";
 import { canonicalSubsets, desiredSubsets } from "./subsets.js";
-
-/** What the reconciler needs of an informer (an `Informer` fits; tests pass fakes). */
-export interface Cache<T> {
-  get(key: string): T | undefined;
-  byIndex(name: string, value: string): T[];
-  addIndexer(name: string, fn: (obj: T) => string[]): void;
-  addEventHandler(h: EventHandler<T>): void;
-  waitForSync(signal?: AbortSignal): Promise<void>;
-}
 
 /** Options of {@link EndpointsReconciler}. */
 export interface EndpointsReconcilerOptions {
@@ -31,9 +22,6 @@ export interface EndpointsReconcilerOptions {
   workers?: number;
   registry?: Registry;
 }
-
-const BY_NAMESPACE = "namespace";
-const namespaceOf = (o: { metadata?: { namespace: string } }): string[] => [o.metadata?.namespace ?? ""];
 
 /** Keeps each selector Service's Endpoints equal to its selected pods. A Runnable: starts once the caches synced. */
 export class EndpointsReconciler implements Runnable {

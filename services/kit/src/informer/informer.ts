@@ -8,6 +8,7 @@ import type { ApiClient } from "../client/index.js";
 import { parseFieldSelector, parseLabelSelector, type FieldSelector, type LabelSelector } from "../apimachinery/index.js";
 import type { Logger } from "../log/index.js";
 import { sleep } from "../lifecycle/index.js";
+import type { Cache } from "./cache.js";
 
 /** Callbacks of an informer. They must only enqueue keys, never block. */
 export interface EventHandler<T> {
@@ -38,7 +39,7 @@ export interface InformerOptions {
  * relist; the diff against the cache becomes add/update/delete callbacks.
  * Objects handed out are shared: copy before changing them.
  */
-export class Informer<C extends KindCase> {
+export class Informer<C extends KindCase> implements Cache<KindValue<C>> {
   readonly name: string;
   readonly info: KindInfo;
   private readonly items = new Map<string, KindValue<C>>();
@@ -233,6 +234,3 @@ function addTo(idx: Map<string, Set<string>>, value: string, key: string): void 
   if (!s) idx.set(value, (s = new Set()));
   s.add(key);
 }
-
-/** The usual index: objects by namespace. */
-export const byNamespace = <T extends { metadata?: { namespace: string } }>(o: T): string[] => [o.metadata?.namespace ?? ""];

@@ -1,11 +1,13 @@
-// An informer stand-in for unit tests of reconcilers (pure logic, no bus):
-// a map with indexes and event handlers. `put` and `remove` play the event log.
+// An informer stand-in for unit tests of actors (pure logic, no bus): a map
+// with indexes and event handlers behind the informer's `Cache<T>` contract.
+// `put` and `remove` play the event log.
 import { keyOf } from "../api/kinds.js";
+import type { Cache } from "../informer/cache.js";
 import type { EventHandler } from "../informer/informer.js";
 
 type Meta = { metadata?: { namespace: string; name: string } | undefined };
 
-export class FakeInformer<T extends Meta> {
+export class FakeInformer<T extends Meta> implements Cache<T> {
   readonly items = new Map<string, T>();
   private readonly indexers = new Map<string, (o: T) => string[]>();
   readonly handlers: EventHandler<T>[] = [];
@@ -16,6 +18,9 @@ export class FakeInformer<T extends Meta> {
   list(): T[] {
     return [...this.items.values()];
   }
+  keys(): string[] {
+    return [...this.items.keys()];
+  }
   byIndex(name: string, value: string): T[] {
     const fn = this.indexers.get(name);
     return [...this.items.values()].filter((o) => fn?.(o).includes(value));
@@ -25,6 +30,9 @@ export class FakeInformer<T extends Meta> {
   }
   addEventHandler(h: EventHandler<T>): void {
     this.handlers.push(h);
+  }
+  hasSynced(): boolean {
+    return true;
   }
   waitForSync(): Promise<void> {
     return Promise.resolve();

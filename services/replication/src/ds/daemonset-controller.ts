@@ -11,7 +11,7 @@ import type { Node, Pod } from "@choreo/kit/gen/choreo/core/v1/core";
 import type { Runnable } from "@choreo/kit/lifecycle";
 import type { Logger } from "@choreo/kit/log";
 import type { Registry } from "prom-client";
-import { BY_OWNER, ownerUidsOf, type Cache } from "../cache.js";
+import { BY_OWNER, ownerUidsOf, type Cache } from "@choreo/kit/informer";
 import { Expectations } from "../expectations.js";
 import { PodControl, ownedPodHandlers } from "../pod-control.js";
 import { isControlledBy, podFromTemplate } from "../pod-template.js";

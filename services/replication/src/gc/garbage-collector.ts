@@ -16,7 +16,7 @@ import type { ObjectMeta, OwnerReference } from "@choreo/kit/gen/choreo/meta/v1/
 import type { Runnable } from "@choreo/kit/lifecycle";
 import type { Logger } from "@choreo/kit/log";
 import type { Registry } from "prom-client";
-import { BY_OWNER, ownerUidsOf, type Cache } from "../cache.js";
+import { BY_OWNER, ownerUidsOf, type Cache } from "@choreo/kit/informer";
 
 export const FINALIZER_ORPHAN = "orphan";
 export const FINALIZER_FOREGROUND = "foregroundDeletion";

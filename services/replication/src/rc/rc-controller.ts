@@ -12,7 +12,7 @@ import type { Pod, ReplicationController } from "@choreo/kit/gen/choreo/core/v1/
 import type { Runnable } from "@choreo/kit/lifecycle";
 import type { Logger } from "@choreo/kit/log";
 import type { Registry } from "prom-client";
-import { BY_NAMESPACE, namespaceOf, type Cache } from "../cache.js";
+import { BY_NAMESPACE, namespaceOf, type Cache } from "@choreo/kit/informer";
 import { Expectations } from "../expectations.js";
 import { PodControl } from "../pod-control.js";
 import { controllerOf, controllerRef, isActive, podFromTemplate } from "../pod-template.js";
