@@ -1,6 +1,6 @@
 // The kit's root: the object model (kinds table, wrap/unwrap) and the api's
 // errors. Other areas are imported by subpath: @choreo/kit/bus, /client, …
-export { KINDS, kindByResource, kindByCase, kindByApiVersionKind, kindByUserName, unwrap, wrap, kindOf, metaOf, emptyMeta, keyOf, splitKey } from "./api/kinds.js";
+export { KINDS, GC_OWNER_KINDS, kindByResource, kindByCase, kindByApiVersionKind, kindByUserName, unwrap, wrap, kindOf, metaOf, emptyMeta, keyOf, splitKey } from "./api/kinds.js";
 export { selectableFields } from "./api/fields.js";
 export type { KindCase, KindValue, AnyObject, KindInfo } from "./api/kinds.js";
 export {

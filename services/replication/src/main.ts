@@ -2,6 +2,7 @@
 // DaemonSets, Jobs, nodes) → the RC manager, the DaemonSet and Job
 // controllers and the garbage collector → runAll until SIGTERM.
 import { jetstreamManager } from "@nats-io/jetstream";
+import { GC_OWNER_KINDS, type KindCase } from "@choreo/kit";
 import { connectBus } from "@choreo/kit/bus";
 import { ApiClient } from "@choreo/kit/client";
 import { EventRecorder } from "@choreo/kit/events";
@@ -12,7 +13,7 @@ import { redactUrl } from "@choreo/kit/secrets";
 import { createRegistry, metricsServer } from "@choreo/kit/metrics";
 import { loadConfig } from "./config.js";
 import { DaemonSetController } from "./ds/daemonset-controller.js";
-import { GarbageCollector } from "./gc/garbage-collector.js";
+import { GarbageCollector, type OwnerKind } from "./gc/garbage-collector.js";
 import { JobController } from "./jobs/job-controller.js";
 import { ReplicationManager } from "./rc/rc-controller.js";
 
@@ -35,13 +36,15 @@ const recorderAs = (component: string) => (config.events ? new EventRecorder(cli
 const rcManager = new ReplicationManager({ client, rcs, pods, recorder, log, workers: config.workers, burst: config.burst, registry });
 const dsController = new DaemonSetController({ client, daemonsets, pods, nodes, recorder: recorderAs("daemonset-controller"), log, registry });
 const jobController = new JobController({ client, jobs, pods, recorder: recorderAs("job-controller"), log, registry });
+// The owner kinds are kit's GC_OWNER_KINDS (the api adds the GC's finalizers to the same kinds); each needs its informer here.
+const ownerCaches: Partial<Record<KindCase, OwnerKind["cache"]>> = { replicationController: rcs, daemonSet: daemonsets, job: jobs };
 const gc = new GarbageCollector({
   client, pods, log, registry,
-  owners: [
-    { kind: "ReplicationController", resource: "replicationcontrollers", cache: rcs },
-    { kind: "DaemonSet", resource: "daemonsets", cache: daemonsets },
-    { kind: "Job", resource: "jobs", cache: jobs },
-  ],
+  owners: GC_OWNER_KINDS.map((k) => {
+    const cache = ownerCaches[k.case];
+    if (!cache) throw new Error(`no informer for the garbage collector's owner kind ${k.kind}`);
+    return { kind: k.kind, resource: k.resource, cache };
+  }),
 });
 
 const runnables: Runnable[] = [pods, rcs, daemonsets, jobs, nodes, rcManager, dsController, jobController, gc];

@@ -32,12 +32,17 @@ export interface KindInfo {
   readonly protoType: string;
   /** Field selectors this kind supports beyond metadata.name/namespace. */
   readonly selectableFields: readonly string[];
+  /**
+   * Owns dependents (pods) that the garbage collector follows: deleting one
+   * with propagationPolicy Orphan or Foreground adds the GC's finalizer.
+   */
+  readonly ownsDependents: boolean;
 }
 
 const all = ["all"] as const;
 
-function kind(k: Omit<KindInfo, "apiVersion">): KindInfo {
-  return { ...k, apiVersion: k.group ? `${k.group}/${k.version}` : k.version };
+function kind(k: Omit<KindInfo, "apiVersion" | "ownsDependents"> & { ownsDependents?: boolean }): KindInfo {
+  return { ...k, apiVersion: k.group ? `${k.group}/${k.version}` : k.version, ownsDependents: k.ownsDependents ?? false };
 }
 
 /** Every kind choreo serves. */
@@ -47,12 +52,15 @@ export const KINDS: readonly KindInfo[] = [
   kind({ case: "pod", kind: "Pod", group: "", version: "v1", resource: "pods", singular: "pod", shortNames: ["po"], namespaced: true, categories: all, hasStatus: true, hasScale: false, protoType: "choreo.core.v1.Pod", selectableFields: ["spec.nodeName", "spec.restartPolicy", "spec.schedulerName", "status.phase", "status.podIP", "status.nominatedNodeName"] }),
   kind({ case: "service", kind: "Service", group: "", version: "v1", resource: "services", singular: "service", shortNames: ["svc"], namespaced: true, categories: all, hasStatus: true, hasScale: false, protoType: "choreo.core.v1.Service", selectableFields: ["spec.clusterIP", "spec.type"] }),
   kind({ case: "endpoints", kind: "Endpoints", group: "", version: "v1", resource: "endpoints", singular: "endpoints", shortNames: ["ep"], namespaced: true, categories: [], hasStatus: false, hasScale: false, protoType: "choreo.core.v1.Endpoints", selectableFields: [] }),
-  kind({ case: "replicationController", kind: "ReplicationController", group: "", version: "v1", resource: "replicationcontrollers", singular: "replicationcontroller", shortNames: ["rc"], namespaced: true, categories: all, hasStatus: true, hasScale: true, protoType: "choreo.core.v1.ReplicationController", selectableFields: ["status.replicas"] }),
+  kind({ case: "replicationController", kind: "ReplicationController", group: "", version: "v1", resource: "replicationcontrollers", singular: "replicationcontroller", shortNames: ["rc"], namespaced: true, categories: all, hasStatus: true, hasScale: true, protoType: "choreo.core.v1.ReplicationController", selectableFields: ["status.replicas"], ownsDependents: true }),
   kind({ case: "event", kind: "Event", group: "", version: "v1", resource: "events", singular: "event", shortNames: ["ev"], namespaced: true, categories: [], hasStatus: false, hasScale: false, protoType: "choreo.core.v1.Event", selectableFields: ["involvedObject.kind", "involvedObject.namespace", "involvedObject.name", "involvedObject.uid", "involvedObject.apiVersion", "involvedObject.resourceVersion", "involvedObject.fieldPath", "reason", "reportingComponent", "source", "type"] }),
   kind({ case: "lease", kind: "Lease", group: "coordination.k8s.io", version: "v1", resource: "leases", singular: "lease", shortNames: [], namespaced: true, categories: [], hasStatus: false, hasScale: false, protoType: "choreo.coordination.v1.Lease", selectableFields: [] }),
-  kind({ case: "daemonSet", kind: "DaemonSet", group: "apps", version: "v1", resource: "daemonsets", singular: "daemonset", shortNames: ["ds"], namespaced: true, categories: all, hasStatus: true, hasScale: false, protoType: "choreo.apps.v1.DaemonSet", selectableFields: [] }),
-  kind({ case: "job", kind: "Job", group: "batch", version: "v1", resource: "jobs", singular: "job", shortNames: [], namespaced: true, categories: all, hasStatus: true, hasScale: false, protoType: "choreo.batch.v1.Job", selectableFields: ["status.successful"] }),
+  kind({ case: "daemonSet", kind: "DaemonSet", group: "apps", version: "v1", resource: "daemonsets", singular: "daemonset", shortNames: ["ds"], namespaced: true, categories: all, hasStatus: true, hasScale: false, protoType: "choreo.apps.v1.DaemonSet", selectableFields: [], ownsDependents: true }),
+  kind({ case: "job", kind: "Job", group: "batch", version: "v1", resource: "jobs", singular: "job", shortNames: [], namespaced: true, categories: all, hasStatus: true, hasScale: false, protoType: "choreo.batch.v1.Job", selectableFields: ["status.successful"], ownsDependents: true }),
 ];
+
+/** The kinds whose dependents the garbage collector follows (and whose deletion may carry its finalizers). */
+export const GC_OWNER_KINDS: readonly KindInfo[] = KINDS.filter((k) => k.ownsDependents);
 
 const byResource = new Map(KINDS.map((k) => [k.resource, k]));
 const byCase = new Map(KINDS.map((k) => [k.case, k]));
