@@ -11,7 +11,7 @@ import { connectBus, EVENT_STREAM } from "@choreo/kit/bus";
 import { fromKubeJson } from "@choreo/kit/kube-json";
 import { unwrap } from "@choreo/kit";
 import { startNats, startRedis } from "@choreo/kit/testing";
-import { startCluster, type TestCluster } from "../integration-tests/support/cluster.js";
+import { startCluster, type TestCluster } from "@choreo/integration-tests/support/cluster";
 
 const { values } = parseArgs({ options: { ops: { type: "string", default: "4000" }, concurrency: { type: "string", default: "256" }, seconds: { type: "string", default: "5" } } });
 const OPS = Number(values.ops);

@@ -12,7 +12,7 @@ import type { Pod } from "@choreo/kit/gen/choreo/core/v1/core";
 import { waitFor } from "@choreo/kit/testing";
 import { fromKubeJson } from "@choreo/kit/kube-json";
 import { NAMES } from "@choreo/node-agent/net/types";
-import { dockerAvailable, startRealCluster, type RealCluster, type RealRuntime } from "../integration-tests/support/real-cluster.js";
+import { dockerAvailable, startRealCluster, type RealCluster, type RealRuntime } from "@choreo/integration-tests/support/real-cluster";
 
 const sh = promisify(execFile);
 const { values } = parseArgs({ options: { sizes: { type: "string", default: "50,100" }, runtimes: { type: "string", default: "docker,process" }, "no-swarm": { type: "boolean", default: false }, workers: { type: "string", default: "4" }, "no-plain": { type: "boolean", default: false } } });

@@ -11,7 +11,7 @@ import { EVENT_STREAM, decodeEvent, streamState } from "@choreo/kit/bus";
 import { fromKubeJson } from "@choreo/kit/kube-json";
 import { waitFor } from "@choreo/kit/testing";
 import type { Node, Pod } from "@choreo/kit/gen/choreo/core/v1/core";
-import { startCluster } from "../integration-tests/support/cluster.js";
+import { startCluster } from "@choreo/integration-tests/support/cluster";
 
 const { values } = parseArgs({ options: { nodes: { type: "string", default: "100" }, pods: { type: "string", default: "1000" }, timeout: { type: "string", default: "600" }, direct: { type: "boolean", default: false }, "scheduler-workers": { type: "string", default: "16" }, events: { type: "string", default: "1" },
   // Node heartbeats: the defaults detect a dead node in ≤ 10 s; at thousands of nodes use Kubernetes' (10 s renew, 40 s grace).
