@@ -9,7 +9,7 @@ import type { Logger } from "@choreo/kit/log";
 import type { Registry } from "prom-client";
 import type { Config } from "./config.js";
 import { EventRecorder } from "@choreo/kit/events";
-import { NODE_LEASE_NAMESPACE, NodeLifecycle } from "./node-lifecycle.js";
+import { BY_NODE, NODE_LEASE_NAMESPACE, NodeLifecycle, nodeNameOf } from "./node-lifecycle.js";
 import { Scheduler } from "./scheduler.js";
 
 export interface Actors {
@@ -21,7 +21,7 @@ export interface Actors {
 export function buildActors(deps: { client: ApiClient; nc: NatsConnection; jsm: JetStreamManager; log: Logger; registry?: Registry }, config: Config): Actors {
   const { client, nc, jsm, log, registry } = deps;
   const pods = new Informer<"pod">({ client, nc, jsm, kind: "pod", log });
-  pods.addIndexer("node", (p) => (p.spec?.nodeName ? [p.spec.nodeName] : []));
+  pods.addIndexer(BY_NODE, nodeNameOf);
   const nodes = new Informer<"node">({ client, nc, jsm, kind: "node", log });
   const recorder = new EventRecorder(client, config.schedulerName, log);
   // CHOREO_EVENTS=0 (benchmarks): no Scheduled/FailedScheduling Events; node events stay.

@@ -10,8 +10,9 @@ import { nowRfc3339 } from "@choreo/kit/apimachinery";
 import type { ApiClient } from "@choreo/kit/client";
 import { retryOnConflict } from "@choreo/kit/client";
 import { Controller, done, requeueAfter, type Result } from "@choreo/kit/controller";
+import type { Lease } from "@choreo/kit/gen/choreo/coordination/v1/coordination";
 import type { Node, NodeCondition, Pod, Taint } from "@choreo/kit/gen/choreo/core/v1/core";
-import type { Informer } from "@choreo/kit/informer";
+import type { Cache } from "@choreo/kit/informer";
 import type { Runnable } from "@choreo/kit/lifecycle";
 import { sleep } from "@choreo/kit/lifecycle";
 import type { Logger } from "@choreo/kit/log";
@@ -21,13 +22,19 @@ import { tolerates } from "@choreo/kit";
 export const NODE_LEASE_NAMESPACE = "kube-node-lease";
 export const UNREACHABLE_TAINT = "node.kubernetes.io/unreachable";
 
+/** Index name: pods by the node they are bound to (spec.nodeName). */
+export const BY_NODE = "node";
+/** Indexer for {@link BY_NODE}. */
+export const nodeNameOf = (p: Pod): string[] => (p.spec?.nodeName ? [p.spec.nodeName] : []);
+
 export interface NodeLifecycleOptions {
-  client: ApiClient;
-  nodes: Informer<"node">;
-  leases: Informer<"lease">;
-  /** A pod informer with the `node` index (spec.nodeName). */
-  pods: Informer<"pod">;
-  events?: EventRecorder;
+  /** The api writes: node taint and status (typed "node"), pod deletes. */
+  client: Pick<ApiClient, "typed" | "delete">;
+  nodes: Cache<Node>;
+  leases: Cache<Lease>;
+  /** Pods with the {@link BY_NODE} index. */
+  pods: Cache<Pod>;
+  events?: Pick<EventRecorder, "emit">;
   log: Logger;
   graceMs?: number;
   evictionMs?: number;
@@ -160,7 +167,7 @@ export class NodeLifecycle implements Runnable {
 
   private async evict(name: string, signal: AbortSignal): Promise<void> {
     const taint: Taint = { key: UNREACHABLE_TAINT, value: "", effect: "NoExecute", timeAdded: "" };
-    const victims = podsToEvict(this.opts.pods.byIndex("node", name), taint);
+    const victims = podsToEvict(this.opts.pods.byIndex(BY_NODE, name), taint);
     if (victims.length === 0) return;
     await this.takeToken(signal);
     for (const p of victims) {

@@ -5,7 +5,7 @@
 import { bindingRefusalOf, isConflict, isNotFound, keyOf, splitKey } from "@choreo/kit";
 import type { ApiClient } from "@choreo/kit/client";
 import type { Node, ObjectReference, Pod } from "@choreo/kit/gen/choreo/core/v1/core";
-import type { Informer } from "@choreo/kit/informer";
+import type { Cache } from "@choreo/kit/informer";
 import type { Runnable } from "@choreo/kit/lifecycle";
 import type { Logger } from "@choreo/kit/log";
 import { getOrCreateCounter } from "@choreo/kit/metrics";
@@ -18,9 +18,10 @@ import { SchedulingQueue, type QueueOptions } from "./queue.js";
 import { failureMessage, schedule } from "./stack.js";
 
 export interface SchedulerOptions {
-  client: ApiClient;
-  pods: Informer<"pod">;
-  nodes: Informer<"node">;
+  /** The api writes: bind, delete (preemption victims), patch (nominatedNodeName). */
+  client: Pick<ApiClient, "bind" | "delete" | "patch">;
+  pods: Cache<Pod>;
+  nodes: Cache<Node>;
   events: Pick<EventRecorder, "emit">;
   log: Logger;
   /** Where choreo_scheduler_schedule_attempts_total{result} is counted. */
