@@ -31,7 +31,7 @@ const redis = new Redis(redisConnectUrl(config.redisUrl, process.env["CHOREO_RED
 const nc = await connectBus(config.natsUrl, `api-${config.replicaId}`);
 const jsm = await ensureEventStream(nc, { retention: config.eventRetention });
 const store = new RedisStore(redis);
-const registry = createRegistry({ store, redis, serviceCidr: config.serviceCidr, log: log.child({ subsystem: "registry" }) });
+const registry = createRegistry({ store, serviceCidr: config.serviceCidr, log: log.child({ subsystem: "registry" }) });
 const cache = new WatchCache({ nc, jsm, log: log.child({ subsystem: "watch-cache" }), capacity: config.watchCacheSize });
 registry.attachWatch({ cache, nc, jsm });
 await bootstrap(registry);

@@ -1,7 +1,7 @@
 import { ApiError, emptyMeta, kindByResource, type KindInfo } from "@choreo/kit";
 import type { Namespace } from "@choreo/kit/gen/choreo/core/v1/core";
-import type { Registry } from "./handlers.js";
-import { SYSTEM_NAMESPACES } from "./registry.js";
+import { SYSTEM_NAMESPACES } from "./namespaces/purge.js";
+import type { Registry } from "./registry.js";
 
 /** Creates the system namespaces (idempotent) and resumes interrupted namespace purges. */
 export async function bootstrap(registry: Registry): Promise<void> {

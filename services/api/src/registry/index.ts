@@ -1,28 +1,34 @@
-// The registry: the api's verbs over Redis, with per-kind strategies.
-import type { Redis } from "ioredis";
+// The registry: the api's verbs over the object storage, one folder per kind
+// (strategy, subresources), the shared verbs in generic/.
 import type { Logger } from "@choreo/kit/log";
-import type { RedisStore } from "../storage/redis-store.js";
-import { ClusterIpAllocator } from "./cluster-ip.js";
-import { eventStrategy, leaseStrategy, namespaceStrategy, nodeStrategy } from "./cluster.js";
-import { Registry } from "./handlers.js";
-import { NodePortAllocator } from "./node-port.js";
-import { podStrategy } from "./pods.js";
-import { endpointsStrategy, serviceStrategy } from "./services.js";
-import type { Strategies, Strategy } from "./strategy.js";
-import { daemonSetStrategy, jobStrategy, replicationControllerStrategy } from "./workloads.js";
+import type { ObjectStorage } from "../storage/object-storage.js";
+import { endpointsStrategy } from "./endpoints/strategy.js";
+import { eventStrategy } from "./events/strategy.js";
+import { GenericStore } from "./generic/store.js";
+import type { Strategies, Strategy } from "./generic/strategy.js";
+import { leaseStrategy } from "./leases/strategy.js";
+import { namespaceStrategy } from "./namespaces/strategy.js";
+import { nodeStrategy } from "./nodes/strategy.js";
+import { podStrategy } from "./pods/strategy.js";
+import { Registry } from "./registry.js";
+import { ClusterIpAllocator } from "./services/cluster-ip.js";
+import { NodePortAllocator } from "./services/node-port.js";
+import { serviceStrategy } from "./services/strategy.js";
+import { daemonSetStrategy, jobStrategy, replicationControllerStrategy } from "./workloads/strategy.js";
 
-export { Registry } from "./handlers.js";
-export type { WatchSource } from "./handlers.js";
+export { Registry } from "./registry.js";
+export type { WatchSource } from "./generic/watch.js";
 export { bootstrap } from "./bootstrap.js";
-export { ClusterIpAllocator } from "./cluster-ip.js";
-export { NodePortAllocator, NODE_PORT_RANGE } from "./node-port.js";
-export { MAX_OBJECT_BYTES, SYSTEM_NAMESPACES } from "./registry.js";
+export { ClusterIpAllocator } from "./services/cluster-ip.js";
+export { NodePortAllocator, NODE_PORT_RANGE } from "./services/node-port.js";
+export { MAX_OBJECT_BYTES } from "./generic/store.js";
+export { SYSTEM_NAMESPACES } from "./namespaces/purge.js";
 
-/** A registry with every kind's strategy. */
-export function createRegistry(opts: { store: RedisStore; redis: Redis; serviceCidr: string; log: Logger }): Registry {
+/** A registry with every kind's strategy over `store` (RedisStore in the api, MemoryStore in tests). */
+export function createRegistry(opts: { store: ObjectStorage; serviceCidr: string; log: Logger }): Registry {
   const strategies: Strategies = {
     pod: podStrategy as Strategy,
-    service: serviceStrategy(new ClusterIpAllocator(opts.redis, opts.serviceCidr), new NodePortAllocator(opts.redis)) as Strategy,
+    service: serviceStrategy(new ClusterIpAllocator(opts.store, opts.serviceCidr), new NodePortAllocator(opts.store)) as Strategy,
     endpoints: endpointsStrategy as Strategy,
     replicationController: replicationControllerStrategy as Strategy,
     daemonSet: daemonSetStrategy as Strategy,
@@ -32,5 +38,5 @@ export function createRegistry(opts: { store: RedisStore; redis: Redis; serviceC
     lease: leaseStrategy as Strategy,
     event: eventStrategy as Strategy,
   };
-  return new Registry(opts.store, strategies, opts.log);
+  return new Registry(new GenericStore(opts.store, strategies, opts.log));
 }

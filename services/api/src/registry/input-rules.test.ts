@@ -7,12 +7,13 @@ import fc from "fast-check";
 import { unwrap, type StatusCause } from "@choreo/kit";
 import { fromKubeJson } from "@choreo/kit/kube-json";
 import type { Endpoints, Pod, Service } from "@choreo/kit/gen/choreo/core/v1/core";
-import { ipBytes, isIP, isIPv4, specialIpReasons } from "./ip.js";
-import { defaultPodSpec } from "./pod-spec.js";
-import { podStrategy } from "./pods.js";
-import { endpointsStrategy, serviceStrategy } from "./services.js";
-import type { ClusterIpAllocator } from "./cluster-ip.js";
-import type { NodePortAllocator } from "./node-port.js";
+import { ipBytes, isIP, isIPv4, specialIpReasons } from "./shared/ip.js";
+import { defaultPodSpec } from "./pods/pod-spec.js";
+import { podStrategy } from "./pods/strategy.js";
+import { endpointsStrategy } from "./endpoints/strategy.js";
+import { serviceStrategy } from "./services/strategy.js";
+import type { ClusterIpAllocator } from "./services/cluster-ip.js";
+import type { NodePortAllocator } from "./services/node-port.js";
 
 const endpoints = (subset: Record<string, unknown>): Endpoints =>
   unwrap(fromKubeJson({ apiVersion: "v1", kind: "Endpoints", metadata: { name: "web", namespace: "default" }, subsets: [{ ports: [{ port: 8080 }], ...subset }] })) as Endpoints;

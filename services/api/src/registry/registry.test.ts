@@ -1,8 +1,9 @@
+// test-tier: servers
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { ApiError, BindingRefusal, bindingRefusalOf, unwrap } from "@choreo/kit";
 import { fromKubeJson, toKubeJson } from "@choreo/kit/kube-json";
-import type { Pod, ReplicationController, Service } from "@choreo/kit/gen/choreo/core/v1/core";
+import type { Pod, ReplicationController } from "@choreo/kit/gen/choreo/core/v1/core";
 import { startStack, type Stack } from "../testing/stack.js";
 
 const pod = (name: string, extra: Record<string, unknown> = {}, ns = "default") =>
@@ -104,81 +105,6 @@ describe("registry over NATS", () => {
       // The typed cause crosses the bus: schedulers read it, not the message.
       if (r.status === "rejected") assert.ok([BindingRefusal.nodeCannotTakePod, BindingRefusal.nodeBusy].includes(bindingRefusalOf(r.reason)!), String(r.reason));
     }
-  });
-
-  it("deletes a bound pod gracefully and at once with gracePeriodSeconds=0", async () => {
-    await s.client.create(pod("p-grace"));
-    await s.client.bind("default", "p-grace", "node-a");
-    const terminating = unwrap(await s.client.delete("pods", "default", "p-grace")) as Pod;
-    assert.ok(terminating.metadata?.deletionTimestamp, "deletionTimestamp set");
-    assert.equal(terminating.metadata?.deletionGracePeriodSeconds, 30);
-    await s.client.get("pods", "default", "p-grace"); // still there
-    await s.client.delete("pods", "default", "p-grace", { gracePeriodSeconds: 0 });
-    await rejects(s.client.get("pods", "default", "p-grace"), 404, "NotFound", /pods "p-grace" not found/);
-    const empty = await s.client.list("pods", { fieldSelector: "spec.nodeName=node-a,metadata.name=p-grace" });
-    assert.equal(empty.items.length, 0, "the node index forgets the pod");
-  });
-
-  it("keeps an object with finalizers until the last one is removed", async () => {
-    const p = unwrap(await s.client.create(pod("p-fin", { metadata: { name: "p-fin", namespace: "default", finalizers: ["example.com/hold"] } }))) as Pod;
-    assert.deepEqual(p.metadata?.finalizers, ["example.com/hold"]);
-    const deleting = unwrap(await s.client.delete("pods", "default", "p-fin")) as Pod;
-    assert.ok(deleting.metadata?.deletionTimestamp);
-    deleting.metadata!.finalizers = [];
-    await s.client.update({ kind: { $case: "pod", value: deleting } });
-    await rejects(s.client.get("pods", "default", "p-fin"), 404, "NotFound");
-  });
-
-  it("allocates unique ClusterIPs from the range and releases them on delete", async () => {
-    const svc = (name: string, clusterIP?: string) =>
-      fromKubeJson({ apiVersion: "v1", kind: "Service", metadata: { name, namespace: "default" }, spec: { selector: { app: "web" }, ports: [{ port: 80 }], ...(clusterIP ? { clusterIP } : {}) } });
-    const ips = new Set<string>();
-    for (let i = 0; i < 20; i++) {
-      const v = unwrap(await s.client.create(svc(`s${i}`))) as Service;
-      assert.match(v.spec?.clusterIp ?? "", /^10\.96\.\d+\.\d+$/);
-      assert.equal(v.spec?.ports[0]?.targetPort?.value?.value, 80);
-      ips.add(v.spec?.clusterIp ?? "");
-    }
-    assert.equal(ips.size, 20);
-    const fixed = unwrap(await s.client.create(svc("fixed", "10.96.200.7"))) as Service;
-    assert.equal(fixed.spec?.clusterIp, "10.96.200.7");
-    await rejects(s.client.create(svc("taken", "10.96.200.7")), 422, "Invalid", /provided IP is already allocated/);
-    await rejects(s.client.create(svc("outside", "10.1.0.1")), 422, "Invalid", /not in the valid range/);
-    await s.client.delete("services", "default", "fixed");
-    const again = unwrap(await s.client.create(svc("fixed2", "10.96.200.7"))) as Service;
-    assert.equal(again.spec?.clusterIp, "10.96.200.7", "released on delete");
-  });
-
-  it("scales a replication controller through the scale subresource", async () => {
-    await s.client.create(fromKubeJson({
-      apiVersion: "v1", kind: "ReplicationController", metadata: { name: "rc-scale", namespace: "default" },
-      spec: { replicas: 1, template: { metadata: { labels: { app: "s" } }, spec: { containers: [{ name: "c", image: "i" }] } } },
-    }));
-    const scale = await s.client.getScale("replicationcontrollers", "default", "rc-scale");
-    assert.equal(scale.spec?.replicas, 1);
-    assert.equal(scale.status?.selector, "app=s");
-    const after = await s.client.updateScale("replicationcontrollers", "default", "rc-scale", 5);
-    assert.equal(after.spec?.replicas, 5);
-    await rejects(s.client.updateScale("replicationcontrollers", "default", "rc-scale", 3, "1"), 409, "Conflict");
-    await rejects(s.client.updateScale("replicationcontrollers", "default", "rc-scale", -1), 422, "Invalid");
-  });
-
-  it("pages lists with limit and continue", async () => {
-    const ns = fromKubeJson({ apiVersion: "v1", kind: "Namespace", metadata: { name: "paging" } });
-    await s.client.create(ns);
-    for (let i = 0; i < 7; i++) await s.client.create(pod(`p${i}`, {}, "paging"));
-    const seen: string[] = [];
-    let cont = "";
-    let pages = 0;
-    do {
-      const page = await s.client.list("pods", { namespace: "paging", limit: 3, continue: cont });
-      seen.push(...page.items.map((o) => unwrap(o).metadata?.name ?? ""));
-      cont = page.metadata?.continue ?? "";
-      pages++;
-    } while (cont);
-    assert.deepEqual(seen, ["p0", "p1", "p2", "p3", "p4", "p5", "p6"]);
-    assert.equal(pages, 3);
-    await rejects(s.client.list("pods", { namespace: "paging", continue: "garbage!" }), 400, "BadRequest", /continue key is not valid/);
   });
 
   it("deletes a namespace with everything in it", async () => {

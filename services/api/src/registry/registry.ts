@@ -1,209 +1,93 @@
-import { randomUUID } from "node:crypto";
-import { canonicalJson } from "./canonical.js";
-import {
-  ApiError, badRequest, conflict, emptyMeta, forbidden, invalid, kindByResource, kindOf, notFound, selectableFields, tooLarge, alreadyExists,
-  type AnyObject, type KindInfo, type ObjectMeta,
-} from "@choreo/kit";
-import { eventSubject } from "@choreo/kit/bus";
-import { generateName, nowRfc3339 } from "@choreo/kit/apimachinery";
-import { Object as ObjectMsg, WatchEvent, type ObjectList, type Object as ApiObject } from "@choreo/kit/gen/choreo/api/v1/api";
-import type { Logger } from "@choreo/kit/log";
-import type { RedisStore, Stored } from "../storage/redis-store.js";
-import { StoreError } from "../storage/redis-store.js";
-import { secondaryIndexKey } from "../storage/keys.js";
-import type { Strategies, Strategy } from "./strategy.js";
-import { Errors, validateMeta, type NameRule } from "./validation.js";
-
-/** Objects above this size (encoded) are refused with 413, as etcd would. */
-export const MAX_OBJECT_BYTES = 1.5 * 1024 * 1024;
-
-/** The namespaces that exist from the start and may not be deleted. */
-export const SYSTEM_NAMESPACES = ["default", "kube-system", "kube-public", "kube-node-lease"];
-
-const NAME_RULES: Partial<Record<string, NameRule>> = { namespaces: "label", services: "dns1035" };
-
-/** The state of an object as read: its value and revision. */
-export interface Current {
-  value: AnyObject;
-  revision: number;
-}
+import type { AnyObject, KindInfo } from "@choreo/kit";
+import type {
+  BindRequest, CreateRequest, DeleteCollectionRequest, DeleteRequest, GetRequest, GetScaleRequest, ListRequest, Object as ApiObject, ObjectList,
+  PatchRequest, UpdateRequest, UpdateScaleRequest, WatchEvent, WatchRequest,
+} from "@choreo/kit/gen/choreo/api/v1/api";
+import type { Scale } from "@choreo/kit/gen/choreo/autoscaling/v1/autoscaling";
+import type { ApiHandlers } from "../handlers/api-handlers.js";
+import { patchObject } from "./generic/patch.js";
+import type { GenericStore } from "./generic/store.js";
+import { watchObjects, type WatchSource } from "./generic/watch.js";
+import { purgeNamespace } from "./namespaces/purge.js";
+import { bindPod } from "./pods/binding.js";
+import { getScale, updateScale } from "./workloads/scale.js";
 
 /**
- * The generic object store above Redis: metadata, defaults and validation
- * (through per-kind strategies), optimistic concurrency and the change
- * record of every write. The handlers (registry.ts's subclass) add verbs.
+ * The api's verbs: the one implementation of ApiHandlers, served by every
+ * transport. Shared verbs go to the generic store (whose per-kind
+ * strategies add defaults, validation and deletion hooks); subresources go
+ * to the kind that has them (pods/binding, workloads/scale).
  */
-export class ObjectStore {
-  constructor(
-    readonly store: RedisStore,
-    readonly strategies: Strategies,
-    readonly log: Logger,
-  ) {}
+export class Registry implements ApiHandlers {
+  private source?: WatchSource;
 
-  strategy(info: KindInfo): Strategy | undefined {
-    return this.strategies[info.case];
+  constructor(readonly store: GenericStore) {}
+
+  /** Connects the watch path (after the watch cache is running). */
+  attachWatch(source: WatchSource): void {
+    this.source = source;
   }
 
-  resolve(resource: string): KindInfo {
-    const info = kindByResource(resource);
-    if (!info) throw new ApiError({ ...notFound(resource, "").status, message: "the server could not find the requested resource", details: undefined });
-    return info;
+  get(req: GetRequest): Promise<ApiObject> {
+    return this.store.get(req);
   }
 
-  decode(info: KindInfo, s: Stored): AnyObject {
-    const o = ObjectMsg.decode(s.bytes);
-    if (o.kind?.$case !== info.case) throw new Error(`stored ${info.resource} has kind ${o.kind?.$case}`);
-    const v = o.kind.value;
-    v.metadata ??= emptyMeta();
-    v.metadata.resourceVersion = String(s.revision);
-    v.apiVersion = info.apiVersion;
-    v.kind = info.kind;
-    return v;
+  list(req: ListRequest): Promise<ObjectList> {
+    return this.store.list(req);
   }
 
-  async read(info: KindInfo, namespace: string, name: string): Promise<Current> {
-    const s = await this.store.get(info.resource, info.namespaced ? namespace : "", name);
-    if (!s) throw notFound(info.resource, name, info.group);
-    return { value: this.decode(info, s), revision: s.revision };
+  watch(req: WatchRequest, signal: AbortSignal): AsyncGenerator<WatchEvent> {
+    return watchObjects(this.store, this.source, req, signal);
   }
 
-  wrapValue(info: KindInfo, v: AnyObject): ApiObject {
-    return { kind: { $case: info.case, value: v } as NonNullable<ApiObject["kind"]> };
+  create(req: CreateRequest): Promise<ApiObject> {
+    return this.store.create(req);
   }
 
-  /** Metadata errors only → 422. */
-  validateMeta(info: KindInfo, v: AnyObject): void {
-    const e = new Errors();
-    validateMeta(e, v.metadata ?? emptyMeta(), info.namespaced, NAME_RULES[info.resource] ?? "subdomain");
-    if (e.causes.length) throw invalid(info.kind, v.metadata?.name ?? "", e.causes, info.group);
+  update(req: UpdateRequest): Promise<ApiObject> {
+    return this.store.update(req);
   }
 
-  /** Field errors common to every kind plus the kind's own → 422. */
-  validate(info: KindInfo, v: AnyObject, old?: AnyObject): void {
-    const e = new Errors();
-    validateMeta(e, v.metadata ?? emptyMeta(), info.namespaced, NAME_RULES[info.resource] ?? "subdomain");
-    e.causes.push(...(this.strategy(info)?.validate(v, old) ?? []));
-    if (e.causes.length) throw invalid(info.kind, v.metadata?.name ?? "", e.causes, info.group);
+  updateStatus(req: UpdateRequest): Promise<ApiObject> {
+    return this.store.updateStatus(req);
   }
 
-  /**
-   * Writes one version. `old` is the version read before (update/delete):
-   * the write happens only if it is still the stored one (else 409).
-   */
-  async write(mode: "create" | "update" | "delete", info: KindInfo, v: AnyObject, old?: Current): Promise<AnyObject> {
-    const meta = v.metadata ?? emptyMeta();
-    const strategy = this.strategy(info);
-    const namespace = info.namespaced ? meta.namespace : "";
-    meta.resourceVersion = "";
-    v.apiVersion = info.apiVersion;
-    v.kind = info.kind;
-    const object = ObjectMsg.encode(this.wrapValue(info, v)).finish();
-    if (object.length > MAX_OBJECT_BYTES) throw tooLarge(`Request entity too large: the object is ${object.length} bytes; limit is ${MAX_OBJECT_BYTES}`);
-    const newIdx = mode === "delete" ? {} : (strategy?.indexes?.(v) ?? {});
-    const oldIdx = old ? (strategy?.indexes?.(old.value) ?? {}) : {};
-    const indexAdd = Object.entries(newIdx).filter(([k, x]) => oldIdx[k] !== x).map(([k, x]) => secondaryIndexKey(info.resource, k, x));
-    const indexRemove = Object.entries(oldIdx).filter(([k, x]) => newIdx[k] !== x).map(([k, x]) => secondaryIndexKey(info.resource, k, x));
-    const prev = mode === "update" && old ? old.value : undefined;
-    const event = WatchEvent.encode({
-      type: mode === "create" ? "ADDED" : mode === "update" ? "MODIFIED" : "DELETED",
-      object: this.wrapValue(info, v),
-      status: undefined,
-      revision: 0,
-      prevLabels: prev?.metadata?.labels ?? {},
-      prevFields: prev ? selectableFields(info, prev) : {},
-      hasPrev: Boolean(prev),
-    }).finish();
-    const node = strategy?.node?.(v) ?? "";
-    try {
-      const rev = await this.store.write({
-        mode, resource: info.resource, namespace, name: meta.name, expectedRevision: old?.revision,
-        object: mode === "delete" ? undefined : object, event, subject: eventSubject(info.resource, namespace, meta.name, node),
-        indexAdd, indexRemove,
-      });
-      meta.resourceVersion = String(rev);
-      return v;
-    } catch (err) {
-      if (!(err instanceof StoreError)) throw err;
-      if (err.code === "exists") throw alreadyExists(info.resource, meta.name, info.group);
-      if (err.code === "not-found") throw notFound(info.resource, meta.name, info.group);
-      throw conflict(info.resource, meta.name, "the object has been modified; please apply your changes to the latest version and try again", info.group);
-    }
+  patch(req: PatchRequest): Promise<ApiObject> {
+    return patchObject(this.store, req);
   }
 
-  /** Creates with fresh metadata (uid, timestamps, generation), after defaults and validation. */
-  async createObject(info: KindInfo, v: AnyObject): Promise<AnyObject> {
-    const meta = (v.metadata ??= emptyMeta());
-    if (!info.namespaced) meta.namespace = "";
-    if (!meta.name && meta.generateName) meta.name = generateName(meta.generateName);
-    Object.assign<ObjectMeta, Partial<ObjectMeta>>(meta, {
-      uid: randomUUID(), creationTimestamp: nowRfc3339(), generation: 1, resourceVersion: "", deletionTimestamp: "", deletionGracePeriodSeconds: undefined,
-    });
-    this.validateMeta(info, v); // names first: strategies may rely on them
-    if (info.namespaced) await this.checkNamespace(meta.namespace);
-    const strategy = this.strategy(info);
-    await strategy?.prepareCreate?.(v);
-    try {
-      this.validate(info, v);
-      for (let attempt = 0; ; attempt++) {
-        try {
-          return await this.write("create", info, v);
-        } catch (err) {
-          // A generated name that collided: draw another.
-          if (!(err instanceof ApiError && err.reason === "AlreadyExists" && v.metadata?.generateName && attempt < 3)) throw err;
-          meta.name = generateName(meta.generateName);
-        }
-      }
-    } catch (err) {
-      await strategy?.abortCreate?.(v).catch(() => undefined);
-      throw err;
-    }
+  delete(req: DeleteRequest): Promise<ApiObject> {
+    return this.store.delete(req);
   }
 
-  private async checkNamespace(namespace: string): Promise<void> {
-    const ns = await this.store.get("namespaces", "", namespace);
-    if (!ns) throw notFound("namespaces", namespace);
-    const nsInfo = kindByResource("namespaces") as KindInfo;
-    const value = this.decode(nsInfo, ns);
-    if (value.metadata?.deletionTimestamp) {
-      throw forbidden(`unable to create new content in namespace ${namespace} because it is being terminated`);
-    }
+  deleteCollection(req: DeleteCollectionRequest): Promise<ObjectList> {
+    return this.store.deleteCollection(req);
   }
 
-  /** Checks a client's resourceVersion against the stored one (409 if stale). */
-  checkVersion(info: KindInfo, name: string, given: string, current: Current): void {
-    if (given && given !== String(current.revision)) {
-      if (!/^\d+$/.test(given)) throw badRequest(`invalid resourceVersion "${given}"`);
-      throw conflict(info.resource, name, "the object has been modified; please apply your changes to the latest version and try again", info.group);
-    }
+  bind(req: BindRequest): Promise<ApiObject> {
+    return bindPod(this.store, req);
   }
 
-  /** The list of a kind's field paths that changed, for generation and status checks. */
-  static same(a: unknown, b: unknown): boolean {
-    return canonicalJson(a ?? null) === canonicalJson(b ?? null);
+  getScale(req: GetScaleRequest): Promise<Scale> {
+    return getScale(this.store, req);
   }
 
-  /** Removes an object now (bypassing graceful deletion); returns its last state. */
-  async remove(info: KindInfo, current: Current): Promise<AnyObject> {
-    const v = structuredClone(current.value);
-    const gone = await this.write("delete", info, v, current);
-    await this.strategy(info)?.afterDelete?.(current.value).catch((err: unknown) => this.log.warn({ err }, "after-delete hook failed"));
-    return gone;
+  updateScale(req: UpdateScaleRequest): Promise<Scale> {
+    return updateScale(this.store, req);
   }
 
-  /** Reads the list page of one kind. */
-  async page(info: KindInfo, opts: { namespace: string; index?: { name: string; value: string }; limit: number; after?: string }): Promise<{ revision: number; items: AnyObject[]; next?: string }> {
-    const page = await this.store.list(info.resource, {
-      namespace: info.namespaced ? opts.namespace : "",
-      index: opts.index ? secondaryIndexKey(info.resource, opts.index.name, opts.index.value) : undefined,
-      limit: opts.limit,
-      after: opts.after,
-    });
-    return { revision: page.revision, items: page.items.map((s) => this.decode(info, s)), next: page.next };
+  /** Creates with fresh metadata, skipping the request decoding (bootstrap). */
+  createObject(info: KindInfo, v: AnyObject): Promise<AnyObject> {
+    return this.store.createObject(info, v);
   }
 
-  kindOfObject(o: ApiObject): KindInfo {
-    return kindOf(o);
+  /** Reads a list page of one kind (bootstrap). */
+  page(info: KindInfo, opts: { namespace: string; limit: number }): Promise<{ revision: number; items: AnyObject[]; next?: string | undefined }> {
+    return this.store.page(info, opts);
+  }
+
+  /** Deletes everything in a terminating namespace, then the namespace. */
+  purgeNamespace(name: string): Promise<void> {
+    return purgeNamespace(this.store, name);
   }
 }
-
-export type { ObjectList };

@@ -1,6 +1,8 @@
 /**
- * Redis keys. All share the `{choreo}` hash tag so that one Lua script can
- * touch them atomically, also on a Redis Cluster.
+ * Redis keys: the one catalogue. Only the Redis implementation of the
+ * storage (redis-store.ts, scripts.ts, relay.ts) uses them. All share the
+ * `{choreo}` hash tag so that one Lua script can touch them atomically, also
+ * on a Redis Cluster.
  *
  *   {choreo}:rev                     the cluster-wide revision (INCR)
  *   {choreo}:changes                 stream of change records, id "<rev>-0"
@@ -8,18 +10,26 @@
  *   {choreo}:i:<resource>            zset of "<ns>/<name>" (lex order: paging, namespace ranges)
  *   {choreo}:i:<resource>:<index>:<value>  secondary index, e.g. pods:node:n1
  *   {choreo}:relay                   the relay lease (one publisher at a time)
+ *   {choreo}:bind:<node>             the per-node bind lock (token, 5 s expiry)
+ *   {choreo}:ip:<address>            a ClusterIP taken: its owner "<ns>/<name>"
+ *   {choreo}:nodeport:<port>         a node port taken: its owner "<ns>/<name>"
  */
+import { member } from "./object-storage.js";
+import type { Pool } from "./object-storage.js";
+
+export { member };
+
 export const REV_KEY = "{choreo}:rev";
 export const CHANGES_KEY = "{choreo}:changes";
 export const RELAY_LOCK_KEY = "{choreo}:relay";
 
-/** `<ns>/<name>`, `/<name>` for cluster-scoped objects. */
-export function member(namespace: string, name: string): string {
-  return `${namespace}/${name}`;
-}
-
 export function objectKey(resource: string, namespace: string, name: string): string {
   return `{choreo}:o:${resource}:${member(namespace, name)}`;
+}
+
+/** The prefix of a resource's object keys (the list script appends the member). */
+export function objectKeyPrefix(resource: string): string {
+  return `{choreo}:o:${resource}:`;
 }
 
 export function indexKey(resource: string): string {
@@ -28,4 +38,14 @@ export function indexKey(resource: string): string {
 
 export function secondaryIndexKey(resource: string, index: string, value: string): string {
   return `{choreo}:i:${resource}:${index}:${value}`;
+}
+
+export function nodeLockKey(node: string): string {
+  return `{choreo}:bind:${node}`;
+}
+
+const POOL_PREFIX: Record<Pool, string> = { "cluster-ip": "{choreo}:ip:", "node-port": "{choreo}:nodeport:" };
+
+export function allocationKey(pool: Pool, item: string): string {
+  return `${POOL_PREFIX[pool]}${item}`;
 }

@@ -1,6 +1,13 @@
 import { Redis, type Result } from "ioredis";
-import { CHANGES_KEY, REV_KEY, indexKey, member, objectKey } from "./keys.js";
+import { randomUUID } from "node:crypto";
+import { CHANGES_KEY, REV_KEY, allocationKey, indexKey, member, nodeLockKey, objectKey, objectKeyPrefix, secondaryIndexKey } from "./keys.js";
+import { StoreError, type IndexEntry, type ListOptions, type ObjectStorage, type Page, type Pool, type Stored, type WriteOp } from "./object-storage.js";
 import { LIST_SCRIPT, WRITE_SCRIPT } from "./scripts.js";
+
+export { StoreError };
+export type { Page, Stored, WriteOp };
+
+const RELEASE_LOCK = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`;
 
 declare module "ioredis" {
   interface RedisCommander<Context> {
@@ -9,60 +16,18 @@ declare module "ioredis" {
   }
 }
 
-/** An object as stored: protobuf bytes (resourceVersion left empty) and its revision. */
-export interface Stored {
-  bytes: Buffer;
-  revision: number;
-}
-
-/** One write on the revision line. */
-export interface WriteOp {
-  mode: "create" | "update" | "delete";
-  resource: string;
-  namespace: string;
-  name: string;
-  /** update/delete: refuse unless the stored revision is this one. */
-  expectedRevision?: number;
-  /** create/update: the object, encoded, without resourceVersion. */
-  object?: Uint8Array;
-  /** The change record: an encoded WatchEvent without revision. */
-  event: Uint8Array;
-  subject: string;
-  /** Secondary index keys to add the object to / remove it from. */
-  indexAdd?: string[];
-  indexRemove?: string[];
-}
-
-/** Why a write did not happen. */
-export class StoreError extends Error {
-  override name = "StoreError";
-  constructor(
-    readonly code: "exists" | "not-found" | "conflict",
-    readonly currentRevision: number,
-  ) {
-    super(code);
-  }
-}
-
-/** A page of a list. `next` is the member to continue after. */
-export interface Page {
-  revision: number;
-  items: Stored[];
-  next?: string;
-}
-
 /**
- * The only code that touches Redis. Every operation is one round trip:
- * writes are one Lua compare-and-set that also appends the change record;
- * lists are one Lua read consistent at the revision it returns.
+ * The object storage on Redis: with the relay, the only code that touches
+ * Redis, every key from keys.ts. Every operation is one round trip: writes
+ * are one Lua compare-and-set that also appends the change record; lists are
+ * one Lua read consistent at the revision it returns.
  */
-export class RedisStore {
+export class RedisStore implements ObjectStorage {
   constructor(readonly redis: Redis) {
     redis.defineCommand("choreoWrite", { lua: WRITE_SCRIPT });
     redis.defineCommand("choreoList", { lua: LIST_SCRIPT });
   }
 
-  /** The revision of the last write. */
   async currentRevision(): Promise<number> {
     return Number((await this.redis.get(REV_KEY)) ?? 0);
   }
@@ -73,10 +38,9 @@ export class RedisStore {
     return { bytes: v, revision: Number(r.toString()) };
   }
 
-  /** Applies a write; returns its revision or throws StoreError. */
   async write(op: WriteOp): Promise<number> {
-    const add = op.indexAdd ?? [];
-    const remove = op.indexRemove ?? [];
+    const add = (op.indexAdd ?? []).map((e) => secondaryIndexKey(op.resource, e.index, e.value));
+    const remove = (op.indexRemove ?? []).map((e) => secondaryIndexKey(op.resource, e.index, e.value));
     const keys = [REV_KEY, CHANGES_KEY, objectKey(op.resource, op.namespace, op.name), indexKey(op.resource), ...add, ...remove];
     const args = [
       op.mode,
@@ -96,18 +60,13 @@ export class RedisStore {
     return rev;
   }
 
-  /**
-   * A page of objects of a resource, in (namespace, name) order, consistent
-   * at the returned revision. `index` selects a secondary index key instead
-   * of the resource's primary one; `namespace` narrows to one namespace.
-   */
-  async list(resource: string, opts: { namespace?: string; index?: string; limit?: number; after?: string } = {}): Promise<Page> {
+  async list(resource: string, opts: ListOptions = {}): Promise<Page> {
     const ns = opts.namespace ?? "";
     let min = ns ? `[${ns}/` : "-";
     const max = ns ? `(${ns}0` : "+"; // "0" sorts right after "/"
     if (opts.after && (!ns || opts.after > min.slice(1))) min = `(${opts.after}`;
     const limit = opts.limit ?? 0;
-    const raw = await this.redis.choreoListBuffer(2, REV_KEY, opts.index ?? indexKey(resource), min, max, limit, `{choreo}:o:${resource}:`);
+    const raw = await this.redis.choreoListBuffer(2, REV_KEY, opts.index ? secondaryIndexKey(resource, opts.index.index, opts.index.value) : indexKey(resource), min, max, limit, objectKeyPrefix(resource));
     const revision = Number(raw[0]);
     const items: Stored[] = [];
     let last: string | undefined;
@@ -119,9 +78,36 @@ export class RedisStore {
     return { revision, items, next };
   }
 
-  /** The members of a secondary index (e.g. the pods on a node). */
-  async indexMembers(key: string): Promise<string[]> {
-    return this.redis.zrangebylex(key, "-", "+");
+  async indexMembers(resource: string, index: IndexEntry): Promise<string[]> {
+    return this.redis.zrangebylex(secondaryIndexKey(resource, index.index, index.value), "-", "+");
+  }
+
+  /** A `SET NX PX` lock with a token, polled every 5 ms for up to 2 s. */
+  async withNodeLock<T>(node: string, fn: () => Promise<T>): Promise<{ value: T } | undefined> {
+    const key = nodeLockKey(node);
+    const token = randomUUID();
+    for (let i = 0; ; i++) {
+      if (await this.redis.set(key, token, "PX", 5_000, "NX")) break;
+      if (i >= 400) return undefined;
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    try {
+      return { value: await fn() };
+    } finally {
+      await this.redis.eval(RELEASE_LOCK, 1, key, token);
+    }
+  }
+
+  /** `SET NX` on the item's key, so that api replicas never hand out one item twice. */
+  async claim(pool: Pool, item: string, owner: string): Promise<boolean> {
+    const key = allocationKey(pool, item);
+    if (await this.redis.set(key, owner, "NX")) return true;
+    return (await this.redis.get(key)) === owner;
+  }
+
+  async release(pool: Pool, item: string, owner: string): Promise<void> {
+    const key = allocationKey(pool, item);
+    if ((await this.redis.get(key)) === owner) await this.redis.del(key);
   }
 }
 

@@ -1,3 +1,4 @@
+// test-tier: servers
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { Redis } from "ioredis";
@@ -11,7 +12,8 @@ import { startNats, startRedis, waitFor, type ServerHandle } from "@choreo/kit/t
 import { RedisStore, StoreError } from "./redis-store.js";
 import { Relay } from "./relay.js";
 import { WatchCache } from "./watch-cache.js";
-import { secondaryIndexKey } from "./keys.js";
+import { describeStorageContract } from "./storage-contract.js";
+import { CHANGES_KEY } from "./keys.js";
 
 const event = (name: string) => fromKubeJson({ apiVersion: "v1", kind: "Event", metadata: { name, namespace: "default" }, involvedObject: { kind: "Pod", name: "p" } });
 
@@ -54,13 +56,13 @@ describe("storage: Lua CAS, relay, watch cache", () => {
   });
 
   it("keeps secondary indexes with the object", async () => {
-    const idx = secondaryIndexKey("events", "node", "n1");
+    const idx = { index: "node", value: "n1" };
     await store.write({ ...op("create", "b"), indexAdd: [idx] });
-    assert.deepEqual(await store.indexMembers(idx), ["default/b"]);
+    assert.deepEqual(await store.indexMembers("events", idx), ["default/b"]);
     const page = await store.list("events", { index: idx });
     assert.equal(page.items.length, 1);
     await store.write({ ...op("delete", "b", await store.currentRevision()), indexRemove: [idx] });
-    assert.deepEqual(await store.indexMembers(idx), []);
+    assert.deepEqual(await store.indexMembers("events", idx), []);
   });
 
   it("lists in name order, by namespace, in pages", async () => {
@@ -110,4 +112,17 @@ describe("storage: Lua CAS, relay, watch cache", () => {
     const msg = await jsm.streams.getMessage("CHOREO_EVENTS", { seq: 1 });
     assert.equal(decodeEvent(msg!.data).revision, 1);
   });
+});
+
+describeStorageContract("RedisStore", async () => {
+  const server = await startRedis();
+  const client = new Redis(server.url);
+  return {
+    storage: new RedisStore(client),
+    changeRecords: () => client.xlen(CHANGES_KEY),
+    async stop() {
+      client.disconnect();
+      await server.stop();
+    },
+  };
 });

@@ -37,7 +37,7 @@ export async function startStack(opts: { retention?: number; watchCacheSize?: nu
   const redisClient = new Redis(redis.url, { enableAutoPipelining: true });
   const store = new RedisStore(redisClient);
   const log = silentLogger();
-  const registry = createRegistry({ store, redis: redisClient, serviceCidr: "10.96.0.0/16", log });
+  const registry = createRegistry({ store, serviceCidr: "10.96.0.0/16", log });
   const cache = new WatchCache({ nc, jsm, log, capacity: opts.watchCacheSize ?? 10_000 });
   registry.attachWatch({ cache, nc, jsm });
   await bootstrap(registry);

@@ -1,7 +1,16 @@
 import type { AnyObject, KindInfo, StatusCause } from "@choreo/kit";
+import type { NameRule } from "../shared/validation.js";
+import type { Current, GenericStore } from "./store.js";
 
-/** What a kind adds to the generic registry: defaults, validation, indexes. */
+/**
+ * What a kind adds to the generic store (Kubernetes' RESTCreateStrategy,
+ * RESTUpdateStrategy, RESTGracefulDeleteStrategy in one): defaults,
+ * validation, indexes, and hooks into deletion. Subresources (binding,
+ * scale) live beside the strategy in the kind's folder.
+ */
 export interface Strategy<T extends AnyObject = AnyObject> {
+  /** What a name must be (default: a DNS subdomain). */
+  nameRule?: NameRule;
   /** Fills defaults of a new object (after metadata is set). */
   prepareCreate?(obj: T): void | Promise<void>;
   /** Carries over what an update may not change, fills defaults. */
@@ -12,6 +21,15 @@ export interface Strategy<T extends AnyObject = AnyObject> {
   indexes?(obj: T): Record<string, string>;
   /** The node in the event subject (pods). */
   node?(obj: T): string;
+  /** Seconds a deletion waits (graceful deletion); 0 or absent: at once. */
+  gracePeriod?(obj: T, asked: number | undefined): number;
+  /**
+   * Whether an object being deleted stays after its last finalizer went
+   * (a bound pod waits for its node agent to confirm).
+   */
+  waitsAfterFinalizers?(obj: T): boolean;
+  /** Replaces the generic deletion (namespaces: mark terminating, purge). */
+  delete?(store: GenericStore, info: KindInfo, current: Current): Promise<AnyObject>;
   /** Called after the object is gone (release a ClusterIP). */
   afterDelete?(obj: T): Promise<void>;
   /** Called when a create failed after prepareCreate (release what it took). */

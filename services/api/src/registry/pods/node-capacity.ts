@@ -1,5 +1,3 @@
-import { randomUUID } from "node:crypto";
-import type { Redis } from "ioredis";
 import { bytes, milliCpu } from "@choreo/kit/apimachinery";
 import type { Node, Pod } from "@choreo/kit/gen/choreo/core/v1/core";
 
@@ -29,26 +27,4 @@ export function misfit(node: Node, others: Pod[], pod: Pod): string | undefined 
   if (alloc["cpu"] && want.cpu > 0n && used.cpu + want.cpu > milliCpu(alloc["cpu"])) return "Insufficient cpu";
   if (alloc["memory"] && want.memory > 0n && used.memory + want.memory > bytes(alloc["memory"])) return "Insufficient memory";
   return undefined;
-}
-
-const RELEASE = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`;
-
-/**
- * Runs `fn` holding a short Redis lock on a node, so that binds to one node
- * from any api replica check capacity one at a time (several schedulers may
- * pick the same last free space). Undefined when the lock stayed busy.
- */
-export async function withNodeLock<T>(redis: Redis, node: string, fn: () => Promise<T>): Promise<{ value: T } | undefined> {
-  const key = `{choreo}:bind:${node}`;
-  const token = randomUUID();
-  for (let i = 0; ; i++) {
-    if (await redis.set(key, token, "PX", 5_000, "NX")) break;
-    if (i >= 400) return undefined;
-    await new Promise((r) => setTimeout(r, 5));
-  }
-  try {
-    return { value: await fn() };
-  } finally {
-    await redis.eval(RELEASE, 1, key, token);
-  }
 }

@@ -1,16 +1,16 @@
-import type { Redis } from "ioredis";
 import { randomInt } from "node:crypto";
+import type { Allocations } from "../../storage/object-storage.js";
 
 /** Kubernetes' default node port range. */
 export const NODE_PORT_RANGE = { min: 30000, max: 32767 } as const;
 
 /**
- * Allocates Service node ports, unique across api replicas: a port is taken
- * by `SET NX` on its key in Redis (like ClusterIPs) and released on delete.
+ * Allocates Service node ports, unique across api replicas: a port is claimed
+ * in the storage's allocations (like ClusterIPs) and released on delete.
  */
 export class NodePortAllocator {
   constructor(
-    private readonly redis: Redis,
+    private readonly allocations: Allocations,
     private readonly range: { min: number; max: number } = NODE_PORT_RANGE,
   ) {}
 
@@ -22,10 +22,6 @@ export class NodePortAllocator {
   /** The range as Kubernetes words it in errors: `30000-32767`. */
   describe(): string {
     return `${this.range.min}-${this.range.max}`;
-  }
-
-  private key(port: number): string {
-    return `{choreo}:nodeport:${port}`;
   }
 
   /** Takes a free port for `owner` (namespace/name); throws when the range is full. */
@@ -41,11 +37,10 @@ export class NodePortAllocator {
 
   /** Takes a specific port; false when someone else holds it. */
   async claim(port: number, owner: string): Promise<boolean> {
-    if (await this.redis.set(this.key(port), owner, "NX")) return true;
-    return (await this.redis.get(this.key(port))) === owner;
+    return this.allocations.claim("node-port", String(port), owner);
   }
 
   async release(port: number, owner: string): Promise<void> {
-    if ((await this.redis.get(this.key(port))) === owner) await this.redis.del(this.key(port));
+    await this.allocations.release("node-port", String(port), owner);
   }
 }

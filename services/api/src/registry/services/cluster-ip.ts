@@ -1,16 +1,16 @@
-import type { Redis } from "ioredis";
 import { randomInt } from "node:crypto";
+import type { Allocations } from "../../storage/object-storage.js";
 
 /**
  * Allocates Service ClusterIPs from a CIDR, unique across api replicas: an
- * address is taken by `SET NX` on its key in Redis and released on delete.
+ * address is claimed in the storage's allocations and released on delete.
  */
 export class ClusterIpAllocator {
   private readonly base: number;
   private readonly size: number;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly allocations: Allocations,
     cidr: string,
   ) {
     const [ip, bits] = cidr.split("/");
@@ -25,10 +25,6 @@ export class ClusterIpAllocator {
   contains(ip: string): boolean {
     const n = toInt(ip);
     return n > this.base && n < this.base + this.size - 1;
-  }
-
-  private key(ip: string): string {
-    return `{choreo}:ip:${ip}`;
   }
 
   /** Takes a free address for `owner` (namespace/name); throws when the range is full. */
@@ -49,13 +45,11 @@ export class ClusterIpAllocator {
 
   /** Takes a specific address; false when someone else holds it. */
   async claim(ip: string, owner: string): Promise<boolean> {
-    const ok = await this.redis.set(this.key(ip), owner, "NX");
-    if (ok) return true;
-    return (await this.redis.get(this.key(ip))) === owner;
+    return this.allocations.claim("cluster-ip", ip, owner);
   }
 
   async release(ip: string, owner: string): Promise<void> {
-    if ((await this.redis.get(this.key(ip))) === owner) await this.redis.del(this.key(ip));
+    await this.allocations.release("cluster-ip", ip, owner);
   }
 }
 
@@ -71,6 +65,6 @@ function toIp(n: number): string {
 
 /**
  * Whether a string is a dotted IPv4 address in canonical form: `10.96.000.010`
- * would be a second spelling (a second Redis key) of an allocated address.
+ * would be a second spelling (a second allocation) of an allocated address.
  */
-export { isIPv4 } from "./ip.js";
+export { isIPv4 } from "../shared/ip.js";

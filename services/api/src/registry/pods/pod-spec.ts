@@ -1,7 +1,7 @@
 import type { Container, PodSpec, PodTemplateSpec, Probe } from "@choreo/kit/gen/choreo/core/v1/core";
 import { compareQuantities, parseQuantity, selectorFromSet } from "@choreo/kit/apimachinery";
 import { validateDns1123Label, validateDns1123Subdomain } from "@choreo/kit/apimachinery";
-import type { Errors } from "./validation.js";
+import type { Errors } from "../shared/validation.js";
 
 const RESTART_POLICIES = ["Always", "OnFailure", "Never"] as const;
 const PULL_POLICIES = ["Always", "IfNotPresent", "Never"] as const;

@@ -1,10 +1,9 @@
-import type { EndpointAddress, Endpoints, Service } from "@choreo/kit/gen/choreo/core/v1/core";
-import { validateDns1035Label, validateDns1123Label, validateDns1123Subdomain } from "@choreo/kit/apimachinery";
+import type { Service } from "@choreo/kit/gen/choreo/core/v1/core";
+import { validateDns1035Label } from "@choreo/kit/apimachinery";
 import { invalid } from "@choreo/kit";
-import type { Strategy } from "./strategy.js";
-import { Errors } from "./validation.js";
+import type { Strategy } from "../generic/strategy.js";
+import { Errors } from "../shared/validation.js";
 import { ClusterIpAllocator, isIPv4 } from "./cluster-ip.js";
-import { specialIpReasons } from "./ip.js";
 import type { NodePortAllocator } from "./node-port.js";
 
 const owner = (s: Service): string => `${s.metadata?.namespace}/${s.metadata?.name}`;
@@ -65,9 +64,10 @@ async function releaseNodePorts(svc: Service, ports: NodePortAllocator): Promise
   for (const n of nodePortsOf(svc)) await ports.release(n, owner(svc));
 }
 
-/** Services: port defaults, ClusterIP allocated from the service range, node ports from the node port range. */
+/** Services: names are DNS-1035 labels; port defaults, ClusterIP allocated from the service range, node ports from the node port range. */
 export function serviceStrategy(ips: ClusterIpAllocator, nodePorts: NodePortAllocator): Strategy<Service> {
   return {
+    nameRule: "dns1035",
     async prepareCreate(svc) {
       const spec = svc.spec;
       if (!spec) return;
@@ -166,35 +166,3 @@ export function serviceStrategy(ips: ClusterIpAllocator, nodePorts: NodePortAllo
     },
   };
 }
-
-/**
- * Kubernetes' validateEpAddress: a valid IP that is not unspecified,
- * loopback, link-local or link-local multicast (a Service or node port
- * forwarding to 127.0.0.1 would reach what listens on the node's loopback:
- * NATS, Redis); an IPv4 (the service proxy is IPv4 only); hostname a DNS
- * label, nodeName a DNS subdomain.
- */
-function validateEndpointAddress(e: Errors, a: EndpointAddress, f: string): void {
-  const special = specialIpReasons(a.ip);
-  e.messages(`${f}.ip`, a.ip, special);
-  if (special.length === 0 && !isIPv4(a.ip)) e.invalid(`${f}.ip`, a.ip, "must be an IPv4 address (choreo's service proxy is IPv4 only)");
-  if (a.hostname) e.messages(`${f}.hostname`, a.hostname, validateDns1123Label(a.hostname));
-  if (a.nodeName !== undefined) e.messages(`${f}.nodeName`, a.nodeName, validateDns1123Subdomain(a.nodeName));
-}
-
-/** Endpoints: addresses as Kubernetes checks them, ports valid. */
-export const endpointsStrategy: Strategy<Endpoints> = {
-  validate(ep) {
-    const e = new Errors();
-    ep.subsets.forEach((s, i) => {
-      s.addresses.forEach((a, j) => validateEndpointAddress(e, a, `subsets[${i}].addresses[${j}]`));
-      s.notReadyAddresses.forEach((a, j) => validateEndpointAddress(e, a, `subsets[${i}].notReadyAddresses[${j}]`));
-      s.ports.forEach((p, j) => {
-        e.port(`subsets[${i}].ports[${j}].port`, p.port);
-        if (p.name) e.messages(`subsets[${i}].ports[${j}].name`, p.name, validateDns1123Label(p.name));
-        if (p.protocol) e.oneOf(`subsets[${i}].ports[${j}].protocol`, p.protocol, ["TCP", "UDP", "SCTP"]);
-      });
-    });
-    return e.causes;
-  },
-};

@@ -3,10 +3,10 @@ import type { Job } from "@choreo/kit/gen/choreo/batch/v1/batch";
 import type { ReplicationController } from "@choreo/kit/gen/choreo/core/v1/core";
 import { selectorFromLabelSelector, SelectorParseError } from "@choreo/kit/apimachinery";
 import type { LabelSelector } from "@choreo/kit";
-import type { Strategy } from "./strategy.js";
-import { defaultPodSpec, validateTemplate } from "./pod-spec.js";
-import { Errors } from "./validation.js";
-import { canonicalJson } from "./canonical.js";
+import type { Strategy } from "../generic/strategy.js";
+import { defaultPodSpec, validateTemplate } from "../pods/pod-spec.js";
+import { Errors } from "../shared/validation.js";
+import { canonicalJson } from "../shared/canonical.js";
 
 /** ReplicationController: selector defaults to the template's labels. */
 export const replicationControllerStrategy: Strategy<ReplicationController> = {

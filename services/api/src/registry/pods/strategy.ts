@@ -1,11 +1,12 @@
 import type { Pod } from "@choreo/kit/gen/choreo/core/v1/core";
-import { canonicalJson } from "./canonical.js";
+import { canonicalJson } from "../shared/canonical.js";
 import { nowRfc3339 } from "@choreo/kit/apimachinery";
-import type { Strategy } from "./strategy.js";
+import type { Strategy } from "../generic/strategy.js";
 import { defaultPodSpec, qosClass, validatePodSpec } from "./pod-spec.js";
-import { Errors } from "./validation.js";
+import { Errors } from "../shared/validation.js";
 import { checkHostPaths } from "./host-path-policy.js";
-import { INVALID_IP, isIP } from "./ip.js";
+import { INVALID_IP, isIP } from "../shared/ip.js";
+import { podGracePeriod, podWaitsForNode } from "./graceful-deletion.js";
 
 function comparableSpec(p: Pod): string {
   const spec = structuredClone(p.spec);
@@ -34,7 +35,7 @@ function validatePodIps(e: Errors, pod: Pod): void {
   if (st.hostIp && !isIP(st.hostIp)) e.invalid("status.hostIP", st.hostIp, INVALID_IP);
 }
 
-/** Pods: defaults, validation, Pending status at create, node index. */
+/** Pods: defaults, validation, Pending status at create, node index, graceful deletion. */
 export const podStrategy: Strategy<Pod> = {
   prepareCreate(pod) {
     checkHostPaths(pod);
@@ -64,4 +65,6 @@ export const podStrategy: Strategy<Pod> = {
   },
   indexes: (pod): Record<string, string> => (pod.spec?.nodeName ? { node: pod.spec.nodeName } : {}),
   node: (pod) => pod.spec?.nodeName ?? "",
+  gracePeriod: podGracePeriod,
+  waitsAfterFinalizers: podWaitsForNode,
 };

@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
+import { before, describe, it } from "node:test";
 import { ApiError, kindByResource, unwrap } from "@choreo/kit";
 import { fromKubeJson, toKubeJson } from "@choreo/kit/kube-json";
 import type { Service } from "@choreo/kit/gen/choreo/core/v1/core";
-import { toTable } from "../http/tables/table.js";
-import { startStack, type Stack } from "../testing/stack.js";
+import { toTable } from "../../http/tables/table.js";
+import { startMemoryRegistry, type MemoryRegistry } from "../../testing/memory-registry.js";
 
 const svc = (name: string, spec: Record<string, unknown>) =>
   fromKubeJson({ apiVersion: "v1", kind: "Service", metadata: { name, namespace: "default" }, spec: { selector: { app: "web" }, ports: [{ port: 80 }], ...spec } });
@@ -22,12 +22,10 @@ async function refused(p: Promise<unknown>, message: string): Promise<void> {
 }
 
 describe("NodePort services", () => {
-  let s: Stack;
+  // On the in-memory storage: allocation is the storage's, no server needed.
+  let s: MemoryRegistry;
   before(async () => {
-    s = await startStack();
-  });
-  after(async () => {
-    await s?.stop();
+    s = await startMemoryRegistry();
   });
 
   it("allocates node ports from 30000-32767, honours a requested one, refuses taken and out-of-range ports", async () => {

@@ -1,0 +1,340 @@
+import { randomUUID } from "node:crypto";
+import {
+  ApiError, badRequest, conflict, emptyMeta, forbidden, invalid, kindByResource, kindOf, notFound, selectableFields, statusOf, tooLarge, alreadyExists, unwrap,
+  type AnyObject, type KindInfo, type ObjectMeta,
+} from "@choreo/kit";
+import { eventSubject } from "@choreo/kit/bus";
+import { generateName, nowRfc3339 } from "@choreo/kit/apimachinery";
+import {
+  Object as ObjectMsg, WatchEvent,
+  type CreateRequest, type DeleteCollectionRequest, type DeleteRequest, type GetRequest, type ListRequest, type ObjectList, type Object as ApiObject, type UpdateRequest,
+} from "@choreo/kit/gen/choreo/api/v1/api";
+import type { Logger } from "@choreo/kit/log";
+import { StoreError, type IndexEntry, type ObjectStorage, type Stored } from "../../storage/object-storage.js";
+import { canonicalJson } from "../shared/canonical.js";
+import { Errors, validateMeta } from "../shared/validation.js";
+import { parseSelection, selectsObject } from "./selection.js";
+import type { Strategies, Strategy } from "./strategy.js";
+
+/** Objects above this size (encoded) are refused with 413, as etcd would. */
+export const MAX_OBJECT_BYTES = 1.5 * 1024 * 1024;
+
+/** The state of an object as read: its value and revision. */
+export interface Current {
+  value: AnyObject;
+  revision: number;
+}
+
+/**
+ * The generic store (Kubernetes' registry/generic Store): the verbs every
+ * kind shares — get, list, create, update, delete — with metadata,
+ * preconditions, finalizers and optimistic concurrency, over the object
+ * storage. What differs per kind comes from its strategy.
+ */
+export class GenericStore {
+  constructor(
+    readonly storage: ObjectStorage,
+    readonly strategies: Strategies,
+    readonly log: Logger,
+  ) {}
+
+  strategy(info: KindInfo): Strategy | undefined {
+    return this.strategies[info.case];
+  }
+
+  resolve(resource: string): KindInfo {
+    const info = kindByResource(resource);
+    if (!info) throw new ApiError({ ...notFound(resource, "").status, message: "the server could not find the requested resource", details: undefined });
+    return info;
+  }
+
+  decode(info: KindInfo, s: Stored): AnyObject {
+    const o = ObjectMsg.decode(s.bytes);
+    if (o.kind?.$case !== info.case) throw new Error(`stored ${info.resource} has kind ${o.kind?.$case}`);
+    const v = o.kind.value;
+    v.metadata ??= emptyMeta();
+    v.metadata.resourceVersion = String(s.revision);
+    v.apiVersion = info.apiVersion;
+    v.kind = info.kind;
+    return v;
+  }
+
+  async read(info: KindInfo, namespace: string, name: string): Promise<Current> {
+    const s = await this.storage.get(info.resource, info.namespaced ? namespace : "", name);
+    if (!s) throw notFound(info.resource, name, info.group);
+    return { value: this.decode(info, s), revision: s.revision };
+  }
+
+  wrapValue(info: KindInfo, v: AnyObject): ApiObject {
+    return { kind: { $case: info.case, value: v } as NonNullable<ApiObject["kind"]> };
+  }
+
+  /** Metadata errors only → 422. */
+  validateMeta(info: KindInfo, v: AnyObject): void {
+    const e = new Errors();
+    validateMeta(e, v.metadata ?? emptyMeta(), info.namespaced, this.strategy(info)?.nameRule ?? "subdomain");
+    if (e.causes.length) throw invalid(info.kind, v.metadata?.name ?? "", e.causes, info.group);
+  }
+
+  /** Field errors common to every kind plus the kind's own → 422. */
+  validate(info: KindInfo, v: AnyObject, old?: AnyObject): void {
+    const e = new Errors();
+    validateMeta(e, v.metadata ?? emptyMeta(), info.namespaced, this.strategy(info)?.nameRule ?? "subdomain");
+    e.causes.push(...(this.strategy(info)?.validate(v, old) ?? []));
+    if (e.causes.length) throw invalid(info.kind, v.metadata?.name ?? "", e.causes, info.group);
+  }
+
+  /**
+   * Writes one version. `old` is the version read before (update/delete):
+   * the write happens only if it is still the stored one (else 409).
+   */
+  async write(mode: "create" | "update" | "delete", info: KindInfo, v: AnyObject, old?: Current): Promise<AnyObject> {
+    const meta = v.metadata ?? emptyMeta();
+    const strategy = this.strategy(info);
+    const namespace = info.namespaced ? meta.namespace : "";
+    meta.resourceVersion = "";
+    v.apiVersion = info.apiVersion;
+    v.kind = info.kind;
+    const object = ObjectMsg.encode(this.wrapValue(info, v)).finish();
+    if (object.length > MAX_OBJECT_BYTES) throw tooLarge(`Request entity too large: the object is ${object.length} bytes; limit is ${MAX_OBJECT_BYTES}`);
+    const newIdx = mode === "delete" ? {} : (strategy?.indexes?.(v) ?? {});
+    const oldIdx = old ? (strategy?.indexes?.(old.value) ?? {}) : {};
+    const indexAdd: IndexEntry[] = Object.entries(newIdx).filter(([k, x]) => oldIdx[k] !== x).map(([index, value]) => ({ index, value }));
+    const indexRemove: IndexEntry[] = Object.entries(oldIdx).filter(([k, x]) => newIdx[k] !== x).map(([index, value]) => ({ index, value }));
+    const prev = mode === "update" && old ? old.value : undefined;
+    const event = WatchEvent.encode({
+      type: mode === "create" ? "ADDED" : mode === "update" ? "MODIFIED" : "DELETED",
+      object: this.wrapValue(info, v),
+      status: undefined,
+      revision: 0,
+      prevLabels: prev?.metadata?.labels ?? {},
+      prevFields: prev ? selectableFields(info, prev) : {},
+      hasPrev: Boolean(prev),
+    }).finish();
+    const node = strategy?.node?.(v) ?? "";
+    try {
+      const rev = await this.storage.write({
+        mode, resource: info.resource, namespace, name: meta.name, expectedRevision: old?.revision,
+        object: mode === "delete" ? undefined : object, event, subject: eventSubject(info.resource, namespace, meta.name, node),
+        indexAdd, indexRemove,
+      });
+      meta.resourceVersion = String(rev);
+      return v;
+    } catch (err) {
+      if (!(err instanceof StoreError)) throw err;
+      if (err.code === "exists") throw alreadyExists(info.resource, meta.name, info.group);
+      if (err.code === "not-found") throw notFound(info.resource, meta.name, info.group);
+      throw conflict(info.resource, meta.name, "the object has been modified; please apply your changes to the latest version and try again", info.group);
+    }
+  }
+
+  /** Creates with fresh metadata (uid, timestamps, generation), after defaults and validation. */
+  async createObject(info: KindInfo, v: AnyObject): Promise<AnyObject> {
+    const meta = (v.metadata ??= emptyMeta());
+    if (!info.namespaced) meta.namespace = "";
+    if (!meta.name && meta.generateName) meta.name = generateName(meta.generateName);
+    Object.assign<ObjectMeta, Partial<ObjectMeta>>(meta, {
+      uid: randomUUID(), creationTimestamp: nowRfc3339(), generation: 1, resourceVersion: "", deletionTimestamp: "", deletionGracePeriodSeconds: undefined,
+    });
+    this.validateMeta(info, v); // names first: strategies may rely on them
+    if (info.namespaced) await this.checkNamespace(meta.namespace);
+    const strategy = this.strategy(info);
+    await strategy?.prepareCreate?.(v);
+    try {
+      this.validate(info, v);
+      for (let attempt = 0; ; attempt++) {
+        try {
+          return await this.write("create", info, v);
+        } catch (err) {
+          // A generated name that collided: draw another.
+          if (!(err instanceof ApiError && err.reason === "AlreadyExists" && v.metadata?.generateName && attempt < 3)) throw err;
+          meta.name = generateName(meta.generateName);
+        }
+      }
+    } catch (err) {
+      await strategy?.abortCreate?.(v).catch(() => undefined);
+      throw err;
+    }
+  }
+
+  private async checkNamespace(namespace: string): Promise<void> {
+    const ns = await this.storage.get("namespaces", "", namespace);
+    if (!ns) throw notFound("namespaces", namespace);
+    const nsInfo = kindByResource("namespaces") as KindInfo;
+    const value = this.decode(nsInfo, ns);
+    if (value.metadata?.deletionTimestamp) {
+      throw forbidden(`unable to create new content in namespace ${namespace} because it is being terminated`);
+    }
+  }
+
+  /** Checks a client's resourceVersion against the stored one (409 if stale). */
+  checkVersion(info: KindInfo, name: string, given: string, current: Current): void {
+    if (given && given !== String(current.revision)) {
+      if (!/^\d+$/.test(given)) throw badRequest(`invalid resourceVersion "${given}"`);
+      throw conflict(info.resource, name, "the object has been modified; please apply your changes to the latest version and try again", info.group);
+    }
+  }
+
+  /** Whether two values are equal as canonical JSON (generation and status checks). */
+  static same(a: unknown, b: unknown): boolean {
+    return canonicalJson(a ?? null) === canonicalJson(b ?? null);
+  }
+
+  /** Removes an object now (bypassing graceful deletion); returns its last state. */
+  async remove(info: KindInfo, current: Current): Promise<AnyObject> {
+    const v = structuredClone(current.value);
+    const gone = await this.write("delete", info, v, current);
+    await this.strategy(info)?.afterDelete?.(current.value).catch((err: unknown) => this.log.warn({ err }, "after-delete hook failed"));
+    return gone;
+  }
+
+  /** Reads the list page of one kind. */
+  async page(info: KindInfo, opts: { namespace: string; index?: { name: string; value: string }; limit: number; after?: string }): Promise<{ revision: number; items: AnyObject[]; next?: string }> {
+    const page = await this.storage.list(info.resource, {
+      namespace: info.namespaced ? opts.namespace : "",
+      index: opts.index ? { index: opts.index.name, value: opts.index.value } : undefined,
+      limit: opts.limit,
+      after: opts.after,
+    });
+    return { revision: page.revision, items: page.items.map((s) => this.decode(info, s)), next: page.next };
+  }
+
+  // ---- the verbs ----
+
+  async get(req: GetRequest): Promise<ApiObject> {
+    const info = this.resolve(req.resource);
+    return this.wrapValue(info, (await this.read(info, req.namespace, req.name)).value);
+  }
+
+  async list(req: ListRequest): Promise<ObjectList> {
+    const info = this.resolve(req.resource);
+    const sel = parseSelection(info, req.namespace, req.labelSelector, req.fieldSelector);
+    const nodeReq = info.resource === "pods" ? sel.fields.requirements.find((r) => r.field === "spec.nodeName" && r.operator === "=") : undefined;
+    const limit = req.limit > 0 ? Number(req.limit) : 0;
+    const page = await this.page(info, {
+      namespace: sel.namespace,
+      index: nodeReq && nodeReq.value ? { name: "node", value: nodeReq.value } : undefined,
+      limit,
+      after: req.continue ? decodeContinue(req.continue) : undefined,
+    });
+    const items = page.items.map((v) => this.wrapValue(info, v)).filter((o) => selectsObject(sel, o));
+    return { metadata: { resourceVersion: String(page.revision), continue: page.next ? encodeContinue(page.next) : "" }, items };
+  }
+
+  async create(req: CreateRequest): Promise<ApiObject> {
+    const info = this.info(req.object);
+    const v = structuredClone(unwrap(req.object as ApiObject));
+    return this.wrapValue(info, await this.createObject(info, v));
+  }
+
+  async update(req: UpdateRequest): Promise<ApiObject> {
+    const info = this.info(req.object);
+    return this.wrapValue(info, await this.replace(info, structuredClone(unwrap(req.object as ApiObject)), false));
+  }
+
+  async updateStatus(req: UpdateRequest): Promise<ApiObject> {
+    const info = this.info(req.object);
+    return this.wrapValue(info, await this.replace(info, structuredClone(unwrap(req.object as ApiObject)), true));
+  }
+
+  private info(o: ApiObject | undefined): KindInfo {
+    if (!o?.kind) throw badRequest("the request has no object");
+    return kindOf(o);
+  }
+
+  /** Update (spec and metadata) or status update, with the checks of both. */
+  async replace(info: KindInfo, v: AnyObject, statusOnly: boolean, current?: Current): Promise<AnyObject> {
+    const meta = (v.metadata ??= emptyMeta());
+    if (!info.namespaced) meta.namespace = "";
+    if (statusOnly && !info.hasStatus) throw notFound(`${info.resource}/status`, meta.name);
+    const cur = current ?? (await this.read(info, meta.namespace, meta.name));
+    this.checkVersion(info, meta.name, meta.resourceVersion, cur);
+    const old = cur.value;
+    let next: AnyObject;
+    if (statusOnly) {
+      next = structuredClone(old);
+      (next as { status?: unknown }).status = (v as { status?: unknown }).status;
+    } else {
+      if (info.hasStatus && !GenericStore.same((v as { status?: unknown }).status, (old as { status?: unknown }).status) && (v as { status?: unknown }).status !== undefined) {
+        throw invalid(info.kind, meta.name, [{ field: "status", reason: "FieldValueForbidden", message: "Forbidden: status may only be changed through the status subresource" }], info.group);
+      }
+      next = v;
+      (next as { status?: unknown }).status = (old as { status?: unknown }).status;
+      const om = old.metadata ?? emptyMeta();
+      Object.assign(meta, {
+        uid: om.uid, creationTimestamp: om.creationTimestamp, deletionTimestamp: om.deletionTimestamp,
+        deletionGracePeriodSeconds: om.deletionGracePeriodSeconds, generation: om.generation, generateName: om.generateName,
+      });
+      this.strategy(info)?.prepareUpdate?.(next, old);
+      const spec = (o: AnyObject): unknown => (o as { spec?: unknown }).spec ?? (o as { subsets?: unknown }).subsets;
+      if (!GenericStore.same(spec(next), spec(old))) meta.generation = om.generation + 1;
+      this.validate(info, next, old);
+    }
+    // The last finalizer gone from an object being deleted: it goes.
+    const nm = next.metadata ?? emptyMeta();
+    if (nm.deletionTimestamp && nm.finalizers.length === 0 && !this.strategy(info)?.waitsAfterFinalizers?.(next)) {
+      await this.write("update", info, next, cur);
+      return this.remove(info, await this.read(info, nm.namespace, nm.name));
+    }
+    return this.write("update", info, next, cur);
+  }
+
+  async delete(req: DeleteRequest): Promise<ApiObject> {
+    const info = this.resolve(req.resource);
+    const cur = await this.read(info, req.namespace, req.name);
+    const v = structuredClone(cur.value);
+    const meta = v.metadata ?? emptyMeta();
+    const opts = req.options;
+    if (opts?.preconditions?.uid && opts.preconditions.uid !== meta.uid) {
+      throw conflict(info.resource, req.name, `Precondition failed: UID in precondition: ${opts.preconditions.uid}, UID in object meta: ${meta.uid}`, info.group);
+    }
+    if (opts?.preconditions?.resourceVersion && opts.preconditions.resourceVersion !== String(cur.revision)) {
+      throw conflict(info.resource, req.name, `Precondition failed: ResourceVersion in precondition: ${opts.preconditions.resourceVersion}, ResourceVersion in object meta: ${cur.revision}`, info.group);
+    }
+    if (opts?.propagationPolicy && !["Orphan", "Background", "Foreground"].includes(opts.propagationPolicy)) {
+      throw invalid("DeleteOptions", "", [{ field: "propagationPolicy", reason: "FieldValueNotSupported", message: `Unsupported value: "${opts.propagationPolicy}": supported values: "Foreground", "Background", "Orphan"` }]);
+    }
+    const strategy = this.strategy(info);
+    if (strategy?.delete) return this.wrapValue(info, await strategy.delete(this, info, cur));
+    // Orphan and Foreground are carried out by the garbage collector (the replication actor) through finalizers.
+    const gcFinalizer = opts?.propagationPolicy === "Orphan" ? "orphan" : opts?.propagationPolicy === "Foreground" ? "foregroundDeletion" : "";
+    if (gcFinalizer && info.ownsDependents && !meta.deletionTimestamp && !meta.finalizers.includes(gcFinalizer)) meta.finalizers.push(gcFinalizer);
+    const grace = strategy?.gracePeriod?.(v, opts?.gracePeriodSeconds) ?? 0;
+    if (meta.finalizers.length > 0 || grace > 0) {
+      if (meta.deletionTimestamp && (grace > 0 || meta.finalizers.length > 0) && (meta.deletionGracePeriodSeconds ?? 0) <= grace) return this.wrapValue(info, cur.value);
+      meta.deletionTimestamp = meta.deletionTimestamp || new Date(Date.now() + grace * 1000).toISOString().replace(/\.\d{3}Z$/, "Z");
+      meta.deletionGracePeriodSeconds = grace;
+      if (grace === 0 && meta.finalizers.length === 0) return this.wrapValue(info, await this.remove(info, cur));
+      return this.wrapValue(info, await this.write("update", info, v, cur));
+    }
+    return this.wrapValue(info, await this.remove(info, cur));
+  }
+
+  async deleteCollection(req: DeleteCollectionRequest): Promise<ObjectList> {
+    const list = await this.list({ resource: req.resource, namespace: req.namespace, labelSelector: req.labelSelector, fieldSelector: req.fieldSelector, limit: 0, continue: "" });
+    const items: ApiObject[] = [];
+    for (const o of list.items) {
+      const m = unwrap(o).metadata ?? emptyMeta();
+      try {
+        items.push(await this.delete({ resource: req.resource, namespace: m.namespace, name: m.name, options: req.options }));
+      } catch (err) {
+        if (statusOf(err).code !== 404) throw err;
+      }
+    }
+    return { metadata: list.metadata, items };
+  }
+}
+
+function encodeContinue(member: string): string {
+  return Buffer.from(JSON.stringify({ a: member })).toString("base64url");
+}
+
+function decodeContinue(token: string): string {
+  try {
+    const v = JSON.parse(Buffer.from(token, "base64url").toString()) as { a?: unknown };
+    if (typeof v.a === "string") return v.a;
+  } catch {
+    // fall through
+  }
+  throw badRequest("continue key is not valid: illegal base64 data or bad JSON");
+}
