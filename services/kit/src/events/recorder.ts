@@ -30,7 +30,7 @@ export class EventRecorder {
   /** Aggregation key → the Event's namespace/name. */
   private readonly written = new Map<string, { namespace: string; name: string }>();
 
-  constructor(private readonly client: ApiClient, private readonly component: string, private readonly log: Logger) {}
+  constructor(private readonly client: Pick<ApiClient, "typed">, private readonly component: string, private readonly log: Logger) {}
 
   /** Records an event without making the caller wait; failures are logged. */
   emit(ref: ObjectReference, type: EventType, reason: string, message: string): void {
