@@ -1,3 +1,4 @@
+// test-tier: servers
 // Invariant 6: every input is checked at the edge. Bad input through the
 // HTTP gateway and through NATS gets a Status with the right code and reason,
 // and the revision does not move (proved by reading Redis' revision before

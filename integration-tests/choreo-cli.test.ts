@@ -1,3 +1,4 @@
+// test-tier: servers
 // The same path as kubectl, with choreo's own CLI against a real api:
 // apply (create, then configure), get (table, -o yaml/json/name, -l, -A),
 // delete by name and by label, version, api-resources.

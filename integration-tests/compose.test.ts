@@ -1,3 +1,4 @@
+// test-tier: servers
 // docker-compose.yml end to end, with Debian's docker-compose (v1) through
 // testcontainers: the images build offline (infra/images/build.sh), `up`
 // brings the cluster to health, kubectl and choreo see both node agents'

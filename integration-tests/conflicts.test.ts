@@ -1,3 +1,4 @@
+// test-tier: servers
 // Invariant 1: one revision line, optimistic concurrency, nothing is ever
 // last-writer-wins by accident.
 import assert from "node:assert/strict";

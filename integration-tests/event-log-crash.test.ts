@@ -1,3 +1,4 @@
+// test-tier: servers
 // Invariant 2: no lost, no duplicated events. The api is killed -9 while a
 // writer runs, also at the fault points between the Redis write and the
 // publish and between the publish and the trim; afterwards the event log

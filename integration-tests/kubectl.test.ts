@@ -1,3 +1,4 @@
+// test-tier: servers
 // kubectl from Debian's package against the gateway: get, create -f,
 // apply -f twice (create, then patch), label, scale rc, get -o yaml, get -w,
 // delete, and a missing token.

@@ -1,3 +1,4 @@
+// test-tier: servers
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { silentLogger } from "@choreo/kit/log";

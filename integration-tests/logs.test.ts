@@ -1,3 +1,4 @@
+// test-tier: servers
 // Container logs through the whole path: kubectl / choreo ──HTTPS──▶ api
 // process ──NATS──▶ node agent's LogServer ──▶ hollow runtime (whose
 // containers "print" a line when they start and when they exit).

@@ -1,3 +1,4 @@
+// test-tier: servers
 // A node agent dies: its nodes go NotReady within the grace period, their
 // pods are evicted, and the RC's replacements run elsewhere. Real
 // nats-server, redis-server, api, scheduler (with the node lifecycle),

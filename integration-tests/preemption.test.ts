@@ -1,3 +1,4 @@
+// test-tier: servers
 // Priority and preemption (Borg): a full cluster of low-priority pods; a
 // high-priority pod that fits nowhere → the scheduler evicts the fewest
 // lower-priority pods, the high-priority pod runs, the evicted pods' RC

@@ -1,3 +1,4 @@
+// test-tier: servers
 // Kill -9 the replication actor in the middle of scaling an RC to 500 →
 // after its restart the RC converges to exactly 500 pods, and at no moment
 // did more than 500 active pods exist. The count is followed through the

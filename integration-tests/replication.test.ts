@@ -1,3 +1,4 @@
+// test-tier: servers
 // The seeds' scenarios against real nats-server, redis-server, the api and
 // the actor processes, with hollow node agents.
 import assert from "node:assert/strict";

@@ -1,3 +1,4 @@
+// test-tier: servers
 // Omega: two scheduler replicas bind 200 pods from their own caches onto
 // nodes that cannot hold them all → no pod is bound twice, no node is filled
 // past its allocatable cpu, the pods that do not fit stay Pending with

@@ -1,3 +1,4 @@
+// test-tier: servers
 // The new user's path (npm start): `choreo up` brings up two real nodes,
 // builds its local images, applies examples/ and prints how to reach the web
 // app; the app answers through its Service's NodePort with pods on both

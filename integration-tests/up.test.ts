@@ -1,3 +1,4 @@
+// test-tier: servers
 // The control plane's path: `choreo up --nodes 0 --hollow-nodes 3` brings
 // up the control plane with hollow nodes and writes a kubeconfig; kubectl applies a
 // pod from the Kubernetes docs, `choreo get pods` shows it Running on a

@@ -1,3 +1,4 @@
+// test-tier: servers
 // "Watch from resourceVersion N" is "consume from sequence N+1": every N of
 // a run yields exactly the changes after N; a revision older than the log
 // keeps yields 410 and an informer relists and converges.

@@ -1,3 +1,4 @@
+// test-tier: servers
 // DaemonSets and Jobs against the real api, scheduler and replication
 // processes. The node agents run in this process (hollow runtime, real
 // agents over NATS) so a test can make one pod fail.

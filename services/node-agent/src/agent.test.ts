@@ -1,3 +1,4 @@
+// test-tier: servers
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { isNotFound, unwrap } from "@choreo/kit";

@@ -1,3 +1,4 @@
+// test-tier: servers
 // A forged pod event on the bus runs nothing: a node agent whose connection
 // requires the api's signature ignores a pod published by someone else (and
 // a genuine message copied to another place in the log), while an agent

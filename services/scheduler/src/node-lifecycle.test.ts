@@ -1,3 +1,4 @@
+// test-tier: servers
 // Node lifecycle against a real api: a silent Lease → Ready=Unknown + taint
 // → pods evicted; a renewed Lease → taint removed.
 import assert from "node:assert/strict";

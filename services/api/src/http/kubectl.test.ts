@@ -1,3 +1,4 @@
+// test-tier: servers
 // Real kubectl (1.32 from Debian) against the gateway over https with a
 // token, on the in-memory handlers: get, apply twice, label, scale, delete.
 import assert from "node:assert/strict";

@@ -1,3 +1,4 @@
+// test-tier: servers
 // The api's LogsHandler against a real stack, with the node agent's LogServer
 // (over a runtime double) on the same nats-server.
 import assert from "node:assert/strict";

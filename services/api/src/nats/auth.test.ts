@@ -1,3 +1,4 @@
+// test-tier: servers
 // The finding this closes: a NATS client with no credential listed
 // namespaces and deleted a pod through the api's NATS handlers. nats-server
 // now refuses it (and a wrong password) before it can send a request; a

@@ -1,3 +1,4 @@
+// test-tier: servers
 // No anonymous client on the bus or the store: the harness's nats-server
 // and redis-server (the ones every test and `choreo up` run) refuse a client
 // without credentials or with a wrong password, Redis's `default` user is

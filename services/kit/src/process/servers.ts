@@ -41,6 +41,10 @@ interface ServerSpec {
 }
 
 async function startServer(spec: ServerSpec, opts: { dir?: string; port?: number; logFile?: string }): Promise<ServerHandle> {
+  // scripts/run-tests.mjs sets this for the hermetic tier: a test that gets here needs the servers tier.
+  if (process.env.CHOREO_TEST_TIER === "fast") {
+    throw new Error(`${spec.name} asked for in the fast test tier (CHOREO_TEST_TIER=fast): a test that starts servers begins with the line "// test-tier: servers"`);
+  }
   const owned = !opts.dir;
   const dir = opts.dir ?? mkdtempSync(path.join(os.tmpdir(), `choreo-${spec.name}-`));
   mkdirSync(dir, { recursive: true });

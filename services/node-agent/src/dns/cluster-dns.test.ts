@@ -1,3 +1,4 @@
+// test-tier: servers
 import assert from "node:assert/strict";
 import dgram from "node:dgram";
 import { promises as dns } from "node:dns";

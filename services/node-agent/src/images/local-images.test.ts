@@ -1,3 +1,4 @@
+// test-tier: servers
 // ensureLocalImages against the real filesystem and, when one answers, the
 // real Docker engine — with a temp image store and a test-only tag, both
 // removed afterwards.

@@ -1,3 +1,4 @@
+// test-tier: servers
 // The agent's half of the log protocol, spoken to by hand over a real nats-server.
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";

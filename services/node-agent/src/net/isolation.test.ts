@@ -1,3 +1,4 @@
+// test-tier: servers
 // What pods must not reach: the host's loopback (CVE-2020-8558, with
 // route_localnet on) and Docker's bridges (a compose bring-up's NATS and
 // Redis) — and what they still reach: pods of another node and the outside.

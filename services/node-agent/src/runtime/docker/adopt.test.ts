@@ -1,3 +1,4 @@
+// test-tier: servers
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { waitFor } from "@choreo/kit/testing";

@@ -1,3 +1,4 @@
+// test-tier: servers
 import assert from "node:assert/strict";
 import { existsSync, rmSync } from "node:fs";
 import { describe, it } from "node:test";

@@ -1,3 +1,4 @@
+// test-tier: servers
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import fs from "node:fs";

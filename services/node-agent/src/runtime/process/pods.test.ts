@@ -1,3 +1,4 @@
+// test-tier: servers
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import { afterEach, describe, it } from "node:test";
