@@ -1,19 +1,14 @@
-// test-tier: servers
-// Node lifecycle against a real api: a silent Lease → Ready=Unknown + taint
-// → pods evicted; a renewed Lease → taint removed.
+// Node lifecycle on fake informers fed by a fake api (no nats, no redis): a
+// silent Lease → Ready=Unknown + taint → pods evicted; a renewed Lease →
+// taint removed. integration-tests/node-failure.test.ts makes the claim
+// against the real system (agents killed -9, leader election on).
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
-import { emptyMeta, unwrap } from "@choreo/kit";
-import type { Node, Pod } from "@choreo/kit/gen/choreo/core/v1/core";
-import { fromKubeJson } from "@choreo/kit/kube-json";
-import { runAll } from "@choreo/kit/lifecycle";
+import { after, describe, it } from "node:test";
+import { emptyMeta, wrap } from "@choreo/kit";
 import { silentLogger } from "@choreo/kit/log";
 import { waitFor } from "@choreo/kit/testing";
-import { startStack, type Stack } from "@choreo/api/testing";
-import { buildActors } from "./actors.js";
-import { loadConfig } from "./config.js";
-import { markUnknown, podsToEvict, UNREACHABLE_TAINT } from "./node-lifecycle.js";
-import { fakeNode, fakePod } from "./testing.js";
+import { BY_NODE, markUnknown, NodeLifecycle, nodeNameOf, podsToEvict, UNREACHABLE_TAINT } from "./node-lifecycle.js";
+import { FakeApi, fakeNode, fakePod } from "./testing.js";
 
 const WAIT = { timeoutMs: 25_000 };
 const taint = { key: UNREACHABLE_TAINT, value: "", effect: "NoExecute", timeAdded: "" };
@@ -30,26 +25,19 @@ describe("node lifecycle (pure parts)", () => {
   });
 });
 
-describe("node lifecycle against the api", () => {
-  let s: Stack;
+describe("node lifecycle on fake informers", () => {
   const ac = new AbortController();
   let done: Promise<void> | undefined;
-  before(async () => {
-    s = await startStack();
-  });
   after(async () => {
     ac.abort();
     await done?.catch(() => undefined);
-    await s?.stop();
   });
 
   it("a node whose Lease goes silent gets Ready=Unknown and the taint, then loses its pods; renewing clears the taint", async () => {
-    const nodes = s.client.typed("node");
-    const leases = s.client.typed("lease");
-    const want = fakeNode("n1");
-    want.metadata!.uid = "";
-    const created = await nodes.create({ ...want, status: undefined });
-    await nodes.updateStatus({ ...created, status: want.status });
+    const api = new FakeApi();
+    const nodes = api.client.typed("node");
+    const leases = api.client.typed("lease");
+    await nodes.create(fakeNode("n1"));
     const renew = async () => {
       const now = new Date().toISOString();
       try {
@@ -60,29 +48,31 @@ describe("node lifecycle against the api", () => {
       }
     };
     await renew();
-    await s.client.create(fromKubeJson({ apiVersion: "v1", kind: "Pod", metadata: { name: "victim", namespace: "default" }, spec: { containers: [{ name: "c", image: "nginx" }] } }));
-    await s.client.bind("default", "victim", "n1");
-    const actors = buildActors({ client: s.client, nc: s.nc, jsm: s.jsm, log: silentLogger() }, { ...loadConfig({}), graceMs: 1_500, evictionMs: 1_000, leaderElect: true, identity: "test" });
-    done = runAll(actors.runnables, ac.signal);
-    const node = async () => unwrap(await s.client.get("nodes", "", "n1")) as Node;
-    const pod = async () => (await s.client.list("pods", { namespace: "default" })).items.map((o) => unwrap(o) as Pod).find((p) => p.metadata?.name === "victim");
-    assert.equal((await pod())?.spec?.nodeName, "n1");
+    await api.create(wrap("pod", fakePod("victim")));
+    await api.bind("default", "victim", "n1");
+    const pods = api.informer("pod");
+    pods.addIndexer(BY_NODE, nodeNameOf);
+    const lifecycle = new NodeLifecycle({ client: api.client, nodes: api.informer("node"), leases: api.informer("lease"), pods, log: silentLogger(), graceMs: 1_500, evictionMs: 1_000 });
+    done = lifecycle.start(ac.signal);
+    const node = () => api.values("node").find((n) => n.metadata?.name === "n1")!;
+    const pod = () => api.values("pod").find((p) => p.metadata?.name === "victim");
+    assert.equal(pod()?.spec?.nodeName, "n1");
 
     // Silence: no renewals.
     // The taint (spec) and Ready=Unknown (status) are two writes: wait for both.
-    await waitFor(async () => {
-      const n = await node();
+    await waitFor(() => {
+      const n = node();
       return (n.spec?.taints.some((t) => t.key === UNREACHABLE_TAINT) ?? false) && n.status?.conditions.find((c) => c.type === "Ready")?.status === "Unknown";
     }, { ...WAIT, message: "tainted and Ready=Unknown" });
-    await waitFor(async () => (await pod()) === undefined, { ...WAIT, message: "victim evicted" });
+    await waitFor(() => pod() === undefined, { ...WAIT, message: "victim evicted" });
 
     // Back: renewals resume → the taint goes.
     const beat = setInterval(() => void renew().catch(() => undefined), 300);
     try {
-      await waitFor(async () => !(await node()).spec?.taints.some((t) => t.key === UNREACHABLE_TAINT), { ...WAIT, message: "taint cleared" });
+      await waitFor(() => !node().spec?.taints.some((t) => t.key === UNREACHABLE_TAINT), { ...WAIT, message: "taint cleared" });
     } finally {
       clearInterval(beat);
     }
-    assert.ok(actors.lifecycle!.stats.evictedPods >= 1);
+    assert.ok(lifecycle.stats.evictedPods >= 1);
   });
 });

@@ -75,7 +75,7 @@ export class FakeApi {
   }
 
   async get(resource: string, namespace: string, name: string): Promise<ApiObject> {
-    const o = this.objects(resource).get(`${namespace}/${name}`);
+    const o = this.objects(resource).get(keyOf({ namespace, name }));
     if (!o) throw notFound(resource, name);
     return Promise.resolve(structuredClone(o));
   }
@@ -102,7 +102,7 @@ export class FakeApi {
   }
 
   async delete(resource: string, namespace: string, name: string, options?: Partial<DeleteOptions>): Promise<ApiObject> {
-    const key = `${namespace}/${name}`;
+    const key = keyOf({ namespace, name });
     const old = this.objects(resource).get(key);
     if (!old) throw notFound(resource, name);
     const uid = options?.preconditions?.uid;
@@ -115,7 +115,7 @@ export class FakeApi {
 
   async bind(namespace: string, name: string, node: string, uid = ""): Promise<ApiObject> {
     // Read and write with no await between: the api's bind is atomic.
-    const stored = this.objects("pods").get(`${namespace}/${name}`);
+    const stored = this.objects("pods").get(keyOf({ namespace, name }));
     if (!stored) throw notFound("pods", name);
     const pod = structuredClone(unwrap(stored)) as Pod;
     if (uid && pod.metadata?.uid !== uid) throw conflict("pods", name, "uid changed");
