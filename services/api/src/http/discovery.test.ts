@@ -44,7 +44,7 @@ describe("routes", () => {
         // a 404 is fine: the time is what is measured
       }
       const ms = performance.now() - t;
-      assert.ok(ms < 200, `${ms} ms`);
+      assert.ok(ms < 1000, `${ms} ms`); // linear: ~5 ms alone, 450 ms seen on a loaded 2-core machine; the old regex: minutes
     }
   });
 });
