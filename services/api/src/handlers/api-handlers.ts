@@ -42,7 +42,7 @@ export interface ApiHandlers {
 
 /**
  * Optional extra the HTTP gateway serves when given: `GET pods/NAME/log`
- * (the node agents answer it in later issues).
+ * (the node agents answer it: services/node-agent/src/logs/README.md).
  */
 export interface LogsHandler {
   logs(req: { namespace: string; name: string; container?: string; follow: boolean; tailLines?: number; sinceSeconds?: number; timestamps: boolean; previous: boolean }, signal: AbortSignal): AsyncIterable<string>;
