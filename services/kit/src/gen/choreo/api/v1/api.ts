@@ -25,7 +25,17 @@ import { DaemonSet } from "../../apps/v1/apps.js";
 import { Scale } from "../../autoscaling/v1/autoscaling.js";
 import { Job } from "../../batch/v1/batch.js";
 import { Lease } from "../../coordination/v1/coordination.js";
-import { Binding, Endpoints, Event, Namespace, Node, Pod, ReplicationController, Service } from "../../core/v1/core.js";
+import {
+  Binding,
+  ConfigMap,
+  Endpoints,
+  Event,
+  Namespace,
+  Node,
+  Pod,
+  ReplicationController,
+  Service,
+} from "../../core/v1/core.js";
 import { DeleteOptions, ListMeta, Status } from "../../meta/v1/meta.js";
 
 /**
@@ -47,6 +57,7 @@ export interface Object {
     | { $case: "lease"; value: Lease }
     | { $case: "daemonSet"; value: DaemonSet }
     | { $case: "job"; value: Job }
+    | { $case: "configMap"; value: ConfigMap }
     | undefined;
 }
 
@@ -227,6 +238,9 @@ export const Object: MessageFns<Object> = {
       case "job":
         Job.encode(message.kind.value, writer.uint32(82).fork()).join();
         break;
+      case "configMap":
+        ConfigMap.encode(message.kind.value, writer.uint32(90).fork()).join();
+        break;
     }
     return writer;
   },
@@ -327,6 +341,14 @@ export const Object: MessageFns<Object> = {
             message.kind = { $case: "job", value: Job.decode(reader, reader.uint32()) };
             continue;
           }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.kind = { $case: "configMap", value: ConfigMap.decode(reader, reader.uint32()) };
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -405,6 +427,12 @@ export const Object: MessageFns<Object> = {
       case "job": {
         if (object.kind?.value !== undefined && object.kind?.value !== null) {
           message.kind = { $case: "job", value: Job.fromPartial(object.kind.value) };
+        }
+        break;
+      }
+      case "configMap": {
+        if (object.kind?.value !== undefined && object.kind?.value !== null) {
+          message.kind = { $case: "configMap", value: ConfigMap.fromPartial(object.kind.value) };
         }
         break;
       }

@@ -11,7 +11,7 @@ import { ObjectMeta } from "../../meta/v1/meta.js";
 
 /**
  * Core kinds (Kubernetes "v1"): Namespace, Node, Pod, Service, Endpoints,
- * ReplicationController, Event. Field names follow Kubernetes; quantities are
+ * ReplicationController, Event, ConfigMap. Field names follow Kubernetes; quantities are
  * strings ("500m", "1Gi") parsed by the kit when a number is needed; enums are
  * strings with Kubernetes' values.
  */
@@ -501,6 +501,30 @@ export interface Event {
   type: string;
   reportingComponent: string;
   reportingInstance: string;
+}
+
+/**
+ * No spec or status: data, binaryData and immutable sit at the top level, as
+ * in Kubernetes' JSON. Stored only; pods reference it from issue 12.
+ */
+export interface ConfigMap {
+  apiVersion: string;
+  kind: string;
+  metadata?: ObjectMeta | undefined;
+  data: { [key: string]: string };
+  /** base64 in JSON, as Kubernetes' []byte. */
+  binaryData: { [key: string]: Uint8Array };
+  immutable?: boolean | undefined;
+}
+
+export interface ConfigMap_DataEntry {
+  key: string;
+  value: string;
+}
+
+export interface ConfigMap_BinaryDataEntry {
+  key: string;
+  value: Uint8Array;
 }
 
 function createBaseIntOrString(): IntOrString {
@@ -6782,6 +6806,279 @@ export const Event: MessageFns<Event> = {
     message.type = object.type ?? "";
     message.reportingComponent = object.reportingComponent ?? "";
     message.reportingInstance = object.reportingInstance ?? "";
+    return message;
+  },
+};
+
+function createBaseConfigMap(): ConfigMap {
+  return { apiVersion: "", kind: "", metadata: undefined, data: {}, binaryData: {}, immutable: undefined };
+}
+
+export const ConfigMap: MessageFns<ConfigMap> = {
+  encode(message: ConfigMap, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.apiVersion !== "") {
+      writer.uint32(10).string(message.apiVersion);
+    }
+    if (message.kind !== "") {
+      writer.uint32(18).string(message.kind);
+    }
+    if (message.metadata !== undefined) {
+      ObjectMeta.encode(message.metadata, writer.uint32(26).fork()).join();
+    }
+    globalThis.Object.entries(message.data).forEach(([key, value]: [string, string]) => {
+      ConfigMap_DataEntry.encode({ key: key as any, value }, writer.uint32(34).fork()).join();
+    });
+    globalThis.Object.entries(message.binaryData).forEach(([key, value]: [string, Uint8Array]) => {
+      ConfigMap_BinaryDataEntry.encode({ key: key as any, value }, writer.uint32(42).fork()).join();
+    });
+    if (message.immutable !== undefined) {
+      writer.uint32(48).bool(message.immutable);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ConfigMap {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseConfigMap();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.apiVersion = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.kind = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.metadata = ObjectMeta.decode(reader, reader.uint32());
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            const entry4 = ConfigMap_DataEntry.decode(reader, reader.uint32());
+            if (entry4.value !== undefined) {
+              message.data[entry4.key] = entry4.value;
+            }
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            const entry5 = ConfigMap_BinaryDataEntry.decode(reader, reader.uint32());
+            if (entry5.value !== undefined) {
+              message.binaryData[entry5.key] = entry5.value;
+            }
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.immutable = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<ConfigMap>, I>>(base?: I): ConfigMap {
+    return ConfigMap.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ConfigMap>, I>>(object: I): ConfigMap {
+    const message = createBaseConfigMap();
+    message.apiVersion = object.apiVersion ?? "";
+    message.kind = object.kind ?? "";
+    message.metadata = (object.metadata !== undefined && object.metadata !== null)
+      ? ObjectMeta.fromPartial(object.metadata)
+      : undefined;
+    message.data = (globalThis.Object.entries(object.data ?? {}) as [string, string][]).reduce(
+      (acc: { [key: string]: string }, [key, value]: [string, string]) => {
+        if (value !== undefined) {
+          acc[key] = globalThis.String(value);
+        }
+        return acc;
+      },
+      {},
+    );
+    message.binaryData = (globalThis.Object.entries(object.binaryData ?? {}) as [string, Uint8Array][]).reduce(
+      (acc: { [key: string]: Uint8Array }, [key, value]: [string, Uint8Array]) => {
+        if (value !== undefined) {
+          acc[key] = value;
+        }
+        return acc;
+      },
+      {},
+    );
+    message.immutable = object.immutable ?? undefined;
+    return message;
+  },
+};
+
+function createBaseConfigMap_DataEntry(): ConfigMap_DataEntry {
+  return { key: "", value: "" };
+}
+
+export const ConfigMap_DataEntry: MessageFns<ConfigMap_DataEntry> = {
+  encode(message: ConfigMap_DataEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.value !== "") {
+      writer.uint32(18).string(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ConfigMap_DataEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseConfigMap_DataEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.value = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<ConfigMap_DataEntry>, I>>(base?: I): ConfigMap_DataEntry {
+    return ConfigMap_DataEntry.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ConfigMap_DataEntry>, I>>(object: I): ConfigMap_DataEntry {
+    const message = createBaseConfigMap_DataEntry();
+    message.key = object.key ?? "";
+    message.value = object.value ?? "";
+    return message;
+  },
+};
+
+function createBaseConfigMap_BinaryDataEntry(): ConfigMap_BinaryDataEntry {
+  return { key: "", value: new Uint8Array(0) };
+}
+
+export const ConfigMap_BinaryDataEntry: MessageFns<ConfigMap_BinaryDataEntry> = {
+  encode(message: ConfigMap_BinaryDataEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.value.length !== 0) {
+      writer.uint32(18).bytes(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ConfigMap_BinaryDataEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseConfigMap_BinaryDataEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.value = reader.bytes();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<ConfigMap_BinaryDataEntry>, I>>(base?: I): ConfigMap_BinaryDataEntry {
+    return ConfigMap_BinaryDataEntry.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ConfigMap_BinaryDataEntry>, I>>(object: I): ConfigMap_BinaryDataEntry {
+    const message = createBaseConfigMap_BinaryDataEntry();
+    message.key = object.key ?? "";
+    message.value = object.value ?? new Uint8Array(0);
     return message;
   },
 };
