@@ -2,6 +2,7 @@
 // (strategy, subresources), the shared verbs in generic/.
 import type { Logger } from "@choreo/kit/log";
 import type { ObjectStorage } from "../storage/object-storage.js";
+import { configMapStrategy } from "./configmaps/strategy.js";
 import { endpointsStrategy } from "./endpoints/strategy.js";
 import { eventStrategy } from "./events/strategy.js";
 import { GenericStore } from "./generic/store.js";
@@ -37,6 +38,7 @@ export function createRegistry(opts: { store: ObjectStorage; serviceCidr: string
     node: nodeStrategy as Strategy,
     lease: leaseStrategy as Strategy,
     event: eventStrategy as Strategy,
+    configMap: configMapStrategy as Strategy,
   };
   return new Registry(new GenericStore(opts.store, strategies, opts.log));
 }

@@ -20,7 +20,17 @@ const QUANTITY_MAPS = new Set(["limits", "requests", "capacity", "allocatable"])
 
 function encodeValue(fp: FieldPlan, v: unknown): unknown {
   if (fp.message) return encodeMessage(fp.message, v as Record<string, unknown>);
+  // Go's encoding/json writes []byte as standard base64.
+  if (v instanceof Uint8Array) return Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString("base64");
   return v;
+}
+
+/** Standard base64 as Go decodes []byte (padding required, \r and \n ignored); 400 naming the first bad byte. */
+function decodeBase64(s: string): Uint8Array {
+  const text = s.replace(/[\r\n]/g, "");
+  const bad = text.search(/[^A-Za-z0-9+/=]|=[^=]|={3}/);
+  if (bad >= 0 || text.length % 4 !== 0) throw badRequest(`illegal base64 data at input byte ${bad >= 0 ? bad : text.length - (text.length % 4)}`);
+  return new Uint8Array(Buffer.from(text, "base64"));
 }
 
 function encodeMessage(plan: MessagePlan, msg: Record<string, unknown>): unknown {
@@ -51,8 +61,8 @@ function encodeMessage(plan: MessagePlan, msg: Record<string, unknown>): unknown
         out[fp.jsonName] = encodeMessage(fp.message as MessagePlan, v as Record<string, unknown>);
         break;
       default:
-        if (!fp.optional && v === zeroOf(fp.scalar)) continue;
-        out[fp.jsonName] = v;
+        if (!fp.optional && (v === zeroOf(fp.scalar) || (v instanceof Uint8Array && v.length === 0))) continue;
+        out[fp.jsonName] = encodeValue(fp, v);
     }
   }
   return out;
@@ -116,6 +126,7 @@ class Decoder {
       if (quantity && typeof v === "number" && Number.isFinite(v)) return String(v);
       return this.fail(v, owner, path, "string");
     }
+    if (t === "bytes") return typeof v === "string" ? decodeBase64(v) : this.fail(v, owner, path, "[]uint8");
     if (t === "bool") return typeof v === "boolean" ? v : this.fail(v, owner, path, "bool");
     if (t === "double" || t === "float") return typeof v === "number" ? v : this.fail(v, owner, path, "float64");
     if (typeof v !== "number" || !Number.isInteger(v)) return this.fail(v, owner, path, t);
@@ -139,7 +150,7 @@ class Decoder {
     for (const fp of plan.fields) {
       if (fp.kind === "map") out[fp.tsName] = {};
       else if (fp.kind === "repeated") out[fp.tsName] = [];
-      else if (fp.kind === "scalar" && !fp.optional) out[fp.tsName] = zeroOf(fp.scalar);
+      else if (fp.kind === "scalar" && !fp.optional) out[fp.tsName] = fp.scalar === "bytes" ? new Uint8Array(0) : zeroOf(fp.scalar);
     }
     for (const [key, v] of Object.entries(json as Record<string, unknown>)) {
       const fp = plan.byJson.get(key);

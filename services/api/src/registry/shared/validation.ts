@@ -31,6 +31,9 @@ export class Errors {
   forbidden(field: string, why: string): void {
     this.causes.push(fieldError(field, "FieldValueForbidden", `Forbidden: ${why}`));
   }
+  tooLong(field: string, maxBytes: number): void {
+    this.causes.push(fieldError(field, "FieldValueTooLong", `Too long: must have at most ${maxBytes} bytes`));
+  }
   messages(field: string, value: unknown, msgs: string[]): void {
     for (const m of msgs) this.invalid(field, value, m);
   }
