@@ -77,6 +77,7 @@ const SAMPLES: Record<string, Record<string, unknown>> = {
     firstTimestamp: "2026-01-01T11:59:00Z", lastTimestamp: "2026-01-01T11:59:30Z", count: 2,
   },
   leases: { apiVersion: "coordination.k8s.io/v1", kind: "Lease", metadata: meta("n1"), spec: { holderIdentity: "n1", leaseDurationSeconds: 40 } },
+  configmaps: { apiVersion: "v1", kind: "ConfigMap", metadata: meta("game"), data: { "game.properties": "lives=3" }, binaryData: { "logo.bin": "AA==" } },
 };
 
 describe("toTable shape", () => {

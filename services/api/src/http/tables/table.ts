@@ -1,6 +1,7 @@
 // meta.k8s.io/v1 Table responses: one KindTable per kind, picked by kind name.
 import type { KindInfo } from "@choreo/kit";
 import { defaultTable, eventTable, leaseTable, namespaceTable } from "./cluster.js";
+import { configMapTable } from "./configmaps.js";
 import { rec } from "./json.js";
 import { nodeTable } from "./nodes.js";
 import { podTable } from "./pods.js";
@@ -30,6 +31,7 @@ const TABLES: Readonly<Record<string, KindTable>> = {
   Namespace: namespaceTable,
   Event: eventTable,
   Lease: leaseTable,
+  ConfigMap: configMapTable,
 };
 
 /** The columns and cell function of a kind (NAME/AGE for kinds without their own). */
