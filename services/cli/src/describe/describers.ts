@@ -194,7 +194,31 @@ const endpoints: Describer = (o, _r, now) => {
   return w;
 };
 
+/** kubectl's describeConfigMap: each data value under `key:` and a rule; binaryData by size. */
+const configMap: Describer = (o) => {
+  const w = new Writer();
+  w.field("Name", at(o, "metadata.name"));
+  w.field("Namespace", at(o, "metadata.namespace"));
+  w.mapField("Labels", map(at(o, "metadata.labels")));
+  w.mapField("Annotations", map(at(o, "metadata.annotations")), 0, ": ");
+  w.line();
+  w.line("Data");
+  w.line("====");
+  for (const [k, v] of Object.entries(map(o["data"])).sort(([a], [b]) => a.localeCompare(b))) {
+    w.line(`${k}:`);
+    w.line("----");
+    w.line(v);
+    w.line();
+  }
+  w.line();
+  w.line("BinaryData");
+  w.line("====");
+  for (const [k, v] of Object.entries(map(o["binaryData"])).sort(([a], [b]) => a.localeCompare(b))) w.line(`${k}: ${Buffer.from(v, "base64").length} bytes`);
+  w.line();
+  return w;
+};
+
 /** Describers by kind. */
 export const DESCRIBERS: Record<string, Describer> = {
-  Pod: pod, Node: node, ReplicationController: replicationController, DaemonSet: daemonSet, Job: job, Service: service, Endpoints: endpoints,
+  Pod: pod, Node: node, ReplicationController: replicationController, DaemonSet: daemonSet, Job: job, Service: service, Endpoints: endpoints, ConfigMap: configMap,
 };
