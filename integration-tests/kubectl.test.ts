@@ -43,6 +43,20 @@ spec:
     - containerPort: 80
 `;
 
+// "AAEC/w==" is the bytes 0 1 2 255: binaryData is base64 in JSON and YAML.
+const CONFIG_MAP = `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: game
+data:
+  game.properties: |
+    lives=3
+    level=1
+  ui.mode: dark
+binaryData:
+  logo.bin: AAEC/w==
+`;
+
 describe("kubectl against choreo", () => {
   let c: TestCluster;
   let kc: string;
@@ -117,6 +131,54 @@ describe("kubectl against choreo", () => {
     } finally {
       await w.stop();
     }
+  });
+
+  // apply -f, not `kubectl create configmap`: kubectl 1.32 sends that one as protobuf, which the gateway does not speak yet.
+  it("applies, lists, round-trips, describes, validates, freezes and deletes a configmap", async () => {
+    const file = path.join(c.dir, "cm.yaml");
+    writeFileSync(file, CONFIG_MAP);
+    const applied = await k("apply", "-f", file);
+    assert.equal(applied.code, 0, applied.stderr);
+    assert.match(applied.stdout, /configmap\/game created/);
+    const got = await k("get", "cm");
+    assert.equal(got.code, 0, got.stderr);
+    assert.match(got.stdout, /^NAME\s+DATA\s+AGE$/m);
+    assert.match(got.stdout, /^game\s+3\s+\d+s$/m);
+    const yaml = await k("get", "cm", "game", "-o", "yaml");
+    assert.equal(yaml.code, 0, yaml.stderr);
+    assert.match(yaml.stdout, /^ {2}game\.properties: \|\n {4}lives=3\n {4}level=1$/m);
+    assert.match(yaml.stdout, /^ {2}ui\.mode: dark$/m);
+    assert.match(yaml.stdout, /^binaryData:\n {2}logo\.bin: AAEC\/w==$/m);
+    const described = await k("describe", "cm", "game");
+    assert.equal(described.code, 0, described.stderr);
+    assert.match(described.stdout, /^Name:\s+game$/m);
+    assert.match(described.stdout, /^ui\.mode:\n----\ndark$/m);
+    assert.match(described.stdout, /^BinaryData\n====\nlogo\.bin: 4 bytes$/m);
+
+    writeFileSync(file, CONFIG_MAP.replace("name: game", "name: bad").replace("ui.mode: dark", "'ui mode': dark"));
+    const bad = await k("apply", "-f", file);
+    assert.notEqual(bad.code, 0);
+    assert.match(bad.stderr, /ConfigMap "bad" is invalid: data\[ui mode\]: Invalid value: "ui mode": a valid config key must consist of alphanumeric characters/);
+
+    writeFileSync(file, `${CONFIG_MAP.replace("name: game", "name: frozen")}immutable: true\n`);
+    assert.equal((await k("apply", "-f", file)).code, 0);
+    writeFileSync(file, `${CONFIG_MAP.replace("name: game", "name: frozen").replace("ui.mode: dark", "ui.mode: light")}immutable: true\n`);
+    const frozen = await k("apply", "-f", file);
+    assert.notEqual(frozen.code, 0);
+    assert.match(frozen.stderr, /ConfigMap "frozen" is invalid: data: Forbidden: field is immutable when `immutable` is set/);
+
+    // Stored only: the pod proto has no configMap volume or envFrom until issue 12, so such a pod is refused, naming the fields.
+    writeFileSync(file, `${POD}  volumes:\n  - name: cfg\n    configMap:\n      name: game\n`.replace("name: nginx\nspec", "name: uses-cm\nspec"));
+    const pod = await k("apply", "-f", file);
+    assert.notEqual(pod.code, 0);
+    assert.match(pod.stderr, /unknown field "spec\.volumes\[0\]\.configMap"/);
+
+    const del = await k("delete", "cm", "game");
+    assert.equal(del.code, 0, del.stderr);
+    assert.match(del.stdout, /configmap "game" deleted/);
+    const gone = await k("get", "cm", "game");
+    assert.notEqual(gone.code, 0);
+    assert.match(gone.stderr, /NotFound|not found/);
   });
 
   it("refuses a request without a valid token", async () => {
