@@ -13,7 +13,9 @@ import { unwrap } from "@choreo/kit";
 import { startNats, startRedis } from "@choreo/kit/testing";
 import { startCluster, type TestCluster } from "@choreo/integration-tests/support/cluster";
 
-const { values } = parseArgs({ options: { ops: { type: "string", default: "4000" }, concurrency: { type: "string", default: "256" }, seconds: { type: "string", default: "5" } } });
+const { values } = parseArgs({
+  options: { ops: { type: "string", default: "4000" }, concurrency: { type: "string", default: "256" }, seconds: { type: "string", default: "5" } },
+});
 const OPS = Number(values.ops);
 const CONC = Number(values.concurrency);
 const PACED_SECONDS = Number(values.seconds);
@@ -25,7 +27,14 @@ const pct = (xs: number[], p: number): number => {
 const fmt = (ms: number): string => `${ms.toFixed(1)} ms`;
 
 const event = (run: string, i: number) =>
-  fromKubeJson({ apiVersion: "v1", kind: "Event", metadata: { name: `${run}-${i}`, namespace: "default", labels: { run } }, involvedObject: { kind: "Pod", name: `p${i}`, namespace: "default" }, reason: "Bench", message: "m" });
+  fromKubeJson({
+    apiVersion: "v1",
+    kind: "Event",
+    metadata: { name: `${run}-${i}`, namespace: "default", labels: { run } },
+    involvedObject: { kind: "Pod", name: `p${i}`, namespace: "default" },
+    reason: "Bench",
+    message: "m",
+  });
 
 async function backlogSampler(c: TestCluster): Promise<{ stop(): Promise<{ max: number; last: number }> }> {
   const r = new Redis(c.redis.url);
@@ -51,18 +60,25 @@ async function backlogSampler(c: TestCluster): Promise<{ stop(): Promise<{ max: 
   };
 }
 
-async function closedLoop(clients: ApiClient[], n: number, conc: number, op: (api: ApiClient, i: number) => Promise<unknown>): Promise<{ rate: number; lat: number[] }> {
+async function closedLoop(
+  clients: ApiClient[],
+  n: number,
+  conc: number,
+  op: (api: ApiClient, i: number) => Promise<unknown>,
+): Promise<{ rate: number; lat: number[] }> {
   const lat: number[] = [];
   let next = 0;
   const t0 = performance.now();
-  await Promise.all(Array.from({ length: conc }, async (_, w) => {
-    const api = clients[w % clients.length]!;
-    for (let i = next++; i < n; i = next++) {
-      const s = performance.now();
-      await op(api, i);
-      lat.push(performance.now() - s);
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: conc }, async (_, w) => {
+      const api = clients[w % clients.length]!;
+      for (let i = next++; i < n; i = next++) {
+        const s = performance.now();
+        await op(api, i);
+        lat.push(performance.now() - s);
+      }
+    }),
+  );
   return { rate: n / ((performance.now() - t0) / 1000), lat };
 }
 
@@ -91,7 +107,9 @@ async function apiPhase(apis: number): Promise<void> {
     let sampler = await backlogSampler(c);
     const creates = await closedLoop(clients, OPS, CONC, (api, i) => api.create(event(`c${apis}`, i)));
     let backlog = await sampler.stop();
-    console.log(`[${apis} api] create: ${creates.rate.toFixed(0)}/s  p50 ${fmt(pct(creates.lat, 50))}  p99 ${fmt(pct(creates.lat, 99))}  (concurrency ${CONC}, ${OPS} ops)  relay backlog max ${backlog.max}, after ${backlog.last}`);
+    console.log(
+      `[${apis} api] create: ${creates.rate.toFixed(0)}/s  p50 ${fmt(pct(creates.lat, 50))}  p99 ${fmt(pct(creates.lat, 99))}  (concurrency ${CONC}, ${OPS} ops)  relay backlog max ${backlog.max}, after ${backlog.last}`,
+    );
 
     const objs = await clients[0]!.list("events", { namespace: "default", labelSelector: `run=c${apis}` });
     const items = objs.items.map((o) => unwrap(o));
@@ -102,19 +120,27 @@ async function apiPhase(apis: number): Promise<void> {
       await api.update({ kind: { $case: "event", value: v } as never });
     });
     backlog = await sampler.stop();
-    console.log(`[${apis} api] update: ${updates.rate.toFixed(0)}/s  p50 ${fmt(pct(updates.lat, 50))}  p99 ${fmt(pct(updates.lat, 99))}  relay backlog max ${backlog.max}, after ${backlog.last}`);
+    console.log(
+      `[${apis} api] update: ${updates.rate.toFixed(0)}/s  p50 ${fmt(pct(updates.lat, 50))}  p99 ${fmt(pct(updates.lat, 99))}  relay backlog max ${backlog.max}, after ${backlog.last}`,
+    );
 
     sampler = await backlogSampler(c);
     const lat = await paced(clients[0]!, 1000, PACED_SECONDS, `p${apis}`);
     backlog = await sampler.stop();
-    console.log(`[${apis} api] paced 1000 writes/s for ${PACED_SECONDS} s: p50 ${fmt(pct(lat, 50))}  p99 ${fmt(pct(lat, 99))}  max ${fmt(Math.max(...lat))}  relay backlog max ${backlog.max}, after ${backlog.last}`);
+    console.log(
+      `[${apis} api] paced 1000 writes/s for ${PACED_SECONDS} s: p50 ${fmt(pct(lat, 50))}  p99 ${fmt(pct(lat, 99))}  max ${fmt(Math.max(...lat))}  relay backlog max ${backlog.max}, after ${backlog.last}`,
+    );
 
     if (apis === 1) {
       // write → event delivered: an ordered consumer on the log, writes at 200/s.
       const js = jetstream(conns[1]!);
       const jsm = await jetstreamManager(conns[1]!);
       const info = await jsm.streams.info(EVENT_STREAM);
-      const consumer = await js.consumers.get(EVENT_STREAM, { filter_subjects: "choreo.ev.events.default.*", deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: info.state.last_seq + 1 });
+      const consumer = await js.consumers.get(EVENT_STREAM, {
+        filter_subjects: "choreo.ev.events.default.*",
+        deliver_policy: DeliverPolicy.StartSequence,
+        opt_start_seq: info.state.last_seq + 1,
+      });
       const sent = new Map<string, number>();
       const delivered: number[] = [];
       const messages = await consumer.consume();
@@ -147,7 +173,11 @@ async function rawPhase(): Promise<void> {
     const r = new Redis(redis.url, { enableAutoPipelining: true });
     const n = 50_000;
     let t0 = performance.now();
-    await Promise.all(Array.from({ length: n }, (_, i) => r.eval("local v = redis.call('INCR', KEYS[1]); redis.call('HSET', KEYS[2] .. v, 'v', ARGV[1]); return v", 2, "{b}:rev", "{b}:o:", `value-${i}`)));
+    await Promise.all(
+      Array.from({ length: n }, (_, i) =>
+        r.eval("local v = redis.call('INCR', KEYS[1]); redis.call('HSET', KEYS[2] .. v, 'v', ARGV[1]); return v", 2, "{b}:rev", "{b}:o:", `value-${i}`),
+      ),
+    );
     console.log(`[raw] Redis Lua INCR+HSET pipelined: ${(n / ((performance.now() - t0) / 1000)).toFixed(0)}/s`);
     r.disconnect();
     const nc = await connectBus(nats.url, "bench-raw");

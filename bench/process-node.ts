@@ -18,7 +18,9 @@ import { waitFor } from "@choreo/kit/testing";
 import { BridgeNetwork } from "@choreo/node-agent/net/bridge-network";
 import { ProcessRuntime } from "@choreo/node-agent/runtime/process";
 
-const { values } = parseArgs({ options: { pods: { type: "string", default: "100" }, workers: { type: "string", default: "4" }, rounds: { type: "string", default: "3" } } });
+const { values } = parseArgs({
+  options: { pods: { type: "string", default: "100" }, workers: { type: "string", default: "4" }, rounds: { type: "string", default: "3" } },
+});
 const N = Number(values.pods);
 const W = Number(values.workers);
 
@@ -42,22 +44,38 @@ await rt.init();
 console.log(`| round | ${N} pods, ${W} at a time → commands running | machine CPU | agent CPU | per pod (wall / machine CPU) |\n|---|---|---|---|---|`);
 try {
   for (let round = 1; round <= Number(values.rounds); round++) {
-    const pods = Array.from({ length: N }, (_, i) => unwrap(fromKubeJson({
-      apiVersion: "v1", kind: "Pod", metadata: { name: `p${i}`, namespace: "default", uid: randomUUID() },
-      spec: { containers: [{ name: "c", image: "local/busybox:1.35", command: ["sleep", "3600"] }] },
-    })) as Pod);
+    const pods = Array.from(
+      { length: N },
+      (_, i) =>
+        unwrap(
+          fromKubeJson({
+            apiVersion: "v1",
+            kind: "Pod",
+            metadata: { name: `p${i}`, namespace: "default", uid: randomUUID() },
+            spec: { containers: [{ name: "c", image: "local/busybox:1.35", command: ["sleep", "3600"] }] },
+          }),
+        ) as Pod,
+    );
     const c0 = machineCpu();
     const a0 = agentCpu();
     const t0 = performance.now();
     const queue = [...pods];
-    await Promise.all(Array.from({ length: W }, async () => {
-      for (let p = queue.shift(); p; p = queue.shift()) await rt.startPod(p);
-    }));
-    await waitFor(() => pods.every((p) => rt.processes(p.metadata!.uid, "c")?.mainPid !== undefined), { timeoutMs: 120_000, intervalMs: 20, message: "every command running" });
+    await Promise.all(
+      Array.from({ length: W }, async () => {
+        for (let p = queue.shift(); p; p = queue.shift()) await rt.startPod(p);
+      }),
+    );
+    await waitFor(() => pods.every((p) => rt.processes(p.metadata!.uid, "c")?.mainPid !== undefined), {
+      timeoutMs: 120_000,
+      intervalMs: 20,
+      message: "every command running",
+    });
     const ms = performance.now() - t0;
     const cpu = machineCpu() - c0;
     const agent = agentCpu() - a0;
-    console.log(`| ${round} | ${(ms / 1000).toFixed(2)} s | ${cpu.toFixed(2)} s | ${agent.toFixed(2)} s | ${(ms / N).toFixed(1)} ms / ${((cpu * 1000) / N).toFixed(1)} ms |`);
+    console.log(
+      `| ${round} | ${(ms / 1000).toFixed(2)} s | ${cpu.toFixed(2)} s | ${agent.toFixed(2)} s | ${(ms / N).toFixed(1)} ms / ${((cpu * 1000) / N).toFixed(1)} ms |`,
+    );
     await Promise.all(pods.map((p) => rt.stopPod({ uid: p.metadata!.uid, namespace: "default", name: p.metadata!.name }, 0)));
   }
 } finally {

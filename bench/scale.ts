@@ -13,14 +13,23 @@ import { waitFor } from "@choreo/kit/testing";
 import type { Node, Pod } from "@choreo/kit/gen/choreo/core/v1/core";
 import { startCluster } from "@choreo/integration-tests/support/cluster";
 
-const { values } = parseArgs({ options: { nodes: { type: "string", default: "100" }, pods: { type: "string", default: "1000" }, timeout: { type: "string", default: "600" }, direct: { type: "boolean", default: false }, "scheduler-workers": { type: "string", default: "16" }, events: { type: "string", default: "1" },
-  // Node heartbeats: the defaults detect a dead node in ≤ 10 s; at thousands of nodes use Kubernetes' (10 s renew, 40 s grace).
-  "lease-renew-ms": { type: "string", default: "2000" }, "grace-seconds": { type: "string", default: "8" },
-  // --rate N: create the pods directly at a steady N pods/s and report startup latency.
-  rate: { type: "string", default: "0" },
-  // --nodes-only: register the nodes, wait until all are Ready, report, stop.
-  "nodes-only": { type: "boolean", default: false },
-} });
+const { values } = parseArgs({
+  options: {
+    nodes: { type: "string", default: "100" },
+    pods: { type: "string", default: "1000" },
+    timeout: { type: "string", default: "600" },
+    direct: { type: "boolean", default: false },
+    "scheduler-workers": { type: "string", default: "16" },
+    events: { type: "string", default: "1" },
+    // Node heartbeats: the defaults detect a dead node in ≤ 10 s; at thousands of nodes use Kubernetes' (10 s renew, 40 s grace).
+    "lease-renew-ms": { type: "string", default: "2000" },
+    "grace-seconds": { type: "string", default: "8" },
+    // --rate N: create the pods directly at a steady N pods/s and report startup latency.
+    rate: { type: "string", default: "0" },
+    // --nodes-only: register the nodes, wait until all are Ready, report, stop.
+    "nodes-only": { type: "boolean", default: false },
+  },
+});
 // --direct: create the pods through the api (64 at a time) instead of through an RC and the replication actor.
 const RATE = Number(values.rate);
 const DIRECT = values.direct || RATE > 0 || !existsSync(new URL("../services/replication/src/main.ts", import.meta.url));
@@ -40,20 +49,30 @@ function cpuAndRss(pid: number): { cpuSeconds: number; rssMb: number } {
   }
 }
 
-console.log(`choreo scale benchmark — ${new Date().toISOString()} — ${NODES} hollow nodes, ${PODS} pods, created ${RATE > 0 ? `directly at ${RATE}/s` : DIRECT ? "directly" : "by an RC"}; events ${values.events === "0" ? "off" : "on"}; lease renew ${values["lease-renew-ms"]} ms`);
+console.log(
+  `choreo scale benchmark — ${new Date().toISOString()} — ${NODES} hollow nodes, ${PODS} pods, created ${RATE > 0 ? `directly at ${RATE}/s` : DIRECT ? "directly" : "by an RC"}; events ${values.events === "0" ? "off" : "on"}; lease renew ${values["lease-renew-ms"]} ms`,
+);
 const c = await startCluster({
   env: { CHOREO_LOG_LEVEL: "warn" },
   actors: [
     { name: "node-agent", env: { CHOREO_HOLLOW_NODES: String(NODES), CHOREO_LEASE_RENEW_MS: values["lease-renew-ms"], CHOREO_NODE_PODS: "250" } },
-    { name: "scheduler", env: { CHOREO_SCHEDULER_WORKERS: values["scheduler-workers"], CHOREO_EVENTS: values.events, CHOREO_NODE_GRACE_SECONDS: values["grace-seconds"] } },
+    {
+      name: "scheduler",
+      env: { CHOREO_SCHEDULER_WORKERS: values["scheduler-workers"], CHOREO_EVENTS: values.events, CHOREO_NODE_GRACE_SECONDS: values["grace-seconds"] },
+    },
     ...(DIRECT ? [] : [{ name: "replication", env: { CHOREO_EVENTS: values.events } }]),
   ],
 });
 try {
   const t0nodes = performance.now();
-  const readyNodes = async (): Promise<number> => (await c.client.list("nodes")).items.filter((o) => (o.kind?.value as Node | undefined)?.status?.conditions.some((x) => x.type === "Ready" && x.status === "True")).length;
+  const readyNodes = async (): Promise<number> =>
+    (await c.client.list("nodes")).items.filter((o) =>
+      (o.kind?.value as Node | undefined)?.status?.conditions.some((x) => x.type === "Ready" && x.status === "True"),
+    ).length;
   await waitFor(async () => (await readyNodes()) >= NODES, { timeoutMs: 600_000, intervalMs: 500, message: `${NODES} nodes Ready` });
-  console.log(`nodes Ready: ${NODES} in ${((performance.now() - t0nodes) / 1000).toFixed(1)} s (lease renewal every ${values["lease-renew-ms"]} ms → ${(NODES / (Number(values["lease-renew-ms"]) / 1000)).toFixed(0)} lease writes/s)`);
+  console.log(
+    `nodes Ready: ${NODES} in ${((performance.now() - t0nodes) / 1000).toFixed(1)} s (lease renewal every ${values["lease-renew-ms"]} ms → ${(NODES / (Number(values["lease-renew-ms"]) / 1000)).toFixed(0)} lease writes/s)`,
+  );
   if (values["nodes-only"]) {
     const redis = new Redis(c.redis.url);
     const r0 = Number(await redis.get("{choreo}:rev"));
@@ -66,97 +85,145 @@ try {
       console.log(`  ${n.padEnd(12)} CPU ${u.cpuSeconds.toFixed(1)} s since start, RSS ${u.rssMb.toFixed(0)} MB`);
     }
   } else {
-  const apiWrites = async (): Promise<Map<number, number>> => {
-    // Cumulative bucket counts of write requests (le → count), summed over methods and transports.
-    const text = await (await fetch(`http://127.0.0.1:${c.apis[0]?.metricsPort}/metrics`)).text();
-    const m = new Map<number, number>();
-    for (const x of text.matchAll(/^choreo_api_request_duration_seconds_bucket\{([^}]*)\} (\d+)/gm)) {
-      const labels = x[1] ?? "";
-      if (!/method="(create|update|updateStatus|patch|delete|bind)"/i.test(labels)) continue;
-      const le = /le="([^"]+)"/.exec(labels)?.[1] ?? "+Inf";
-      const k = le === "+Inf" ? Infinity : Number(le);
-      m.set(k, (m.get(k) ?? 0) + Number(x[2]));
-    }
-    return m;
-  };
-  const writesBefore = await apiWrites();
-
-  const jsm = await jetstreamManager(c.nc);
-  const before = await streamState(jsm);
-  const redis = new Redis(c.redis.url);
-  const revBefore = Number(await redis.get("{choreo}:rev"));
-  const procs = [...c.apis.map((a) => ["api", a.process] as const), ...[...c.actors].map(([n, p]) => [n, p] as const), ["nats-server", c.nats.process()] as const, ["redis-server", c.redis.process()] as const];
-  const cpuBefore = new Map(procs.map(([n, p]) => [n, cpuAndRss(p.pid)]));
-
-  const created = new Map<string, number>();
-  const bound = new Map<string, number>();
-  const runningAt = new Map<string, number>();
-  const consumer = await jetstream(c.nc).consumers.get(EVENT_STREAM, { filter_subjects: "choreo.ev.pods.>", deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: before.lastRevision + 1 });
-  const messages = await consumer.consume({ max_messages: 4096 });
-  const done = (async () => {
-    for await (const m of messages) {
-      const ev = decodeEvent(m.data);
-      const pod = ev.object?.kind?.value as Pod | undefined;
-      const name = pod?.metadata?.name ?? "";
-      const now = performance.now();
-      if (ev.type === "ADDED" && !created.has(name)) created.set(name, now);
-      if (pod?.spec?.nodeName && !bound.has(name)) bound.set(name, now);
-      if (pod?.status?.phase === "Running" && !runningAt.has(name)) runningAt.set(name, now);
-      if (runningAt.size >= PODS) break;
-    }
-  })();
-
-  const t0 = performance.now();
-  const template = { metadata: { labels: { app: "bench" } }, spec: { containers: [{ name: "c", image: "pause", resources: { requests: { cpu: "10m", memory: "16Mi" } } }] } };
-  if (RATE > 0) {
-    // A steady stream: one pod every 1000/RATE ms, not waiting for answers.
-    const pending: Promise<unknown>[] = [];
-    for (let i = 0; i < PODS; i++) {
-      const due = t0 + (i * 1000) / RATE;
-      const wait = due - performance.now();
-      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-      pending.push(c.client.create(fromKubeJson({ apiVersion: "v1", kind: "Pod", metadata: { name: `bench-${i}`, namespace: "default", labels: template.metadata.labels }, spec: template.spec })));
-    }
-    await Promise.all(pending);
-  } else if (DIRECT) {
-    let next = 0;
-    await Promise.all(Array.from({ length: 64 }, async () => {
-      for (let i = next++; i < PODS; i = next++) {
-        await c.client.create(fromKubeJson({ apiVersion: "v1", kind: "Pod", metadata: { name: `bench-${i}`, namespace: "default", labels: template.metadata.labels }, spec: template.spec }));
+    const apiWrites = async (): Promise<Map<number, number>> => {
+      // Cumulative bucket counts of write requests (le → count), summed over methods and transports.
+      const text = await (await fetch(`http://127.0.0.1:${c.apis[0]?.metricsPort}/metrics`)).text();
+      const m = new Map<number, number>();
+      for (const x of text.matchAll(/^choreo_api_request_duration_seconds_bucket\{([^}]*)\} (\d+)/gm)) {
+        const labels = x[1] ?? "";
+        if (!/method="(create|update|updateStatus|patch|delete|bind)"/i.test(labels)) continue;
+        const le = /le="([^"]+)"/.exec(labels)?.[1] ?? "+Inf";
+        const k = le === "+Inf" ? Infinity : Number(le);
+        m.set(k, (m.get(k) ?? 0) + Number(x[2]));
       }
-    }));
-  } else {
-    await c.client.create(fromKubeJson({
-      apiVersion: "v1", kind: "ReplicationController", metadata: { name: "bench", namespace: "default" },
-      spec: { replicas: PODS, selector: { app: "bench" }, template },
-    }));
-  }
-  await Promise.race([done, new Promise((_, rej) => setTimeout(() => rej(new Error(`timed out: ${runningAt.size}/${PODS} running, ${bound.size} bound, ${created.size} created`)), Number(values.timeout) * 1000))]);
-  const t1 = performance.now();
-  await messages.close();
-  const allBound = Math.max(...bound.values());
-  const firstCreated = Math.min(...created.values());
-  const startup = [...runningAt].map(([n, t]) => t - (created.get(n) ?? t));
-  const after = await streamState(jsm);
-  const revAfter = Number(await redis.get("{choreo}:rev"));
-  redis.disconnect();
+      return m;
+    };
+    const writesBefore = await apiWrites();
 
-  console.log(`end to end: ${PODS} pods Running in ${((t1 - t0) / 1000).toFixed(2)} s → ${(PODS / ((t1 - t0) / 1000)).toFixed(0)} pods/s`);
-  console.log(`all created after ${((Math.max(...created.values()) - t0) / 1000).toFixed(2)} s`);
-  console.log(`all bound after ${((allBound - t0) / 1000).toFixed(2)} s; scheduler (first create → last bind): ${(PODS / ((allBound - firstCreated) / 1000)).toFixed(0)} pods/s`);
-  console.log(`pod startup (ADDED → Running): p50 ${pct(startup, 50).toFixed(0)} ms, p99 ${pct(startup, 99).toFixed(0)} ms`);
-  const writesAfter = await apiWrites();
-  const buckets = [...writesAfter.entries()].map(([le, n]) => [le, n - (writesBefore.get(le) ?? 0)] as const).sort((a, b) => a[0] - b[0]);
-  const total = buckets.at(-1)?.[1] ?? 0;
-  const p99 = buckets.find(([, n]) => n >= total * 0.99)?.[0];
-  const p50 = buckets.find(([, n]) => n >= total * 0.5)?.[0];
-  console.log(`api writes (request duration, bucket bounds): ${total} writes, p50 ≤ ${p50 !== undefined ? (p50 * 1000).toFixed(1) : "?"} ms, p99 ≤ ${p99 !== undefined ? (p99 * 1000).toFixed(1) : "?"} ms`);
-  console.log(`api writes per pod: ${((revAfter - revBefore) / PODS).toFixed(2)}; bus messages per pod: ${((after.lastRevision - before.lastRevision) / PODS).toFixed(2)}`);
-  for (const [n, p] of procs) {
-    const a = cpuBefore.get(n);
-    const b = cpuAndRss(p.pid);
-    console.log(`  ${n.padEnd(12)} CPU ${(b.cpuSeconds - (a?.cpuSeconds ?? 0)).toFixed(1)} s over the run, RSS ${b.rssMb.toFixed(0)} MB`);
-  }
+    const jsm = await jetstreamManager(c.nc);
+    const before = await streamState(jsm);
+    const redis = new Redis(c.redis.url);
+    const revBefore = Number(await redis.get("{choreo}:rev"));
+    const procs = [
+      ...c.apis.map((a) => ["api", a.process] as const),
+      ...[...c.actors].map(([n, p]) => [n, p] as const),
+      ["nats-server", c.nats.process()] as const,
+      ["redis-server", c.redis.process()] as const,
+    ];
+    const cpuBefore = new Map(procs.map(([n, p]) => [n, cpuAndRss(p.pid)]));
+
+    const created = new Map<string, number>();
+    const bound = new Map<string, number>();
+    const runningAt = new Map<string, number>();
+    const consumer = await jetstream(c.nc).consumers.get(EVENT_STREAM, {
+      filter_subjects: "choreo.ev.pods.>",
+      deliver_policy: DeliverPolicy.StartSequence,
+      opt_start_seq: before.lastRevision + 1,
+    });
+    const messages = await consumer.consume({ max_messages: 4096 });
+    const done = (async () => {
+      for await (const m of messages) {
+        const ev = decodeEvent(m.data);
+        const pod = ev.object?.kind?.value as Pod | undefined;
+        const name = pod?.metadata?.name ?? "";
+        const now = performance.now();
+        if (ev.type === "ADDED" && !created.has(name)) created.set(name, now);
+        if (pod?.spec?.nodeName && !bound.has(name)) bound.set(name, now);
+        if (pod?.status?.phase === "Running" && !runningAt.has(name)) runningAt.set(name, now);
+        if (runningAt.size >= PODS) break;
+      }
+    })();
+
+    const t0 = performance.now();
+    const template = {
+      metadata: { labels: { app: "bench" } },
+      spec: { containers: [{ name: "c", image: "pause", resources: { requests: { cpu: "10m", memory: "16Mi" } } }] },
+    };
+    if (RATE > 0) {
+      // A steady stream: one pod every 1000/RATE ms, not waiting for answers.
+      const pending: Promise<unknown>[] = [];
+      for (let i = 0; i < PODS; i++) {
+        const due = t0 + (i * 1000) / RATE;
+        const wait = due - performance.now();
+        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+        pending.push(
+          c.client.create(
+            fromKubeJson({
+              apiVersion: "v1",
+              kind: "Pod",
+              metadata: { name: `bench-${i}`, namespace: "default", labels: template.metadata.labels },
+              spec: template.spec,
+            }),
+          ),
+        );
+      }
+      await Promise.all(pending);
+    } else if (DIRECT) {
+      let next = 0;
+      await Promise.all(
+        Array.from({ length: 64 }, async () => {
+          for (let i = next++; i < PODS; i = next++) {
+            await c.client.create(
+              fromKubeJson({
+                apiVersion: "v1",
+                kind: "Pod",
+                metadata: { name: `bench-${i}`, namespace: "default", labels: template.metadata.labels },
+                spec: template.spec,
+              }),
+            );
+          }
+        }),
+      );
+    } else {
+      await c.client.create(
+        fromKubeJson({
+          apiVersion: "v1",
+          kind: "ReplicationController",
+          metadata: { name: "bench", namespace: "default" },
+          spec: { replicas: PODS, selector: { app: "bench" }, template },
+        }),
+      );
+    }
+    await Promise.race([
+      done,
+      new Promise((_, rej) =>
+        setTimeout(
+          () => rej(new Error(`timed out: ${runningAt.size}/${PODS} running, ${bound.size} bound, ${created.size} created`)),
+          Number(values.timeout) * 1000,
+        ),
+      ),
+    ]);
+    const t1 = performance.now();
+    await messages.close();
+    const allBound = Math.max(...bound.values());
+    const firstCreated = Math.min(...created.values());
+    const startup = [...runningAt].map(([n, t]) => t - (created.get(n) ?? t));
+    const after = await streamState(jsm);
+    const revAfter = Number(await redis.get("{choreo}:rev"));
+    redis.disconnect();
+
+    console.log(`end to end: ${PODS} pods Running in ${((t1 - t0) / 1000).toFixed(2)} s → ${(PODS / ((t1 - t0) / 1000)).toFixed(0)} pods/s`);
+    console.log(`all created after ${((Math.max(...created.values()) - t0) / 1000).toFixed(2)} s`);
+    console.log(
+      `all bound after ${((allBound - t0) / 1000).toFixed(2)} s; scheduler (first create → last bind): ${(PODS / ((allBound - firstCreated) / 1000)).toFixed(0)} pods/s`,
+    );
+    console.log(`pod startup (ADDED → Running): p50 ${pct(startup, 50).toFixed(0)} ms, p99 ${pct(startup, 99).toFixed(0)} ms`);
+    const writesAfter = await apiWrites();
+    const buckets = [...writesAfter.entries()].map(([le, n]) => [le, n - (writesBefore.get(le) ?? 0)] as const).sort((a, b) => a[0] - b[0]);
+    const total = buckets.at(-1)?.[1] ?? 0;
+    const p99 = buckets.find(([, n]) => n >= total * 0.99)?.[0];
+    const p50 = buckets.find(([, n]) => n >= total * 0.5)?.[0];
+    console.log(
+      `api writes (request duration, bucket bounds): ${total} writes, p50 ≤ ${p50 !== undefined ? (p50 * 1000).toFixed(1) : "?"} ms, p99 ≤ ${p99 !== undefined ? (p99 * 1000).toFixed(1) : "?"} ms`,
+    );
+    console.log(
+      `api writes per pod: ${((revAfter - revBefore) / PODS).toFixed(2)}; bus messages per pod: ${((after.lastRevision - before.lastRevision) / PODS).toFixed(2)}`,
+    );
+    for (const [n, p] of procs) {
+      const a = cpuBefore.get(n);
+      const b = cpuAndRss(p.pid);
+      console.log(`  ${n.padEnd(12)} CPU ${(b.cpuSeconds - (a?.cpuSeconds ?? 0)).toFixed(1)} s over the run, RSS ${b.rssMb.toFixed(0)} MB`);
+    }
   }
 } finally {
   // Thousands of hollow nodes take a while to drain; do not wait forever.

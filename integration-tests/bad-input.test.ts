@@ -13,7 +13,11 @@ import { startCluster, type TestCluster } from "./support/cluster.js";
 import { http } from "./support/http.js";
 
 const podJson = (name: string, extra: Record<string, unknown> = {}) => ({
-  apiVersion: "v1", kind: "Pod", metadata: { name, labels: { app: "x" } }, spec: { containers: [{ name: "c", image: "i" }] }, ...extra,
+  apiVersion: "v1",
+  kind: "Pod",
+  metadata: { name, labels: { app: "x" } },
+  spec: { containers: [{ name: "c", image: "i" }] },
+  ...extra,
 });
 
 describe("bad input changes nothing", () => {
@@ -32,33 +36,258 @@ describe("bad input changes nothing", () => {
 
   const cases: { name: string; method: string; path: string; body?: unknown; type?: string; code: number; reason: string; message?: RegExp }[] = [
     { name: "malformed JSON", method: "POST", path: "/api/v1/namespaces/default/pods", body: "{not json", code: 400, reason: "BadRequest" },
-    { name: "malformed YAML", method: "POST", path: "/api/v1/namespaces/default/pods", body: "a: [b\n  c: :", type: "application/yaml", code: 400, reason: "BadRequest" },
-    { name: "unknown kind", method: "POST", path: "/api/v1/namespaces/default/pods", body: { apiVersion: "v1", kind: "Potato", metadata: { name: "x" } }, code: 400, reason: "BadRequest", message: /no kind "Potato"/ },
-    { name: "unknown version", method: "POST", path: "/apis/apps/v2/namespaces/default/daemonsets", body: { apiVersion: "apps/v2", kind: "DaemonSet", metadata: { name: "x" } }, code: 404, reason: "NotFound" },
+    {
+      name: "malformed YAML",
+      method: "POST",
+      path: "/api/v1/namespaces/default/pods",
+      body: "a: [b\n  c: :",
+      type: "application/yaml",
+      code: 400,
+      reason: "BadRequest",
+    },
+    {
+      name: "unknown kind",
+      method: "POST",
+      path: "/api/v1/namespaces/default/pods",
+      body: { apiVersion: "v1", kind: "Potato", metadata: { name: "x" } },
+      code: 400,
+      reason: "BadRequest",
+      message: /no kind "Potato"/,
+    },
+    {
+      name: "unknown version",
+      method: "POST",
+      path: "/apis/apps/v2/namespaces/default/daemonsets",
+      body: { apiVersion: "apps/v2", kind: "DaemonSet", metadata: { name: "x" } },
+      code: 404,
+      reason: "NotFound",
+    },
     { name: "unknown resource", method: "GET", path: "/api/v1/namespaces/default/potatoes", code: 404, reason: "NotFound" },
-    { name: "invalid name (DNS-1123)", method: "POST", path: "/api/v1/namespaces/default/pods", body: podJson("Bad_Name"), code: 422, reason: "Invalid", message: /metadata.name.*lowercase RFC 1123 subdomain/ },
-    { name: "invalid label key", method: "POST", path: "/api/v1/namespaces/default/pods", body: { ...podJson("x1"), metadata: { name: "x1", labels: { "bad key!": "v" } } }, code: 422, reason: "Invalid" },
-    { name: "invalid label value", method: "POST", path: "/api/v1/namespaces/default/pods", body: { ...podJson("x2"), metadata: { name: "x2", labels: { k: "-bad-" } } }, code: 422, reason: "Invalid" },
-    { name: "missing image", method: "POST", path: "/api/v1/namespaces/default/pods", body: { ...podJson("x3"), spec: { containers: [{ name: "c" }] } }, code: 422, reason: "Invalid", message: /spec.containers\[0\].image: Required value/ },
-    { name: "unknown field", method: "POST", path: "/api/v1/namespaces/default/pods", body: { ...podJson("x4"), spec: { containers: [{ name: "c", image: "i" }], bogus: 1 } }, code: 400, reason: "BadRequest", message: /unknown field "spec.bogus"/ },
-    { name: "object over 1.5 MiB", method: "POST", path: "/api/v1/namespaces/default/pods", body: { ...podJson("x5"), metadata: { name: "x5", annotations: { big: "x".repeat(200_000) }, labels: {} }, spec: { containers: Array.from({ length: 9 }, (_, i) => ({ name: `c${i}`, image: "i", args: ["y".repeat(190_000)] })) } }, code: 413, reason: "RequestEntityTooLarge" },
-    { name: "body over 3 MiB", method: "POST", path: "/api/v1/namespaces/default/pods", body: { ...podJson("x6"), spec: { containers: [{ name: "c", image: "i", args: ["z".repeat(3_300_000)] }] } }, code: 413, reason: "RequestEntityTooLarge" },
+    {
+      name: "invalid name (DNS-1123)",
+      method: "POST",
+      path: "/api/v1/namespaces/default/pods",
+      body: podJson("Bad_Name"),
+      code: 422,
+      reason: "Invalid",
+      message: /metadata.name.*lowercase RFC 1123 subdomain/,
+    },
+    {
+      name: "invalid label key",
+      method: "POST",
+      path: "/api/v1/namespaces/default/pods",
+      body: { ...podJson("x1"), metadata: { name: "x1", labels: { "bad key!": "v" } } },
+      code: 422,
+      reason: "Invalid",
+    },
+    {
+      name: "invalid label value",
+      method: "POST",
+      path: "/api/v1/namespaces/default/pods",
+      body: { ...podJson("x2"), metadata: { name: "x2", labels: { k: "-bad-" } } },
+      code: 422,
+      reason: "Invalid",
+    },
+    {
+      name: "missing image",
+      method: "POST",
+      path: "/api/v1/namespaces/default/pods",
+      body: { ...podJson("x3"), spec: { containers: [{ name: "c" }] } },
+      code: 422,
+      reason: "Invalid",
+      message: /spec.containers\[0\].image: Required value/,
+    },
+    {
+      name: "unknown field",
+      method: "POST",
+      path: "/api/v1/namespaces/default/pods",
+      body: { ...podJson("x4"), spec: { containers: [{ name: "c", image: "i" }], bogus: 1 } },
+      code: 400,
+      reason: "BadRequest",
+      message: /unknown field "spec.bogus"/,
+    },
+    {
+      name: "object over 1.5 MiB",
+      method: "POST",
+      path: "/api/v1/namespaces/default/pods",
+      body: {
+        ...podJson("x5"),
+        metadata: { name: "x5", annotations: { big: "x".repeat(200_000) }, labels: {} },
+        spec: { containers: Array.from({ length: 9 }, (_, i) => ({ name: `c${i}`, image: "i", args: ["y".repeat(190_000)] })) },
+      },
+      code: 413,
+      reason: "RequestEntityTooLarge",
+    },
+    {
+      name: "body over 3 MiB",
+      method: "POST",
+      path: "/api/v1/namespaces/default/pods",
+      body: { ...podJson("x6"), spec: { containers: [{ name: "c", image: "i", args: ["z".repeat(3_300_000)] }] } },
+      code: 413,
+      reason: "RequestEntityTooLarge",
+    },
     { name: "invalid label selector", method: "GET", path: "/api/v1/pods?labelSelector=app%20in%20(a", code: 400, reason: "BadRequest" },
-    { name: "unknown field selector", method: "GET", path: "/api/v1/pods?fieldSelector=spec.bogus%3Dx", code: 400, reason: "BadRequest", message: /field label not supported: spec.bogus/ },
-    { name: "namespace mismatch", method: "POST", path: "/api/v1/namespaces/default/pods", body: { ...podJson("x7"), metadata: { name: "x7", namespace: "kube-system" } }, code: 400, reason: "BadRequest" },
-    { name: "missing namespace", method: "POST", path: "/api/v1/namespaces/nowhere/pods", body: podJson("x8"), code: 404, reason: "NotFound", message: /namespaces "nowhere" not found/ },
+    {
+      name: "unknown field selector",
+      method: "GET",
+      path: "/api/v1/pods?fieldSelector=spec.bogus%3Dx",
+      code: 400,
+      reason: "BadRequest",
+      message: /field label not supported: spec.bogus/,
+    },
+    {
+      name: "namespace mismatch",
+      method: "POST",
+      path: "/api/v1/namespaces/default/pods",
+      body: { ...podJson("x7"), metadata: { name: "x7", namespace: "kube-system" } },
+      code: 400,
+      reason: "BadRequest",
+    },
+    {
+      name: "missing namespace",
+      method: "POST",
+      path: "/api/v1/namespaces/nowhere/pods",
+      body: podJson("x8"),
+      code: 404,
+      reason: "NotFound",
+      message: /namespaces "nowhere" not found/,
+    },
     { name: "duplicate name", method: "POST", path: "/api/v1/namespaces/default/pods", body: podJson("existing"), code: 409, reason: "AlreadyExists" },
-    { name: "RC selector not matching its template", method: "POST", path: "/api/v1/namespaces/default/replicationcontrollers", body: { apiVersion: "v1", kind: "ReplicationController", metadata: { name: "rc-bad" }, spec: { replicas: 1, selector: { app: "a" }, template: { metadata: { labels: { app: "b" } }, spec: { containers: [{ name: "c", image: "i" }] } } } }, code: 422, reason: "Invalid", message: /selector. does not match template .labels/ },
-    { name: "RC with negative replicas", method: "POST", path: "/api/v1/namespaces/default/replicationcontrollers", body: { apiVersion: "v1", kind: "ReplicationController", metadata: { name: "rc-neg" }, spec: { replicas: -1, selector: { app: "a" }, template: { metadata: { labels: { app: "a" } }, spec: { containers: [{ name: "c", image: "i" }] } } } }, code: 422, reason: "Invalid", message: /spec.replicas/ },
-    { name: "DaemonSet without a selector", method: "POST", path: "/apis/apps/v1/namespaces/default/daemonsets", body: { apiVersion: "apps/v1", kind: "DaemonSet", metadata: { name: "ds-bad" }, spec: { template: { metadata: { labels: { app: "a" } }, spec: { containers: [{ name: "c", image: "i" }] } } } }, code: 422, reason: "Invalid", message: /spec.selector: Required value/ },
-    { name: "Job with restartPolicy Always", method: "POST", path: "/apis/batch/v1/namespaces/default/jobs", body: { apiVersion: "batch/v1", kind: "Job", metadata: { name: "job-bad" }, spec: { template: { spec: { restartPolicy: "Always", containers: [{ name: "c", image: "i" }] } } } }, code: 422, reason: "Invalid", message: /restartPolicy/ },
-    { name: "hostNetwork", method: "POST", path: "/api/v1/namespaces/default/pods", body: { ...podJson("x9"), spec: { hostNetwork: true, containers: [{ name: "c", image: "i" }] } }, code: 422, reason: "Invalid" },
-    { name: "subPath out of its volume", method: "POST", path: "/api/v1/namespaces/default/pods", body: { ...podJson("x10"), spec: { volumes: [{ name: "v", emptyDir: {} }], containers: [{ name: "c", image: "i", volumeMounts: [{ name: "v", mountPath: "/data", subPath: "../../etc" }] }] } }, code: 422, reason: "Invalid", message: /subPath: Invalid value: "\.\.\/\.\.\/etc": must not contain '\.\.'/ },
-    { name: "quantity of 2.9 MiB (the old regex took minutes)", method: "POST", path: "/api/v1/namespaces/default/pods", body: { ...podJson("x12"), spec: { containers: [{ name: "c", image: "i", resources: { limits: { cpu: `${"1".repeat(3_000_000)}x` } } }] } }, code: 422, reason: "Invalid", message: /spec.containers\[0\].resources.limits\[cpu\]: Invalid value: "1+\.\.\. \(3000003 characters\): quantities must be no more than 64 characters/ },
-    { name: "hostname read as an option", method: "POST", path: "/api/v1/namespaces/default/pods", body: { ...podJson("x13"), spec: { hostname: "-F/etc/shadow", subdomain: "UPPER", containers: [{ name: "c", image: "i" }] } }, code: 422, reason: "Invalid", message: /spec.hostname: Invalid value: "-F\/etc\/shadow": a lowercase RFC 1123 label.*spec.subdomain: Invalid value: "UPPER"/ },
-    { name: "Endpoints to the node's loopback", method: "POST", path: "/api/v1/namespaces/default/endpoints", body: { apiVersion: "v1", kind: "Endpoints", metadata: { name: "redis" }, subsets: [{ addresses: [{ ip: "127.0.0.1" }], ports: [{ port: 16379 }] }] }, code: 422, reason: "Invalid", message: /subsets\[0\].addresses\[0\].ip: Invalid value: "127.0.0.1": may not be in the loopback range \(127.0.0.0\/8, ::1\/128\)/ },
-    { name: "Endpoints to the metadata address", method: "POST", path: "/api/v1/namespaces/default/endpoints?dryRun=All", body: { apiVersion: "v1", kind: "Endpoints", metadata: { name: "meta" }, subsets: [{ notReadyAddresses: [{ ip: "169.254.169.254" }], ports: [{ port: 80 }] }] }, code: 422, reason: "Invalid", message: /subsets\[0\].notReadyAddresses\[0\].ip: .*link-local range/ },
-    { name: "hostPath outside the policy", method: "POST", path: "/api/v1/namespaces/default/pods", body: { ...podJson("x11"), spec: { volumes: [{ name: "h", hostPath: { path: "/etc" } }], containers: [{ name: "c", image: "i", volumeMounts: [{ name: "h", mountPath: "/host" }] }] } }, code: 403, reason: "Forbidden", message: /hostPath volume "h" \(\/etc\) is not allowed/ },
+    {
+      name: "RC selector not matching its template",
+      method: "POST",
+      path: "/api/v1/namespaces/default/replicationcontrollers",
+      body: {
+        apiVersion: "v1",
+        kind: "ReplicationController",
+        metadata: { name: "rc-bad" },
+        spec: { replicas: 1, selector: { app: "a" }, template: { metadata: { labels: { app: "b" } }, spec: { containers: [{ name: "c", image: "i" }] } } },
+      },
+      code: 422,
+      reason: "Invalid",
+      message: /selector. does not match template .labels/,
+    },
+    {
+      name: "RC with negative replicas",
+      method: "POST",
+      path: "/api/v1/namespaces/default/replicationcontrollers",
+      body: {
+        apiVersion: "v1",
+        kind: "ReplicationController",
+        metadata: { name: "rc-neg" },
+        spec: { replicas: -1, selector: { app: "a" }, template: { metadata: { labels: { app: "a" } }, spec: { containers: [{ name: "c", image: "i" }] } } },
+      },
+      code: 422,
+      reason: "Invalid",
+      message: /spec.replicas/,
+    },
+    {
+      name: "DaemonSet without a selector",
+      method: "POST",
+      path: "/apis/apps/v1/namespaces/default/daemonsets",
+      body: {
+        apiVersion: "apps/v1",
+        kind: "DaemonSet",
+        metadata: { name: "ds-bad" },
+        spec: { template: { metadata: { labels: { app: "a" } }, spec: { containers: [{ name: "c", image: "i" }] } } },
+      },
+      code: 422,
+      reason: "Invalid",
+      message: /spec.selector: Required value/,
+    },
+    {
+      name: "Job with restartPolicy Always",
+      method: "POST",
+      path: "/apis/batch/v1/namespaces/default/jobs",
+      body: {
+        apiVersion: "batch/v1",
+        kind: "Job",
+        metadata: { name: "job-bad" },
+        spec: { template: { spec: { restartPolicy: "Always", containers: [{ name: "c", image: "i" }] } } },
+      },
+      code: 422,
+      reason: "Invalid",
+      message: /restartPolicy/,
+    },
+    {
+      name: "hostNetwork",
+      method: "POST",
+      path: "/api/v1/namespaces/default/pods",
+      body: { ...podJson("x9"), spec: { hostNetwork: true, containers: [{ name: "c", image: "i" }] } },
+      code: 422,
+      reason: "Invalid",
+    },
+    {
+      name: "subPath out of its volume",
+      method: "POST",
+      path: "/api/v1/namespaces/default/pods",
+      body: {
+        ...podJson("x10"),
+        spec: {
+          volumes: [{ name: "v", emptyDir: {} }],
+          containers: [{ name: "c", image: "i", volumeMounts: [{ name: "v", mountPath: "/data", subPath: "../../etc" }] }],
+        },
+      },
+      code: 422,
+      reason: "Invalid",
+      message: /subPath: Invalid value: "\.\.\/\.\.\/etc": must not contain '\.\.'/,
+    },
+    {
+      name: "quantity of 2.9 MiB (the old regex took minutes)",
+      method: "POST",
+      path: "/api/v1/namespaces/default/pods",
+      body: { ...podJson("x12"), spec: { containers: [{ name: "c", image: "i", resources: { limits: { cpu: `${"1".repeat(3_000_000)}x` } } }] } },
+      code: 422,
+      reason: "Invalid",
+      message: /spec.containers\[0\].resources.limits\[cpu\]: Invalid value: "1+\.\.\. \(3000003 characters\): quantities must be no more than 64 characters/,
+    },
+    {
+      name: "hostname read as an option",
+      method: "POST",
+      path: "/api/v1/namespaces/default/pods",
+      body: { ...podJson("x13"), spec: { hostname: "-F/etc/shadow", subdomain: "UPPER", containers: [{ name: "c", image: "i" }] } },
+      code: 422,
+      reason: "Invalid",
+      message: /spec.hostname: Invalid value: "-F\/etc\/shadow": a lowercase RFC 1123 label.*spec.subdomain: Invalid value: "UPPER"/,
+    },
+    {
+      name: "Endpoints to the node's loopback",
+      method: "POST",
+      path: "/api/v1/namespaces/default/endpoints",
+      body: { apiVersion: "v1", kind: "Endpoints", metadata: { name: "redis" }, subsets: [{ addresses: [{ ip: "127.0.0.1" }], ports: [{ port: 16379 }] }] },
+      code: 422,
+      reason: "Invalid",
+      message: /subsets\[0\].addresses\[0\].ip: Invalid value: "127.0.0.1": may not be in the loopback range \(127.0.0.0\/8, ::1\/128\)/,
+    },
+    {
+      name: "Endpoints to the metadata address",
+      method: "POST",
+      path: "/api/v1/namespaces/default/endpoints?dryRun=All",
+      body: {
+        apiVersion: "v1",
+        kind: "Endpoints",
+        metadata: { name: "meta" },
+        subsets: [{ notReadyAddresses: [{ ip: "169.254.169.254" }], ports: [{ port: 80 }] }],
+      },
+      code: 422,
+      reason: "Invalid",
+      message: /subsets\[0\].notReadyAddresses\[0\].ip: .*link-local range/,
+    },
+    {
+      name: "hostPath outside the policy",
+      method: "POST",
+      path: "/api/v1/namespaces/default/pods",
+      body: {
+        ...podJson("x11"),
+        spec: {
+          volumes: [{ name: "h", hostPath: { path: "/etc" } }],
+          containers: [{ name: "c", image: "i", volumeMounts: [{ name: "h", mountPath: "/host" }] }],
+        },
+      },
+      code: 403,
+      reason: "Forbidden",
+      message: /hostPath volume "h" \(\/etc\) is not allowed/,
+    },
   ];
 
   for (const tc of cases) {
@@ -87,7 +316,14 @@ describe("bad input changes nothing", () => {
   it("HTTP: stale resourceVersion → 409 Conflict; status through the main resource → 422", async () => {
     const cur = await http(c.httpUrl, c.token, "GET", "/api/v1/namespaces/default/pods/existing");
     const pod = cur.json as { metadata: { resourceVersion: string; labels: Record<string, string> }; status: { phase: string } };
-    await http(c.httpUrl, c.token, "PATCH", "/api/v1/namespaces/default/pods/existing", { metadata: { labels: { touched: "1" } } }, "application/merge-patch+json");
+    await http(
+      c.httpUrl,
+      c.token,
+      "PATCH",
+      "/api/v1/namespaces/default/pods/existing",
+      { metadata: { labels: { touched: "1" } } },
+      "application/merge-patch+json",
+    );
     const before = await rev();
     pod.metadata.labels = { stale: "yes" };
     const stale = await http(c.httpUrl, c.token, "PUT", "/api/v1/namespaces/default/pods/existing", pod);
@@ -98,7 +334,14 @@ describe("bad input changes nothing", () => {
     const st = await http(c.httpUrl, c.token, "PUT", "/api/v1/namespaces/default/pods/existing", fresh);
     assert.equal(st.status, 422, st.text);
     assert.equal(st.json["reason"], "Invalid");
-    const patchRv = await http(c.httpUrl, c.token, "PATCH", "/api/v1/namespaces/default/pods/existing", { metadata: { resourceVersion: pod.metadata.resourceVersion, labels: { l: "x" } } }, "application/merge-patch+json");
+    const patchRv = await http(
+      c.httpUrl,
+      c.token,
+      "PATCH",
+      "/api/v1/namespaces/default/pods/existing",
+      { metadata: { resourceVersion: pod.metadata.resourceVersion, labels: { l: "x" } } },
+      "application/merge-patch+json",
+    );
     assert.equal(patchRv.status, 409, "a patch carrying a stale resourceVersion is refused");
     assert.equal(await rev(), before);
   });
@@ -117,9 +360,17 @@ describe("bad input changes nothing", () => {
     const p = unwrap(await c.client.get("pods", "default", "existing")) as Pod;
     p.metadata!.resourceVersion = "1";
     await expect(c.client.update({ kind: { $case: "pod", value: p } }), 409, "Conflict");
-    const big = fromKubeJson({ ...podJson("y2"), metadata: { name: "y2", namespace: "default", annotations: { a: "x".repeat(200_000) } }, spec: { containers: Array.from({ length: 8 }, (_, i) => ({ name: `c${i}`, image: "i", args: ["y".repeat(200_000)] })) } });
+    const big = fromKubeJson({
+      ...podJson("y2"),
+      metadata: { name: "y2", namespace: "default", annotations: { a: "x".repeat(200_000) } },
+      spec: { containers: Array.from({ length: 8 }, (_, i) => ({ name: `c${i}`, image: "i", args: ["y".repeat(200_000)] })) },
+    });
     await expect(c.client.create(big), 413, "RequestEntityTooLarge");
-    await expect(c.client.patch("pods", "default", "existing", "application/json-patch+json", [{ op: "test", path: "/metadata/name", value: "other" }]), 422, "Invalid");
+    await expect(
+      c.client.patch("pods", "default", "existing", "application/json-patch+json", [{ op: "test", path: "/metadata/name", value: "other" }]),
+      422,
+      "Invalid",
+    );
     assert.equal(await rev(), before, "the revision did not move");
   });
 });

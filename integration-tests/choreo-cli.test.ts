@@ -73,7 +73,10 @@ spec:
     const yaml = await choreo("get", "svc", "web", "-o", "yaml");
     assert.match(yaml.stdout, /kind: Service/);
     assert.match(yaml.stdout, /clusterIP: 10\.96\./);
-    assert.equal((await choreo("get", "rc,svc", "-l", "app=web", "-o", "name")).stdout.trim().split("\n").sort().join(" "), "replicationcontroller/web service/web");
+    assert.equal(
+      (await choreo("get", "rc,svc", "-l", "app=web", "-o", "name")).stdout.trim().split("\n").sort().join(" "),
+      "replicationcontroller/web service/web",
+    );
     const all = await choreo("get", "namespaces");
     assert.match(all.stdout, /kube-system\s+Active/);
     const allNs = await choreo("get", "rc", "-A");

@@ -54,12 +54,17 @@ function script(file: string, env: Record<string, string> = {}, timeoutMs = 20 *
 
 async function dockerLines(args: string[]): Promise<string[]> {
   const { stdout } = await exec("docker", args);
-  return stdout.split("\n").map((l) => l.trim()).filter(Boolean);
+  return stdout
+    .split("\n")
+    .map((l) => l.trim())
+    .filter(Boolean);
 }
 
 const skip = !(await ok("docker", ["info"]))
   ? "no Docker engine answers (scripts/ensure-docker.sh starts one)"
-  : !(await ok("docker-compose", ["version"])) ? "docker-compose is not installed (scripts/ensure-deps.sh installs it)" : false;
+  : !(await ok("docker-compose", ["version"]))
+    ? "docker-compose is not installed (scripts/ensure-deps.sh installs it)"
+    : false;
 
 describe("docker-compose.yml (compose v1)", { skip, timeout: 30 * 60_000 }, () => {
   const project = `choreoct${process.pid}`;
@@ -82,11 +87,14 @@ describe("docker-compose.yml (compose v1)", { skip, timeout: 30 * 60_000 }, () =
     }
   }
 
-  before(async () => {
-    // Offline image builds: the base (debootstrap) once per machine, then the layer cache.
-    await script("infra/images/build.sh");
-    await script("scripts/compose-host.sh");
-  }, { timeout: 25 * 60_000 });
+  before(
+    async () => {
+      // Offline image builds: the base (debootstrap) once per machine, then the layer cache.
+      await script("infra/images/build.sh");
+      await script("scripts/compose-host.sh");
+    },
+    { timeout: 25 * 60_000 },
+  );
 
   after(async () => {
     // Normally `down` ran in the last test; this is the safety net after a failure.
@@ -120,13 +128,27 @@ describe("docker-compose.yml (compose v1)", { skip, timeout: 30 * 60_000 }, () =
     const ca = (await api.exec(["cat", "/data/pki/apiserver.crt"])).output;
     assert.match(token, /^\S{16,}$/);
     assert.match(ca, /BEGIN CERTIFICATE/);
-    writeFileSync(kubeconfig, [
-      "apiVersion: v1", "kind: Config",
-      "clusters:", "- name: compose", "  cluster:", `    server: https://127.0.0.1:${https}`, `    certificate-authority-data: ${Buffer.from(ca).toString("base64")}`,
-      "users:", "- name: admin", "  user:", `    token: ${token}`,
-      "contexts:", "- name: compose", "  context: {cluster: compose, user: admin, namespace: default}",
-      "current-context: compose", "",
-    ].join("\n"));
+    writeFileSync(
+      kubeconfig,
+      [
+        "apiVersion: v1",
+        "kind: Config",
+        "clusters:",
+        "- name: compose",
+        "  cluster:",
+        `    server: https://127.0.0.1:${https}`,
+        `    certificate-authority-data: ${Buffer.from(ca).toString("base64")}`,
+        "users:",
+        "- name: admin",
+        "  user:",
+        `    token: ${token}`,
+        "contexts:",
+        "- name: compose",
+        "  context: {cluster: compose, user: admin, namespace: default}",
+        "current-context: compose",
+        "",
+      ].join("\n"),
+    );
 
     // No anonymous client: NATS (published on loopback) refuses one; Redis publishes no port and answers NOAUTH
     // without the api's credentials; the credentials are 0600 where the services read them.
@@ -149,11 +171,14 @@ describe("docker-compose.yml (compose v1)", { skip, timeout: 30 * 60_000 }, () =
 
   it("kubectl and choreo show the two node agents' nodes Ready", async (t) => {
     if (!env) return t.skip("the cluster did not come up");
-    const nodes = await waitFor(async () => {
-      const r = await run("kubectl", ["get", "nodes", "--no-headers"], kubeconfig);
-      const ready = r.stdout.split("\n").filter((l) => /^compose-node-[12]\s+Ready\s/.test(l));
-      return ready.length === 2 ? r.stdout : undefined;
-    }, { timeoutMs: 120_000, message: "compose-node-1 and compose-node-2 Ready in kubectl get nodes" });
+    const nodes = await waitFor(
+      async () => {
+        const r = await run("kubectl", ["get", "nodes", "--no-headers"], kubeconfig);
+        const ready = r.stdout.split("\n").filter((l) => /^compose-node-[12]\s+Ready\s/.test(l));
+        return ready.length === 2 ? r.stdout : undefined;
+      },
+      { timeoutMs: 120_000, message: "compose-node-1 and compose-node-2 Ready in kubectl get nodes" },
+    );
     assert.equal(nodes.trim().split("\n").length, 2, nodes);
     const pod = await run("kubectl", ["get", "nodes", "compose-node-1", "-o", "jsonpath={.spec.podCIDR}"], kubeconfig);
     assert.equal(pod.stdout.trim(), "10.244.101.0/24");
@@ -166,24 +191,37 @@ describe("docker-compose.yml (compose v1)", { skip, timeout: 30 * 60_000 }, () =
   it("runs a pod as a container of the host's engine, with a pod IP from its node's CIDR", async (t) => {
     if (!env) return t.skip("the cluster did not come up");
     const file = path.join(dir, "pod.yaml");
-    writeFileSync(file, [
-      "apiVersion: v1", "kind: Pod", "metadata: {name: compose-hello}",
-      "spec:", "  terminationGracePeriodSeconds: 1", "  containers:",
-      "  - {name: hello, image: local/busybox:1.35, imagePullPolicy: IfNotPresent, command: [sh, -c, 'echo hello from compose; exec sleep 3600']}", "",
-    ].join("\n"));
+    writeFileSync(
+      file,
+      [
+        "apiVersion: v1",
+        "kind: Pod",
+        "metadata: {name: compose-hello}",
+        "spec:",
+        "  terminationGracePeriodSeconds: 1",
+        "  containers:",
+        "  - {name: hello, image: local/busybox:1.35, imagePullPolicy: IfNotPresent, command: [sh, -c, 'echo hello from compose; exec sleep 3600']}",
+        "",
+      ].join("\n"),
+    );
     const applied = await run("kubectl", ["apply", "-f", file], kubeconfig);
     assert.equal(applied.code, 0, applied.stderr);
-    const line = await waitFor(async () => {
-      const r = await run("kubectl", ["get", "pod", "compose-hello", "-o", "wide", "--no-headers"], kubeconfig);
-      return /\s1\/1\s+Running\s/.test(r.stdout) ? r.stdout : undefined;
-    }, { timeoutMs: 120_000, message: "compose-hello Running" });
+    const line = await waitFor(
+      async () => {
+        const r = await run("kubectl", ["get", "pod", "compose-hello", "-o", "wide", "--no-headers"], kubeconfig);
+        return /\s1\/1\s+Running\s/.test(r.stdout) ? r.stdout : undefined;
+      },
+      { timeoutMs: 120_000, message: "compose-hello Running" },
+    );
     assert.match(line, /\s10\.244\.10[12]\.\d+\s+compose-node-[12]\s/, line);
     const containers = await dockerLines(["ps", "-q", "--filter", "label=dev.choreo.pod.name=compose-hello"]);
     assert.ok(containers.length >= 1, "the pod's containers run on the host's engine");
     const deleted = await run("kubectl", ["delete", "pod", "compose-hello", "--wait=true"], kubeconfig);
     assert.equal(deleted.code, 0, deleted.stderr);
-    await waitFor(async () => (await dockerLines(["ps", "-aq", "--filter", "label=dev.choreo.pod.name=compose-hello"])).length === 0,
-      { timeoutMs: 60_000, message: "the pod's containers removed" });
+    await waitFor(async () => (await dockerLines(["ps", "-aq", "--filter", "label=dev.choreo.pod.name=compose-hello"])).length === 0, {
+      timeoutMs: 60_000,
+      message: "the pod's containers removed",
+    });
   });
 
   it("a pod cannot reach the Redis and NATS containers on the compose network; it still reaches its node's DNS", async (t) => {
@@ -197,21 +235,35 @@ describe("docker-compose.yml (compose v1)", { skip, timeout: 30 * 60_000 }, () =
       `if nc -w 3 ${target} </dev/null >/dev/null 2>&1; then echo "${label} OPEN"; else echo "${label} CLOSED"; fi`;
     const script = [
       `ns=$(awk '/^nameserver/{print $2; exit}' /etc/resolv.conf)`,
-      probe("dns", "$ns 53"), probe("redis", `${redisIp} 6379`), probe("nats", `${natsIp} 4222`), probe("nats-monitor", `${natsIp} 8222`),
+      probe("dns", "$ns 53"),
+      probe("redis", `${redisIp} 6379`),
+      probe("nats", `${natsIp} 4222`),
+      probe("nats-monitor", `${natsIp} 8222`),
       "echo done; exec sleep 3600",
     ].join("; ");
     const file = path.join(dir, "prober.yaml");
-    writeFileSync(file, [
-      "apiVersion: v1", "kind: Pod", "metadata: {name: compose-prober}",
-      "spec:", "  terminationGracePeriodSeconds: 1", "  containers:",
-      `  - {name: probe, image: local/busybox:1.35, imagePullPolicy: IfNotPresent, command: [sh, -c, ${JSON.stringify(script)}]}`, "",
-    ].join("\n"));
+    writeFileSync(
+      file,
+      [
+        "apiVersion: v1",
+        "kind: Pod",
+        "metadata: {name: compose-prober}",
+        "spec:",
+        "  terminationGracePeriodSeconds: 1",
+        "  containers:",
+        `  - {name: probe, image: local/busybox:1.35, imagePullPolicy: IfNotPresent, command: [sh, -c, ${JSON.stringify(script)}]}`,
+        "",
+      ].join("\n"),
+    );
     const applied = await run("kubectl", ["apply", "-f", file], kubeconfig);
     assert.equal(applied.code, 0, applied.stderr);
-    const out = await waitFor(async () => {
-      const r = await run("kubectl", ["logs", "compose-prober"], kubeconfig);
-      return /^done$/m.test(r.stdout) ? r.stdout : undefined;
-    }, { timeoutMs: 120_000, message: "the prober pod's verdicts" });
+    const out = await waitFor(
+      async () => {
+        const r = await run("kubectl", ["logs", "compose-prober"], kubeconfig);
+        return /^done$/m.test(r.stdout) ? r.stdout : undefined;
+      },
+      { timeoutMs: 120_000, message: "the prober pod's verdicts" },
+    );
     assert.match(out, /^dns OPEN$/m, out);
     assert.match(out, /^redis CLOSED$/m, out);
     assert.match(out, /^nats CLOSED$/m, out);

@@ -20,10 +20,18 @@ describe("100 concurrent read-modify-write clients on one object", () => {
   });
 
   it("the final value equals the number of successful writes, each with its own revision", async () => {
-    await c.client.create(fromKubeJson({
-      apiVersion: "v1", kind: "ReplicationController", metadata: { name: "counter", namespace: "default", annotations: { count: "0" } },
-      spec: { replicas: 0, selector: { app: "counter" }, template: { metadata: { labels: { app: "counter" } }, spec: { containers: [{ name: "c", image: "i" }] } } },
-    }));
+    await c.client.create(
+      fromKubeJson({
+        apiVersion: "v1",
+        kind: "ReplicationController",
+        metadata: { name: "counter", namespace: "default", annotations: { count: "0" } },
+        spec: {
+          replicas: 0,
+          selector: { app: "counter" },
+          template: { metadata: { labels: { app: "counter" } }, spec: { containers: [{ name: "c", image: "i" }] } },
+        },
+      }),
+    );
     const conns = await Promise.all(Array.from({ length: 4 }, (_, i) => connectBus(c.nats.url, `rmw-${i}`)));
     const revisions: number[] = [];
     let conflicts = 0;

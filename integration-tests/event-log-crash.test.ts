@@ -15,8 +15,12 @@ import { startCluster, type TestCluster } from "./support/cluster.js";
 
 const event = (i: number) =>
   fromKubeJson({
-    apiVersion: "v1", kind: "Event", metadata: { name: `e${i}`, namespace: "default" },
-    involvedObject: { kind: "Pod", name: `p${i}`, namespace: "default" }, reason: "Test", message: `write ${i}`,
+    apiVersion: "v1",
+    kind: "Event",
+    metadata: { name: `e${i}`, namespace: "default" },
+    involvedObject: { kind: "Pod", name: `p${i}`, namespace: "default" },
+    reason: "Test",
+    message: `write ${i}`,
   });
 
 describe("the event log across api crashes", () => {
@@ -52,7 +56,12 @@ describe("the event log across api crashes", () => {
 
     // Plain kills, and runs that crash themselves at the relay's fault points.
     const faults: Record<string, string>[] = [
-      {}, { CHOREO_FAULT_CRASH_BEFORE_PUBLISH_EVERY: "3" }, {}, { CHOREO_FAULT_CRASH_AFTER_PUBLISH_EVERY: "3" }, {}, {},
+      {},
+      { CHOREO_FAULT_CRASH_BEFORE_PUBLISH_EVERY: "3" },
+      {},
+      { CHOREO_FAULT_CRASH_AFTER_PUBLISH_EVERY: "3" },
+      {},
+      {},
     ];
     for (const env of faults) {
       const before = acked.size;

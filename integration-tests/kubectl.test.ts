@@ -96,7 +96,9 @@ describe("kubectl against choreo", () => {
     const second = await k("apply", "-f", file);
     assert.equal(second.code, 0, second.stderr);
     assert.match(second.stdout, /replicationcontroller\/nginx configured/);
-    const json = JSON.parse((await k("get", "rc", "nginx", "-o", "json")).stdout) as { spec: { replicas: number; template: { spec: { containers: { image: string }[] } } } };
+    const json = JSON.parse((await k("get", "rc", "nginx", "-o", "json")).stdout) as {
+      spec: { replicas: number; template: { spec: { containers: { image: string }[] } } };
+    };
     assert.equal(json.spec.replicas, 2);
     assert.equal(json.spec.template.spec.containers[0]?.image, "nginx:1.25");
     const unchanged = await k("apply", "-f", file);
@@ -158,7 +160,10 @@ describe("kubectl against choreo", () => {
     writeFileSync(file, CONFIG_MAP.replace("name: game", "name: bad").replace("ui.mode: dark", "'ui mode': dark"));
     const bad = await k("apply", "-f", file);
     assert.notEqual(bad.code, 0);
-    assert.match(bad.stderr, /ConfigMap "bad" is invalid: data\[ui mode\]: Invalid value: "ui mode": a valid config key must consist of alphanumeric characters/);
+    assert.match(
+      bad.stderr,
+      /ConfigMap "bad" is invalid: data\[ui mode\]: Invalid value: "ui mode": a valid config key must consist of alphanumeric characters/,
+    );
 
     writeFileSync(file, `${CONFIG_MAP.replace("name: game", "name: frozen")}immutable: true\n`);
     assert.equal((await k("apply", "-f", file)).code, 0);

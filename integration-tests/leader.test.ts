@@ -21,8 +21,14 @@ describe("LeaderElector", () => {
     const candidates = ["a", "b", "c"].map((id) => {
       const ac = new AbortController();
       const e = new LeaderElector({
-        client: s.client, namespace: "kube-system", name: "test-lock", identity: id, log: silentLogger(),
-        leaseDurationMs: 1_500, renewDeadlineMs: 1_000, retryPeriodMs: 100,
+        client: s.client,
+        namespace: "kube-system",
+        name: "test-lock",
+        identity: id,
+        log: silentLogger(),
+        leaseDurationMs: 1_500,
+        renewDeadlineMs: 1_000,
+        retryPeriodMs: 100,
         onStartedLeading: async (signal) => {
           leading.add(id);
           maxAtOnce = Math.max(maxAtOnce, leading.size);

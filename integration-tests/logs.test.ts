@@ -22,17 +22,24 @@ const CHOREO = path.join(ROOT, "services/cli/bin/choreo.js");
 const WAIT = { timeoutMs: 30_000 };
 
 async function createPod(c: TestCluster, name: string, containers: string[], annotations: Record<string, string> = {}, restartPolicy = "Never"): Promise<void> {
-  await c.client.create(fromKubeJson({
-    apiVersion: "v1", kind: "Pod", metadata: { name, namespace: "default", annotations },
-    spec: { restartPolicy, containers: containers.map((n) => ({ name: n, image: "busybox" })) },
-  }));
+  await c.client.create(
+    fromKubeJson({
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: { name, namespace: "default", annotations },
+      spec: { restartPolicy, containers: containers.map((n) => ({ name: n, image: "busybox" })) },
+    }),
+  );
 }
 
 async function waitRunning(c: TestCluster, name: string): Promise<Pod> {
-  return waitFor(async () => {
-    const p = unwrap(await c.client.get("pods", "default", name)) as Pod;
-    return p.status?.phase === "Running" ? p : undefined;
-  }, { ...WAIT, message: `pod ${name} Running` });
+  return waitFor(
+    async () => {
+      const p = unwrap(await c.client.get("pods", "default", name)) as Pod;
+      return p.status?.phase === "Running" ? p : undefined;
+    },
+    { ...WAIT, message: `pod ${name} Running` },
+  );
 }
 
 describe("logs: kubectl and choreo against hollow pods", () => {
@@ -50,10 +57,19 @@ describe("logs: kubectl and choreo against hollow pods", () => {
     const node = hollowNodeConfig(0, "logs-");
     const runtime = new HollowRuntime({ podCidr: node.podCidr, hostIp: node.internalIp });
     const agent = new NodeAgent({
-      client: c.client, nc: c.nc, jsm: await jetstreamManager(c.nc), node, runtime, log: silentLogger(), restartBackoff: { initialMs: 500, maxMs: 2_000 },
+      client: c.client,
+      nc: c.nc,
+      jsm: await jetstreamManager(c.nc),
+      node,
+      runtime,
+      log: silentLogger(),
+      restartBackoff: { initialMs: 500, maxMs: 2_000 },
     });
     const server = new LogServer({ nc: c.nc, node: node.name, runtime, pods: agent.informer, log: silentLogger() });
-    running.push(agent.start(ac.signal).catch(() => undefined), server.start(ac.signal));
+    running.push(
+      agent.start(ac.signal).catch(() => undefined),
+      server.start(ac.signal),
+    );
     await waitFor(async () => (await c.client.list("nodes", {})).items.length === 1, { ...WAIT, message: "node registered" });
   });
   after(async () => {
@@ -117,17 +133,25 @@ describe("logs: kubectl and choreo against hollow pods", () => {
   });
 
   it("answers 400 for an unscheduled pod and 503 when the node has no agent", async () => {
-    await c.client.create(fromKubeJson({
-      apiVersion: "v1", kind: "Pod", metadata: { name: "nowhere", namespace: "default" },
-      spec: { nodeName: "ghost-node", containers: [{ name: "app", image: "busybox" }] },
-    }));
+    await c.client.create(
+      fromKubeJson({
+        apiVersion: "v1",
+        kind: "Pod",
+        metadata: { name: "nowhere", namespace: "default" },
+        spec: { nodeName: "ghost-node", containers: [{ name: "app", image: "busybox" }] },
+      }),
+    );
     const r = await choreo("logs", "nowhere");
     assert.equal(r.code, 1);
     assert.match(r.stderr, /\(ServiceUnavailable\): node agent for node ghost-node is not answering/);
-    await c.client.create(fromKubeJson({
-      apiVersion: "v1", kind: "Pod", metadata: { name: "unplaceable", namespace: "default" },
-      spec: { nodeSelector: { disk: "none-such" }, containers: [{ name: "app", image: "busybox" }] },
-    }));
+    await c.client.create(
+      fromKubeJson({
+        apiVersion: "v1",
+        kind: "Pod",
+        metadata: { name: "unplaceable", namespace: "default" },
+        spec: { nodeSelector: { disk: "none-such" }, containers: [{ name: "app", image: "busybox" }] },
+      }),
+    );
     const u = await choreo("logs", "unplaceable");
     assert.match(u.stderr, /\(BadRequest\): pod unplaceable does not have a host assigned/);
   });
@@ -147,10 +171,13 @@ describe("logs: a node-agent process", () => {
   it("serves kubectl logs from its hollow nodes", async () => {
     await createPod(c, "web", ["app"]);
     await waitRunning(c, "web");
-    const r = await waitFor(async () => {
-      const x = await run("kubectl", ["logs", "web"], kc);
-      return x.code === 0 ? x : undefined;
-    }, { timeoutMs: 10_000, message: "kubectl logs web" });
+    const r = await waitFor(
+      async () => {
+        const x = await run("kubectl", ["logs", "web"], kc);
+        return x.code === 0 ? x : undefined;
+      },
+      { timeoutMs: 10_000, message: "kubectl logs web" },
+    );
     assert.equal(r.stdout, "hollow container app started (run 0)\n");
   });
 });

@@ -36,10 +36,20 @@ describe("replication actor crash", () => {
   });
 
   it(`kill -9 while scaling to ${TARGET} → exactly ${TARGET} after the restart, never more`, async () => {
-    const rc = unwrap(await c.client.create(fromKubeJson({
-      apiVersion: "v1", kind: "ReplicationController", metadata: { name: "big", namespace: "default" },
-      spec: { replicas: 1, selector: { app: "big" }, template: { metadata: { labels: { app: "big" } }, spec: { containers: [{ name: "app", image: "nginx" }] } } },
-    }))) as ReplicationController;
+    const rc = unwrap(
+      await c.client.create(
+        fromKubeJson({
+          apiVersion: "v1",
+          kind: "ReplicationController",
+          metadata: { name: "big", namespace: "default" },
+          spec: {
+            replicas: 1,
+            selector: { app: "big" },
+            template: { metadata: { labels: { app: "big" } }, spec: { containers: [{ name: "app", image: "nginx" }] } },
+          },
+        }),
+      ),
+    ) as ReplicationController;
     const uid = rc.metadata?.uid ?? "";
 
     // Active pods controlled by the RC, as the event log tells it.
@@ -53,7 +63,14 @@ describe("replication actor crash", () => {
       else active.delete(name);
       max = Math.max(max, active.size);
     };
-    const informer = new Informer<"pod">({ client: c.client, nc: c.nc, jsm: await jetstreamManager(c.nc), kind: "pod", namespace: "default", log: silentLogger() });
+    const informer = new Informer<"pod">({
+      client: c.client,
+      nc: c.nc,
+      jsm: await jetstreamManager(c.nc),
+      kind: "pod",
+      namespace: "default",
+      log: silentLogger(),
+    });
     informer.addEventHandler({ onAdd: count, onUpdate: (_o, n) => count(n), onDelete: (p) => active.delete(p.metadata?.name ?? "") });
     const running = informer.start(ac.signal).catch(() => undefined);
     await informer.waitForSync();
@@ -66,10 +83,13 @@ describe("replication actor crash", () => {
     assert.ok(atKill < TARGET, `killed in the middle (${atKill} of ${TARGET})`);
 
     await c.startActor("replication", { CHOREO_EVENTS: "0" });
-    await waitFor(async () => {
-      const st = (unwrap(await c.client.get("replicationcontrollers", "default", "big")) as ReplicationController).status;
-      return active.size === TARGET && st?.replicas === TARGET;
-    }, { timeoutMs: 120_000, intervalMs: 200, message: `${TARGET} pods` });
+    await waitFor(
+      async () => {
+        const st = (unwrap(await c.client.get("replicationcontrollers", "default", "big")) as ReplicationController).status;
+        return active.size === TARGET && st?.replicas === TARGET;
+      },
+      { timeoutMs: 120_000, intervalMs: 200, message: `${TARGET} pods` },
+    );
     // Give a wrong second round every chance to show itself.
     await new Promise((r) => setTimeout(r, 2_000));
     const listed = (await c.client.list("pods", { namespace: "default", labelSelector: "app=big" })).items.length;

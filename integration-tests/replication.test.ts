@@ -13,13 +13,25 @@ import { run, writeKubeconfig } from "./support/kubectl.js";
 
 const rc = (name: string, replicas: number, labels: Record<string, string>) =>
   fromKubeJson({
-    apiVersion: "v1", kind: "ReplicationController", metadata: { name, namespace: "default" },
-    spec: { replicas, selector: labels, template: { metadata: { labels }, spec: { containers: [{ name: "web", image: "nginx", ports: [{ name: "http", containerPort: 80 }], resources: { requests: { cpu: "100m", memory: "64Mi" } } }] } } },
+    apiVersion: "v1",
+    kind: "ReplicationController",
+    metadata: { name, namespace: "default" },
+    spec: {
+      replicas,
+      selector: labels,
+      template: {
+        metadata: { labels },
+        spec: {
+          containers: [{ name: "web", image: "nginx", ports: [{ name: "http", containerPort: 80 }], resources: { requests: { cpu: "100m", memory: "64Mi" } } }],
+        },
+      },
+    },
   });
 
 describe("replicated pods, the seeds' way", () => {
   let c: TestCluster;
-  const pods = async (selector: string): Promise<Pod[]> => (await c.client.list("pods", { namespace: "default", labelSelector: selector })).items.map((o) => unwrap(o) as Pod);
+  const pods = async (selector: string): Promise<Pod[]> =>
+    (await c.client.list("pods", { namespace: "default", labelSelector: selector })).items.map((o) => unwrap(o) as Pod);
   const running = (ps: Pod[]) => ps.filter((p) => p.status?.phase === "Running" && !p.metadata?.deletionTimestamp);
   const endpointIps = async (name: string): Promise<string[]> => {
     try {
@@ -31,15 +43,17 @@ describe("replicated pods, the seeds' way", () => {
   };
   before(async () => {
     c = await startCluster({
-      actors: [
-        { name: "node-agent", env: { CHOREO_HOLLOW_NODES: "4" } },
-        { name: "scheduler" },
-        { name: "replication" },
-        { name: "endpoints" },
-      ],
+      actors: [{ name: "node-agent", env: { CHOREO_HOLLOW_NODES: "4" } }, { name: "scheduler" }, { name: "replication" }, { name: "endpoints" }],
     });
     await waitFor(async () => (await c.client.list("nodes")).items.length === 4, { timeoutMs: 30_000, message: "4 hollow nodes" });
-    await c.client.create(fromKubeJson({ apiVersion: "v1", kind: "Service", metadata: { name: "web", namespace: "default" }, spec: { selector: { app: "web", stage: "production" }, ports: [{ port: 80, targetPort: "http" }] } }));
+    await c.client.create(
+      fromKubeJson({
+        apiVersion: "v1",
+        kind: "Service",
+        metadata: { name: "web", namespace: "default" },
+        spec: { selector: { app: "web", stage: "production" }, ports: [{ port: 80, targetPort: "http" }] },
+      }),
+    );
   });
   after(async () => {
     await c?.stop();
@@ -60,12 +74,18 @@ describe("replicated pods, the seeds' way", () => {
 
     const victim = running(await pods("app=web"))[0]!;
     await c.client.delete("pods", "default", victim.metadata!.name, { gracePeriodSeconds: 0 });
-    await waitFor(async () => {
-      const now = running(await pods("app=web"));
-      return now.length === 2 && !now.some((p) => p.metadata?.name === victim.metadata?.name);
-    }, { timeoutMs: 30_000, message: "replacement running" });
+    await waitFor(
+      async () => {
+        const now = running(await pods("app=web"));
+        return now.length === 2 && !now.some((p) => p.metadata?.name === victim.metadata?.name);
+      },
+      { timeoutMs: 30_000, message: "replacement running" },
+    );
     const status = unwrap(await c.client.get("replicationcontrollers", "default", "web")) as ReplicationController;
-    await waitFor(async () => ((unwrap(await c.client.get("replicationcontrollers", "default", "web")) as ReplicationController).status?.readyReplicas ?? 0) === 2, { timeoutMs: 30_000, message: "status readyReplicas 2" });
+    await waitFor(
+      async () => ((unwrap(await c.client.get("replicationcontrollers", "default", "web")) as ReplicationController).status?.readyReplicas ?? 0) === 2,
+      { timeoutMs: 30_000, message: "status readyReplicas 2" },
+    );
     assert.ok(status.metadata?.generation);
 
     // What happened, as `choreo describe` and `kubectl describe` tell it (Events from the replication actor, the scheduler and the kubelet).
@@ -90,7 +110,10 @@ describe("replicated pods, the seeds' way", () => {
     const name = q.metadata!.name;
     await c.client.patch("pods", "default", name, "application/merge-patch+json", { metadata: { labels: { stage: null } } });
     await waitFor(async () => running(await pods("app=web,stage=production")).length === 2, { timeoutMs: 30_000, message: "replacement" });
-    await waitFor(async () => !(await endpointIps("web")).includes(q.status?.podIp ?? ""), { timeoutMs: 30_000, message: "quarantined pod leaves the endpoints" });
+    await waitFor(async () => !(await endpointIps("web")).includes(q.status?.podIp ?? ""), {
+      timeoutMs: 30_000,
+      message: "quarantined pod leaves the endpoints",
+    });
     const quarantined = unwrap(await c.client.get("pods", "default", name)) as Pod;
     assert.equal(quarantined.status?.phase, "Running", "the quarantined pod keeps running");
     assert.ok(!quarantined.metadata?.ownerReferences.some((o) => o.controller), "no controller any more");
@@ -102,7 +125,14 @@ describe("replicated pods, the seeds' way", () => {
       const o = rc(`shop-${v}`, replicas, labels(v));
       return o;
     };
-    await c.client.create(fromKubeJson({ apiVersion: "v1", kind: "Service", metadata: { name: "shop", namespace: "default" }, spec: { selector: { app: "shop", stage: "production" }, ports: [{ port: 80, targetPort: "http" }] } }));
+    await c.client.create(
+      fromKubeJson({
+        apiVersion: "v1",
+        kind: "Service",
+        metadata: { name: "shop", namespace: "default" },
+        spec: { selector: { app: "shop", stage: "production" }, ports: [{ port: 80, targetPort: "http" }] },
+      }),
+    );
     await c.client.create(shop("v1", 3));
     await c.client.create(shop("v2", 0));
     await waitFor(async () => (await endpointIps("shop")).length === 3, { timeoutMs: 30_000, message: "3 endpoints of v1" });
@@ -119,7 +149,8 @@ describe("replicated pods, the seeds' way", () => {
         await new Promise((r) => setTimeout(r, 20));
       }
     })();
-    const readyOf = async (v: string) => running(await pods(`app=shop,version=${v}`)).filter((p) => p.status?.conditions.some((x) => x.type === "Ready" && x.status === "True")).length;
+    const readyOf = async (v: string) =>
+      running(await pods(`app=shop,version=${v}`)).filter((p) => p.status?.conditions.some((x) => x.type === "Ready" && x.status === "True")).length;
     const roll = async (from: string, to: string) => {
       for (let i = 1; i <= 3; i++) {
         await c.client.updateScale("replicationcontrollers", "default", `shop-${to}`, i);
@@ -152,15 +183,24 @@ describe("replicated pods, the seeds' way", () => {
 
     await make("gc-orphan");
     await c.client.delete("replicationcontrollers", "default", "gc-orphan", { propagationPolicy: "Orphan" });
-    await waitFor(async () => (await c.client.list("replicationcontrollers", { namespace: "default", fieldSelector: "metadata.name=gc-orphan" })).items.length === 0, { timeoutMs: 30_000, message: "RC removed" });
+    await waitFor(
+      async () => (await c.client.list("replicationcontrollers", { namespace: "default", fieldSelector: "metadata.name=gc-orphan" })).items.length === 0,
+      { timeoutMs: 30_000, message: "RC removed" },
+    );
     const orphans = await pods("app=gc-orphan");
     assert.equal(orphans.length, 2, "the pods stay");
-    assert.ok(orphans.every((p) => p.metadata?.ownerReferences.length === 0), "without the ownerReference");
+    assert.ok(
+      orphans.every((p) => p.metadata?.ownerReferences.length === 0),
+      "without the ownerReference",
+    );
 
     await make("gc-fg");
     const owner = unwrap(await c.client.delete("replicationcontrollers", "default", "gc-fg", { propagationPolicy: "Foreground" })) as ReplicationController;
     assert.ok(owner.metadata?.deletionTimestamp && owner.metadata.finalizers.includes("foregroundDeletion"), "the RC waits for its pods");
-    await waitFor(async () => (await c.client.list("replicationcontrollers", { namespace: "default", fieldSelector: "metadata.name=gc-fg" })).items.length === 0, { timeoutMs: 30_000, message: "RC removed after its pods" });
+    await waitFor(
+      async () => (await c.client.list("replicationcontrollers", { namespace: "default", fieldSelector: "metadata.name=gc-fg" })).items.length === 0,
+      { timeoutMs: 30_000, message: "RC removed after its pods" },
+    );
     assert.equal((await pods("app=gc-fg")).length, 0);
   });
 });

@@ -52,15 +52,30 @@ describe("two schedulers", () => {
       if (before && before !== node) rebinds.push(`${name}: ${before} → ${node}`);
       boundTo.set(name, node);
     };
-    const informer = new Informer<"pod">({ client: c.client, nc: c.nc, jsm: await jetstreamManager(c.nc), kind: "pod", namespace: "default", log: silentLogger() });
+    const informer = new Informer<"pod">({
+      client: c.client,
+      nc: c.nc,
+      jsm: await jetstreamManager(c.nc),
+      kind: "pod",
+      namespace: "default",
+      log: silentLogger(),
+    });
     informer.addEventHandler({ onAdd: see, onUpdate: (_o, n) => see(n) });
     const watching = informer.start(ac.signal).catch(() => undefined);
     await informer.waitForSync();
 
-    await Promise.all(Array.from({ length: PODS }, (_, i) => c.client.create(fromKubeJson({
-      apiVersion: "v1", kind: "Pod", metadata: { name: `p-${i}`, namespace: "default", labels: { app: "omega" } },
-      spec: { containers: [{ name: "app", image: "nginx", resources: { requests: { cpu: `${POD_CPU_M}m` } } }] },
-    }))));
+    await Promise.all(
+      Array.from({ length: PODS }, (_, i) =>
+        c.client.create(
+          fromKubeJson({
+            apiVersion: "v1",
+            kind: "Pod",
+            metadata: { name: `p-${i}`, namespace: "default", labels: { app: "omega" } },
+            spec: { containers: [{ name: "app", image: "nginx", resources: { requests: { cpu: `${POD_CPU_M}m` } } }] },
+          }),
+        ),
+      ),
+    );
     const fit = NODES * Math.floor(NODE_CPU_M / POD_CPU_M);
     await waitFor(() => boundTo.size === fit, { timeoutMs: 60_000, intervalMs: 100, message: `${fit} bound` });
     await new Promise((r) => setTimeout(r, 2_000)); // let any wrong extra bind surface
@@ -77,10 +92,15 @@ describe("two schedulers", () => {
     }
     const pending = pods.filter((p) => !p.spec?.nodeName);
     assert.equal(pending.length, PODS - fit);
-    await waitFor(async () => {
-      const events = (await c.client.list("events", { namespace: "default" })).items.map((o) => unwrap(o) as Event);
-      return events.some((e) => e.reason === "FailedScheduling" && e.involvedObject?.name === pending[0]?.metadata?.name && /Insufficient cpu/.test(e.message));
-    }, { timeoutMs: 30_000, message: "FailedScheduling: Insufficient cpu" });
+    await waitFor(
+      async () => {
+        const events = (await c.client.list("events", { namespace: "default" })).items.map((o) => unwrap(o) as Event);
+        return events.some(
+          (e) => e.reason === "FailedScheduling" && e.involvedObject?.name === pending[0]?.metadata?.name && /Insufficient cpu/.test(e.message),
+        );
+      },
+      { timeoutMs: 30_000, message: "FailedScheduling: Insufficient cpu" },
+    );
 
     let conflicts = 0;
     let scheduled = 0;

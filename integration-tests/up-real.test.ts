@@ -27,33 +27,62 @@ describe("choreo up with real nodes", () => {
     const ports = await Promise.all(Array.from({ length: 6 }, () => freePort()));
     const runtime = dockerAvailable() ? "docker" : "process";
     up = await startProcess({
-      name: "choreo-up", cmd: process.execPath, cwd: dir, timeoutMs: 240_000,
+      name: "choreo-up",
+      cmd: process.execPath,
+      cwd: dir,
+      timeoutMs: 240_000,
       args: [
-        path.join(ROOT, "services/cli/bin/choreo.js"), "up", "--data-dir", path.join(dir, "data"), "--runtime", runtime,
-        "--nats-port", String(ports[0]), "--redis-port", String(ports[1]), "--http-port", String(ports[2]),
-        "--https-port", String(ports[3]), "--grpc-port", String(ports[4]), "--metrics-port", String(ports[5]),
+        path.join(ROOT, "services/cli/bin/choreo.js"),
+        "up",
+        "--data-dir",
+        path.join(dir, "data"),
+        "--runtime",
+        runtime,
+        "--nats-port",
+        String(ports[0]),
+        "--redis-port",
+        String(ports[1]),
+        "--http-port",
+        String(ports[2]),
+        "--https-port",
+        String(ports[3]),
+        "--grpc-port",
+        String(ports[4]),
+        "--metrics-port",
+        String(ports[5]),
       ],
       readyWhen: /The web app (answers|is starting)/,
     });
     assert.match(up.output(), new RegExp(`nodes:\\s+2 × ${runtime} runtime`));
     assert.match(up.output(), /replicationcontroller\/web created/);
     assert.match(up.output(), /pod\/sidecar created/);
-    const answer = await waitFor(async () => {
-      try {
-        const r = await fetch("http://127.0.0.1:30080/", { signal: AbortSignal.timeout(2_000) });
-        return r.ok ? (await r.text()).trim() : undefined;
-      } catch {
-        return undefined;
-      }
-    }, { timeoutMs: 120_000, message: "the web app answers on 127.0.0.1:30080" });
+    const answer = await waitFor(
+      async () => {
+        try {
+          const r = await fetch("http://127.0.0.1:30080/", { signal: AbortSignal.timeout(2_000) });
+          return r.ok ? (await r.text()).trim() : undefined;
+        } catch {
+          return undefined;
+        }
+      },
+      { timeoutMs: 120_000, message: "the web app answers on 127.0.0.1:30080" },
+    );
     assert.match(answer, /^web-[a-z0-9]{5}$/);
 
     const kubeconfig = path.join(dir, "data", "kubeconfig");
-    const wide = await waitFor(async () => {
-      const r = await run(process.execPath, [path.join(ROOT, "services/cli/bin/choreo.js"), "get", "pods", "-l", "app=web", "-o", "wide", "--no-headers"], kubeconfig, { cwd: dir });
-      const running = r.stdout.split("\n").filter((l) => /\s1\/1\s+Running\s/.test(l));
-      return running.length === 3 ? running : undefined;
-    }, { timeoutMs: 120_000, message: "3 web pods Running and ready" });
+    const wide = await waitFor(
+      async () => {
+        const r = await run(
+          process.execPath,
+          [path.join(ROOT, "services/cli/bin/choreo.js"), "get", "pods", "-l", "app=web", "-o", "wide", "--no-headers"],
+          kubeconfig,
+          { cwd: dir },
+        );
+        const running = r.stdout.split("\n").filter((l) => /\s1\/1\s+Running\s/.test(l));
+        return running.length === 3 ? running : undefined;
+      },
+      { timeoutMs: 120_000, message: "3 web pods Running and ready" },
+    );
     const nodes = new Set(wide.map((l) => /\s(node-\d)\s/.exec(l)?.[1]));
     assert.deepEqual([...nodes].sort(), ["node-1", "node-2"], "pods on both nodes");
 
@@ -68,8 +97,14 @@ describe("choreo up with real nodes", () => {
     const links = execFileSync("ip", ["-o", "link", "show"], { encoding: "utf8" });
     for (const n of ["node-1", "node-2"]) {
       assert.ok(!links.includes(`${NAMES.bridge(n)}:`), `bridge of ${n} removed`);
-      for (const table of ["filter", "nat"]) assert.ok(!execFileSync("iptables-save", ["-t", table], { encoding: "utf8" }).includes(NAMES.chainPrefix(n)), `${table} chains of ${n} removed`);
-      if (runtime === "docker") assert.equal(execFileSync("docker", ["ps", "-aq", "--filter", `label=${LABELS.node}=${n}`], { encoding: "utf8" }).trim(), "", `containers of ${n} removed`);
+      for (const table of ["filter", "nat"])
+        assert.ok(!execFileSync("iptables-save", ["-t", table], { encoding: "utf8" }).includes(NAMES.chainPrefix(n)), `${table} chains of ${n} removed`);
+      if (runtime === "docker")
+        assert.equal(
+          execFileSync("docker", ["ps", "-aq", "--filter", `label=${LABELS.node}=${n}`], { encoding: "utf8" }).trim(),
+          "",
+          `containers of ${n} removed`,
+        );
     }
     const stateDir = path.join(dir, "data", "nodes");
     for (const n of ["node-1", "node-2"]) {

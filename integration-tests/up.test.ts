@@ -28,11 +28,27 @@ describe("choreo up", () => {
   it("brings up a cluster kubectl and choreo can use, and keeps data across a restart", async () => {
     const ports = await Promise.all(Array.from({ length: 6 }, () => freePort()));
     const args = [
-      path.join(ROOT, "services/cli/bin/choreo.js"), "up", "--data-dir", path.join(dir, "data"),
-      "--nats-port", String(ports[0]), "--redis-port", String(ports[1]), "--http-port", String(ports[2]),
-      "--https-port", String(ports[3]), "--grpc-port", String(ports[4]), "--metrics-port", String(ports[5]),
+      path.join(ROOT, "services/cli/bin/choreo.js"),
+      "up",
+      "--data-dir",
+      path.join(dir, "data"),
+      "--nats-port",
+      String(ports[0]),
+      "--redis-port",
+      String(ports[1]),
+      "--http-port",
+      String(ports[2]),
+      "--https-port",
+      String(ports[3]),
+      "--grpc-port",
+      String(ports[4]),
+      "--metrics-port",
+      String(ports[5]),
       // The control plane on hollow nodes; up-real.test.ts brings up real nodes.
-      "--nodes", "0", "--hollow-nodes", "3",
+      "--nodes",
+      "0",
+      "--hollow-nodes",
+      "3",
     ];
     const start = () => startProcess({ name: "choreo-up", cmd: process.execPath, args, cwd: dir, readyWhen: /choreo is up/, timeoutMs: 90_000 });
     up = await start();
@@ -43,29 +59,43 @@ describe("choreo up", () => {
     await assertNoAnonymousClient(path.join(dir, "data"), ports[0]!, ports[1]!);
 
     const file = path.join(dir, "pod.yaml");
-    writeFileSync(file, "apiVersion: v1\nkind: Pod\nmetadata:\n  name: nginx\nspec:\n  containers:\n  - name: nginx\n    image: nginx:1.14.2\n    ports:\n    - containerPort: 80\n");
+    writeFileSync(
+      file,
+      "apiVersion: v1\nkind: Pod\nmetadata:\n  name: nginx\nspec:\n  containers:\n  - name: nginx\n    image: nginx:1.14.2\n    ports:\n    - containerPort: 80\n",
+    );
     const applied = await run("kubectl", ["apply", "-f", file], kubeconfig);
     assert.equal(applied.code, 0, applied.stderr);
     // The scheduler binds it to one of the hollow nodes, whose agent runs it.
-    const viaChoreo = await waitFor(async () => {
-      const r = await run(process.execPath, [path.join(ROOT, "services/cli/bin/choreo.js"), "get", "pods", "-o", "wide"], kubeconfig, { cwd: dir });
-      assert.equal(r.code, 0, r.stderr);
-      return /^nginx\s+1\/1\s+Running\s+0\s+\S+\s+10\.244\.\d+\.\d+\s+hollow-/m.test(r.stdout) ? r : undefined;
-    }, { timeoutMs: 30_000, message: "nginx Running on a hollow node" });
+    const viaChoreo = await waitFor(
+      async () => {
+        const r = await run(process.execPath, [path.join(ROOT, "services/cli/bin/choreo.js"), "get", "pods", "-o", "wide"], kubeconfig, { cwd: dir });
+        assert.equal(r.code, 0, r.stderr);
+        return /^nginx\s+1\/1\s+Running\s+0\s+\S+\s+10\.244\.\d+\.\d+\s+hollow-/m.test(r.stdout) ? r : undefined;
+      },
+      { timeoutMs: 30_000, message: "nginx Running on a hollow node" },
+    );
     assert.match(viaChoreo.stdout, /^NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE\s+IP\s+NODE/m);
 
     // An RC and its Service from examples/: Running pods and filled Endpoints, as kubectl shows them.
-    const web = await run(process.execPath, [path.join(ROOT, "services/cli/bin/choreo.js"), "apply", "-f", path.join(ROOT, "examples/web.yaml")], kubeconfig, { cwd: dir });
+    const web = await run(process.execPath, [path.join(ROOT, "services/cli/bin/choreo.js"), "apply", "-f", path.join(ROOT, "examples/web.yaml")], kubeconfig, {
+      cwd: dir,
+    });
     assert.equal(web.code, 0, web.stderr);
     assert.match(web.stdout, /replicationcontroller\/web created/);
-    await waitFor(async () => {
-      const r = await run("kubectl", ["get", "pods", "-l", "app=web", "--no-headers"], kubeconfig);
-      return r.stdout.split("\n").filter((l) => /\s1\/1\s+Running\s/.test(l)).length === 3;
-    }, { timeoutMs: 30_000, message: "3 web pods Running" });
-    const eps = await waitFor(async () => {
-      const r = await run("kubectl", ["get", "endpoints", "web", "-o", "jsonpath={.subsets[*].addresses[*].ip}"], kubeconfig);
-      return r.stdout.trim().split(/\s+/).filter(Boolean).length === 3 ? r.stdout : undefined;
-    }, { timeoutMs: 30_000, message: "3 endpoints" });
+    await waitFor(
+      async () => {
+        const r = await run("kubectl", ["get", "pods", "-l", "app=web", "--no-headers"], kubeconfig);
+        return r.stdout.split("\n").filter((l) => /\s1\/1\s+Running\s/.test(l)).length === 3;
+      },
+      { timeoutMs: 30_000, message: "3 web pods Running" },
+    );
+    const eps = await waitFor(
+      async () => {
+        const r = await run("kubectl", ["get", "endpoints", "web", "-o", "jsonpath={.subsets[*].addresses[*].ip}"], kubeconfig);
+        return r.stdout.trim().split(/\s+/).filter(Boolean).length === 3 ? r.stdout : undefined;
+      },
+      { timeoutMs: 30_000, message: "3 endpoints" },
+    );
     assert.match(eps, /^10\.244\.\d+\.\d+( 10\.244\.\d+\.\d+){2}$/);
 
     up.child.kill("SIGTERM");

@@ -19,7 +19,8 @@ const pod = (name: string, labels: Record<string, string> = { app: "w" }) =>
 async function collect(c: TestCluster, from: string, until: number, query = ""): Promise<WatchEvent[] | { status: number; body: string }> {
   const ac = new AbortController();
   const res = await fetch(`${c.httpUrl}/api/v1/namespaces/default/pods?watch=true&resourceVersion=${from}${query}`, {
-    headers: { authorization: `Bearer ${c.token}` }, signal: ac.signal,
+    headers: { authorization: `Bearer ${c.token}` },
+    signal: ac.signal,
   });
   const events: WatchEvent[] = [];
   const reader = res.body!.getReader();
@@ -34,7 +35,16 @@ async function collect(c: TestCluster, from: string, until: number, query = ""):
         const line = JSON.parse(buf.slice(0, nl)) as { type: string; object: { metadata?: { resourceVersion?: string; name?: string }; code?: number } };
         buf = buf.slice(nl + 1);
         if (line.type === "ERROR") return { status: line.object.code ?? 0, body: JSON.stringify(line.object) };
-        events.push({ type: line.type, revision: Number(line.object.metadata?.resourceVersion), object: undefined, status: undefined, prevLabels: {}, prevFields: {}, hasPrev: false, ...{ name: line.object.metadata?.name } } as WatchEvent);
+        events.push({
+          type: line.type,
+          revision: Number(line.object.metadata?.resourceVersion),
+          object: undefined,
+          status: undefined,
+          prevLabels: {},
+          prevFields: {},
+          hasPrev: false,
+          ...{ name: line.object.metadata?.name },
+        } as WatchEvent);
         if (Number(line.object.metadata?.resourceVersion) >= until) return events;
       }
     }
@@ -67,7 +77,11 @@ describe("watch", () => {
     for (let n = start; n < last; n++) {
       const got = await collect(c, String(n), last);
       assert.ok(Array.isArray(got), `watch from ${n}: ${JSON.stringify(got)}`);
-      assert.deepEqual(got.map((e) => e.revision), revisions.filter((r) => r > n), `watch from ${n}`);
+      assert.deepEqual(
+        got.map((e) => e.revision),
+        revisions.filter((r) => r > n),
+        `watch from ${n}`,
+      );
     }
   });
 
@@ -83,14 +97,14 @@ describe("watch", () => {
     const ac = new AbortController();
     const running = informer.start(ac.signal);
     try {
-    await informer.waitForSync();
-    assert.equal(informer.list().length, 80);
-    for (let i = 0; i < 70; i++) await c.client.delete("pods", "default", `old${i}`);
-    // As if it had been cut off since revision 1, which the log no longer holds.
-    const listsBefore = informer.lists;
-    informer.rewind(1);
-    await waitFor(() => informer.lists > listsBefore, { timeoutMs: 20_000, message: "informer relists on 410" });
-    await waitFor(() => informer.list().length === 10, { timeoutMs: 20_000, message: "informer converges to 10 pods" });
+      await informer.waitForSync();
+      assert.equal(informer.list().length, 80);
+      for (let i = 0; i < 70; i++) await c.client.delete("pods", "default", `old${i}`);
+      // As if it had been cut off since revision 1, which the log no longer holds.
+      const listsBefore = informer.lists;
+      informer.rewind(1);
+      await waitFor(() => informer.lists > listsBefore, { timeoutMs: 20_000, message: "informer relists on 410" });
+      await waitFor(() => informer.list().length === 10, { timeoutMs: 20_000, message: "informer converges to 10 pods" });
     } finally {
       ac.abort();
       await running;

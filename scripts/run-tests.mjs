@@ -70,7 +70,18 @@ const tap = `.test-results.${process.pid}.tap`;
 const started = Date.now();
 const child = spawn(
   process.execPath,
-  ["--import", "tsx", "--test", `--test-concurrency=${concurrency}`, `--test-timeout=${process.env.CHOREO_TEST_TIMEOUT_MS ?? 300000}`, "--test-reporter=spec", "--test-reporter-destination=stdout", "--test-reporter=tap", `--test-reporter-destination=${tap}`, ...selected],
+  [
+    "--import",
+    "tsx",
+    "--test",
+    `--test-concurrency=${concurrency}`,
+    `--test-timeout=${process.env.CHOREO_TEST_TIMEOUT_MS ?? 300000}`,
+    "--test-reporter=spec",
+    "--test-reporter-destination=stdout",
+    "--test-reporter=tap",
+    `--test-reporter-destination=${tap}`,
+    ...selected,
+  ],
   { stdio: ["ignore", "inherit", "inherit"], env },
 );
 child.on("exit", async (code) => {

@@ -63,7 +63,9 @@ async function healthz(port: number): Promise<boolean> {
 }
 
 /** Starts a cluster for an integration test. `env` goes to every api process. */
-export async function startCluster(opts: { apis?: number; env?: Record<string, string>; actors?: { name: string; env?: Record<string, string>; args?: string[]; as?: string }[] } = {}): Promise<TestCluster> {
+export async function startCluster(
+  opts: { apis?: number; env?: Record<string, string>; actors?: { name: string; env?: Record<string, string>; args?: string[]; as?: string }[] } = {},
+): Promise<TestCluster> {
   const dir = mkdtempSync(path.join(os.tmpdir(), "choreo-it-"));
   // What is started so far: a failed start stops it all, or its processes would keep the test file alive until its timeout.
   const started: { stop(): Promise<unknown> }[] = [];
@@ -87,7 +89,14 @@ async function bringUp(dir: string, opts: Parameters<typeof startCluster>[0] & o
   const client = new ApiClient(nc, { timeoutMs: 15_000 });
   const apis: ApiProcess[] = [];
   for (let i = 0; i < (opts.apis ?? 1); i++) {
-    apis.push({ index: i, httpPort: await freePort(), httpsPort: await freePort(), grpcPort: await freePort(), metricsPort: await freePort(), process: undefined as unknown as ManagedProcess });
+    apis.push({
+      index: i,
+      httpPort: await freePort(),
+      httpsPort: await freePort(),
+      grpcPort: await freePort(),
+      metricsPort: await freePort(),
+      process: undefined as unknown as ManagedProcess,
+    });
   }
   const launch = async (a: ApiProcess, env: Record<string, string> = {}): Promise<void> => {
     a.process = await startProcess({
@@ -96,10 +105,17 @@ async function bringUp(dir: string, opts: Parameters<typeof startCluster>[0] & o
       args: ["--import", "tsx", path.join(ROOT, "services/api/src/main.ts")],
       cwd: ROOT,
       env: {
-        CHOREO_NATS_URL: nats.url, CHOREO_REDIS_URL: redis.url, CHOREO_DATA_DIR: path.join(dir, "api"),
-        CHOREO_API_HTTP_PORT: String(a.httpPort), CHOREO_API_HTTPS_PORT: String(a.httpsPort), CHOREO_API_GRPC_PORT: String(a.grpcPort),
-        CHOREO_API_METRICS_PORT: String(a.metricsPort), CHOREO_REPLICA_ID: `api-${a.index}`, CHOREO_LOG_LEVEL: "warn",
-        ...opts.env, ...env,
+        CHOREO_NATS_URL: nats.url,
+        CHOREO_REDIS_URL: redis.url,
+        CHOREO_DATA_DIR: path.join(dir, "api"),
+        CHOREO_API_HTTP_PORT: String(a.httpPort),
+        CHOREO_API_HTTPS_PORT: String(a.httpsPort),
+        CHOREO_API_GRPC_PORT: String(a.grpcPort),
+        CHOREO_API_METRICS_PORT: String(a.metricsPort),
+        CHOREO_REPLICA_ID: `api-${a.index}`,
+        CHOREO_LOG_LEVEL: "warn",
+        ...opts.env,
+        ...env,
       },
       // This replica's gateway is up and the api answers over NATS.
       readyCheck: async () => (await healthz(a.httpPort)) && (await answers(probe)),
@@ -112,7 +128,10 @@ async function bringUp(dir: string, opts: Parameters<typeof startCluster>[0] & o
     await launch(a);
     started.push({ stop: () => a.process.stop(10_000) });
   }
-  const token = readFileSync(path.join(dir, "api", "tokens"), "utf8").trim().split("\n")[0] ?? "";
+  const token =
+    readFileSync(path.join(dir, "api", "tokens"), "utf8")
+      .trim()
+      .split("\n")[0] ?? "";
   const actors = new Map<string, ManagedProcess>();
   const startActor = async (name: string, env: Record<string, string> = {}, args: string[] = [], as = name): Promise<ManagedProcess> => {
     await actors.get(as)?.stop(5_000);
@@ -123,8 +142,12 @@ async function bringUp(dir: string, opts: Parameters<typeof startCluster>[0] & o
       args: ["--import", "tsx", path.join(ROOT, `services/${name}/src/main.ts`), ...args],
       cwd: ROOT,
       env: {
-        CHOREO_NATS_URL: nats.url, CHOREO_LOG_LEVEL: "info", CHOREO_EVENT_VERIFY_KEY: eventKeyPaths(path.join(dir, "api", "pki")).publicKey,
-        ...opts.env, ...env, CHOREO_METRICS_PORT: String(metricsPort),
+        CHOREO_NATS_URL: nats.url,
+        CHOREO_LOG_LEVEL: "info",
+        CHOREO_EVENT_VERIFY_KEY: eventKeyPaths(path.join(dir, "api", "pki")).publicKey,
+        ...opts.env,
+        ...env,
+        CHOREO_METRICS_PORT: String(metricsPort),
       },
       readyUrl: `http://127.0.0.1:${metricsPort}/healthz`,
       timeoutMs: 60_000,
@@ -136,7 +159,15 @@ async function bringUp(dir: string, opts: Parameters<typeof startCluster>[0] & o
   started.push({ stop: () => Promise.all([...actors.values()].map((p) => p.stop(5_000))) });
   for (const a of opts.actors ?? []) await startActor(a.name, a.env, a.args, a.as);
   return {
-    dir, nats, redis, apis, nc, client, token, actors, startActor,
+    dir,
+    nats,
+    redis,
+    apis,
+    nc,
+    client,
+    token,
+    actors,
+    startActor,
     httpUrl: `http://127.0.0.1:${apis[0]?.httpPort}`,
     httpsUrl: `https://127.0.0.1:${apis[0]?.httpsPort}`,
     killApi: async (i) => apis[i]?.process.kill(),

@@ -7,7 +7,9 @@ import type { TestCluster } from "./cluster.js";
 export function writeKubeconfig(c: TestCluster): string {
   const ca = Buffer.from(readFileSync(path.join(c.dir, "api", "pki", "apiserver.crt"))).toString("base64");
   const file = path.join(c.dir, "kubeconfig");
-  writeFileSync(file, `apiVersion: v1
+  writeFileSync(
+    file,
+    `apiVersion: v1
 kind: Config
 clusters:
 - name: t
@@ -22,7 +24,8 @@ contexts:
 - name: t
   context: {cluster: t, user: u, namespace: default}
 current-context: t
-`);
+`,
+  );
   return file;
 }
 
@@ -34,15 +37,27 @@ export interface RunResult {
 }
 
 /** Runs a command with KUBECONFIG set and a separate discovery cache dir. */
-export function run(cmd: string, args: string[], kubeconfig: string, opts: { input?: string; cwd?: string; env?: Record<string, string> } = {}): Promise<RunResult> {
+export function run(
+  cmd: string,
+  args: string[],
+  kubeconfig: string,
+  opts: { input?: string; cwd?: string; env?: Record<string, string> } = {},
+): Promise<RunResult> {
   return new Promise((resolve) => {
-    const child = execFile(cmd, args, {
-      env: { ...process.env, KUBECONFIG: kubeconfig, HOME: path.dirname(kubeconfig), ...opts.env },
-      cwd: opts.cwd, timeout: 60_000, maxBuffer: 16 * 1024 * 1024,
-    }, (err, stdout, stderr) => {
-      const code = err ? (typeof (err as { code?: unknown }).code === "number" ? (err as { code: number }).code : 1) : 0;
-      resolve({ code, stdout: String(stdout), stderr: String(stderr) });
-    });
+    const child = execFile(
+      cmd,
+      args,
+      {
+        env: { ...process.env, KUBECONFIG: kubeconfig, HOME: path.dirname(kubeconfig), ...opts.env },
+        cwd: opts.cwd,
+        timeout: 60_000,
+        maxBuffer: 16 * 1024 * 1024,
+      },
+      (err, stdout, stderr) => {
+        const code = err ? (typeof (err as { code?: unknown }).code === "number" ? (err as { code: number }).code : 1) : 0;
+        resolve({ code, stdout: String(stdout), stderr: String(stderr) });
+      },
+    );
     if (opts.input !== undefined) {
       child.stdin?.end(opts.input);
     }
@@ -58,10 +73,11 @@ export function startWatch(cmd: string, args: string[], kubeconfig: string): { c
   return {
     child,
     output: () => out,
-    stop: () => new Promise((r) => {
-      if (child.exitCode !== null) return r();
-      child.once("exit", () => r());
-      child.kill("SIGTERM");
-    }),
+    stop: () =>
+      new Promise((r) => {
+        if (child.exitCode !== null) return r();
+        child.once("exit", () => r());
+        child.kill("SIGTERM");
+      }),
   };
 }

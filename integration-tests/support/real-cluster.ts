@@ -60,29 +60,57 @@ export interface RealCluster extends TestCluster {
 /** Starts the control plane and `nodes` node agents on `runtime`. */
 export async function startRealCluster(runtime: RealRuntime, opts: { nodes?: number; agentEnv?: Record<string, string> } = {}): Promise<RealCluster> {
   // The local images the pods run (built when missing; npm test's ensure-deps has usually built them).
-  execFileSync(process.execPath, ["--import", "tsx", path.join(import.meta.dirname, "../../services/node-agent/src/node-setup.ts"), "prepare", "--runtime", runtime], { stdio: ["ignore", "ignore", "inherit"] });
+  execFileSync(
+    process.execPath,
+    ["--import", "tsx", path.join(import.meta.dirname, "../../services/node-agent/src/node-setup.ts"), "prepare", "--runtime", runtime],
+    { stdio: ["ignore", "ignore", "inherit"] },
+  );
   const index = freeIndex();
   const count = opts.nodes ?? 2;
   const c = await startCluster({
     env: { CHOREO_SERVICE_CIDR: `10.96.${index}.0/24` },
     actors: [{ name: "scheduler" }, { name: "replication" }, { name: "endpoints" }],
   });
-  const tag = path.basename(c.dir).replace(/^choreo-it-/, "").toLowerCase().replace(/[^a-z0-9]/g, "");
+  const tag = path
+    .basename(c.dir)
+    .replace(/^choreo-it-/, "")
+    .toLowerCase()
+    .replace(/[^a-z0-9]/g, "");
   const nodes = Array.from({ length: count }, (_, i) => `${runtime}-${tag}-${i}`);
   const uids = new Set<string>();
   const startNode = (i: number): Promise<ManagedProcess> =>
-    c.startActor("node-agent", {
-      CHOREO_RESTART_BACKOFF_MS: "1000", CHOREO_PULL_BACKOFF_MS: "500", CHOREO_LEASE_RENEW_MS: "1000", CHOREO_STOP_PODS_ON_EXIT: "1", ...opts.agentEnv,
-    }, [
-      "--node-name", nodes[i]!, "--runtime", runtime, "--pod-cidr", `10.244.${index + i}.0/24`,
-      "--state-dir", path.join(c.dir, "nodes"), "--images-dir", "/var/lib/choreo/images",
-    ], nodes[i]);
+    c.startActor(
+      "node-agent",
+      {
+        CHOREO_RESTART_BACKOFF_MS: "1000",
+        CHOREO_PULL_BACKOFF_MS: "500",
+        CHOREO_LEASE_RENEW_MS: "1000",
+        CHOREO_STOP_PODS_ON_EXIT: "1",
+        ...opts.agentEnv,
+      },
+      [
+        "--node-name",
+        nodes[i]!,
+        "--runtime",
+        runtime,
+        "--pod-cidr",
+        `10.244.${index + i}.0/24`,
+        "--state-dir",
+        path.join(c.dir, "nodes"),
+        "--images-dir",
+        "/var/lib/choreo/images",
+      ],
+      nodes[i],
+    );
   for (let i = 0; i < count; i++) await startNode(i);
   await waitFor(async () => (await c.client.list("nodes")).items.length === count, { timeoutMs: 60_000, message: `${count} nodes registered` });
   const kubeconfig = writeKubeconfig(c);
   const stopCluster = c.stop.bind(c);
   return {
-    ...c, runtime, nodes, kubeconfig,
+    ...c,
+    runtime,
+    nodes,
+    kubeconfig,
     killNode: async (i) => c.actors.get(nodes[i]!)?.kill(),
     startNode,
     manifest(name, yaml) {
@@ -103,7 +131,19 @@ export async function startRealCluster(runtime: RealRuntime, opts: { nodes?: num
       }
       // The agents stop their pods on SIGTERM (CHOREO_STOP_PODS_ON_EXIT in agentEnv), then the clean-up takes the rest.
       await stopCluster();
-      execFileSync(process.execPath, ["--import", "tsx", path.join(import.meta.dirname, "../../services/node-agent/src/node-setup.ts"), "cleanup", "--state-dir", path.join(c.dir, "nodes"), ...nodes.flatMap((n) => ["--node", n])], { stdio: "inherit" });
+      execFileSync(
+        process.execPath,
+        [
+          "--import",
+          "tsx",
+          path.join(import.meta.dirname, "../../services/node-agent/src/node-setup.ts"),
+          "cleanup",
+          "--state-dir",
+          path.join(c.dir, "nodes"),
+          ...nodes.flatMap((n) => ["--node", n]),
+        ],
+        { stdio: "inherit" },
+      );
     },
     leftovers() {
       const out: string[] = [];

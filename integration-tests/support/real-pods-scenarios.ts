@@ -17,7 +17,9 @@ const IMAGE = "local/busybox:1.35";
 
 /** An RC of `replicas` HTTP pods answering "<version> <pod name>", draining 2 s on SIGTERM, ready when serving. */
 export function webRc(name: string, replicas: number, labels: Record<string, string>): string {
-  const lab = Object.entries(labels).map(([k, v]) => `        ${k}: ${v}`).join("\n");
+  const lab = Object.entries(labels)
+    .map(([k, v]) => `        ${k}: ${v}`)
+    .join("\n");
   return `apiVersion: v1
 kind: ReplicationController
 metadata:
@@ -60,7 +62,9 @@ metadata:
   name: ${name}
 spec:
   selector:
-${Object.entries(selector).map(([k, v]) => `    ${k}: ${v}`).join("\n")}
+${Object.entries(selector)
+  .map(([k, v]) => `    ${k}: ${v}`)
+  .join("\n")}
   ports:
   - {name: http, port: 80, targetPort: http}
 `;
@@ -103,10 +107,16 @@ export function realPodScenarios(runtime: RealRuntime): void {
     const apply = (name: string, yaml: string) => kubectl("apply", "-f", c.manifest(name, yaml));
     const runningPods = async (selector: string): Promise<Pod[]> => {
       const out = await kubectl("get", "pods", "-l", selector, "-o", "jsonpath={.items[*].metadata.name}");
-      const pods = await Promise.all(out.split(/\s+/).filter(Boolean).map((n) => c.pod(n)));
+      const pods = await Promise.all(
+        out
+          .split(/\s+/)
+          .filter(Boolean)
+          .map((n) => c.pod(n)),
+      );
       return pods.filter((p) => p.status?.phase === "Running" && !p.metadata?.deletionTimestamp);
     };
-    const readyIps = async (svc: string): Promise<string[]> => (await kubectl("get", "endpoints", svc, "-o", "jsonpath={.subsets[*].addresses[*].ip}")).split(/\s+/).filter(Boolean);
+    const readyIps = async (svc: string): Promise<string[]> =>
+      (await kubectl("get", "endpoints", svc, "-o", "jsonpath={.subsets[*].addresses[*].ip}")).split(/\s+/).filter(Boolean);
     const clusterIp = async (svc: string): Promise<string> => kubectl("get", "service", svc, "-o", "jsonpath={.spec.clusterIP}");
 
     before(async () => {
@@ -120,16 +130,25 @@ export function realPodScenarios(runtime: RealRuntime): void {
 
     it("an RC of 3 web pods behind a Service: 300 requests from another pod to web.default.svc.cluster.local reach all 3, none fails", async () => {
       await apply("web.yaml", webRc("web", 3, { app: "web", stage: "production" }) + "---\n" + service("web", { app: "web", stage: "production" }));
-      const pods = await waitFor(async () => {
-        const ps = await runningPods("app=web");
-        return ps.length === 3 && (await readyIps("web")).length === 3 ? ps : undefined;
-      }, { ...WAIT, message: "3 web pods Running and ready in the endpoints" });
+      const pods = await waitFor(
+        async () => {
+          const ps = await runningPods("app=web");
+          return ps.length === 3 && (await readyIps("web")).length === 3 ? ps : undefined;
+        },
+        { ...WAIT, message: "3 web pods Running and ready in the endpoints" },
+      );
       assert.equal(new Set(pods.map((p) => p.spec?.nodeName)).size, 2, "spread over both nodes");
-      await apply("client.yaml", shellPod("client", "for i in $(seq 1 300); do wget -q -O - http://web.default.svc.cluster.local:80/ || echo FAILED; done; echo DONE"));
-      const log = await waitFor(async () => {
-        const r = await run("kubectl", ["logs", "client"], c.kubeconfig);
-        return r.code === 0 && r.stdout.includes("DONE") ? r.stdout : undefined;
-      }, { ...WAIT, message: "the client pod finished its 300 requests" });
+      await apply(
+        "client.yaml",
+        shellPod("client", "for i in $(seq 1 300); do wget -q -O - http://web.default.svc.cluster.local:80/ || echo FAILED; done; echo DONE"),
+      );
+      const log = await waitFor(
+        async () => {
+          const r = await run("kubectl", ["logs", "client"], c.kubeconfig);
+          return r.code === 0 && r.stdout.includes("DONE") ? r.stdout : undefined;
+        },
+        { ...WAIT, message: "the client pod finished its 300 requests" },
+      );
       const lines = log.split("\n").filter((l) => l && l !== "DONE");
       assert.equal(lines.filter((l) => l === "FAILED").length, 0, "no request failed");
       assert.equal(lines.length, 300);
@@ -142,7 +161,11 @@ export function realPodScenarios(runtime: RealRuntime): void {
       const name = victim!.metadata!.name;
       const ip = victim!.status!.podIp;
       await kubectl("label", "pod", name, "stage-");
-      await waitFor(async () => (await runningPods("app=web,stage=production")).length === 3 && (await readyIps("web")).length === 3 && !(await readyIps("web")).includes(ip), { ...WAIT, message: "a replacement in the endpoints, the quarantined pod out" });
+      await waitFor(
+        async () =>
+          (await runningPods("app=web,stage=production")).length === 3 && (await readyIps("web")).length === 3 && !(await readyIps("web")).includes(ip),
+        { ...WAIT, message: "a replacement in the endpoints, the quarantined pod out" },
+      );
       assert.match((await get(`http://${ip}:8080/`)) ?? "", new RegExp(`${name}$`), "the quarantined pod still answers on its IP");
       const vip = await clusterIp("web");
       const seen = new Set<string>();
@@ -176,11 +199,14 @@ export function realPodScenarios(runtime: RealRuntime): void {
       for (let i = 1; i <= 3; i++) {
         // One up: wait until the new pod is Running and ready in the endpoints…
         await kubectl("scale", "rc", "roll-v2", `--replicas=${i}`);
-        await waitFor(async () => {
-          const eps = await readyIps("roll");
-          const v2 = (await runningPods("app=roll,version=v2")).map((p) => p.status?.podIp ?? "");
-          return v2.length === i && v2.every((ip) => eps.includes(ip));
-        }, { ...WAIT, message: `v2 at ${i}, ready in the endpoints` });
+        await waitFor(
+          async () => {
+            const eps = await readyIps("roll");
+            const v2 = (await runningPods("app=roll,version=v2")).map((p) => p.status?.podIp ?? "");
+            return v2.length === i && v2.every((ip) => eps.includes(ip));
+          },
+          { ...WAIT, message: `v2 at ${i}, ready in the endpoints` },
+        );
         // …then one down (it drains for 2 s after SIGTERM while it leaves the endpoints).
         await kubectl("scale", "rc", "roll-v1", `--replicas=${3 - i}`);
         await waitFor(async () => (await runningPods("app=roll,version=v1")).length === 3 - i, { ...WAIT, message: `v1 at ${3 - i}` });
@@ -195,11 +221,16 @@ export function realPodScenarios(runtime: RealRuntime): void {
 
     it("sidecar: a writer and a reader share an emptyDir; ambassador: an app reaches its proxy on localhost", async () => {
       await kubectl("apply", "-f", path.join(ROOT, "examples/sidecar.yaml"));
-      await waitFor(async () => {
-        const r = await run("kubectl", ["logs", "sidecar", "-c", "reader"], c.kubeconfig);
-        return r.code === 0 && /line 3 from sidecar/.test(r.stdout);
-      }, { ...WAIT, message: "the reader prints the writer's lines" });
-      await apply("ambassador.yaml", `apiVersion: v1
+      await waitFor(
+        async () => {
+          const r = await run("kubectl", ["logs", "sidecar", "-c", "reader"], c.kubeconfig);
+          return r.code === 0 && /line 3 from sidecar/.test(r.stdout);
+        },
+        { ...WAIT, message: "the reader prints the writer's lines" },
+      );
+      await apply(
+        "ambassador.yaml",
+        `apiVersion: v1
 kind: Pod
 metadata:
   name: ambassador
@@ -211,20 +242,30 @@ spec:
   - name: app
     image: ${IMAGE}
     command: ["sh", "-c", "while true; do wget -q -O - http://localhost:9000/ || echo unreachable; sleep 1; done"]
-`);
-      await waitFor(async () => {
-        const r = await run("kubectl", ["logs", "ambassador", "-c", "app"], c.kubeconfig);
-        return r.code === 0 && r.stdout.includes("from-the-ambassador");
-      }, { ...WAIT, message: "the app reaches its ambassador on localhost" });
+`,
+      );
+      await waitFor(
+        async () => {
+          const r = await run("kubectl", ["logs", "ambassador", "-c", "app"], c.kubeconfig);
+          return r.code === 0 && r.stdout.includes("from-the-ambassador");
+        },
+        { ...WAIT, message: "the app reaches its ambassador on localhost" },
+      );
     });
 
     it("a liveness probe that starts failing → restarted, restartCount and back-off grow; a failing readiness probe takes the pod out of the endpoints and back", async () => {
-      await apply("probes.yaml", `${shellPod("liveness", "echo ok > /www/healthz; httpd -f -p 8080 -h /www & sleep 3; rm /www/healthz; wait", `    ports: [{containerPort: 8080}]
+      await apply(
+        "probes.yaml",
+        `${shellPod(
+          "liveness",
+          "echo ok > /www/healthz; httpd -f -p 8080 -h /www & sleep 3; rm /www/healthz; wait",
+          `    ports: [{containerPort: 8080}]
     livenessProbe:
       httpGet: {path: /healthz, port: 8080}
       periodSeconds: 1
       failureThreshold: 1
-`).replace("restartPolicy: Never", "restartPolicy: Always")}---
+`,
+        ).replace("restartPolicy: Never", "restartPolicy: Always")}---
 apiVersion: v1
 kind: Pod
 metadata:
@@ -240,17 +281,24 @@ spec:
       httpGet: {path: /ready, port: 8080}
       periodSeconds: 1
 ---
-${service("flappy", { app: "flappy" })}`);
-      const restarted = await waitFor(async () => {
-        const p = await c.pod("liveness");
-        return (p.status?.containerStatuses[0]?.restartCount ?? 0) >= 2 ? p : undefined;
-      }, { ...WAIT, message: "liveness restarted it twice" });
+${service("flappy", { app: "flappy" })}`,
+      );
+      const restarted = await waitFor(
+        async () => {
+          const p = await c.pod("liveness");
+          return (p.status?.containerStatuses[0]?.restartCount ?? 0) >= 2 ? p : undefined;
+        },
+        { ...WAIT, message: "liveness restarted it twice" },
+      );
       assert.ok(restarted.status?.containerStatuses[0]?.lastState?.terminated, "the killed run is the lastState");
       const events = await kubectl("get", "events", "--field-selector", "involvedObject.name=liveness", "-o", "jsonpath={.items[*].reason}");
       assert.match(events, /Unhealthy/);
       assert.match(events, /Killing/);
       // Back-off grows: the kubelet's doubling (1 s base here) shows as CrashLoopBackOff between restarts.
-      await waitFor(async () => (await c.pod("liveness")).status?.containerStatuses[0]?.state?.waiting?.reason === "CrashLoopBackOff", { ...WAIT, message: "CrashLoopBackOff while backing off" });
+      await waitFor(async () => (await c.pod("liveness")).status?.containerStatuses[0]?.state?.waiting?.reason === "CrashLoopBackOff", {
+        ...WAIT,
+        message: "CrashLoopBackOff while backing off",
+      });
       const flappy = await waitFor(async () => (await c.pod("flappy")).status?.podIp || undefined, { ...WAIT, message: "flappy has an IP" });
       await waitFor(async () => (await readyIps("flappy")).includes(flappy), { ...WAIT, message: "flappy ready in the endpoints" });
       await waitFor(async () => !(await readyIps("flappy")).includes(flappy), { ...WAIT, message: "flappy leaves the endpoints" });
@@ -260,16 +308,22 @@ ${service("flappy", { app: "flappy" })}`);
 
     it("a container killed from outside is restarted per restartPolicy; a node agent killed -9 leaves its pods running and adopts them on restart", async () => {
       await apply("victim.yaml", shellPod("victim", "exec httpd -f -p 8080 -h /www").replace("restartPolicy: Never", "restartPolicy: Always"));
-      const before = await waitFor(async () => {
-        const p = await c.pod("victim");
-        return p.status?.containerStatuses[0]?.state?.running ? p : undefined;
-      }, { ...WAIT, message: "victim running" });
+      const before = await waitFor(
+        async () => {
+          const p = await c.pod("victim");
+          return p.status?.containerStatuses[0]?.state?.running ? p : undefined;
+        },
+        { ...WAIT, message: "victim running" },
+      );
       killContainerFromOutside(runtime, before);
-      const after = await waitFor(async () => {
-        const p = await c.pod("victim");
-        const cs = p.status?.containerStatuses[0];
-        return cs?.restartCount === 1 && cs.state?.running ? p : undefined;
-      }, { ...WAIT, message: "victim restarted once" });
+      const after = await waitFor(
+        async () => {
+          const p = await c.pod("victim");
+          const cs = p.status?.containerStatuses[0];
+          return cs?.restartCount === 1 && cs.state?.running ? p : undefined;
+        },
+        { ...WAIT, message: "victim restarted once" },
+      );
       assert.equal(after.status?.containerStatuses[0]?.lastState?.terminated?.exitCode, 137);
       const nodeIndex = c.nodes.indexOf(after.spec!.nodeName);
       const containerId = after.status!.containerStatuses[0]!.containerId;
@@ -290,9 +344,16 @@ ${service("flappy", { app: "flappy" })}`);
       // The shell doubles a string in its own memory: a fault in user space, so the OOM killer kills
       // exactly this process (SIGKILL, 137). A pipeline such as `head -c 200m /dev/zero | tail` faults
       // inside read(): the kernel may kill another member first and tail then exits 1 (seen in CI).
-      await apply("oom.yaml", shellPod("hog", HOG, `    resources:
+      await apply(
+        "oom.yaml",
+        shellPod(
+          "hog",
+          HOG,
+          `    resources:
       limits: {memory: 32Mi}
-`));
+`,
+        ),
+      );
       const t = await waitFor(async () => (await c.pod("hog")).status?.containerStatuses[0]?.state?.terminated, { ...WAIT, message: "hog terminated" });
       assert.equal(t.reason, "OOMKilled");
       assert.equal(t.exitCode, 137);
@@ -301,10 +362,13 @@ ${service("flappy", { app: "flappy" })}`);
     if (runtime === "docker") {
       it("a missing image → ErrImagePull then ImagePullBackOff with a clear message; the agent keeps running other pods", async () => {
         await apply("missing.yaml", shellPod("missing", "true").replace(`image: ${IMAGE}`, "image: registry.invalid/nope:1"));
-        const w = await waitFor(async () => {
-          const st = (await c.pod("missing")).status?.containerStatuses[0]?.state?.waiting;
-          return st?.reason === "ImagePullBackOff" ? st : undefined;
-        }, { ...WAIT, message: "ImagePullBackOff" });
+        const w = await waitFor(
+          async () => {
+            const st = (await c.pod("missing")).status?.containerStatuses[0]?.state?.waiting;
+            return st?.reason === "ImagePullBackOff" ? st : undefined;
+          },
+          { ...WAIT, message: "ImagePullBackOff" },
+        );
         assert.match(w.message, /registry\.invalid\/nope/);
         await apply("after.yaml", shellPod("after-missing", "echo still-fine"));
         await waitFor(async () => (await c.pod("after-missing")).status?.phase === "Succeeded", { ...WAIT, message: "another pod still runs" });
@@ -320,7 +384,9 @@ function killContainerFromOutside(runtime: RealRuntime, pod: Pod): void {
     execFileSync("docker", ["kill", id]);
     return;
   }
-  const pids = execFileSync("ip", ["netns", "pids", NAMES.netns(pod.metadata!.uid)], { encoding: "utf8" }).split(/\s+/).filter(Boolean);
+  const pids = execFileSync("ip", ["netns", "pids", NAMES.netns(pod.metadata!.uid)], { encoding: "utf8" })
+    .split(/\s+/)
+    .filter(Boolean);
   assert.ok(pids.length > 0, "the pod's processes are in its network namespace");
   for (const pid of pids) {
     try {

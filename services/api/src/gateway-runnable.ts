@@ -2,7 +2,12 @@ import type { Runnable } from "@choreo/kit/lifecycle";
 
 /** What the runnable needs of the HTTP gateway. */
 interface Listener {
-  listen(opts: { host: string; httpPort?: number; httpsPort?: number; tls?: { cert: string; key: string } }): Promise<{ httpPort?: number; httpsPort?: number }>;
+  listen(opts: {
+    host: string;
+    httpPort?: number;
+    httpsPort?: number;
+    tls?: { cert: string; key: string };
+  }): Promise<{ httpPort?: number; httpsPort?: number }>;
   close(): Promise<void>;
 }
 

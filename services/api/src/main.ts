@@ -39,22 +39,44 @@ await bootstrap(registry);
 const tokens = loadTokens(config.tokenFile);
 const tls = await ensureServingCert(config.dataDir, [config.host]);
 const logs = new NatsLogs({ nc, handlers: registry, log: log.child({ subsystem: "logs" }) });
-const gateway = createGateway({ handlers: registry, logs, log: log.child({ subsystem: "http" }), tokens, registry: metrics, serverAddress: `${config.host}:${config.httpsPort}` });
+const gateway = createGateway({
+  handlers: registry,
+  logs,
+  log: log.child({ subsystem: "http" }),
+  tokens,
+  registry: metrics,
+  serverAddress: `${config.host}:${config.httpsPort}`,
+});
 // Node agents run only what carries this key's signature (the public half beside it).
 const signer = loadEventSigner(config.eventSigningKey ?? ensureEventKeys(path.join(config.dataDir, "pki")).privateKey);
 const relay = new Relay({
-  redis, nc, jsm, log: log.child({ subsystem: "relay" }), id: config.replicaId, signer,
-  crashBeforePublishEvery: config.faultCrashBeforePublishEvery, crashAfterPublishEvery: config.faultCrashAfterPublishEvery,
-  onBacklog: (n) => m.relayBacklog.set(n), onPublished: (n) => m.relayPublished.inc(n),
+  redis,
+  nc,
+  jsm,
+  log: log.child({ subsystem: "relay" }),
+  id: config.replicaId,
+  signer,
+  crashBeforePublishEvery: config.faultCrashBeforePublishEvery,
+  crashAfterPublishEvery: config.faultCrashAfterPublishEvery,
+  onBacklog: (n) => m.relayBacklog.set(n),
+  onPublished: (n) => m.relayPublished.inc(n),
 });
 
-log.info({ http: config.httpPort, https: config.httpsPort, grpc: config.grpcPort, nats: redactUrl(config.natsUrl), redis: redactUrl(config.redisUrl) }, "api starting");
+log.info(
+  { http: config.httpPort, https: config.httpsPort, grpc: config.grpcPort, nats: redactUrl(config.natsUrl), redis: redactUrl(config.redisUrl) },
+  "api starting",
+);
 try {
   await runAll(
     [
       relay,
       cache,
-      new NatsTransport({ nc, handlers: registry, log: log.child({ subsystem: "nats" }), onRequest: (method, code, s) => m.requests.observe({ transport: "nats", method, code: String(code) }, s) }),
+      new NatsTransport({
+        nc,
+        handlers: registry,
+        log: log.child({ subsystem: "nats" }),
+        onRequest: (method, code, s) => m.requests.observe({ transport: "nats", method, code: String(code) }, s),
+      }),
       new GrpcTransport({ handlers: registry, log: log.child({ subsystem: "grpc" }), host: config.host, port: config.grpcPort, tokens }),
       gatewayRunnable(gateway, { host: config.host, httpPort: config.httpPort, httpsPort: config.httpsPort, tls: { cert: tls.cert, key: tls.key } }),
       metricsServer({ registry: metrics, port: config.metricsPort, host: config.host }),

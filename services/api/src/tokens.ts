@@ -8,7 +8,10 @@ export function loadTokens(file: string): string[] {
     mkdirSync(path.dirname(file), { recursive: true });
     writeFileSync(file, `${randomBytes(24).toString("base64url")}\n`, { mode: 0o600 });
   }
-  const tokens = readFileSync(file, "utf8").split("\n").map((l) => l.trim()).filter((l) => l && !l.startsWith("#"));
+  const tokens = readFileSync(file, "utf8")
+    .split("\n")
+    .map((l) => l.trim())
+    .filter((l) => l && !l.startsWith("#"));
   if (tokens.length === 0) throw new Error(`token file ${file} holds no token`);
   return tokens;
 }

@@ -5,7 +5,8 @@ import { LAST_APPLIED, computeApplyPatch, isSubset, lastAppliedOf, originalOf, w
 type Obj = Record<string, unknown>;
 
 const manifest = (labels: Record<string, string>, image: string, extra: Obj = {}): Obj => ({
-  apiVersion: "v1", kind: "Pod",
+  apiVersion: "v1",
+  kind: "Pod",
   metadata: { name: "web", namespace: "default", labels },
   spec: { containers: [{ name: "c", image }], ...extra },
 });

@@ -19,7 +19,10 @@ const PODS = kind("pods");
 let api: FakeApi;
 let dir: string;
 
-async function run(argv: string[], o: { env?: Record<string, string>; stdin?: string; server?: boolean } = {}): Promise<{ code: number; out: string; err: string }> {
+async function run(
+  argv: string[],
+  o: { env?: Record<string, string>; stdin?: string; server?: boolean } = {},
+): Promise<{ code: number; out: string; err: string }> {
   let out = "";
   let err = "";
   const args = o.server === false ? argv : [...argv, "--server", api.url];
@@ -52,7 +55,11 @@ describe("command line", () => {
     assert.deepEqual(splitCommand(["--kubeconfig=k", "version"]), { command: "version", args: ["--kubeconfig=k"] });
   });
   it("unknown commands and flags fail with kubectl-like messages", async () => {
-    assert.deepEqual(await run(["frob"], { server: false }), { code: 1, out: "", err: `error: unknown command "frob" for "choreo"\nRun 'choreo --help' for usage.\n` });
+    assert.deepEqual(await run(["frob"], { server: false }), {
+      code: 1,
+      out: "",
+      err: `error: unknown command "frob" for "choreo"\nRun 'choreo --help' for usage.\n`,
+    });
     const r = await run(["get", "pods", "--bogus"]);
     assert.equal(r.code, 1);
     assert.equal(r.err, "error: unknown flag: --bogus\n");
@@ -73,7 +80,10 @@ describe("apply", () => {
     const posted = api.requests.at(-1)?.body as { metadata: { namespace: string; annotations: Record<string, string> } };
     assert.equal(posted.metadata.namespace, "default");
     assert.deepEqual(JSON.parse(posted.metadata.annotations[LAST_APPLIED] ?? ""), {
-      apiVersion: "v1", kind: "Pod", metadata: { name: "web", namespace: "default", labels: { app: "web", tier: "fe" } }, spec: { containers: [{ name: "c", image: "nginx" }] },
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: { name: "web", namespace: "default", labels: { app: "web", tier: "fe" } },
+      spec: { containers: [{ name: "c", image: "nginx" }] },
     });
 
     api.requests.length = 0;
@@ -98,7 +108,10 @@ describe("apply", () => {
   it("applies directories, lists and stdin; -n sets the namespace; group kinds print type.group", async () => {
     mkdirSync(path.join(dir, "m"), { recursive: true });
     writeFileSync(path.join(dir, "m", "a.yaml"), `${POD_YAML("x")}---\napiVersion: apps/v1\nkind: DaemonSet\nmetadata:\n  name: agent\nspec: {}\n`);
-    writeFileSync(path.join(dir, "m", "b.json"), JSON.stringify({ apiVersion: "v1", kind: "List", items: [{ apiVersion: "v1", kind: "Namespace", metadata: { name: "team" } }] }));
+    writeFileSync(
+      path.join(dir, "m", "b.json"),
+      JSON.stringify({ apiVersion: "v1", kind: "List", items: [{ apiVersion: "v1", kind: "Namespace", metadata: { name: "team" } }] }),
+    );
     const r = await run(["apply", "-f", "m", "-f", "-", "-n", "team"], { stdin: "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: pi\n" });
     assert.equal(r.err, "");
     assert.equal(r.out, "pod/web created\ndaemonset.apps/agent created\nnamespace/team created\njob.batch/pi created\n");
@@ -107,9 +120,10 @@ describe("apply", () => {
   });
 
   it("reports server errors per object and goes on; exit code 1", async () => {
-    api.override = (req) => req.method === "POST" && (req.body as { metadata: { name: string } }).metadata.name === "bad"
-      ? { code: 422, body: { ...status(422, "Invalid", `Pod "bad" is invalid: spec.containers[0].image: Required value`) } }
-      : undefined;
+    api.override = (req) =>
+      req.method === "POST" && (req.body as { metadata: { name: string } }).metadata.name === "bad"
+        ? { code: 422, body: { ...status(422, "Invalid", `Pod "bad" is invalid: spec.containers[0].image: Required value`) } }
+        : undefined;
     writeFileSync(path.join(dir, "two.yaml"), `${POD_YAML("x").replace("name: web", "name: bad")}---\n${POD_YAML("x")}`);
     const r = await run(["apply", "-f", "two.yaml"]);
     assert.equal(r.code, 1);
@@ -171,7 +185,10 @@ describe("get", () => {
     assert.equal(api.requests.at(-1)?.headers["accept"], "application/json");
     const list = JSON.parse((await run(["get", "pods", "-o", "json"])).out) as { kind: string; items: { kind: string }[] };
     assert.equal(list.kind, "List");
-    assert.deepEqual(list.items.map((i) => i.kind), ["Pod"]);
+    assert.deepEqual(
+      list.items.map((i) => i.kind),
+      ["Pod"],
+    );
     assert.match((await run(["get", "pods", "-o", "yaml"])).out, /^apiVersion: v1\nitems:\n {2}- apiVersion: v1\n {4}kind: Pod\n/);
     assert.equal((await run(["get", "pods", "-A", "-o", "name"])).out, "pod/web-1\npod/db\n");
     assert.equal((await run(["get", "pods", "-o", "xml"])).code, 1);
@@ -294,14 +311,36 @@ describe("version, api-resources, kubeconfig and auth", () => {
   it("reads .choreo/kubeconfig (token → Authorization, context namespace)", async () => {
     const work = path.join(dir, "proj");
     mkdirSync(path.join(work, ".choreo"), { recursive: true });
-    writeFileSync(path.join(work, ".choreo", "kubeconfig"), [
-      "apiVersion: v1", "kind: Config", "current-context: c",
-      "clusters:", "- name: c", "  cluster:", `    server: ${api.url}`,
-      "users:", "- name: u", "  user:", "    token: s3cret",
-      "contexts:", "- name: c", "  context:", "    cluster: c", "    user: u", "    namespace: team", "",
-    ].join("\n"));
+    writeFileSync(
+      path.join(work, ".choreo", "kubeconfig"),
+      [
+        "apiVersion: v1",
+        "kind: Config",
+        "current-context: c",
+        "clusters:",
+        "- name: c",
+        "  cluster:",
+        `    server: ${api.url}`,
+        "users:",
+        "- name: u",
+        "  user:",
+        "    token: s3cret",
+        "contexts:",
+        "- name: c",
+        "  context:",
+        "    cluster: c",
+        "    user: u",
+        "    namespace: team",
+        "",
+      ].join("\n"),
+    );
     let out = "";
-    const code = await runCli(["get", "pods", "-o", "name"], { stdout: { write: (s: string) => (out += s) }, stderr: { write: () => true }, env: {}, cwd: work });
+    const code = await runCli(["get", "pods", "-o", "name"], {
+      stdout: { write: (s: string) => (out += s) },
+      stderr: { write: () => true },
+      env: {},
+      cwd: work,
+    });
     assert.equal(code, 0);
     const req = api.requests.at(-1);
     assert.equal(req?.headers["authorization"], "Bearer s3cret");
@@ -313,7 +352,12 @@ describe("version, api-resources, kubeconfig and auth", () => {
     api.override = () => ({ code: 401, body: status(401, "Unauthorized", "Unauthorized") });
     assert.deepEqual(await run(["get", "pods"]), { code: 1, out: "", err: "error: You must be logged in to the server (Unauthorized)\n" });
     let err = "";
-    const code = await runCli(["get", "pods", "--server", "http://127.0.0.1:1"], { stdout: { write: () => true }, stderr: { write: (s: string) => (err += s) }, env: {}, cwd: dir });
+    const code = await runCli(["get", "pods", "--server", "http://127.0.0.1:1"], {
+      stdout: { write: () => true },
+      stderr: { write: (s: string) => (err += s) },
+      env: {},
+      cwd: dir,
+    });
     assert.equal(code, 1);
     assert.equal(err, "The connection to the server 127.0.0.1:1 was refused - did you specify the right host or port?\n");
   });

@@ -166,7 +166,8 @@ export class RestClient {
 
   private connectionError(err: NodeJS.ErrnoException): Error {
     if (err.name === "AbortError") return err;
-    if (err.code === "ECONNREFUSED") return new ConnectionError(`The connection to the server ${this.host} was refused - did you specify the right host or port?`);
+    if (err.code === "ECONNREFUSED")
+      return new ConnectionError(`The connection to the server ${this.host} was refused - did you specify the right host or port?`);
     if (err.code === "ENOTFOUND") return new ConnectionError(`Unable to connect to the server: dial tcp: lookup ${this.host}: no such host`);
     return new ConnectionError(`Unable to connect to the server: ${err.message}`);
   }
@@ -174,12 +175,16 @@ export class RestClient {
   /** Sends a request and reads the whole response (any status). */
   raw(o: RequestOptions): Promise<Response> {
     return new Promise((resolve, reject) => {
-      this.open(o, (res) => {
-        const chunks: Buffer[] = [];
-        res.on("data", (c: Buffer) => chunks.push(c));
-        res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString("utf8") }));
-        res.on("error", reject);
-      }, reject);
+      this.open(
+        o,
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on("data", (c: Buffer) => chunks.push(c));
+          res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString("utf8") }));
+          res.on("error", reject);
+        },
+        reject,
+      );
     });
   }
 
@@ -205,15 +210,19 @@ export class RestClient {
         if (err && !(err.name === "AbortError" || o.signal?.aborted)) reject(err);
         else resolve();
       };
-      this.open({ accept: "*/*", ...o }, (res) => {
-        const code = res.statusCode ?? 0;
-        const errBody: Buffer[] = [];
-        res.setEncoding("utf8");
-        res.on("data", (chunk: string) => (code === 200 ? onChunk(chunk) : errBody.push(Buffer.from(chunk))));
-        res.on("end", () => done(code === 200 ? undefined : new StatusError(statusFromResponse(code, Buffer.concat(errBody).toString("utf8")))));
-        res.on("error", (err) => done(err));
-        res.on("close", () => done());
-      }, (err) => done(err));
+      this.open(
+        { accept: "*/*", ...o },
+        (res) => {
+          const code = res.statusCode ?? 0;
+          const errBody: Buffer[] = [];
+          res.setEncoding("utf8");
+          res.on("data", (chunk: string) => (code === 200 ? onChunk(chunk) : errBody.push(Buffer.from(chunk))));
+          res.on("end", () => done(code === 200 ? undefined : new StatusError(statusFromResponse(code, Buffer.concat(errBody).toString("utf8")))));
+          res.on("error", (err) => done(err));
+          res.on("close", () => done());
+        },
+        (err) => done(err),
+      );
     });
   }
 
@@ -232,41 +241,45 @@ export class RestClient {
         if (err && !(err.name === "AbortError" && ac.signal.aborted)) reject(err);
         else resolve();
       };
-      this.open({ ...o, query: { ...o.query, watch: "true" }, signal: ac.signal }, (res) => {
-        const code = res.statusCode ?? 0;
-        const chunks: Buffer[] = [];
-        let buf = "";
-        res.setEncoding("utf8");
-        res.on("data", (chunk: string) => {
-          if (code !== 200) {
-            chunks.push(Buffer.from(chunk));
-            return;
-          }
-          buf += chunk;
-          let nl: number;
-          while ((nl = buf.indexOf("\n")) >= 0) {
-            const line = buf.slice(0, nl).trim();
-            buf = buf.slice(nl + 1);
-            if (line === "") continue;
-            let ev: WatchEvent;
-            try {
-              ev = JSON.parse(line) as WatchEvent;
-            } catch {
-              continue;
-            }
-            if (onEvent(ev) === false) {
-              ac.abort();
+      this.open(
+        { ...o, query: { ...o.query, watch: "true" }, signal: ac.signal },
+        (res) => {
+          const code = res.statusCode ?? 0;
+          const chunks: Buffer[] = [];
+          let buf = "";
+          res.setEncoding("utf8");
+          res.on("data", (chunk: string) => {
+            if (code !== 200) {
+              chunks.push(Buffer.from(chunk));
               return;
             }
-          }
-        });
-        res.on("end", () => {
-          if (code !== 200) done(new StatusError(statusFromResponse(code, Buffer.concat(chunks).toString("utf8"))));
-          else done();
-        });
-        res.on("error", (err) => done(err));
-        res.on("close", () => done());
-      }, (err) => done(err));
+            buf += chunk;
+            let nl: number;
+            while ((nl = buf.indexOf("\n")) >= 0) {
+              const line = buf.slice(0, nl).trim();
+              buf = buf.slice(nl + 1);
+              if (line === "") continue;
+              let ev: WatchEvent;
+              try {
+                ev = JSON.parse(line) as WatchEvent;
+              } catch {
+                continue;
+              }
+              if (onEvent(ev) === false) {
+                ac.abort();
+                return;
+              }
+            }
+          });
+          res.on("end", () => {
+            if (code !== 200) done(new StatusError(statusFromResponse(code, Buffer.concat(chunks).toString("utf8"))));
+            else done();
+          });
+          res.on("error", (err) => done(err));
+          res.on("close", () => done());
+        },
+        (err) => done(err),
+      );
     });
   }
 }

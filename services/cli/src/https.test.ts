@@ -24,9 +24,29 @@ describe("https", { skip: !hasOpenssl() && "openssl not installed" }, () => {
 
   before(async () => {
     dir = mkdtempSync(path.join(tmpdir(), "choreo-tls-"));
-    execFileSync("openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-      "-keyout", path.join(dir, "key.pem"), "-out", path.join(dir, "cert.pem"), "-days", "1", "-subj", "/CN=choreo",
-      "-addext", "subjectAltName=IP:127.0.0.1"], { stdio: "ignore" });
+    execFileSync(
+      "openssl",
+      [
+        "req",
+        "-x509",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+        "-keyout",
+        path.join(dir, "key.pem"),
+        "-out",
+        path.join(dir, "cert.pem"),
+        "-days",
+        "1",
+        "-subj",
+        "/CN=choreo",
+        "-addext",
+        "subjectAltName=IP:127.0.0.1",
+      ],
+      { stdio: "ignore" },
+    );
     cert = readFileSync(path.join(dir, "cert.pem"), "utf8");
     api = await new FakeApi({ cert, key: readFileSync(path.join(dir, "key.pem"), "utf8") }).start();
   });
@@ -37,19 +57,41 @@ describe("https", { skip: !hasOpenssl() && "openssl not installed" }, () => {
 
   function kubeconfig(cluster: string): string {
     const file = path.join(dir, `kc-${Math.random().toString(36).slice(2)}.yaml`);
-    writeFileSync(file, [
-      "apiVersion: v1", "kind: Config", "current-context: c",
-      "clusters:", "- name: c", "  cluster:", `    server: ${api.url}`, cluster,
-      "users:", "- name: u", "  user:", "    token: tls-token",
-      "contexts:", "- name: c", "  context:", "    cluster: c", "    user: u", "",
-    ].join("\n"));
+    writeFileSync(
+      file,
+      [
+        "apiVersion: v1",
+        "kind: Config",
+        "current-context: c",
+        "clusters:",
+        "- name: c",
+        "  cluster:",
+        `    server: ${api.url}`,
+        cluster,
+        "users:",
+        "- name: u",
+        "  user:",
+        "    token: tls-token",
+        "contexts:",
+        "- name: c",
+        "  context:",
+        "    cluster: c",
+        "    user: u",
+        "",
+      ].join("\n"),
+    );
     return file;
   }
 
   async function version(file: string): Promise<{ code: number; out: string; err: string }> {
     let out = "";
     let err = "";
-    const code = await runCli(["version"], { stdout: { write: (s: string) => (out += s) }, stderr: { write: (s: string) => (err += s) }, env: { KUBECONFIG: file }, cwd: dir });
+    const code = await runCli(["version"], {
+      stdout: { write: (s: string) => (out += s) },
+      stderr: { write: (s: string) => (err += s) },
+      env: { KUBECONFIG: file },
+      cwd: dir,
+    });
     return { code, out, err };
   }
 

@@ -68,7 +68,10 @@ function optStr(v: unknown): string | undefined {
 
 function named(list: unknown, field: string): [string, Raw][] {
   if (!Array.isArray(list)) return [];
-  return list.map(rec).filter((e) => typeof e["name"] === "string").map((e) => [e["name"] as string, rec(e[field])]);
+  return list
+    .map(rec)
+    .filter((e) => typeof e["name"] === "string")
+    .map((e) => [e["name"] as string, rec(e[field])]);
 }
 
 function resolvePath(p: string | undefined, baseDir: string | undefined): string | undefined {
@@ -134,15 +137,17 @@ export function kubeconfigPaths(flag: string | undefined, env: Record<string, st
 
 /** Reads and merges the kubeconfig files (a missing `--kubeconfig` file is an error). */
 export function loadKubeconfig(paths: string[]): Kubeconfig {
-  return mergeKubeconfigs(paths.map((p) => {
-    let text: string;
-    try {
-      text = readFileSync(p, "utf8");
-    } catch {
-      throw new Error(`stat ${p}: no such file or directory`);
-    }
-    return parseKubeconfig(text, path.dirname(p));
-  }));
+  return mergeKubeconfigs(
+    paths.map((p) => {
+      let text: string;
+      try {
+        text = readFileSync(p, "utf8");
+      } catch {
+        throw new Error(`stat ${p}: no such file or directory`);
+      }
+      return parseKubeconfig(text, path.dirname(p));
+    }),
+  );
 }
 
 function decode(b64: string | undefined): string | undefined {
@@ -162,7 +167,9 @@ export function connectionFrom(config: Kubeconfig, o: ConnectionOverrides = {}):
   const user = context ? config.users.get(context.user) : undefined;
   const server = o.server ?? cluster?.server ?? "";
   if (server === "") {
-    throw new Error("no server found: set --server, or a kubeconfig (--kubeconfig, KUBECONFIG, .choreo/kubeconfig or ~/.kube/config); is the cluster up (choreo up)?");
+    throw new Error(
+      "no server found: set --server, or a kubeconfig (--kubeconfig, KUBECONFIG, .choreo/kubeconfig or ~/.kube/config); is the cluster up (choreo up)?",
+    );
   }
   const conn: Connection = {
     server: server.replace(/\/+$/, ""),

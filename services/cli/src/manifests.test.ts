@@ -5,7 +5,8 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { readManifests, splitDocuments } from "./manifests.js";
 
-const names = (ms: { object: Record<string, unknown> }[]): string[] => ms.map((m) => `${String(m.object["kind"])}/${String((m.object["metadata"] as { name: string }).name)}`);
+const names = (ms: { object: Record<string, unknown> }[]): string[] =>
+  ms.map((m) => `${String(m.object["kind"])}/${String((m.object["metadata"] as { name: string }).name)}`);
 
 describe("splitDocuments", () => {
   it("splits multi-document YAML and skips empty documents", () => {
@@ -16,10 +17,14 @@ describe("splitDocuments", () => {
     assert.deepEqual(names(splitDocuments('{"apiVersion":"v1","kind":"Pod","metadata":{"name":"j"}}', "x.json")), ["Pod/j"]);
   });
   it("unpacks List and *List kinds, nested", () => {
-    const list = { apiVersion: "v1", kind: "List", items: [
-      { apiVersion: "v1", kind: "Pod", metadata: { name: "p1" } },
-      { apiVersion: "v1", kind: "PodList", items: [{ apiVersion: "v1", kind: "Pod", metadata: { name: "p2" } }] },
-    ] };
+    const list = {
+      apiVersion: "v1",
+      kind: "List",
+      items: [
+        { apiVersion: "v1", kind: "Pod", metadata: { name: "p1" } },
+        { apiVersion: "v1", kind: "PodList", items: [{ apiVersion: "v1", kind: "Pod", metadata: { name: "p2" } }] },
+      ],
+    };
     assert.deepEqual(names(splitDocuments(JSON.stringify(list), "l.json")), ["Pod/p1", "Pod/p2"]);
   });
   it("keeps the source and refuses broken or non-object documents", () => {
@@ -45,7 +50,10 @@ describe("readManifests", () => {
   it("reads directories recursively (.yaml/.yml/.json, sorted), files of any extension, and stdin", async () => {
     const ms = await readManifests(["app", "pod.txt", "-"], dir, async () => "apiVersion: v1\nkind: Pod\nmetadata:\n  name: s\n");
     assert.deepEqual(names(ms), ["Pod/a", "Pod/b", "Pod/c", "Pod/t", "Pod/s"]);
-    assert.deepEqual(ms.map((m) => m.source), [path.join("app", "a.yml"), path.join("app", "b.yaml"), path.join("app", "sub", "c.json"), "pod.txt", "STDIN"]);
+    assert.deepEqual(
+      ms.map((m) => m.source),
+      [path.join("app", "a.yml"), path.join("app", "b.yaml"), path.join("app", "sub", "c.json"), "pod.txt", "STDIN"],
+    );
   });
   it("a missing path is an error", async () => {
     await assert.rejects(readManifests(["nope.yaml"], dir), /the path "nope.yaml" does not exist/);

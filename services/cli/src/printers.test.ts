@@ -18,7 +18,13 @@ const TABLE: Table = {
 
 describe("alignRows", () => {
   it("pads every column but the last to its widest cell plus three spaces", () => {
-    assert.deepEqual(alignRows([["NAME", "AGE"], ["a-long-name", "5s"]]), ["NAME          AGE", "a-long-name   5s"]);
+    assert.deepEqual(
+      alignRows([
+        ["NAME", "AGE"],
+        ["a-long-name", "5s"],
+      ]),
+      ["NAME          AGE", "a-long-name   5s"],
+    );
   });
   it("keeps minimum widths (for rows printed later by a watch)", () => {
     assert.deepEqual(alignRows([["a", "b"]], [5]), ["a       b"]);
@@ -27,11 +33,7 @@ describe("alignRows", () => {
 
 describe("formatTable", () => {
   it("prints upper-case headers and priority-0 columns by default", () => {
-    assert.deepEqual(formatTable(TABLE), [
-      "NAME    READY   STATUS",
-      "web-1   1/1     Running",
-      "db      0/1     ContainerCreating",
-    ]);
+    assert.deepEqual(formatTable(TABLE), ["NAME    READY   STATUS", "web-1   1/1     Running", "db      0/1     ContainerCreating"]);
   });
   it("-o wide adds priority-1 columns; null cells print <none>", () => {
     assert.deepEqual(formatTable(TABLE, { wide: true }), [
@@ -45,7 +47,10 @@ describe("formatTable", () => {
       "default   pod/web-1   1/1   Running",
       "team-b    pod/db      0/1   ContainerCreating",
     ]);
-    assert.deepEqual(formatTable(TABLE, { showLabels: true, kindPrefix: { kind: "DaemonSet", group: "apps" } })[1], "daemonset.apps/web-1   1/1     Running             app=web");
+    assert.deepEqual(
+      formatTable(TABLE, { showLabels: true, kindPrefix: { kind: "DaemonSet", group: "apps" } })[1],
+      "daemonset.apps/web-1   1/1     Running             app=web",
+    );
   });
   it("a plain list becomes NAME and AGE", () => {
     const t = tableFromObjects([{ metadata: { name: "x", creationTimestamp: "2026-01-01T00:00:00Z" } }], Date.parse("2026-01-01T00:00:45Z"));

@@ -81,7 +81,10 @@ export function formatTable(t: Table, o: TableOptions & { noHeaders?: boolean } 
 /** A NAME/AGE Table made from a plain list: what kubectl prints when the server sends no Table. */
 export function tableFromObjects(items: Record<string, unknown>[], now: number = Date.now()): Table {
   return {
-    columnDefinitions: [{ name: "Name", priority: 0, format: "name" }, { name: "Age", priority: 0 }],
+    columnDefinitions: [
+      { name: "Name", priority: 0, format: "name" },
+      { name: "Age", priority: 0 },
+    ],
     rows: items.map((item) => {
       const metadata = (item["metadata"] ?? {}) as { name?: string; namespace?: string; creationTimestamp?: string; labels?: Record<string, string> };
       return { cells: [metadata.name ?? "", ageOf(metadata.creationTimestamp, now)], object: { metadata } };

@@ -29,7 +29,12 @@ export function objectName(r: Pick<ResourceInfo, "kind" | "group">, name: string
 }
 
 /** The REST path of a collection, an object, or a subresource. Cluster-scoped kinds ignore the namespace; no namespace lists across all. */
-export function resourcePath(r: Pick<ResourceInfo, "group" | "version" | "resource" | "namespaced">, namespace: string | undefined, name?: string, subresource?: string): string {
+export function resourcePath(
+  r: Pick<ResourceInfo, "group" | "version" | "resource" | "namespaced">,
+  namespace: string | undefined,
+  name?: string,
+  subresource?: string,
+): string {
   let p = r.group ? `/apis/${r.group}/${r.version}` : `/api/${r.version}`;
   if (r.namespaced && namespace) p += `/namespaces/${encodeURIComponent(namespace)}`;
   p += `/${r.resource}`;
@@ -60,12 +65,16 @@ export class Resources {
       const out: ResourceInfo[] = [];
       const core = await this.client.json<{ resources?: DiscoveredResource[] }>({ path: "/api/v1" });
       out.push(...fromList(core.resources ?? [], "", "v1"));
-      const groups = await this.client.json<{ groups?: { name: string; preferredVersion?: { version: string }; versions?: { version: string }[] }[] }>({ path: "/apis" });
-      const lists = await Promise.all((groups.groups ?? []).map(async (g) => {
-        const version = g.preferredVersion?.version ?? g.versions?.[0]?.version ?? "v1";
-        const list = await this.client.json<{ resources?: DiscoveredResource[] }>({ path: `/apis/${g.name}/${version}` });
-        return fromList(list.resources ?? [], g.name, version);
-      }));
+      const groups = await this.client.json<{ groups?: { name: string; preferredVersion?: { version: string }; versions?: { version: string }[] }[] }>({
+        path: "/apis",
+      });
+      const lists = await Promise.all(
+        (groups.groups ?? []).map(async (g) => {
+          const version = g.preferredVersion?.version ?? g.versions?.[0]?.version ?? "v1";
+          const list = await this.client.json<{ resources?: DiscoveredResource[] }>({ path: `/apis/${g.name}/${version}` });
+          return fromList(list.resources ?? [], g.name, version);
+        }),
+      );
       for (const l of lists) out.push(...l);
       return out;
     })();
@@ -80,8 +89,11 @@ export class Resources {
     const [base, ...groupParts] = n.split(".");
     const group = groupParts.join(".");
     const all = await this.discover();
-    const hit = all.find((r) => (group === "" || r.group === group) &&
-      (r.resource === base || r.singular === base || r.kind.toLowerCase() === base || r.shortNames.includes(base ?? "")));
+    const hit = all.find(
+      (r) =>
+        (group === "" || r.group === group) &&
+        (r.resource === base || r.singular === base || r.kind.toLowerCase() === base || r.shortNames.includes(base ?? "")),
+    );
     if (!hit) throw new CliError(`error: the server doesn't have a resource type "${name}"`);
     return hit;
   }
@@ -103,16 +115,18 @@ export class Resources {
 }
 
 function fromList(resources: DiscoveredResource[], group: string, version: string): ResourceInfo[] {
-  return resources.filter((r) => !r.name.includes("/")).map((r) => ({
-    resource: r.name,
-    singular: r.singularName || r.kind.toLowerCase(),
-    kind: r.kind,
-    group,
-    version,
-    apiVersion: group ? `${group}/${version}` : version,
-    namespaced: r.namespaced === true,
-    shortNames: r.shortNames ?? [],
-    categories: r.categories ?? [],
-    verbs: r.verbs ?? [],
-  }));
+  return resources
+    .filter((r) => !r.name.includes("/"))
+    .map((r) => ({
+      resource: r.name,
+      singular: r.singularName || r.kind.toLowerCase(),
+      kind: r.kind,
+      group,
+      version,
+      apiVersion: group ? `${group}/${version}` : version,
+      namespaced: r.namespaced === true,
+      shortNames: r.shortNames ?? [],
+      categories: r.categories ?? [],
+      verbs: r.verbs ?? [],
+    }));
 }

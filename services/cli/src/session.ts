@@ -67,7 +67,10 @@ export class Session {
   private restClient: RestClient | undefined;
   private resolver: Resources | undefined;
 
-  constructor(readonly io: CliIo, private readonly flags: GlobalValues) {}
+  constructor(
+    readonly io: CliIo,
+    private readonly flags: GlobalValues,
+  ) {}
 
   /** Prints a line on stdout. */
   out(line: string): void {
@@ -80,14 +83,18 @@ export class Session {
   }
 
   get conn(): Connection {
-    this.connection ??= resolveConnection({
-      kubeconfig: this.flags.kubeconfig,
-      context: this.flags.context,
-      server: this.flags.server,
-      token: this.flags.token,
-      namespace: this.flags.namespace,
-      insecureSkipTlsVerify: this.flags["insecure-skip-tls-verify"],
-    }, this.io.env, this.io.cwd);
+    this.connection ??= resolveConnection(
+      {
+        kubeconfig: this.flags.kubeconfig,
+        context: this.flags.context,
+        server: this.flags.server,
+        token: this.flags.token,
+        namespace: this.flags.namespace,
+        insecureSkipTlsVerify: this.flags["insecure-skip-tls-verify"],
+      },
+      this.io.env,
+      this.io.cwd,
+    );
     return this.connection;
   }
 

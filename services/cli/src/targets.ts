@@ -8,7 +8,8 @@ export interface Target {
   names: string[];
 }
 
-const MIXED = "error: there is no need to specify a resource type as a separate argument when passing arguments in resource/name form (e.g. 'choreo get resource/<resource_name>' instead of 'choreo get resource resource/<resource_name>')";
+const MIXED =
+  "error: there is no need to specify a resource type as a separate argument when passing arguments in resource/name form (e.g. 'choreo get resource/<resource_name>' instead of 'choreo get resource resource/<resource_name>')";
 
 /** Parses targets; `all` expands to the types in the `all` category. */
 export async function parseTargets(args: string[], resources: Pick<Resources, "byUserName" | "inCategory">): Promise<Target[]> {

@@ -13,8 +13,12 @@ const FakeCache = FakeInformer;
 type Action = { verb: string; key: string; endpoints?: Endpoints };
 
 /** Records what the reconciler asks of the api; `failWith` scripts errors per verb. */
-function recorder(stored: Map<string, Endpoints> = new Map(), failWith: Record<string, ApiError> = {}): {
-  client: ConstructorParameters<typeof EndpointsReconciler>[0]["client"]; actions: Action[];
+function recorder(
+  stored: Map<string, Endpoints> = new Map(),
+  failWith: Record<string, ApiError> = {},
+): {
+  client: ConstructorParameters<typeof EndpointsReconciler>[0]["client"];
+  actions: Action[];
 } {
   const actions: Action[] = [];
   const epOf = (o: ApiObject): Endpoints => unwrap(o) as Endpoints;
@@ -66,10 +70,19 @@ describe("EndpointsReconciler.reconcile", () => {
     t.pods.put(pod("b", { ip: "10.0.0.2", ready: false }));
     t.pods.put(pod("other", { ip: "10.0.0.9", labels: { app: "db" } }));
     await t.r.reconcile("default/web");
-    assert.deepEqual(t.actions.map((a) => `${a.verb} ${a.key}`), ["create default/web"]);
+    assert.deepEqual(
+      t.actions.map((a) => `${a.verb} ${a.key}`),
+      ["create default/web"],
+    );
     const ep = t.actions[0]?.endpoints;
-    assert.deepEqual(ep?.subsets[0]?.addresses.map((a) => a.ip), ["10.0.0.1"]);
-    assert.deepEqual(ep?.subsets[0]?.notReadyAddresses.map((a) => a.ip), ["10.0.0.2"]);
+    assert.deepEqual(
+      ep?.subsets[0]?.addresses.map((a) => a.ip),
+      ["10.0.0.1"],
+    );
+    assert.deepEqual(
+      ep?.subsets[0]?.notReadyAddresses.map((a) => a.ip),
+      ["10.0.0.2"],
+    );
   });
 
   it("does nothing when the stored Endpoints already say the same", async () => {
@@ -87,12 +100,23 @@ describe("EndpointsReconciler.reconcile", () => {
     const t = setup();
     const svc = service("web", HTTP);
     t.services.put(svc);
-    t.endpoints.put({ apiVersion: "v1", kind: "Endpoints", metadata: { ...svc.metadata!, resourceVersion: "7" }, subsets: desiredSubsets(svc, [pod("a", { ip: "10.0.0.1" })]) });
+    t.endpoints.put({
+      apiVersion: "v1",
+      kind: "Endpoints",
+      metadata: { ...svc.metadata!, resourceVersion: "7" },
+      subsets: desiredSubsets(svc, [pod("a", { ip: "10.0.0.1" })]),
+    });
     t.pods.put(pod("a", { ip: "10.0.0.1", ready: false }));
     await t.r.reconcile("default/web");
-    assert.deepEqual(t.actions.map((a) => a.verb), ["update"]);
+    assert.deepEqual(
+      t.actions.map((a) => a.verb),
+      ["update"],
+    );
     assert.equal(t.actions[0]?.endpoints?.metadata?.resourceVersion, "7");
-    assert.deepEqual(t.actions[0]?.endpoints?.subsets[0]?.notReadyAddresses.map((a) => a.ip), ["10.0.0.1"]);
+    assert.deepEqual(
+      t.actions[0]?.endpoints?.subsets[0]?.notReadyAddresses.map((a) => a.ip),
+      ["10.0.0.1"],
+    );
     assert.deepEqual(t.actions[0]?.endpoints?.subsets[0]?.addresses, []);
   });
 
@@ -102,13 +126,19 @@ describe("EndpointsReconciler.reconcile", () => {
     t.services.put(service("web", HTTP));
     t.pods.put(pod("a", { ip: "10.0.0.1" }));
     await t.r.reconcile("default/web");
-    assert.deepEqual(t.actions.map((a) => a.verb), ["create", "get", "update"]);
+    assert.deepEqual(
+      t.actions.map((a) => a.verb),
+      ["create", "get", "update"],
+    );
   });
 
   it("deletes the Endpoints of a deleted service, tolerating NotFound", async () => {
     const t = setup({ failWith: { delete: notFound("endpoints", "gone") } });
     await t.r.reconcile("default/gone");
-    assert.deepEqual(t.actions.map((a) => `${a.verb} ${a.key}`), ["delete default/gone"]);
+    assert.deepEqual(
+      t.actions.map((a) => `${a.verb} ${a.key}`),
+      ["delete default/gone"],
+    );
   });
 
   it("leaves the Endpoints of a service without a selector alone", async () => {

@@ -33,7 +33,13 @@ export class EndpointsReconciler implements Runnable {
   constructor(opts: EndpointsReconcilerOptions) {
     this.opts = opts;
     this.log = opts.log.child({ controller: "endpoints" });
-    this.controller = new Controller({ name: "endpoints", reconcile: (key) => this.reconcile(key), workers: opts.workers ?? 4, log: opts.log, registry: opts.registry });
+    this.controller = new Controller({
+      name: "endpoints",
+      reconcile: (key) => this.reconcile(key),
+      workers: opts.workers ?? 4,
+      log: opts.log,
+      registry: opts.registry,
+    });
     opts.services.addIndexer(BY_NAMESPACE, namespaceOf);
     opts.pods.addIndexer(BY_NAMESPACE, namespaceOf);
     const enqueueObj = (o: { metadata?: { namespace: string; name: string } }): void => {

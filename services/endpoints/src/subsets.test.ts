@@ -14,10 +14,24 @@ describe("desiredSubsets", () => {
     ]);
     assert.equal(s.length, 1);
     assert.deepEqual(s[0]?.ports, [{ name: "http", port: 8080, protocol: "TCP" }]);
-    assert.deepEqual(s[0]?.addresses.map((a) => a.ip), ["10.0.0.1", "10.0.0.2"]);
-    assert.deepEqual(s[0]?.addresses[0]?.targetRef, { kind: "Pod", namespace: "default", name: "a", uid: "uid-a", apiVersion: "", resourceVersion: "", fieldPath: "" });
+    assert.deepEqual(
+      s[0]?.addresses.map((a) => a.ip),
+      ["10.0.0.1", "10.0.0.2"],
+    );
+    assert.deepEqual(s[0]?.addresses[0]?.targetRef, {
+      kind: "Pod",
+      namespace: "default",
+      name: "a",
+      uid: "uid-a",
+      apiVersion: "",
+      resourceVersion: "",
+      fieldPath: "",
+    });
     assert.equal(s[0]?.addresses[0]?.nodeName, "n2");
-    assert.deepEqual(s[0]?.notReadyAddresses.map((a) => a.targetRef?.name), ["c"]);
+    assert.deepEqual(
+      s[0]?.notReadyAddresses.map((a) => a.targetRef?.name),
+      ["c"],
+    );
     assert.equal(s[0]?.notReadyAddresses[0]?.nodeName, undefined);
   });
 
@@ -37,7 +51,10 @@ describe("desiredSubsets", () => {
   });
 
   it("resolves a named targetPort per pod and groups pods by their port sets", () => {
-    const svc = service("web", [{ name: "http", port: 80, targetPort: "web" }, { name: "metrics", port: 9090, protocol: "TCP", targetPort: 9100 }]);
+    const svc = service("web", [
+      { name: "http", port: 80, targetPort: "web" },
+      { name: "metrics", port: 9090, protocol: "TCP", targetPort: 9100 },
+    ]);
     const s = desiredSubsets(svc, [
       pod("a", { ip: "10.0.0.1", ports: [{ name: "web", containerPort: 8080 }] }),
       pod("b", { ip: "10.0.0.2", ports: [{ name: "web", containerPort: 8081 }] }),
@@ -47,10 +64,19 @@ describe("desiredSubsets", () => {
     ]);
     assert.equal(s.length, 3);
     const byIps = s.map((x) => ({ ips: x.addresses.map((a) => a.ip), ports: x.ports.map((p) => `${p.name}:${p.port}`) }));
-    assert.deepEqual(byIps.find((x) => x.ips.includes("10.0.0.1")), { ips: ["10.0.0.1", "10.0.0.3"], ports: ["http:8080", "metrics:9100"] });
-    assert.deepEqual(byIps.find((x) => x.ips.includes("10.0.0.2")), { ips: ["10.0.0.2"], ports: ["http:8081", "metrics:9100"] });
+    assert.deepEqual(
+      byIps.find((x) => x.ips.includes("10.0.0.1")),
+      { ips: ["10.0.0.1", "10.0.0.3"], ports: ["http:8080", "metrics:9100"] },
+    );
+    assert.deepEqual(
+      byIps.find((x) => x.ips.includes("10.0.0.2")),
+      { ips: ["10.0.0.2"], ports: ["http:8081", "metrics:9100"] },
+    );
     // d and e lack the named port (e has it only for UDP): they serve the numeric port alone.
-    assert.deepEqual(byIps.find((x) => x.ips.includes("10.0.0.4")), { ips: ["10.0.0.4", "10.0.0.5"], ports: ["metrics:9100"] });
+    assert.deepEqual(
+      byIps.find((x) => x.ips.includes("10.0.0.4")),
+      { ips: ["10.0.0.4", "10.0.0.5"], ports: ["metrics:9100"] },
+    );
   });
 
   it("skips a pod that lacks the only (named) port", () => {

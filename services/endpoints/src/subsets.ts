@@ -88,14 +88,22 @@ export function desiredSubsets(service: Service, pods: readonly Pod[]): Endpoint
  */
 export function canonicalSubsets(subsets: readonly EndpointSubset[]): string {
   const addr = (a: EndpointAddress): string[] => [
-    a.ip, a.hostname, a.nodeName ?? "", a.targetRef?.kind ?? "", a.targetRef?.namespace ?? "", a.targetRef?.name ?? "", a.targetRef?.uid ?? "",
+    a.ip,
+    a.hostname,
+    a.nodeName ?? "",
+    a.targetRef?.kind ?? "",
+    a.targetRef?.namespace ?? "",
+    a.targetRef?.name ?? "",
+    a.targetRef?.uid ?? "",
   ];
   const flat = subsets
-    .map((s) => JSON.stringify([
-      [...s.ports].sort(byPort).map((p) => [p.name, p.port, p.protocol || "TCP"]),
-      [...s.addresses].sort(byAddress).map(addr),
-      [...s.notReadyAddresses].sort(byAddress).map(addr),
-    ]))
+    .map((s) =>
+      JSON.stringify([
+        [...s.ports].sort(byPort).map((p) => [p.name, p.port, p.protocol || "TCP"]),
+        [...s.addresses].sort(byAddress).map(addr),
+        [...s.notReadyAddresses].sort(byAddress).map(addr),
+      ]),
+    )
     .filter((s) => s !== "[[],[],[]]")
     .sort();
   return JSON.stringify(flat);

@@ -18,9 +18,13 @@ export interface PodInit {
 /** A pod in Kubernetes JSON shape, status included. */
 export function podJson(name: string, o: PodInit = {}): Record<string, unknown> {
   return {
-    apiVersion: "v1", kind: "Pod",
+    apiVersion: "v1",
+    kind: "Pod",
     metadata: {
-      name, namespace: o.namespace ?? "default", uid: `uid-${name}`, labels: o.labels ?? { app: "web" },
+      name,
+      namespace: o.namespace ?? "default",
+      uid: `uid-${name}`,
+      labels: o.labels ?? { app: "web" },
       ...(o.deleting ? { deletionTimestamp: "2024-01-01T00:00:00Z" } : {}),
     },
     spec: { ...(o.node ? { nodeName: o.node } : {}), containers: [{ name: "app", image: "nginx", ports: o.ports ?? [] }] },

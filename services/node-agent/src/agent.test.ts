@@ -16,7 +16,9 @@ const WAIT = { timeoutMs: 20_000 };
 
 function podJson(name: string, opts: { node?: string; restartPolicy?: string } = {}): Parameters<typeof fromKubeJson>[0] {
   return {
-    apiVersion: "v1", kind: "Pod", metadata: { name, namespace: "default" },
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name, namespace: "default" },
     spec: { ...(opts.node ? { nodeName: opts.node } : {}), restartPolicy: opts.restartPolicy ?? "Always", containers: [{ name: "app", image: "nginx" }] },
   };
 }
@@ -28,8 +30,14 @@ describe("node agent against the api", () => {
     const node = hollowNodeConfig(index, "node-");
     const runtime = new HollowRuntime({ podCidr: node.podCidr, hostIp: node.internalIp, startDelayMs: 20 });
     const agent = new NodeAgent({
-      client: s.client, nc: s.nc, jsm: s.jsm, log: silentLogger(), node, runtime,
-      leaseRenewMs: 200, restartBackoff: { initialMs: 200, maxMs: 1_000 },
+      client: s.client,
+      nc: s.nc,
+      jsm: s.jsm,
+      log: silentLogger(),
+      node,
+      runtime,
+      leaseRenewMs: 200,
+      restartBackoff: { initialMs: 200, maxMs: 1_000 },
     });
     const ac = new AbortController();
     const done = agent.start(ac.signal);
@@ -62,18 +70,24 @@ describe("node agent against the api", () => {
     assert.equal(node.status?.addresses.find((x) => x.type === "InternalIP")?.address, "172.16.0.1");
     const first = await waitFor(async () => unwrap(await s.client.get("leases", "kube-node-lease", "node-0")) as Lease, WAIT);
     assert.equal(first.spec?.holderIdentity, "node-0");
-    await waitFor(async () => {
-      const l = unwrap(await s.client.get("leases", "kube-node-lease", "node-0")) as Lease;
-      return l.spec?.renewTime !== first.spec?.renewTime;
-    }, { ...WAIT, message: "lease renewed" });
+    await waitFor(
+      async () => {
+        const l = unwrap(await s.client.get("leases", "kube-node-lease", "node-0")) as Lease;
+        return l.spec?.renewTime !== first.spec?.renewTime;
+      },
+      { ...WAIT, message: "lease renewed" },
+    );
   });
 
   it("runs a pod created bound to it: Running, Ready, a pod IP from its CIDR", async () => {
     await s.client.create(fromKubeJson(podJson("web-1", { node: "node-0" })));
-    const p = await waitFor(async () => {
-      const pod = await getPod("web-1");
-      return pod.status?.phase === "Running" ? pod : undefined;
-    }, { ...WAIT, message: "web-1 Running" });
+    const p = await waitFor(
+      async () => {
+        const pod = await getPod("web-1");
+        return pod.status?.phase === "Running" ? pod : undefined;
+      },
+      { ...WAIT, message: "web-1 Running" },
+    );
     assert.match(p.status?.podIp ?? "", /^10\.244\.0\.\d+$/);
     assert.deepEqual(p.status?.podIps, [{ ip: p.status?.podIp }]);
     assert.equal(p.status?.hostIp, "172.16.0.1");
@@ -90,22 +104,28 @@ describe("node agent against the api", () => {
   it("runs a pod bound after creation, and stops and confirms a deleted pod", async () => {
     await s.client.create(fromKubeJson(podJson("web-2")));
     await s.client.bind("default", "web-2", "node-1");
-    const p = await waitFor(async () => {
-      const pod = await getPod("web-2");
-      return pod.status?.phase === "Running" ? pod : undefined;
-    }, { ...WAIT, message: "web-2 Running" });
+    const p = await waitFor(
+      async () => {
+        const pod = await getPod("web-2");
+        return pod.status?.phase === "Running" ? pod : undefined;
+      },
+      { ...WAIT, message: "web-2 Running" },
+    );
     assert.match(p.status?.podIp ?? "", /^10\.244\.1\.\d+$/);
     const uid = p.metadata!.uid;
     const terminating = unwrap(await s.client.delete("pods", "default", "web-2")) as Pod;
     assert.ok(terminating.metadata?.deletionTimestamp, "graceful: the api waits for the agent");
-    await waitFor(async () => {
-      try {
-        await getPod("web-2");
-        return false;
-      } catch (err) {
-        return isNotFound(err);
-      }
-    }, { ...WAIT, message: "web-2 gone" });
+    await waitFor(
+      async () => {
+        try {
+          await getPod("web-2");
+          return false;
+        } catch (err) {
+          return isNotFound(err);
+        }
+      },
+      { ...WAIT, message: "web-2 gone" },
+    );
     assert.equal(running[1]!.runtime.has(uid), false, "stopped in the runtime");
   });
 
@@ -115,17 +135,23 @@ describe("node agent against the api", () => {
     await waitFor(() => a.runtime.podStatus(never.metadata!.uid) && a.runtime.podStatus(always.metadata!.uid), { ...WAIT, message: "both started" });
     a.runtime.fail(never.metadata!.uid);
     a.runtime.crash(always.metadata!.uid);
-    const failed = await waitFor(async () => {
-      const pod = await getPod("once");
-      return pod.status?.phase === "Failed" ? pod : undefined;
-    }, { ...WAIT, message: "once Failed" });
+    const failed = await waitFor(
+      async () => {
+        const pod = await getPod("once");
+        return pod.status?.phase === "Failed" ? pod : undefined;
+      },
+      { ...WAIT, message: "once Failed" },
+    );
     assert.equal(failed.status?.containerStatuses[0]?.state?.terminated?.exitCode, 1);
     assert.equal(failed.status?.conditions.find((c) => c.type === "Ready")?.status, "False");
-    const restarted = await waitFor(async () => {
-      const pod = await getPod("again");
-      const cs = pod.status?.containerStatuses[0];
-      return cs?.restartCount === 1 && cs.state?.running && cs.ready ? pod : undefined;
-    }, { ...WAIT, message: "again restarted" });
+    const restarted = await waitFor(
+      async () => {
+        const pod = await getPod("again");
+        const cs = pod.status?.containerStatuses[0];
+        return cs?.restartCount === 1 && cs.state?.running && cs.ready ? pod : undefined;
+      },
+      { ...WAIT, message: "again restarted" },
+    );
     assert.equal(restarted.status?.phase, "Running");
     assert.equal(restarted.status?.containerStatuses[0]?.lastState?.terminated?.exitCode, 1);
   });
@@ -145,10 +171,13 @@ describe("node agent against the api", () => {
     a = startAgent(0); // a fresh, empty hollow runtime
     const uid = before.metadata!.uid;
     await waitFor(() => a.runtime.podStatus(uid), { ...WAIT, message: "adopted" });
-    await waitFor(() => {
-      const q = a.agent.controller.queue.stats();
-      return q.depth === 0 && q.inFlight === 0 && a.agent.informer.hasSynced();
-    }, { ...WAIT, message: "settled" });
+    await waitFor(
+      () => {
+        const q = a.agent.controller.queue.stats();
+        return q.depth === 0 && q.inFlight === 0 && a.agent.informer.hasSynced();
+      },
+      { ...WAIT, message: "settled" },
+    );
     const now = await getPod("web-1");
     assert.equal(now.status?.podIp, before.status?.podIp);
     assert.equal(now.status?.containerStatuses[0]?.restartCount, 0);
@@ -156,10 +185,13 @@ describe("node agent against the api", () => {
     assert.equal(now.metadata?.resourceVersion, before.metadata?.resourceVersion, "no status write: nothing changed");
     // and it still runs new pods, on an IP other than the adopted one
     await s.client.create(fromKubeJson(podJson("web-3", { node: "node-0" })));
-    const p3 = await waitFor(async () => {
-      const pod = await getPod("web-3");
-      return pod.status?.phase === "Running" ? pod : undefined;
-    }, { ...WAIT, message: "web-3 Running" });
+    const p3 = await waitFor(
+      async () => {
+        const pod = await getPod("web-3");
+        return pod.status?.phase === "Running" ? pod : undefined;
+      },
+      { ...WAIT, message: "web-3 Running" },
+    );
     assert.notEqual(p3.status?.podIp, before.status?.podIp);
   });
 });

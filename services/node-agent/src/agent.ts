@@ -83,15 +83,30 @@ export class NodeAgent implements Runnable {
     this.nodeName = node;
     this.log = opts.log.child({ node });
     this.informer = new Informer({
-      client: opts.client, nc: opts.nc, jsm: opts.jsm, kind: "pod", log: this.log,
-      filterSubject: podsOnNodeFilter(node), fieldSelector: `spec.nodeName=${node}`,
+      client: opts.client,
+      nc: opts.nc,
+      jsm: opts.jsm,
+      kind: "pod",
+      log: this.log,
+      filterSubject: podsOnNodeFilter(node),
+      fieldSelector: `spec.nodeName=${node}`,
     });
     this.prober = agentProber({ runtime: opts.runtime, pods: this.informer, enqueue: (k) => this.controller.enqueue(k), events: opts.events, log: this.log });
     this.controller = new Controller({
-      name: "node-agent-pods", workers: opts.workers ?? 4, log: this.log, registry: opts.registry,
+      name: "node-agent-pods",
+      workers: opts.workers ?? 4,
+      log: this.log,
+      registry: opts.registry,
       reconcile: podReconciler({
-        node, hostIp: opts.node.internalIp, client: opts.client, runtime: opts.runtime, pods: this.informer,
-        backoff: opts.restartBackoff ?? KUBELET_BACKOFF, log: this.log, events: opts.events, prober: this.prober,
+        node,
+        hostIp: opts.node.internalIp,
+        client: opts.client,
+        runtime: opts.runtime,
+        pods: this.informer,
+        backoff: opts.restartBackoff ?? KUBELET_BACKOFF,
+        log: this.log,
+        events: opts.events,
+        prober: this.prober,
       }),
     });
     const enqueue = (p: { metadata?: { namespace: string; name: string } }): void => this.controller.enqueue(keyOf(p.metadata ?? { namespace: "", name: "" }));
@@ -132,7 +147,9 @@ export class NodeAgent implements Runnable {
           this.informer,
           this.controller,
           periodic("lease", o.leaseRenewMs ?? 2_000, () => this.lease.renew(), this.log),
-          periodic("node-status", o.statusCheckMs ?? 10_000, () => refreshNodeStatus(o.client, o.node, o.statusReportMs ?? 60_000), this.log, { jitterFirst: true }),
+          periodic("node-status", o.statusCheckMs ?? 10_000, () => refreshNodeStatus(o.client, o.node, o.statusReportMs ?? 60_000), this.log, {
+            jitterFirst: true,
+          }),
           periodic("resync", resyncMs, (s) => this.resync(s), this.log),
           ...(o.extras?.(this) ?? []),
         ],
@@ -142,7 +159,9 @@ export class NodeAgent implements Runnable {
       this.prober?.close();
       if (o.stopPodsOnExit) {
         const held = o.runtime.listPods();
-        await Promise.all(held.map((p) => o.runtime.stopPod(p, 5).catch((err: unknown) => this.log.warn({ err, pod: keyOf(p) }, "stopping a pod on exit failed"))));
+        await Promise.all(
+          held.map((p) => o.runtime.stopPod(p, 5).catch((err: unknown) => this.log.warn({ err, pod: keyOf(p) }, "stopping a pod on exit failed"))),
+        );
         this.log.info({ pods: held.length }, "pods stopped on exit");
       }
       await o.runtime.close();

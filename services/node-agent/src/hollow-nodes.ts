@@ -37,7 +37,21 @@ export interface HollowNodesOptions {
   /** capacity = allocatable (defaults 4 cpu, 16Gi, 110 pods). */
   resources?: Partial<Pick<NodeConfig, "cpu" | "memory" | "pods">>;
   /** Passed to every agent. */
-  agent?: Partial<Pick<NodeAgentOptions, "leaseRenewMs" | "leaseDurationSeconds" | "statusCheckMs" | "statusReportMs" | "restartBackoff" | "workers" | "resyncMs" | "events" | "extras" | "stopPodsOnExit">>;
+  agent?: Partial<
+    Pick<
+      NodeAgentOptions,
+      | "leaseRenewMs"
+      | "leaseDurationSeconds"
+      | "statusCheckMs"
+      | "statusReportMs"
+      | "restartBackoff"
+      | "workers"
+      | "resyncMs"
+      | "events"
+      | "extras"
+      | "stopPodsOnExit"
+    >
+  >;
   registry?: Registry;
   /** Names the node instead of `<prefix><index>` (a single node: `--node-name`). */
   nodeName?: string;
@@ -46,9 +60,14 @@ export interface HollowNodesOptions {
 /** The config of hollow node `index`. */
 export function hollowNodeConfig(index: number, prefix = "hollow-", resources: HollowNodesOptions["resources"] = {}, name?: string): NodeConfig {
   return {
-    name: name ?? `${prefix}${index}`, podCidr: podCidrFor(index), internalIp: nodeIpFor(index),
-    cpu: resources.cpu ?? "4", memory: resources.memory ?? "16Gi", pods: resources.pods ?? "110",
-    labels: { "choreo.dev/runtime": "hollow" }, runtimeVersion: "hollow://1",
+    name: name ?? `${prefix}${index}`,
+    podCidr: podCidrFor(index),
+    internalIp: nodeIpFor(index),
+    cpu: resources.cpu ?? "4",
+    memory: resources.memory ?? "16Gi",
+    pods: resources.pods ?? "110",
+    labels: { "choreo.dev/runtime": "hollow" },
+    runtimeVersion: "hollow://1",
   };
 }
 
@@ -78,9 +97,7 @@ export function runAgents(agents: readonly NodeAgent[], log: Logger): Runnable {
     name: "hollow-nodes",
     async start(signal) {
       setMaxListeners(0, signal); // every agent listens to the one signal
-      await Promise.all(
-        agents.map((a) => a.start(signal).catch((err: unknown) => log.error({ err, agent: a.name }, "node agent failed"))),
-      );
+      await Promise.all(agents.map((a) => a.start(signal).catch((err: unknown) => log.error({ err, agent: a.name }, "node agent failed"))));
     },
   };
 }

@@ -28,7 +28,9 @@ const jsm = await jetstreamManager(nc);
 const runtime = config.hollowNodes > 0 ? "hollow" : await pickRuntime();
 // Only events the api signed are acted on: a pod published on the bus by anyone else runs nothing.
 if (config.eventVerifyKey) {
-  const rejected = getOrCreateCounter(registry, "choreo_bus_events_rejected_total", "Event-log messages refused: unsigned, bad signature, or out of place", ["reason"]);
+  const rejected = getOrCreateCounter(registry, "choreo_bus_events_rejected_total", "Event-log messages refused: unsigned, bad signature, or out of place", [
+    "reason",
+  ]);
   requireSignedEvents(nc, {
     verifier: loadEventVerifier(config.eventVerifyKey),
     onRejected: (reason, subject, sequence) => {
@@ -44,8 +46,11 @@ if (config.eventVerifyKey) {
 const client = new ApiClient(nc);
 const events = process.env["CHOREO_EVENTS"] === "0" ? undefined : new EventRecorder(client, "kubelet", log);
 const agentOpts = {
-  events, leaseRenewMs: config.leaseRenewMs, leaseDurationSeconds: config.leaseDurationSeconds,
-  restartBackoff: { initialMs: config.restartBackoffMs, maxMs: 30 * config.restartBackoffMs }, stopPodsOnExit: config.stopPodsOnExit,
+  events,
+  leaseRenewMs: config.leaseRenewMs,
+  leaseDurationSeconds: config.leaseDurationSeconds,
+  restartBackoff: { initialMs: config.restartBackoffMs, maxMs: 30 * config.restartBackoffMs },
+  stopPodsOnExit: config.stopPodsOnExit,
   workers: config.workers,
 };
 
@@ -61,8 +66,16 @@ if (runtime === "hollow") {
   // One node (named) or many (prefix + index), each with a log server for its synthetic logs.
   const single = config.hollowNodes <= 0;
   const hollow = hollowNodes({
-    count: single ? 1 : config.hollowNodes, prefix: config.prefix, firstIndex: config.firstIndex, nodeName: single ? config.nodeName : undefined,
-    client, nc, jsm, log, startDelayMs: config.startDelayMs, registry,
+    count: single ? 1 : config.hollowNodes,
+    prefix: config.prefix,
+    firstIndex: config.firstIndex,
+    nodeName: single ? config.nodeName : undefined,
+    client,
+    nc,
+    jsm,
+    log,
+    startDelayMs: config.startDelayMs,
+    registry,
     resources: { cpu: config.cpu, memory: config.memory, pods: config.pods },
     agent: { ...agentOpts, extras: (a) => [new LogServer({ nc, node: a.nodeName, runtime: a.runtime, pods: a.informer, log })] },
   });
@@ -74,7 +87,10 @@ if (runtime === "hollow") {
 const runnables: Runnable[] = [agents];
 if (config.metricsPort !== undefined) runnables.push(metricsServer({ registry, port: config.metricsPort }));
 
-log.info({ runtime, node: config.hollowNodes ? undefined : config.nodeName, nodes: config.hollowNodes || 1, nats: redactUrl(config.natsUrl) }, "node agent starting");
+log.info(
+  { runtime, node: config.hollowNodes ? undefined : config.nodeName, nodes: config.hollowNodes || 1, nats: redactUrl(config.natsUrl) },
+  "node agent starting",
+);
 try {
   await runAll(runnables, ac.signal);
   // Pods stopped on exit: the node's bridge and rules go too (choreo down leaves nothing).

@@ -33,7 +33,13 @@ export class NodeLease {
     try {
       this.lease ??= await this.getOrCreate(now);
       const next = structuredClone(this.lease);
-      next.spec = { ...next.spec, holderIdentity: this.node, leaseDurationSeconds: this.durationSeconds, renewTime: now, acquireTime: next.spec?.acquireTime || now };
+      next.spec = {
+        ...next.spec,
+        holderIdentity: this.node,
+        leaseDurationSeconds: this.durationSeconds,
+        renewTime: now,
+        acquireTime: next.spec?.acquireTime || now,
+      };
       this.lease = await leases.update(next);
       this.renewals++;
     } catch (err) {
@@ -52,7 +58,8 @@ export class NodeLease {
     const owner = this.nodeUid ? [{ apiVersion: "v1", kind: "Node", name: this.node, uid: this.nodeUid, controller: false, blockOwnerDeletion: false }] : [];
     try {
       return await leases.create({
-        apiVersion: "coordination.k8s.io/v1", kind: "Lease",
+        apiVersion: "coordination.k8s.io/v1",
+        kind: "Lease",
         metadata: emptyMeta({ name: this.node, namespace: NODE_LEASE_NAMESPACE, ownerReferences: owner }),
         spec: { holderIdentity: this.node, leaseDurationSeconds: this.durationSeconds, acquireTime: now, renewTime: now, leaseTransitions: 0 },
       });

@@ -24,7 +24,8 @@ const log = createLogger({ service: "node-setup" });
 
 async function prepare(runtime: string, imagesDir: string): Promise<string> {
   const docker = runtime === "process" ? false : await engineAnswers(new Docker());
-  if (runtime === "docker" && !docker) throw new Error("--runtime docker: no Docker engine answers on /var/run/docker.sock (start dockerd, or use --runtime process)");
+  if (runtime === "docker" && !docker)
+    throw new Error("--runtime docker: no Docker engine answers on /var/run/docker.sock (start dockerd, or use --runtime process)");
   const chosen = docker ? "docker" : "process";
   await ensureLocalImages({ imagesDir, docker, log });
   if (chosen === "process") ensureHelper(); // choreo-exec, the process runtime's last step of every container
@@ -36,7 +37,14 @@ async function removeContainers(node?: string): Promise<number> {
   const docker = new Docker();
   if (!(await engineAnswers(docker))) return 0;
   const list = await docker.listContainers({ all: true, filters: { label: [node ? `${LABELS.node}=${node}` : LABELS.managed] } });
-  await Promise.all(list.map((c) => docker.getContainer(c.Id).remove({ force: true, v: true }).catch(() => undefined)));
+  await Promise.all(
+    list.map((c) =>
+      docker
+        .getContainer(c.Id)
+        .remove({ force: true, v: true })
+        .catch(() => undefined),
+    ),
+  );
   return list.length;
 }
 
@@ -48,7 +56,10 @@ function podNamespaces(stateDir: string, node: string): Set<string> {
 
 /** Unmounts whatever is mounted below `dir` (emptyDir tmpfs, overlays), deepest first. */
 async function unmountBelow(dir: string): Promise<void> {
-  const mounts = readFileSync("/proc/self/mounts", "utf8").split("\n").map((l) => l.split(" ")[1] ?? "").filter((m) => m === dir || m.startsWith(`${dir}/`));
+  const mounts = readFileSync("/proc/self/mounts", "utf8")
+    .split("\n")
+    .map((l) => l.split(" ")[1] ?? "")
+    .filter((m) => m === dir || m.startsWith(`${dir}/`));
   for (const m of mounts.sort((a, b) => b.length - a.length)) await run("umount", ["-l", m]).catch(() => undefined);
 }
 
@@ -90,7 +101,10 @@ async function cleanup(stateDir: string | undefined, nodes: string[]): Promise<v
 }
 
 const [command, ...rest] = process.argv.slice(2);
-const { values } = parseArgs({ args: rest, options: { runtime: { type: "string" }, "images-dir": { type: "string" }, "state-dir": { type: "string" }, node: { type: "string", multiple: true } } });
+const { values } = parseArgs({
+  args: rest,
+  options: { runtime: { type: "string" }, "images-dir": { type: "string" }, "state-dir": { type: "string" }, node: { type: "string", multiple: true } },
+});
 try {
   if (command === "prepare") {
     console.log(await prepare(values.runtime ?? "auto", values["images-dir"] ?? DEFAULT_IMAGES_DIR));

@@ -31,7 +31,14 @@ export function nodeLabels(cfg: NodeConfig): Record<string, string> {
 /** A Ready=True condition beating now; the transition time is kept when it was already True. */
 export function readyCondition(now: string, prev: NodeCondition | undefined): NodeCondition {
   const keep = prev?.status === "True" && prev.lastTransitionTime;
-  return { type: "Ready", status: "True", lastHeartbeatTime: now, lastTransitionTime: keep ? prev.lastTransitionTime : now, reason: "KubeletReady", message: "kubelet is posting ready status" };
+  return {
+    type: "Ready",
+    status: "True",
+    lastHeartbeatTime: now,
+    lastTransitionTime: keep ? prev.lastTransitionTime : now,
+    reason: "KubeletReady",
+    message: "kubelet is posting ready status",
+  };
 }
 
 /** The node's status as its agent reports it (pure). */
@@ -41,11 +48,25 @@ export function nodeStatus(cfg: NodeConfig, now: string, prev?: NodeStatus): Nod
   return {
     capacity: { ...resources },
     allocatable: { ...resources },
-    conditions: [readyCondition(now, prev?.conditions.find((c) => c.type === "Ready")), ...others],
-    addresses: [{ type: "InternalIP", address: cfg.internalIp }, { type: "Hostname", address: cfg.name }],
+    conditions: [
+      readyCondition(
+        now,
+        prev?.conditions.find((c) => c.type === "Ready"),
+      ),
+      ...others,
+    ],
+    addresses: [
+      { type: "InternalIP", address: cfg.internalIp },
+      { type: "Hostname", address: cfg.name },
+    ],
     nodeInfo: {
-      machineId: cfg.name, kernelVersion: "", osImage: "choreo", containerRuntimeVersion: cfg.runtimeVersion,
-      kubeletVersion: KUBELET_VERSION, operatingSystem: "linux", architecture: "amd64",
+      machineId: cfg.name,
+      kernelVersion: "",
+      osImage: "choreo",
+      containerRuntimeVersion: cfg.runtimeVersion,
+      kubeletVersion: KUBELET_VERSION,
+      operatingSystem: "linux",
+      architecture: "amd64",
     },
     daemonEndpoints: undefined,
   };
@@ -54,7 +75,8 @@ export function nodeStatus(cfg: NodeConfig, now: string, prev?: NodeStatus): Nod
 /** A new Node object for `cfg` (pure). */
 export function buildNode(cfg: NodeConfig, now: string): Node {
   return {
-    apiVersion: "v1", kind: "Node",
+    apiVersion: "v1",
+    kind: "Node",
     metadata: emptyMeta({ name: cfg.name, labels: nodeLabels(cfg) }),
     spec: { podCidr: cfg.podCidr, podCidrs: [cfg.podCidr], unschedulable: false, taints: [], providerId: `${cfg.runtimeVersion.split(":")[0]}://${cfg.name}` },
     status: nodeStatus(cfg, now),
@@ -80,7 +102,13 @@ export async function registerNode(client: ApiClient, cfg: NodeConfig): Promise<
     if (JSON.stringify(labels) !== JSON.stringify(node.metadata?.labels) || spec?.podCidr !== cfg.podCidr) {
       const next = structuredClone(node);
       next.metadata = { ...(next.metadata ?? emptyMeta()), labels };
-      next.spec = { podCidr: cfg.podCidr, podCidrs: [cfg.podCidr], unschedulable: spec?.unschedulable ?? false, taints: spec?.taints ?? [], providerId: spec?.providerId ?? "" };
+      next.spec = {
+        podCidr: cfg.podCidr,
+        podCidrs: [cfg.podCidr],
+        unschedulable: spec?.unschedulable ?? false,
+        taints: spec?.taints ?? [],
+        providerId: spec?.providerId ?? "",
+      };
       node = await nodes.update(next);
     }
     return nodes.updateStatus({ ...node, status: nodeStatus(cfg, nowRfc3339(), node.status) });

@@ -7,7 +7,13 @@ import type { Logger } from "@choreo/kit/log";
  * to `everyMs` when `jitterFirst`, so that many hollow nodes do not beat in
  * step). A failing call is logged and tried again next period.
  */
-export function periodic(name: string, everyMs: number, fn: (signal: AbortSignal) => Promise<void>, log: Logger, opts: { jitterFirst?: boolean } = {}): Runnable {
+export function periodic(
+  name: string,
+  everyMs: number,
+  fn: (signal: AbortSignal) => Promise<void>,
+  log: Logger,
+  opts: { jitterFirst?: boolean } = {},
+): Runnable {
   return {
     name,
     async start(signal) {

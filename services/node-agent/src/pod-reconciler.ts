@@ -107,7 +107,8 @@ export function podReconciler(d: PodReconcilerDeps): Reconcile {
   /** Graceful deletion: stop within the grace period, then confirm the delete. */
   async function terminate(pod: Pod): Promise<Result> {
     const meta = pod.metadata!;
-    if (d.runtime.podStatus(meta.uid)) for (const c of pod.spec?.containers ?? []) d.events?.emit(podRef(pod), "Normal", "Killing", `Stopping container ${c.name}`);
+    if (d.runtime.podStatus(meta.uid))
+      for (const c of pod.spec?.containers ?? []) d.events?.emit(podRef(pod), "Normal", "Killing", `Stopping container ${c.name}`);
     await stop(pod, meta.deletionGracePeriodSeconds ?? pod.spec?.terminationGracePeriodSeconds ?? 30);
     try {
       await d.client.delete("pods", meta.namespace, meta.name, { gracePeriodSeconds: 0, preconditions: { uid: meta.uid, resourceVersion: "" } });
@@ -124,8 +125,23 @@ const podRef = (p: Pod) => objectRef("Pod", "v1", p);
 /** A pod object carrying only the identity of a runtime pod (for the stop hooks). */
 function stubPod(p: RuntimePod): Pod {
   return {
-    apiVersion: "v1", kind: "Pod",
-    metadata: { name: p.name, namespace: p.namespace, uid: p.uid, generateName: "", resourceVersion: "", generation: 0, creationTimestamp: "", deletionTimestamp: "", labels: {}, annotations: {}, ownerReferences: [], finalizers: [] },
-    spec: undefined, status: undefined,
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: {
+      name: p.name,
+      namespace: p.namespace,
+      uid: p.uid,
+      generateName: "",
+      resourceVersion: "",
+      generation: 0,
+      creationTimestamp: "",
+      deletionTimestamp: "",
+      labels: {},
+      annotations: {},
+      ownerReferences: [],
+      finalizers: [],
+    },
+    spec: undefined,
+    status: undefined,
   };
 }

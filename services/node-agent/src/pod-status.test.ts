@@ -6,18 +6,60 @@ import type { ContainerStatus, Pod } from "@choreo/kit/gen/choreo/core/v1/core";
 import { buildPodStatus, podPhase, sameStatus } from "./pod-status.js";
 
 const running = (name: string, ready = true): ContainerStatus => ({
-  name, ready, restartCount: 0, image: "nginx", imageId: "hollow://nginx", containerId: `hollow://u/${name}/0`, started: true, lastState: undefined,
+  name,
+  ready,
+  restartCount: 0,
+  image: "nginx",
+  imageId: "hollow://nginx",
+  containerId: `hollow://u/${name}/0`,
+  started: true,
+  lastState: undefined,
   state: { running: { startedAt: "2025-01-01T00:00:00Z" } },
 });
 const exited = (name: string, exitCode: number): ContainerStatus => ({
-  ...running(name, false), started: false,
-  state: { terminated: { exitCode, signal: 0, reason: exitCode ? "Error" : "Completed", message: "", startedAt: "", finishedAt: "2025-01-01T00:00:01Z", containerId: "" } },
+  ...running(name, false),
+  started: false,
+  state: {
+    terminated: {
+      exitCode,
+      signal: 0,
+      reason: exitCode ? "Error" : "Completed",
+      message: "",
+      startedAt: "",
+      finishedAt: "2025-01-01T00:00:01Z",
+      containerId: "",
+    },
+  },
 });
-const creating = (name: string): ContainerStatus => ({ ...running(name, false), started: false, state: { waiting: { reason: "ContainerCreating", message: "" } } });
+const creating = (name: string): ContainerStatus => ({
+  ...running(name, false),
+  started: false,
+  state: { waiting: { reason: "ContainerCreating", message: "" } },
+});
 
 function pod(policy = "Always"): Pod {
-  const p = unwrap(fromKubeJson({ apiVersion: "v1", kind: "Pod", metadata: { name: "p", namespace: "default", uid: "u" }, spec: { nodeName: "n1", restartPolicy: policy, containers: [{ name: "a", image: "nginx" }] } })) as Pod;
-  p.status = { phase: "Pending", conditions: [{ type: "PodScheduled", status: "True", lastProbeTime: "", lastTransitionTime: "2025-01-01T00:00:00Z", reason: "", message: "" }], message: "", reason: "", nominatedNodeName: "", hostIp: "", podIp: "", podIps: [], startTime: "", initContainerStatuses: [], containerStatuses: [], qosClass: "BestEffort" };
+  const p = unwrap(
+    fromKubeJson({
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: { name: "p", namespace: "default", uid: "u" },
+      spec: { nodeName: "n1", restartPolicy: policy, containers: [{ name: "a", image: "nginx" }] },
+    }),
+  ) as Pod;
+  p.status = {
+    phase: "Pending",
+    conditions: [{ type: "PodScheduled", status: "True", lastProbeTime: "", lastTransitionTime: "2025-01-01T00:00:00Z", reason: "", message: "" }],
+    message: "",
+    reason: "",
+    nominatedNodeName: "",
+    hostIp: "",
+    podIp: "",
+    podIps: [],
+    startTime: "",
+    initContainerStatuses: [],
+    containerStatuses: [],
+    qosClass: "BestEffort",
+  };
   return p;
 }
 
@@ -40,7 +82,10 @@ describe("pod status", () => {
   it("reports Running, the four conditions, IPs, hostIP and start time; keeps qosClass", () => {
     const s = buildPodStatus(pod(), rt, { hostIp: "172.16.0.1", now: "2025-01-01T00:00:02Z" });
     assert.equal(s.phase, "Running");
-    assert.deepEqual(s.conditions.map((c) => `${c.type}=${c.status}`), ["Initialized=True", "Ready=True", "ContainersReady=True", "PodScheduled=True"]);
+    assert.deepEqual(
+      s.conditions.map((c) => `${c.type}=${c.status}`),
+      ["Initialized=True", "Ready=True", "ContainersReady=True", "PodScheduled=True"],
+    );
     assert.equal(s.conditions.find((c) => c.type === "PodScheduled")?.lastTransitionTime, "2025-01-01T00:00:00Z", "kept");
     assert.equal(s.podIp, "10.244.0.2");
     assert.deepEqual(s.podIps, [{ ip: "10.244.0.2" }]);

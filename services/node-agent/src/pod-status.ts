@@ -16,7 +16,8 @@ export function podPhase(policy: string, statuses: readonly ContainerStatus[]): 
   if (statuses.length === 0) return "Pending";
   const terminated = statuses.filter((c) => c.state?.terminated);
   const running = statuses.some((c) => c.state?.running);
-  const restarting = (c: ContainerStatus): boolean => c.state?.waiting?.reason === "CrashLoopBackOff" || (terminated.includes(c) && shouldRestart(policy, c.state?.terminated?.exitCode ?? 0));
+  const restarting = (c: ContainerStatus): boolean =>
+    c.state?.waiting?.reason === "CrashLoopBackOff" || (terminated.includes(c) && shouldRestart(policy, c.state?.terminated?.exitCode ?? 0));
   if (!running && statuses.some((c) => c.state?.waiting && !restarting(c))) return "Pending";
   if (terminated.length === statuses.length) {
     if (statuses.some(restarting)) return "Running";
@@ -29,7 +30,9 @@ export function podPhase(policy: string, statuses: readonly ContainerStatus[]): 
 function withBackoff(pod: Pod, cs: ContainerStatus, backingOff: ReadonlySet<string> | undefined): ContainerStatus {
   if (!backingOff?.has(cs.name) || !cs.state?.terminated) return cs;
   return {
-    ...cs, ready: false, started: false,
+    ...cs,
+    ready: false,
+    started: false,
     state: { waiting: { reason: "CrashLoopBackOff", message: `back-off restarting failed container ${cs.name} in pod ${pod.metadata?.name ?? ""}` } },
     lastState: { terminated: cs.state.terminated },
   };
@@ -65,7 +68,10 @@ export function buildPodStatus(pod: Pod, rt: PodRuntimeStatus, inputs: StatusInp
     ...(old?.conditions.filter((c) => !OWN_CONDITIONS.includes(c.type)) ?? []),
   ];
   return {
-    phase, conditions, message: "", reason: "",
+    phase,
+    conditions,
+    message: "",
+    reason: "",
     nominatedNodeName: old?.nominatedNodeName ?? "",
     hostIp: inputs.hostIp,
     podIp: rt.podIp,

@@ -57,18 +57,34 @@ export async function realNode(cfg: AgentConfig, runtimeName: "docker" | "proces
       : new ProcessRuntime({ ...common, imagesDir: cfg.imagesDir });
   const agent = new NodeAgent({
     ...d.agent,
-    client: d.client, nc: d.nc, jsm: d.jsm, log: d.log, registry: d.registry, runtime,
+    client: d.client,
+    nc: d.nc,
+    jsm: d.jsm,
+    log: d.log,
+    registry: d.registry,
+    runtime,
     node: {
-      name: node, podCidr: cfg.podCidr, internalIp: nodeIp,
-      cpu: String(os.cpus().length), memory: `${Math.floor(os.totalmem() / 1024)}Ki`, pods: cfg.pods,
-      labels: { "choreo.dev/runtime": runtimeName }, runtimeVersion: runtimeName === "docker" ? "docker://20.10" : "process://1",
+      name: node,
+      podCidr: cfg.podCidr,
+      internalIp: nodeIp,
+      cpu: String(os.cpus().length),
+      memory: `${Math.floor(os.totalmem() / 1024)}Ki`,
+      pods: cfg.pods,
+      labels: { "choreo.dev/runtime": runtimeName },
+      runtimeVersion: runtimeName === "docker" ? "docker://20.10" : "process://1",
     },
     extras: (a): Runnable[] => {
       const proxy = new ServiceProxy({ node, client: d.client, nc: d.nc, jsm: d.jsm, log, chainPrefix: NAMES.chainPrefix(node), clusterCidr: cfg.clusterCidr });
       // One Services and one Endpoints informer per node: DNS reads the proxy's caches.
-      const dns = new ClusterDns({ stores: { services: proxy.services, endpoints: proxy.endpoints }, log, listen: { address: network.gateway, port: cfg.dnsPort }, domain: CLUSTER_DOMAIN, metrics: d.registry,
+      const dns = new ClusterDns({
+        stores: { services: proxy.services, endpoints: proxy.endpoints },
+        log,
+        listen: { address: network.gateway, port: cfg.dnsPort },
+        domain: CLUSTER_DOMAIN,
+        metrics: d.registry,
         // Pods only (this node's and, routed here, other nodes'), and the host on the bridge address.
-        clients: [network.podCidr, cfg.clusterCidr] });
+        clients: [network.podCidr, cfg.clusterCidr],
+      });
       return [proxy, dns, new LogServer({ nc: d.nc, node, runtime, pods: a.informer, log })];
     },
   });

@@ -4,7 +4,14 @@ import type { ContainerStatus } from "@choreo/kit/gen/choreo/core/v1/core";
 import { planRestarts, restartDelayMs, shouldRestart } from "./restart-policy.js";
 
 const exited = (name: string, exitCode: number, restartCount: number, finishedAt: string): ContainerStatus => ({
-  name, ready: false, restartCount, image: "i", imageId: "", containerId: "", started: false, lastState: undefined,
+  name,
+  ready: false,
+  restartCount,
+  image: "i",
+  imageId: "",
+  containerId: "",
+  started: false,
+  lastState: undefined,
   state: { terminated: { exitCode, signal: 0, reason: "", message: "", startedAt: "", finishedAt, containerId: "" } },
 });
 
@@ -19,13 +26,21 @@ describe("restart policy", () => {
 
   it("backs off: the first restart at once, then initial doubling up to max", () => {
     const b = { initialMs: 10_000, maxMs: 300_000 };
-    assert.deepEqual([0, 1, 2, 3, 6, 50].map((n) => restartDelayMs(n, b)), [0, 10_000, 20_000, 40_000, 300_000, 300_000]);
+    assert.deepEqual(
+      [0, 1, 2, 3, 6, 50].map((n) => restartDelayMs(n, b)),
+      [0, 10_000, 20_000, 40_000, 300_000, 300_000],
+    );
   });
 
   it("plans restarts that are due and a recheck for those backing off", () => {
     const b = { initialMs: 10_000, maxMs: 300_000 };
     const now = Date.parse("2025-01-01T00:01:00Z");
-    const plan = planRestarts("Always", [exited("due", 1, 0, "2025-01-01T00:00:59Z"), exited("waits", 1, 2, "2025-01-01T00:00:50Z"), exited("ok", 0, 0, "x")], now, b);
+    const plan = planRestarts(
+      "Always",
+      [exited("due", 1, 0, "2025-01-01T00:00:59Z"), exited("waits", 1, 2, "2025-01-01T00:00:50Z"), exited("ok", 0, 0, "x")],
+      now,
+      b,
+    );
     assert.deepEqual(plan.restartNow, ["due", "ok"]);
     assert.deepEqual([...plan.backingOff], ["waits"]);
     assert.equal(plan.recheckMs, 10_000);

@@ -21,7 +21,9 @@ import { HollowRuntime } from "./runtime/hollow.js";
 
 function podOn(name: string, node: string, uid = ""): Pod {
   const obj = fromKubeJson({
-    apiVersion: "v1", kind: "Pod", metadata: { name, namespace: "default", ...(uid ? { uid, resourceVersion: "1" } : {}) },
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name, namespace: "default", ...(uid ? { uid, resourceVersion: "1" } : {}) },
     spec: { nodeName: node, containers: [{ name: "app", image: "evil" }] },
   });
   return unwrap(obj) as Pod;
@@ -47,7 +49,15 @@ describe("signed events: a forged pod on the bus runs nothing", () => {
   /** Publishes straight into the event log, as any client of the bus could. */
   const forge = async (pod: Pod, signature?: string): Promise<number> => {
     const seq = (await streamState(s.jsm)).lastRevision + 1;
-    const data = encodeEvent({ type: "ADDED", object: { kind: { $case: "pod", value: pod } }, status: undefined, revision: seq, prevLabels: {}, prevFields: {}, hasPrev: false });
+    const data = encodeEvent({
+      type: "ADDED",
+      object: { kind: { $case: "pod", value: pod } },
+      status: undefined,
+      revision: seq,
+      prevLabels: {},
+      prevFields: {},
+      hasPrev: false,
+    });
     const h = headers();
     if (signature) h.set(EVENT_SIGNATURE_HEADER, signature);
     const ack = await jetstream(plainConn).publish(eventSubject("pods", "default", pod.metadata!.name, pod.spec!.nodeName), data, { headers: h });
@@ -71,10 +81,16 @@ describe("signed events: a forged pod on the bus runs nothing", () => {
   it("runs the api's pods and refuses a forged one and a replayed one", async () => {
     const guarded = startAgent(0, guardedConn);
     const control = startAgent(1, plainConn);
-    unwrap(await s.client.create(fromKubeJson({
-      apiVersion: "v1", kind: "Pod", metadata: { name: "genuine", namespace: "default" },
-      spec: { nodeName: "node-0", containers: [{ name: "app", image: "nginx" }] },
-    })));
+    unwrap(
+      await s.client.create(
+        fromKubeJson({
+          apiVersion: "v1",
+          kind: "Pod",
+          metadata: { name: "genuine", namespace: "default" },
+          spec: { nodeName: "node-0", containers: [{ name: "app", image: "nginx" }] },
+        }),
+      ),
+    );
     await waitFor(() => names(guarded).includes("genuine") || undefined, { timeoutMs: 20_000 });
 
     // A genuine, signed message of the log, copied to a new place with its signature (a replay).
@@ -104,7 +120,15 @@ describe("signed events: a forged pod on the bus runs nothing", () => {
     const other = generateKeyPairSync("ed25519");
     const pod = podOn("forged-signed", "node-0", "f0f0f0f0-0000-4000-8000-000000000003");
     const seq = (await streamState(s.jsm)).lastRevision + 1;
-    const data = encodeEvent({ type: "ADDED", object: { kind: { $case: "pod", value: pod } }, status: undefined, revision: seq, prevLabels: {}, prevFields: {}, hasPrev: false });
+    const data = encodeEvent({
+      type: "ADDED",
+      object: { kind: { $case: "pod", value: pod } },
+      status: undefined,
+      revision: seq,
+      prevLabels: {},
+      prevFields: {},
+      hasPrev: false,
+    });
     await forge(pod, sign(null, data, other.privateKey).toString("base64"));
     await waitFor(() => refused.includes("bad-signature") || undefined, { timeoutMs: 10_000 });
     assert.ok(!names(agents[0]!.runtime).includes("forged-signed"));

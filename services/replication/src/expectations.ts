@@ -17,7 +17,10 @@ interface Pending {
 export class Expectations {
   private readonly pending = new Map<string, Pending>();
 
-  constructor(private readonly ttlMs = EXPECTATIONS_TTL_MS, private readonly now: () => number = Date.now) {}
+  constructor(
+    private readonly ttlMs = EXPECTATIONS_TTL_MS,
+    private readonly now: () => number = Date.now,
+  ) {}
 
   /** Whether the controller may trust its cache for `key` (nothing pending, or the wait expired). */
   satisfied(key: string): boolean {

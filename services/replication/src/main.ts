@@ -26,7 +26,8 @@ const jsm = await jetstreamManager(nc);
 const client = new ApiClient(nc);
 const recorder = config.events ? new EventRecorder(client, "replication-controller", log) : undefined;
 
-const informer = <C extends "pod" | "replicationController" | "daemonSet" | "job" | "node">(kind: C): Informer<C> => new Informer({ client, nc, jsm, kind, resyncMs: 5 * 60_000, log });
+const informer = <C extends "pod" | "replicationController" | "daemonSet" | "job" | "node">(kind: C): Informer<C> =>
+  new Informer({ client, nc, jsm, kind, resyncMs: 5 * 60_000, log });
 const pods = informer("pod");
 const rcs = informer("replicationController");
 const daemonsets = informer("daemonSet");
@@ -39,7 +40,10 @@ const jobController = new JobController({ client, jobs, pods, recorder: recorder
 // The owner kinds are kit's GC_OWNER_KINDS (the api adds the GC's finalizers to the same kinds); each needs its informer here.
 const ownerCaches: Partial<Record<KindCase, OwnerKind["cache"]>> = { replicationController: rcs, daemonSet: daemonsets, job: jobs };
 const gc = new GarbageCollector({
-  client, pods, log, registry,
+  client,
+  pods,
+  log,
+  registry,
   owners: GC_OWNER_KINDS.map((k) => {
     const cache = ownerCaches[k.case];
     if (!cache) throw new Error(`no informer for the garbage collector's owner kind ${k.kind}`);

@@ -29,7 +29,12 @@ export class PodControl {
     const result = await slowStartBatch(n, burst, async (i) => {
       try {
         const created = await this.o.client.create({ kind: { $case: "pod", value: make(i) } });
-        this.o.recorder?.emit(ref, "Normal", "SuccessfulCreate", `Created pod: ${created.kind?.$case === "pod" ? (created.kind.value.metadata?.name ?? "") : ""}`);
+        this.o.recorder?.emit(
+          ref,
+          "Normal",
+          "SuccessfulCreate",
+          `Created pod: ${created.kind?.$case === "pod" ? (created.kind.value.metadata?.name ?? "") : ""}`,
+        );
       } catch (err) {
         this.o.expectations.creationObserved(key);
         throw err;
@@ -37,7 +42,8 @@ export class PodControl {
     });
     // Batches that never ran will not be observed either.
     for (let i = result.ok + (result.error !== undefined ? 1 : 0); i < n; i++) this.o.expectations.creationObserved(key);
-    if (result.error !== undefined) this.o.recorder?.emit(ref, "Warning", "FailedCreate", `Error creating: ${result.error instanceof Error ? result.error.message : String(result.error)}`);
+    if (result.error !== undefined)
+      this.o.recorder?.emit(ref, "Warning", "FailedCreate", `Error creating: ${result.error instanceof Error ? result.error.message : String(result.error)}`);
     return result;
   }
 
@@ -45,18 +51,23 @@ export class PodControl {
   async delete(key: string, owner: Owner, pods: readonly Pod[]): Promise<unknown> {
     if (pods.length === 0) return undefined;
     const ref = objectRef(owner.kind, owner.apiVersion, owner);
-    this.o.expectations.expectDeletions(key, pods.map((p) => p.metadata?.uid ?? ""));
-    const results = await Promise.allSettled(pods.map(async (p) => {
-      const m = p.metadata;
-      if (!m) return;
-      try {
-        await this.o.client.delete("pods", m.namespace, m.name, { preconditions: { uid: m.uid, resourceVersion: "" } });
-        this.o.recorder?.emit(ref, "Normal", "SuccessfulDelete", `Deleted pod: ${m.name}`);
-      } catch (err) {
-        this.o.expectations.deletionObserved(key, m.uid);
-        if (!isNotFound(err)) throw err;
-      }
-    }));
+    this.o.expectations.expectDeletions(
+      key,
+      pods.map((p) => p.metadata?.uid ?? ""),
+    );
+    const results = await Promise.allSettled(
+      pods.map(async (p) => {
+        const m = p.metadata;
+        if (!m) return;
+        try {
+          await this.o.client.delete("pods", m.namespace, m.name, { preconditions: { uid: m.uid, resourceVersion: "" } });
+          this.o.recorder?.emit(ref, "Normal", "SuccessfulDelete", `Deleted pod: ${m.name}`);
+        } catch (err) {
+          this.o.expectations.deletionObserved(key, m.uid);
+          if (!isNotFound(err)) throw err;
+        }
+      }),
+    );
     const failed = results.find((r): r is PromiseRejectedResult => r.status === "rejected");
     if (!failed) return undefined;
     this.o.recorder?.emit(ref, "Warning", "FailedDelete", `Error deleting: ${failed.reason instanceof Error ? failed.reason.message : String(failed.reason)}`);

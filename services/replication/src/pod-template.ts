@@ -13,7 +13,14 @@ export interface Owner {
 
 /** The ownerReference a controller puts on what it creates (controller=true, blockOwnerDeletion=true). */
 export function controllerRef(owner: Owner): OwnerReference {
-  return { apiVersion: owner.apiVersion, kind: owner.kind, name: owner.metadata?.name ?? "", uid: owner.metadata?.uid ?? "", controller: true, blockOwnerDeletion: true };
+  return {
+    apiVersion: owner.apiVersion,
+    kind: owner.kind,
+    name: owner.metadata?.name ?? "",
+    uid: owner.metadata?.uid ?? "",
+    controller: true,
+    blockOwnerDeletion: true,
+  };
 }
 
 /** The controller ownerReference of `meta`, if any. */

@@ -63,11 +63,14 @@ export class RecordingClient {
 
 /** An RC value (defaults as the api would set them). */
 export function rc(name: string, replicas: number, labels: Record<string, string> = { app: "web" }, uid = `uid-${name}`): ReplicationController {
-  const v = unwrap(fromKubeJson({
-    apiVersion: "v1", kind: "ReplicationController",
-    metadata: { name, namespace: "default", uid, generation: 1 },
-    spec: { replicas, selector: labels, template: { metadata: { labels }, spec: { containers: [{ name: "app", image: "nginx" }] } } },
-  })) as ReplicationController;
+  const v = unwrap(
+    fromKubeJson({
+      apiVersion: "v1",
+      kind: "ReplicationController",
+      metadata: { name, namespace: "default", uid, generation: 1 },
+      spec: { replicas, selector: labels, template: { metadata: { labels }, spec: { containers: [{ name: "app", image: "nginx" }] } } },
+    }),
+  ) as ReplicationController;
   return v;
 }
 
@@ -86,20 +89,39 @@ export interface PodInit {
 
 /** A pod value with status. */
 export function pod(name: string, o: PodInit = {}): Pod {
-  return unwrap(fromKubeJson({
-    apiVersion: "v1", kind: "Pod",
-    metadata: {
-      name, namespace: "default", uid: `uid-${name}`, resourceVersion: "7", labels: o.labels ?? { app: "web" },
-      creationTimestamp: o.created ?? "2025-01-01T00:00:00Z",
-      ...(o.owner ? { ownerReferences: [{ apiVersion: "v1", kind: o.owner.kind ?? "ReplicationController", name: o.owner.name, uid: o.owner.uid, controller: true, blockOwnerDeletion: true }] } : {}),
-      ...(o.deleting ? { deletionTimestamp: "2025-01-01T00:00:00Z" } : {}),
-    },
-    spec: { ...(o.node ? { nodeName: o.node } : {}), containers: [{ name: "app", image: "nginx" }] },
-    status: {
-      phase: o.phase ?? "Running",
-      conditions: [{ type: "Ready", status: o.ready === false ? "False" : "True", lastTransitionTime: o.readySince ?? "2025-01-01T00:00:00Z" }],
-      containerStatuses: [{ name: "app", ready: o.ready !== false, restartCount: o.restarts ?? 0, image: "nginx", imageID: "", containerID: "" }],
-    },
-  })) as Pod;
+  return unwrap(
+    fromKubeJson({
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: {
+        name,
+        namespace: "default",
+        uid: `uid-${name}`,
+        resourceVersion: "7",
+        labels: o.labels ?? { app: "web" },
+        creationTimestamp: o.created ?? "2025-01-01T00:00:00Z",
+        ...(o.owner
+          ? {
+              ownerReferences: [
+                {
+                  apiVersion: "v1",
+                  kind: o.owner.kind ?? "ReplicationController",
+                  name: o.owner.name,
+                  uid: o.owner.uid,
+                  controller: true,
+                  blockOwnerDeletion: true,
+                },
+              ],
+            }
+          : {}),
+        ...(o.deleting ? { deletionTimestamp: "2025-01-01T00:00:00Z" } : {}),
+      },
+      spec: { ...(o.node ? { nodeName: o.node } : {}), containers: [{ name: "app", image: "nginx" }] },
+      status: {
+        phase: o.phase ?? "Running",
+        conditions: [{ type: "Ready", status: o.ready === false ? "False" : "True", lastTransitionTime: o.readySince ?? "2025-01-01T00:00:00Z" }],
+        containerStatuses: [{ name: "app", ready: o.ready !== false, restartCount: o.restarts ?? 0, image: "nginx", imageID: "", containerID: "" }],
+      },
+    }),
+  ) as Pod;
 }
-

@@ -27,19 +27,44 @@ export function buildActors(deps: { client: ApiClient; nc: NatsConnection; jsm: 
   // CHOREO_EVENTS=0 (benchmarks): no Scheduled/FailedScheduling Events; node events stay.
   const schedulingEvents = config.events ? recorder : { emit: () => undefined };
   const events = recorder;
-  const scheduler = new Scheduler({ client, pods, nodes, events: schedulingEvents, registry, log: log.child({ subsystem: "scheduler" }), schedulerName: config.schedulerName, workers: config.workers });
+  const scheduler = new Scheduler({
+    client,
+    pods,
+    nodes,
+    events: schedulingEvents,
+    registry,
+    log: log.child({ subsystem: "scheduler" }),
+    schedulerName: config.schedulerName,
+    workers: config.workers,
+  });
   const runnables: Runnable[] = [pods, nodes, scheduler];
   if (!config.nodeLifecycle) return { scheduler, lifecycle: undefined, runnables };
 
   const leases = new Informer<"lease">({ client, nc, jsm, kind: "lease", namespace: NODE_LEASE_NAMESPACE, log });
-  const lifecycle = new NodeLifecycle({ client, nodes, leases, pods, events, log: log.child({ subsystem: "node-lifecycle" }), graceMs: config.graceMs, evictionMs: config.evictionMs, evictionRate: config.evictionRate });
+  const lifecycle = new NodeLifecycle({
+    client,
+    nodes,
+    leases,
+    pods,
+    events,
+    log: log.child({ subsystem: "node-lifecycle" }),
+    graceMs: config.graceMs,
+    evictionMs: config.evictionMs,
+    evictionRate: config.evictionRate,
+  });
   runnables.push(leases);
   if (!config.leaderElect) runnables.push(lifecycle);
   else {
-    runnables.push(new LeaderElector({
-      client, namespace: "kube-system", name: "choreo-node-lifecycle", identity: config.identity, log,
-      onStartedLeading: (signal) => lifecycle.start(signal),
-    }));
+    runnables.push(
+      new LeaderElector({
+        client,
+        namespace: "kube-system",
+        name: "choreo-node-lifecycle",
+        identity: config.identity,
+        log,
+        onStartedLeading: (signal) => lifecycle.start(signal),
+      }),
+    );
   }
   return { scheduler, lifecycle, runnables };
 }

@@ -44,7 +44,14 @@ export class SchedulerCache implements Snapshot {
     const old = this.byName.get(name);
     if (!old) return;
     // Keep the pods' account on a placeholder until they go (a node re-registering finds them).
-    const ghost: NodeInfo = { ...nodeInfo({ apiVersion: "v1", kind: "Node", metadata: undefined, spec: undefined, status: undefined }), name, pods: old.pods, requested: old.requested, hostPorts: old.hostPorts, owners: old.owners };
+    const ghost: NodeInfo = {
+      ...nodeInfo({ apiVersion: "v1", kind: "Node", metadata: undefined, spec: undefined, status: undefined }),
+      name,
+      pods: old.pods,
+      requested: old.requested,
+      hostPorts: old.hostPorts,
+      owners: old.owners,
+    };
     this.byName.set(name, ghost);
     this.list = undefined;
   }

@@ -72,10 +72,16 @@ export function podInfo(pod: Pod): PodInfo {
     sum.milliCpu = Math.max(sum.milliCpu, one.milliCpu);
     sum.memory = Math.max(sum.memory, one.memory);
   }
-  const hostPorts = (spec?.containers ?? []).flatMap((c) => c.ports.filter((p) => p.hostPort > 0).map((p) => `${p.protocol || "TCP"}/${p.hostIp || "0.0.0.0"}/${p.hostPort}`));
+  const hostPorts = (spec?.containers ?? []).flatMap((c) =>
+    c.ports.filter((p) => p.hostPort > 0).map((p) => `${p.protocol || "TCP"}/${p.hostIp || "0.0.0.0"}/${p.hostPort}`),
+  );
   const meta = pod.metadata;
   return {
-    key: keyOf(meta ?? { namespace: "", name: "" }), uid: meta?.uid ?? "", pod, ...sum, hostPorts,
+    key: keyOf(meta ?? { namespace: "", name: "" }),
+    uid: meta?.uid ?? "",
+    pod,
+    ...sum,
+    hostPorts,
     owner: meta?.ownerReferences.find((o) => o.controller)?.uid,
   };
 }
@@ -84,9 +90,13 @@ export function podInfo(pod: Pod): PodInfo {
 export function nodeInfo(node: Node): NodeInfo {
   const a = node.status?.allocatable ?? {};
   return {
-    name: node.metadata?.name ?? "", node,
+    name: node.metadata?.name ?? "",
+    node,
     allocatable: { milliCpu: num(a.cpu, milliCpu), memory: num(a.memory, bytes), pods: num(a.pods, bytes) },
-    requested: { milliCpu: 0, memory: 0 }, pods: new Map(), hostPorts: new Map(), owners: new Map(),
+    requested: { milliCpu: 0, memory: 0 },
+    pods: new Map(),
+    hostPorts: new Map(),
+    owners: new Map(),
   };
 }
 

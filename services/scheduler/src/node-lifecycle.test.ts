@@ -17,7 +17,10 @@ describe("node lifecycle (pure parts)", () => {
   it("evicts pods that do not tolerate the unreachable taint forever", () => {
     const keep = fakePod("keep", { tolerations: [{ key: UNREACHABLE_TAINT, operator: "Exists", value: "", effect: "NoExecute" }] });
     const timed = fakePod("timed", { tolerations: [{ key: UNREACHABLE_TAINT, operator: "Exists", value: "", effect: "NoExecute", tolerationSeconds: 300 }] });
-    assert.deepEqual(podsToEvict([keep, timed, fakePod("plain")], taint).map((p) => p.metadata?.name), ["timed", "plain"]);
+    assert.deepEqual(
+      podsToEvict([keep, timed, fakePod("plain")], taint).map((p) => p.metadata?.name),
+      ["timed", "plain"],
+    );
   });
   it("marks Ready=Unknown, keeping other conditions", () => {
     const n = markUnknown(fakeNode("a"), "2025-01-01T00:00:00Z");
@@ -44,7 +47,12 @@ describe("node lifecycle on fake informers", () => {
         const l = await leases.get("kube-node-lease", "n1");
         await leases.update({ ...l, spec: { ...l.spec!, renewTime: now } });
       } catch {
-        await leases.create({ apiVersion: "coordination.k8s.io/v1", kind: "Lease", metadata: emptyMeta({ name: "n1", namespace: "kube-node-lease" }), spec: { holderIdentity: "n1", leaseDurationSeconds: 1, acquireTime: now, renewTime: now, leaseTransitions: 0 } });
+        await leases.create({
+          apiVersion: "coordination.k8s.io/v1",
+          kind: "Lease",
+          metadata: emptyMeta({ name: "n1", namespace: "kube-node-lease" }),
+          spec: { holderIdentity: "n1", leaseDurationSeconds: 1, acquireTime: now, renewTime: now, leaseTransitions: 0 },
+        });
       }
     };
     await renew();
@@ -52,7 +60,15 @@ describe("node lifecycle on fake informers", () => {
     await api.bind("default", "victim", "n1");
     const pods = api.informer("pod");
     pods.addIndexer(BY_NODE, nodeNameOf);
-    const lifecycle = new NodeLifecycle({ client: api.client, nodes: api.informer("node"), leases: api.informer("lease"), pods, log: silentLogger(), graceMs: 1_500, evictionMs: 1_000 });
+    const lifecycle = new NodeLifecycle({
+      client: api.client,
+      nodes: api.informer("node"),
+      leases: api.informer("lease"),
+      pods,
+      log: silentLogger(),
+      graceMs: 1_500,
+      evictionMs: 1_000,
+    });
     done = lifecycle.start(ac.signal);
     const node = () => api.values("node").find((n) => n.metadata?.name === "n1")!;
     const pod = () => api.values("pod").find((p) => p.metadata?.name === "victim");
@@ -60,10 +76,13 @@ describe("node lifecycle on fake informers", () => {
 
     // Silence: no renewals.
     // The taint (spec) and Ready=Unknown (status) are two writes: wait for both.
-    await waitFor(() => {
-      const n = node();
-      return (n.spec?.taints.some((t) => t.key === UNREACHABLE_TAINT) ?? false) && n.status?.conditions.find((c) => c.type === "Ready")?.status === "Unknown";
-    }, { ...WAIT, message: "tainted and Ready=Unknown" });
+    await waitFor(
+      () => {
+        const n = node();
+        return (n.spec?.taints.some((t) => t.key === UNREACHABLE_TAINT) ?? false) && n.status?.conditions.find((c) => c.type === "Ready")?.status === "Unknown";
+      },
+      { ...WAIT, message: "tainted and Ready=Unknown" },
+    );
     await waitFor(() => pod() === undefined, { ...WAIT, message: "victim evicted" });
 
     // Back: renewals resume → the taint goes.

@@ -47,7 +47,9 @@ const hasTaint = (n: Node | undefined) => !!n?.spec?.taints.some((t) => t.key ==
 
 /** The pods to evict from an unreachable node: those not tolerating the taint (pure). */
 export function podsToEvict(pods: readonly Pod[], taint: Taint): Pod[] {
-  return pods.filter((p) => !p.metadata?.deletionTimestamp && !(p.spec?.tolerations ?? []).some((t) => tolerates(t, taint) && t.tolerationSeconds === undefined));
+  return pods.filter(
+    (p) => !p.metadata?.deletionTimestamp && !(p.spec?.tolerations ?? []).some((t) => tolerates(t, taint) && t.tolerationSeconds === undefined),
+  );
 }
 
 /** A node's status with Ready=Unknown (pure). */
@@ -55,7 +57,14 @@ export function markUnknown(node: Node, now: string): Node {
   const next = structuredClone(node);
   const status = next.status!;
   const prev = status.conditions.find((c) => c.type === "Ready");
-  const unknown: NodeCondition = { type: "Ready", status: "Unknown", lastHeartbeatTime: prev?.lastHeartbeatTime ?? "", lastTransitionTime: prev?.status === "Unknown" ? prev.lastTransitionTime : now, reason: "NodeStatusUnknown", message: "Kubelet stopped posting node status." };
+  const unknown: NodeCondition = {
+    type: "Ready",
+    status: "Unknown",
+    lastHeartbeatTime: prev?.lastHeartbeatTime ?? "",
+    lastTransitionTime: prev?.status === "Unknown" ? prev.lastTransitionTime : now,
+    reason: "NodeStatusUnknown",
+    message: "Kubelet stopped posting node status.",
+  };
   status.conditions = [unknown, ...status.conditions.filter((c) => c.type !== "Ready")];
   return next;
 }
@@ -148,7 +157,12 @@ export class NodeLifecycle implements Runnable {
     });
     this.stats.markedUnknown++;
     this.opts.log.info({ node: name }, "node unreachable: Ready=Unknown, tainted");
-    this.opts.events?.emit({ kind: "Node", apiVersion: "v1", namespace: "", name, uid: this.opts.nodes.get(name)?.metadata?.uid ?? "", resourceVersion: "", fieldPath: "" }, "Normal", "NodeNotReady", `Node ${name} status is now: NodeNotReady`);
+    this.opts.events?.emit(
+      { kind: "Node", apiVersion: "v1", namespace: "", name, uid: this.opts.nodes.get(name)?.metadata?.uid ?? "", resourceVersion: "", fieldPath: "" },
+      "Normal",
+      "NodeNotReady",
+      `Node ${name} status is now: NodeNotReady`,
+    );
   }
 
   private async clear(name: string): Promise<void> {
@@ -174,7 +188,12 @@ export class NodeLifecycle implements Runnable {
       try {
         await this.opts.client.delete("pods", p.metadata!.namespace, p.metadata!.name, { gracePeriodSeconds: 0 });
         this.stats.evictedPods++;
-        this.opts.events?.emit(objectRef("Pod", "v1", p), "Normal", "TaintManagerEviction", `Marking for deletion Pod ${keyOf(p.metadata!)}: node ${name} is unreachable`);
+        this.opts.events?.emit(
+          objectRef("Pod", "v1", p),
+          "Normal",
+          "TaintManagerEviction",
+          `Marking for deletion Pod ${keyOf(p.metadata!)}: node ${name} is unreachable`,
+        );
         this.opts.log.info({ node: name, pod: keyOf(p.metadata!) }, "pod evicted");
       } catch (err) {
         if (!isNotFound(err)) throw err;

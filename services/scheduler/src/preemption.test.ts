@@ -15,8 +15,14 @@ describe("preemption", () => {
   const high = podInfo(fakePod("high", { cpu: "500m", priority: 1000 }));
 
   it("evicts only what is needed, sparing the most important lower-priority pods", () => {
-    const n = node("a", "1", [{ name: "p1", cpu: "400m", priority: 10 }, { name: "p2", cpu: "400m", priority: 5 }]);
-    assert.deepEqual(victimsOn(high, n)?.map((p) => p.key), ["default/p2"]);
+    const n = node("a", "1", [
+      { name: "p1", cpu: "400m", priority: 10 },
+      { name: "p2", cpu: "400m", priority: 5 },
+    ]);
+    assert.deepEqual(
+      victimsOn(high, n)?.map((p) => p.key),
+      ["default/p2"],
+    );
   });
 
   it("never evicts pods of equal or higher priority; a node where that is not enough is skipped", () => {
@@ -25,12 +31,19 @@ describe("preemption", () => {
   });
 
   it("chooses the node with the fewest victims, then the lowest victim priority", () => {
-    const a = node("a", "1", [{ name: "a1", cpu: "300m", priority: 1 }, { name: "a2", cpu: "300m", priority: 1 }, { name: "a3", cpu: "300m", priority: 1 }]);
+    const a = node("a", "1", [
+      { name: "a1", cpu: "300m", priority: 1 },
+      { name: "a2", cpu: "300m", priority: 1 },
+      { name: "a3", cpu: "300m", priority: 1 },
+    ]);
     const b = node("b", "1", [{ name: "b1", cpu: "900m", priority: 50 }]);
     const c = node("c", "1", [{ name: "c1", cpu: "900m", priority: 20 }]);
     const plan = findPreemption(high, { nodes: [a, b, c] });
     assert.equal(plan?.node, "c");
-    assert.deepEqual(plan?.victims.map((p) => p.key), ["default/c1"]);
+    assert.deepEqual(
+      plan?.victims.map((p) => p.key),
+      ["default/c1"],
+    );
   });
 
   it("nothing to do when no node can make room; preemptionPolicy Never and priority 0 do not preempt", () => {
@@ -47,7 +60,13 @@ describe("preemption", () => {
 describe("preemption's filters", () => {
   it("come from the stack: the ones eviction cannot fix gate a node, the others decide whether the pod fits", () => {
     const { fixed, room } = splitFilters(FILTERS);
-    assert.deepEqual(fixed.map((f) => f.name), ["NodeReady", "NodeAffinity", "TaintToleration"]);
-    assert.deepEqual(room.map((f) => f.name), ["NodePorts", "NodeResourcesFit"]);
+    assert.deepEqual(
+      fixed.map((f) => f.name),
+      ["NodeReady", "NodeAffinity", "TaintToleration"],
+    );
+    assert.deepEqual(
+      room.map((f) => f.name),
+      ["NodePorts", "NodeResourcesFit"],
+    );
   });
 });

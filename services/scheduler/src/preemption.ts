@@ -49,7 +49,9 @@ export function victimsOn(pod: PodInfo, n: NodeInfo): PodInfo[] | undefined {
   const keep = [...n.pods.values()].filter((p) => !lower.includes(p));
   if (!fits(pod, nodeWith(n, keep))) return undefined;
   // Spare the most important pods first; ties: the older pod is spared.
-  const byImportance = [...lower].sort((a, b) => priorityOf(b) - priorityOf(a) || (a.pod.metadata?.creationTimestamp ?? "").localeCompare(b.pod.metadata?.creationTimestamp ?? ""));
+  const byImportance = [...lower].sort(
+    (a, b) => priorityOf(b) - priorityOf(a) || (a.pod.metadata?.creationTimestamp ?? "").localeCompare(b.pod.metadata?.creationTimestamp ?? ""),
+  );
   const victims: PodInfo[] = [];
   for (const p of byImportance) {
     if (fits(pod, nodeWith(n, [...keep, p]))) keep.push(p);

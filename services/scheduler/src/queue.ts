@@ -20,7 +20,8 @@ export interface QueueOptions {
   maxBackoffMs?: number;
 }
 
-const before = (a: QueuedPod, b: QueuedPod) => a.priority !== b.priority ? a.priority > b.priority : a.created !== b.created ? a.created < b.created : a.key < b.key;
+const before = (a: QueuedPod, b: QueuedPod) =>
+  a.priority !== b.priority ? a.priority > b.priority : a.created !== b.created ? a.created < b.created : a.key < b.key;
 
 export class SchedulingQueue {
   private heap: Entry[] = [];
@@ -120,10 +121,13 @@ export class SchedulingQueue {
   private toBackoff(e: Entry): void {
     this.where.set(e.key, "backoff");
     clearTimeout(this.timers.get(e.key));
-    this.timers.set(e.key, setTimeout(() => {
-      this.timers.delete(e.key);
-      if (this.entries.get(e.key) === e && this.where.get(e.key) === "backoff") this.activate(e);
-    }, this.backoffMs(e)));
+    this.timers.set(
+      e.key,
+      setTimeout(() => {
+        this.timers.delete(e.key);
+        if (this.entries.get(e.key) === e && this.where.get(e.key) === "backoff") this.activate(e);
+      }, this.backoffMs(e)),
+    );
   }
 
   private activate(e: Entry): void {

@@ -24,8 +24,12 @@ describe("scheduler on fake informers", () => {
   };
   const startScheduler = (api: FakeApi) => {
     const scheduler = new Scheduler({
-      client: api.client, pods: api.informer("pod"), nodes: api.informer("node"), events: new EventRecorder(api.client, "default-scheduler", silentLogger()),
-      log: silentLogger(), workers: 4,
+      client: api.client,
+      pods: api.informer("pod"),
+      nodes: api.informer("node"),
+      events: new EventRecorder(api.client, "default-scheduler", silentLogger()),
+      log: silentLogger(),
+      workers: 4,
     });
     const ac = new AbortController();
     runs.push({ ac, done: scheduler.start(ac.signal) });
@@ -35,7 +39,9 @@ describe("scheduler on fake informers", () => {
   const bound = (api: FakeApi): Pod[] => api.values("pod").filter((p) => p.spec?.nodeName);
   const assertNoOvercommit = (api: FakeApi) => {
     for (const n of api.values("node")) {
-      const used = bound(api).filter((p) => p.spec?.nodeName === n.metadata?.name).reduce((sum, p) => sum + Number(milliCpu(p.spec!.containers[0]!.resources!.requests.cpu!)), 0);
+      const used = bound(api)
+        .filter((p) => p.spec?.nodeName === n.metadata?.name)
+        .reduce((sum, p) => sum + Number(milliCpu(p.spec!.containers[0]!.resources!.requests.cpu!)), 0);
       assert.ok(used <= Number(milliCpu(n.status!.allocatable.cpu!)), `node ${n.metadata?.name} holds ${used}m`);
     }
   };
@@ -65,7 +71,8 @@ describe("scheduler on fake informers", () => {
 
     // Freeing room (a pod deleted) re-queues the unschedulable pods: no blind timer needed.
     const fits = bound(api).filter((p) => p.metadata?.name.startsWith("fit-"));
-    for (const p of fits.filter((p) => p.spec?.nodeName === fits[0]!.spec?.nodeName)) await api.delete("pods", "default", p.metadata!.name, { gracePeriodSeconds: 0 });
+    for (const p of fits.filter((p) => p.spec?.nodeName === fits[0]!.spec?.nodeName))
+      await api.delete("pods", "default", p.metadata!.name, { gracePeriodSeconds: 0 });
     await api.delete("pods", "default", "huge", { gracePeriodSeconds: 0 });
     await waitFor(() => api.values("pod").every((p) => p.spec?.nodeName), { ...WAIT, message: "pending pod bound after room freed" });
     assertNoOvercommit(api);

@@ -33,8 +33,13 @@ export interface SchedulerOptions {
 
 /** A pod this scheduler should place. */
 export function wantsScheduling(p: Pod, schedulerName: string): boolean {
-  return !p.spec?.nodeName && !p.metadata?.deletionTimestamp && (p.spec?.schedulerName || "default-scheduler") === schedulerName
-    && p.status?.phase !== "Succeeded" && p.status?.phase !== "Failed";
+  return (
+    !p.spec?.nodeName &&
+    !p.metadata?.deletionTimestamp &&
+    (p.spec?.schedulerName || "default-scheduler") === schedulerName &&
+    p.status?.phase !== "Succeeded" &&
+    p.status?.phase !== "Failed"
+  );
 }
 
 /** The parts of a node that can change a scheduling decision (not heartbeats). */
@@ -44,7 +49,13 @@ function nodeShape(n: Node): string {
 }
 
 export const podRef = (p: Pod): ObjectReference => ({
-  kind: "Pod", apiVersion: "v1", namespace: p.metadata?.namespace ?? "", name: p.metadata?.name ?? "", uid: p.metadata?.uid ?? "", resourceVersion: "", fieldPath: "",
+  kind: "Pod",
+  apiVersion: "v1",
+  namespace: p.metadata?.namespace ?? "",
+  name: p.metadata?.name ?? "",
+  uid: p.metadata?.uid ?? "",
+  resourceVersion: "",
+  fieldPath: "",
 });
 
 export class Scheduler implements Runnable {
@@ -58,7 +69,14 @@ export class Scheduler implements Runnable {
   constructor(private readonly opts: SchedulerOptions) {
     this.name = opts.schedulerName ?? "default-scheduler";
     this.queue = new SchedulingQueue(opts.queue);
-    this.attempts = opts.registry && getOrCreateCounter(opts.registry, "choreo_scheduler_schedule_attempts_total", "Scheduling attempts by result: scheduled, unschedulable, conflict (a bind lost a race), error", ["result"]);
+    this.attempts =
+      opts.registry &&
+      getOrCreateCounter(
+        opts.registry,
+        "choreo_scheduler_schedule_attempts_total",
+        "Scheduling attempts by result: scheduled, unschedulable, conflict (a bind lost a race), error",
+        ["result"],
+      );
     const enqueue = (p: Pod) => this.queue.add({ key: keyOf(p.metadata!), priority: p.spec?.priority ?? 0, created: p.metadata?.creationTimestamp ?? "" });
     opts.pods.addEventHandler({
       onAdd: (p) => {
@@ -206,9 +224,11 @@ export class Scheduler implements Runnable {
       }
     }
     const { namespace, name } = splitKey(info.key);
-    await this.opts.client.patch("pods", namespace, name, "application/merge-patch+json", { status: { nominatedNodeName: plan.node } }, "status").catch((err: unknown) => {
-      this.opts.log.warn({ err, pod: info.key }, "nominatedNodeName not recorded");
-    });
+    await this.opts.client
+      .patch("pods", namespace, name, "application/merge-patch+json", { status: { nominatedNodeName: plan.node } }, "status")
+      .catch((err: unknown) => {
+        this.opts.log.warn({ err, pod: info.key }, "nominatedNodeName not recorded");
+      });
     this.opts.log.info({ pod: info.key, node: plan.node, victims: plan.victims.map((v) => v.key) }, "pods preempted");
     return `preemption: evicting ${plan.victims.length} lower-priority pod(s) on node ${plan.node}.`;
   }

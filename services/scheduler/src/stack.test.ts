@@ -26,11 +26,26 @@ describe("schedule (pure)", () => {
   });
 
   it("explains a failure with Kubernetes' wording", () => {
-    const c = cacheOf(fakeNode("a", { cpu: "1" }), fakeNode("b", { cpu: "1" }), fakeNode("c", { cpu: "1" }), fakeNode("d", { labels: { zone: "x" } }), fakeNode("e", { labels: { zone: "x" } }));
+    const c = cacheOf(
+      fakeNode("a", { cpu: "1" }),
+      fakeNode("b", { cpu: "1" }),
+      fakeNode("c", { cpu: "1" }),
+      fakeNode("d", { labels: { zone: "x" } }),
+      fakeNode("e", { labels: { zone: "x" } }),
+    );
     const d = schedule(podInfo(fakePod("p", { cpu: "2", selector: { zone: "y" } })), c);
     assert.ok("reasons" in d);
     assert.deepEqual(d.reasons, { "node(s) didn't match Pod's node affinity/selector": 5 });
-    const d2 = schedule(podInfo(fakePod("p", { cpu: "2" })), cacheOf(fakeNode("a", { cpu: "1" }), fakeNode("b", { cpu: "1" }), fakeNode("c", { cpu: "1" }), fakeNode("d", { ready: "False", cpu: "1" }), fakeNode("e", { ready: "False", cpu: "1" })));
+    const d2 = schedule(
+      podInfo(fakePod("p", { cpu: "2" })),
+      cacheOf(
+        fakeNode("a", { cpu: "1" }),
+        fakeNode("b", { cpu: "1" }),
+        fakeNode("c", { cpu: "1" }),
+        fakeNode("d", { ready: "False", cpu: "1" }),
+        fakeNode("e", { ready: "False", cpu: "1" }),
+      ),
+    );
     assert.ok("reasons" in d2);
     assert.equal(failureMessage(d2), "0/5 nodes are available: 2 node(s) were not ready, 3 Insufficient cpu.");
   });
@@ -53,7 +68,20 @@ describe("schedule (pure)", () => {
     assert.equal(c.isAssumed("default/p1"), false);
     assert.equal(c.node("a")!.requested.milliCpu, 600);
     const finished = fakePod("p1", { cpu: "600m", node: "a" });
-    finished.status = { phase: "Succeeded", conditions: [], message: "", reason: "", nominatedNodeName: "", hostIp: "", podIp: "", podIps: [], startTime: "", initContainerStatuses: [], containerStatuses: [], qosClass: "" };
+    finished.status = {
+      phase: "Succeeded",
+      conditions: [],
+      message: "",
+      reason: "",
+      nominatedNodeName: "",
+      hostIp: "",
+      podIp: "",
+      podIps: [],
+      startTime: "",
+      initContainerStatuses: [],
+      containerStatuses: [],
+      qosClass: "",
+    };
     c.setPod(finished);
     assert.equal(c.node("a")!.requested.milliCpu, 0);
   });

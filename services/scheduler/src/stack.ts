@@ -69,6 +69,8 @@ function best(pod: PodInfo, feasible: NodeInfo[], scorers: readonly Scorer[]): N
 
 /** Kubernetes' wording: `0/5 nodes are available: 3 Insufficient cpu, 2 node(s) didn't match ….` */
 export function failureMessage(d: { reasons: Record<string, number>; nodes: number }): string {
-  const parts = Object.entries(d.reasons).map(([r, n]) => `${n} ${r}`).sort();
+  const parts = Object.entries(d.reasons)
+    .map(([r, n]) => `${n} ${r}`)
+    .sort();
   return `0/${d.nodes} nodes are available${parts.length ? ": " + parts.join(", ") : ""}.`;
 }

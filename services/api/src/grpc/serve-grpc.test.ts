@@ -34,20 +34,40 @@ describe("gRPC transport", () => {
   });
 
   it("creates and gets; errors carry the Status", async () => {
-    const obj = fromKubeJson({ apiVersion: "v1", kind: "Pod", metadata: { name: "g1", namespace: "default" }, spec: { containers: [{ name: "c", image: "i" }] } });
+    const obj = fromKubeJson({
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: { name: "g1", namespace: "default" },
+      spec: { containers: [{ name: "c", image: "i" }] },
+    });
     const created = await new Promise<ApiObject>((res, rej) => client.create({ object: obj, dryRun: false }, md(), (e, r) => (e ? rej(e) : res(r))));
     assert.equal(created.kind?.value.metadata?.name, "g1");
-    const err = await new Promise<grpc.ServiceError>((res) => client.get({ resource: "pods", namespace: "default", name: "nope" }, md(), (e) => res(e as grpc.ServiceError)));
+    const err = await new Promise<grpc.ServiceError>((res) =>
+      client.get({ resource: "pods", namespace: "default", name: "nope" }, md(), (e) => res(e as grpc.ServiceError)),
+    );
     assert.equal(err.code, grpc.status.NOT_FOUND);
     const status = Status.decode(err.metadata.get(STATUS_METADATA_KEY)[0] as Buffer);
     assert.equal(status.reason, "NotFound");
     assert.equal(status.code, 404);
-    const unauth = await new Promise<grpc.ServiceError>((res) => client.get({ resource: "pods", namespace: "default", name: "g1" }, md("wrong"), (e) => res(e as grpc.ServiceError)));
+    const unauth = await new Promise<grpc.ServiceError>((res) =>
+      client.get({ resource: "pods", namespace: "default", name: "g1" }, md("wrong"), (e) => res(e as grpc.ServiceError)),
+    );
     assert.equal(unauth.code, grpc.status.UNAUTHENTICATED);
   });
 
   it("streams a watch: synthetic ADDED, then live changes", async () => {
-    const call = client.watch({ resource: "pods", namespace: "default", labelSelector: "", fieldSelector: "metadata.name=g2", resourceVersion: "0", timeoutSeconds: 0, allowBookmarks: false }, md());
+    const call = client.watch(
+      {
+        resource: "pods",
+        namespace: "default",
+        labelSelector: "",
+        fieldSelector: "metadata.name=g2",
+        resourceVersion: "0",
+        timeoutSeconds: 0,
+        allowBookmarks: false,
+      },
+      md(),
+    );
     const events: WatchEvent[] = [];
     const done = new Promise<void>((resolve) => {
       call.on("data", (ev: WatchEvent) => {
@@ -56,10 +76,15 @@ describe("gRPC transport", () => {
       });
     });
     call.on("error", () => undefined);
-    await s.client.create(fromKubeJson({ apiVersion: "v1", kind: "Pod", metadata: { name: "g2", namespace: "default" }, spec: { containers: [{ name: "c", image: "i" }] } }));
+    await s.client.create(
+      fromKubeJson({ apiVersion: "v1", kind: "Pod", metadata: { name: "g2", namespace: "default" }, spec: { containers: [{ name: "c", image: "i" }] } }),
+    );
     await s.client.delete("pods", "default", "g2");
     await done;
     call.cancel();
-    assert.deepEqual(events.map((e) => e.type), ["ADDED", "DELETED"]);
+    assert.deepEqual(
+      events.map((e) => e.type),
+      ["ADDED", "DELETED"],
+    );
   });
 });

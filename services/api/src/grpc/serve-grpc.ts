@@ -70,10 +70,15 @@ export class GrpcTransport {
 
   async start(signal: AbortSignal): Promise<void> {
     const { handlers, tokens } = this.opts;
-    const unary = <Req, Res>(fn: (req: Req) => Promise<Res>): grpc.handleUnaryCall<Req, Res> => (call, callback) => {
-      if (!authorized(call.metadata, tokens)) return callback(grpcError(unauthorized()));
-      fn.call(handlers, call.request).then((res) => callback(null, res), (err: unknown) => callback(grpcError(err)));
-    };
+    const unary =
+      <Req, Res>(fn: (req: Req) => Promise<Res>): grpc.handleUnaryCall<Req, Res> =>
+      (call, callback) => {
+        if (!authorized(call.metadata, tokens)) return callback(grpcError(unauthorized()));
+        fn.call(handlers, call.request).then(
+          (res) => callback(null, res),
+          (err: unknown) => callback(grpcError(err)),
+        );
+      };
     const impl: ApiServer = {
       get: unary(handlers.get),
       list: unary(handlers.list),

@@ -1,6 +1,18 @@
 import type {
-  BindRequest, CreateRequest, DeleteCollectionRequest, DeleteRequest, GetRequest, GetScaleRequest, ListRequest,
-  Object as ApiObject, ObjectList, PatchRequest, UpdateRequest, UpdateScaleRequest, WatchEvent, WatchRequest,
+  BindRequest,
+  CreateRequest,
+  DeleteCollectionRequest,
+  DeleteRequest,
+  GetRequest,
+  GetScaleRequest,
+  ListRequest,
+  Object as ApiObject,
+  ObjectList,
+  PatchRequest,
+  UpdateRequest,
+  UpdateScaleRequest,
+  WatchEvent,
+  WatchRequest,
 } from "@choreo/kit/gen/choreo/api/v1/api";
 import type { Scale } from "@choreo/kit/gen/choreo/autoscaling/v1/autoscaling";
 
@@ -45,5 +57,17 @@ export interface ApiHandlers {
  * (the node agents answer it: services/node-agent/src/logs/README.md).
  */
 export interface LogsHandler {
-  logs(req: { namespace: string; name: string; container?: string; follow: boolean; tailLines?: number; sinceSeconds?: number; timestamps: boolean; previous: boolean }, signal: AbortSignal): AsyncIterable<string>;
+  logs(
+    req: {
+      namespace: string;
+      name: string;
+      container?: string;
+      follow: boolean;
+      tailLines?: number;
+      sinceSeconds?: number;
+      timestamps: boolean;
+      previous: boolean;
+    },
+    signal: AbortSignal,
+  ): AsyncIterable<string>;
 }

@@ -15,7 +15,10 @@ const YAML_TYPES = new Set(["application/yaml", "application/x-yaml", "text/yaml
 
 /** The media type of the request body, lower case, without parameters ("" when absent). */
 export function mediaType(req: IncomingMessage): string {
-  return String(req.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase();
+  return String(req.headers["content-type"] ?? "")
+    .split(";")[0]!
+    .trim()
+    .toLowerCase();
 }
 
 /**
@@ -62,7 +65,10 @@ export function readBody(req: IncomingMessage, limit = MAX_BODY): Promise<string
 /** Parses a JSON or YAML body by its Content-Type; 415 for protobuf and unknown types, 400 when malformed. */
 export function decodeBody(req: IncomingMessage, text: string): unknown {
   const type = mediaType(req);
-  if (type === PROTOBUF) throw unsupportedMediaType(`the body of the request was in an unknown format - accepted media types include: application/json, application/yaml (${PROTOBUF} is not supported)`);
+  if (type === PROTOBUF)
+    throw unsupportedMediaType(
+      `the body of the request was in an unknown format - accepted media types include: application/json, application/yaml (${PROTOBUF} is not supported)`,
+    );
   if (text.trim() === "") throw badRequest("the request body is empty");
   if (YAML_TYPES.has(type)) return parseYamlText(text);
   if (type === "" || type === "application/json" || type === "*/*" || PATCH_TYPES.includes(type as (typeof PATCH_TYPES)[number])) return parseJsonText(text);
@@ -93,7 +99,9 @@ export function patchTypeOf(req: IncomingMessage): (typeof PATCH_TYPES)[number] 
     throw unsupportedMediaType(`server-side apply (${APPLY_PATCH}) is not supported by choreo: use client-side apply (kubectl apply without --server-side)`);
   }
   if (!PATCH_TYPES.includes(type as (typeof PATCH_TYPES)[number])) {
-    throw new ApiError(failure(415, Reason.UnsupportedMediaType, `the body of the request was in an unknown format - accepted media types include: ${PATCH_TYPES.join(", ")}`));
+    throw new ApiError(
+      failure(415, Reason.UnsupportedMediaType, `the body of the request was in an unknown format - accepted media types include: ${PATCH_TYPES.join(", ")}`),
+    );
   }
   return type as (typeof PATCH_TYPES)[number];
 }
@@ -110,10 +118,12 @@ export function negotiate(req: IncomingMessage): Negotiated {
   let jsonOk = false;
   for (const entry of accept.split(",")) {
     const [type, ...params] = entry.split(";").map((s) => s.trim());
-    const p = new Map(params.map((kv) => {
-      const i = kv.indexOf("=");
-      return [kv.slice(0, i).trim().toLowerCase(), kv.slice(i + 1).trim()] as const;
-    }));
+    const p = new Map(
+      params.map((kv) => {
+        const i = kv.indexOf("=");
+        return [kv.slice(0, i).trim().toLowerCase(), kv.slice(i + 1).trim()] as const;
+      }),
+    );
     const t = (type ?? "").toLowerCase();
     if (t !== "application/json" && t !== "*/*" && t !== "application/*" && !YAML_TYPES.has(t)) continue;
     const as = p.get("as");
@@ -125,6 +135,9 @@ export function negotiate(req: IncomingMessage): Negotiated {
       return { table: p.get("v") as "v1" | "v1beta1" };
     }
   }
-  if (!jsonOk) throw new ApiError(failure(406, Reason.NotAcceptable, `only the following media types are accepted: application/json, application/json;as=Table;v=v1;g=meta.k8s.io`));
+  if (!jsonOk)
+    throw new ApiError(
+      failure(406, Reason.NotAcceptable, `only the following media types are accepted: application/json, application/json;as=Table;v=v1;g=meta.k8s.io`),
+    );
   return {};
 }

@@ -99,10 +99,17 @@ describe("CRUD", () => {
     assertStatus(dup, 409, "AlreadyExists");
     assert.equal(dup.json["message"], 'pods "dup" already exists');
 
-    const big = await t.call("POST", PODS, { body: JSON.stringify({ ...pod("big"), x: "a".repeat(3 * 1024 * 1024 + 10) }), headers: { "Content-Type": "application/json" } });
+    const big = await t.call("POST", PODS, {
+      body: JSON.stringify({ ...pod("big"), x: "a".repeat(3 * 1024 * 1024 + 10) }),
+      headers: { "Content-Type": "application/json" },
+    });
     assertStatus(big, 413, "RequestEntityTooLarge");
 
-    assertStatus(await t.call("POST", PODS, { body: Buffer.from([0x6b, 0x38, 0x73, 0]), headers: { "Content-Type": "application/vnd.kubernetes.protobuf" } }), 415, "UnsupportedMediaType");
+    assertStatus(
+      await t.call("POST", PODS, { body: Buffer.from([0x6b, 0x38, 0x73, 0]), headers: { "Content-Type": "application/vnd.kubernetes.protobuf" } }),
+      415,
+      "UnsupportedMediaType",
+    );
     assertStatus(await t.call("POST", PODS, { body: "x", headers: { "Content-Type": "text/plain" } }), 415, "UnsupportedMediaType");
 
     const bad = pod("noimage");
@@ -150,15 +157,27 @@ describe("CRUD", () => {
 
   it("patches by content type", async () => {
     await t.call("POST", PODS, { body: pod("p") });
-    const merge = await t.call("PATCH", `${PODS}/p`, { body: '{"metadata":{"labels":{"env":"prod"}}}', headers: { "Content-Type": "application/merge-patch+json" } });
+    const merge = await t.call("PATCH", `${PODS}/p`, {
+      body: '{"metadata":{"labels":{"env":"prod"}}}',
+      headers: { "Content-Type": "application/merge-patch+json" },
+    });
     assert.equal(merge.status, 200, merge.text);
     assert.deepEqual(meta(merge.json)["labels"], { app: "web", env: "prod" });
-    const json = await t.call("PATCH", `${PODS}/p`, { body: '[{"op":"remove","path":"/metadata/labels/env"}]', headers: { "Content-Type": "application/json-patch+json" } });
+    const json = await t.call("PATCH", `${PODS}/p`, {
+      body: '[{"op":"remove","path":"/metadata/labels/env"}]',
+      headers: { "Content-Type": "application/json-patch+json" },
+    });
     assert.equal(json.status, 200, json.text);
     assert.deepEqual(meta(json.json)["labels"], { app: "web" });
-    const smp = await t.call("PATCH", `${PODS}/p`, { body: '{"spec":{"containers":[{"name":"c","image":"nginx:2"}]}}', headers: { "Content-Type": "application/strategic-merge-patch+json" } });
+    const smp = await t.call("PATCH", `${PODS}/p`, {
+      body: '{"spec":{"containers":[{"name":"c","image":"nginx:2"}]}}',
+      headers: { "Content-Type": "application/strategic-merge-patch+json" },
+    });
     assert.equal(smp.status, 200, smp.text);
-    const st = await t.call("PATCH", `${PODS}/p/status`, { body: '{"status":{"phase":"Running"}}', headers: { "Content-Type": "application/merge-patch+json" } });
+    const st = await t.call("PATCH", `${PODS}/p/status`, {
+      body: '{"status":{"phase":"Running"}}',
+      headers: { "Content-Type": "application/merge-patch+json" },
+    });
     assert.equal(st.status, 200, st.text);
     const last = t.handlers.calls.filter((x) => x.method === "patch").at(-1)!.req as PatchRequest;
     assert.equal(last.subresource, "status");
@@ -170,7 +189,10 @@ describe("CRUD", () => {
     assert.match(apply.json["message"] as string, /server-side apply/);
     assertStatus(await t.call("PATCH", `${PODS}/p`, { body: "{}", headers: { "Content-Type": "application/json" } }), 415, "UnsupportedMediaType");
     assertStatus(await t.call("PATCH", `${PODS}/p`, { body: "{", headers: { "Content-Type": "application/merge-patch+json" } }), 400, "BadRequest");
-    const stale = await t.call("PATCH", `${PODS}/p`, { body: '{"metadata":{"resourceVersion":"1","labels":{"x":"y"}}}', headers: { "Content-Type": "application/merge-patch+json" } });
+    const stale = await t.call("PATCH", `${PODS}/p`, {
+      body: '{"metadata":{"resourceVersion":"1","labels":{"x":"y"}}}',
+      headers: { "Content-Type": "application/merge-patch+json" },
+    });
     assertStatus(stale, 409, "Conflict");
   });
 
@@ -213,8 +235,14 @@ describe("CRUD", () => {
 
   it("serves the scale subresource", async () => {
     const rc = {
-      apiVersion: "v1", kind: "ReplicationController", metadata: { name: "rc" },
-      spec: { replicas: 1, selector: { app: "web" }, template: { metadata: { labels: { app: "web" } }, spec: { containers: [{ name: "c", image: "nginx" }] } } },
+      apiVersion: "v1",
+      kind: "ReplicationController",
+      metadata: { name: "rc" },
+      spec: {
+        replicas: 1,
+        selector: { app: "web" },
+        template: { metadata: { labels: { app: "web" } }, spec: { containers: [{ name: "c", image: "nginx" }] } },
+      },
     };
     const RC = "/api/v1/namespaces/default/replicationcontrollers/rc";
     assert.equal((await t.call("POST", "/api/v1/namespaces/default/replicationcontrollers", { body: rc })).status, 201);
@@ -227,7 +255,10 @@ describe("CRUD", () => {
     const p = await t.call("PATCH", `${RC}/scale`, { body: '{"spec":{"replicas":3}}', headers: { "Content-Type": "application/merge-patch+json" } });
     assert.equal(p.status, 200, p.text);
     assert.deepEqual(p.json["spec"], { replicas: 3 });
-    const jp = await t.call("PATCH", `${RC}/scale`, { body: '[{"op":"replace","path":"/spec/replicas","value":0}]', headers: { "Content-Type": "application/json-patch+json" } });
+    const jp = await t.call("PATCH", `${RC}/scale`, {
+      body: '[{"op":"replace","path":"/spec/replicas","value":0}]',
+      headers: { "Content-Type": "application/json-patch+json" },
+    });
     assert.deepEqual(jp.json["spec"], {}, "replicas: 0 is omitted, as in Kubernetes (omitempty)");
     const put = await t.call("PUT", `${RC}/scale`, { body: { ...s.json, spec: { replicas: 5 } } });
     assertStatus(put, 409, "Conflict");
@@ -238,16 +269,24 @@ describe("CRUD", () => {
     const rcNow = await t.call("GET", RC);
     assert.equal((rcNow.json["spec"] as { replicas: number }).replicas, 5);
     assertStatus(await t.call("GET", `${PODS}/p/scale`), 404, "NotFound");
-    assertStatus(await t.call("PATCH", `${RC}/scale`, { body: "{}", headers: { "Content-Type": "application/apply-patch+yaml" } }), 415, "UnsupportedMediaType");
+    assertStatus(
+      await t.call("PATCH", `${RC}/scale`, { body: "{}", headers: { "Content-Type": "application/apply-patch+yaml" } }),
+      415,
+      "UnsupportedMediaType",
+    );
   });
 
   it("binds pods and serves logs", async () => {
     await t.call("POST", PODS, { body: pod("b") });
-    const b = await t.call("POST", `${PODS}/b/binding`, { body: { apiVersion: "v1", kind: "Binding", metadata: { name: "b" }, target: { kind: "Node", name: "n1" } } });
+    const b = await t.call("POST", `${PODS}/b/binding`, {
+      body: { apiVersion: "v1", kind: "Binding", metadata: { name: "b" }, target: { kind: "Node", name: "n1" } },
+    });
     assert.equal(b.status, 201, b.text);
     assert.deepEqual(b.json, { kind: "Status", apiVersion: "v1", metadata: {}, status: "Success", code: 201 });
     assert.equal(((await t.call("GET", `${PODS}/b`)).json["spec"] as { nodeName: string }).nodeName, "n1");
-    const again = await t.call("POST", `${PODS}/b/binding`, { body: { apiVersion: "v1", kind: "Binding", metadata: { name: "b" }, target: { kind: "Node", name: "n2" } } });
+    const again = await t.call("POST", `${PODS}/b/binding`, {
+      body: { apiVersion: "v1", kind: "Binding", metadata: { name: "b" }, target: { kind: "Node", name: "n2" } },
+    });
     assertStatus(again, 409, "Conflict");
 
     const log = await t.call("GET", `${PODS}/b/log?follow=true`);
@@ -265,7 +304,10 @@ describe("CRUD", () => {
     const d = await t.call("DELETE", `${PODS}?labelSelector=batch%3Dx&gracePeriodSeconds=0&propagationPolicy=Foreground`);
     assert.equal(d.status, 200, d.text);
     assert.equal(d.json["kind"], "PodList");
-    assert.deepEqual((d.json["items"] as Record<string, unknown>[]).map((i) => meta(i)["name"]), ["c1", "c2"]);
+    assert.deepEqual(
+      (d.json["items"] as Record<string, unknown>[]).map((i) => meta(i)["name"]),
+      ["c1", "c2"],
+    );
     const req = t.handlers.calls.find((x) => x.method === "deleteCollection")!.req as { options: { gracePeriodSeconds: number; propagationPolicy: string } };
     assert.equal(req.options.gracePeriodSeconds, 0);
     assert.equal(req.options.propagationPolicy, "Foreground");

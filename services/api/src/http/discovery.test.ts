@@ -26,10 +26,25 @@ describe("routes", () => {
     assert.equal(r("/apis"), "apiGroupList");
     assert.equal(r("/apis/apps"), "apiGroup");
     assert.equal(r("/apis/apps/v1"), "resourceList");
-    for (const bad of ["/api/v2/pods", "/api/v1/foos", "/apis/apps/v1/pods", "/api/v1/daemonsets", "/apis/apps/v2/daemonsets",
-      "/api/v1/pods/web", "/api/v1/namespaces/x/nodes", "/api/v1/namespaces/x/pods/w/scale", "/api/v1/namespaces/x/services/s/log",
-      "/api/v1/namespaces/x/events/e/status", "/nope", "/apis/nope/v1"]) {
-      assert.throws(() => parseRoute(bad), (e: { code?: number }) => e.code === 404, bad);
+    for (const bad of [
+      "/api/v2/pods",
+      "/api/v1/foos",
+      "/apis/apps/v1/pods",
+      "/api/v1/daemonsets",
+      "/apis/apps/v2/daemonsets",
+      "/api/v1/pods/web",
+      "/api/v1/namespaces/x/nodes",
+      "/api/v1/namespaces/x/pods/w/scale",
+      "/api/v1/namespaces/x/services/s/log",
+      "/api/v1/namespaces/x/events/e/status",
+      "/nope",
+      "/apis/nope/v1",
+    ]) {
+      assert.throws(
+        () => parseRoute(bad),
+        (e: { code?: number }) => e.code === 404,
+        bad,
+      );
     }
   });
 
@@ -61,8 +76,17 @@ describe("discovery", () => {
     const api = await t.call("GET", "/api");
     assert.equal(api.status, 200);
     assert.equal(api.headers["content-type"], "application/json");
-    assert.deepEqual(api.json, { kind: "APIVersions", versions: ["v1"], serverAddressByClientCIDRs: [{ clientCIDR: "0.0.0.0/0", serverAddress: "10.0.0.1:6443" }] });
-    const apis = await t.call("GET", "/apis", { headers: { Accept: "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json" } });
+    assert.deepEqual(api.json, {
+      kind: "APIVersions",
+      versions: ["v1"],
+      serverAddressByClientCIDRs: [{ clientCIDR: "0.0.0.0/0", serverAddress: "10.0.0.1:6443" }],
+    });
+    const apis = await t.call("GET", "/apis", {
+      headers: {
+        Accept:
+          "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json",
+      },
+    });
     assert.equal(apis.status, 200);
     assert.equal(apis.json["kind"], "APIGroupList");
     const groups = apis.json["groups"] as { name: string; preferredVersion: { groupVersion: string } }[];
@@ -79,20 +103,34 @@ describe("discovery", () => {
     const res = r.json["resources"] as Record<string, unknown>[];
     const byName = new Map(res.map((x) => [x["name"], x]));
     assert.deepEqual(byName.get("pods"), {
-      name: "pods", singularName: "pod", namespaced: true, kind: "Pod",
-      verbs: ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"], shortNames: ["po"], categories: ["all"],
+      name: "pods",
+      singularName: "pod",
+      namespaced: true,
+      kind: "Pod",
+      verbs: ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"],
+      shortNames: ["po"],
+      categories: ["all"],
     });
     assert.deepEqual(byName.get("pods/log"), { name: "pods/log", singularName: "", namespaced: true, kind: "Pod", verbs: ["get"] });
     assert.deepEqual(byName.get("pods/binding")!["verbs"], ["create"]);
     assert.equal(byName.get("pods/status")!["kind"], "Pod");
     assert.deepEqual(byName.get("replicationcontrollers/scale"), {
-      name: "replicationcontrollers/scale", singularName: "", namespaced: true, group: "autoscaling", version: "v1", kind: "Scale", verbs: ["get", "patch", "update"],
+      name: "replicationcontrollers/scale",
+      singularName: "",
+      namespaced: true,
+      group: "autoscaling",
+      version: "v1",
+      kind: "Scale",
+      verbs: ["get", "patch", "update"],
     });
     assert.equal(byName.get("nodes")!["namespaced"], false);
     assert.ok(!byName.has("events/status"));
     const apps = await t.call("GET", "/apis/apps/v1");
     assert.equal(apps.json["groupVersion"], "apps/v1");
-    assert.deepEqual((apps.json["resources"] as { name: string }[]).map((x) => x.name), ["daemonsets", "daemonsets/status"]);
+    assert.deepEqual(
+      (apps.json["resources"] as { name: string }[]).map((x) => x.name),
+      ["daemonsets", "daemonsets/status"],
+    );
     const autoscaling = await t.call("GET", "/apis/autoscaling/v1");
     assert.equal(autoscaling.status, 200);
     assert.deepEqual(autoscaling.json["resources"], []);

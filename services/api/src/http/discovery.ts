@@ -10,13 +10,21 @@ export function apiVersions(serverAddress: string): Record<string, unknown> {
 }
 
 function groupEntry(name: string): Record<string, unknown> {
-  const versions = groupVersions().filter((gv) => gv.group === name).map((gv) => ({ groupVersion: `${name}/${gv.version}`, version: gv.version }));
+  const versions = groupVersions()
+    .filter((gv) => gv.group === name)
+    .map((gv) => ({ groupVersion: `${name}/${gv.version}`, version: gv.version }));
   return { name, versions, preferredVersion: versions[0] };
 }
 
 /** GET /apis */
 export function apiGroupList(): Record<string, unknown> {
-  const names = [...new Set(groupVersions().map((gv) => gv.group).filter((g) => g !== ""))];
+  const names = [
+    ...new Set(
+      groupVersions()
+        .map((gv) => gv.group)
+        .filter((g) => g !== ""),
+    ),
+  ];
   return { kind: "APIGroupList", apiVersion: "v1", groups: names.map(groupEntry) };
 }
 
@@ -27,15 +35,17 @@ export function apiGroup(group: string): Record<string, unknown> {
 
 /** The discovery entries of one kind: the resource and its subresources. */
 export function resourceEntries(k: KindInfo): Record<string, unknown>[] {
-  const out: Record<string, unknown>[] = [{
-    name: k.resource,
-    singularName: k.singular,
-    namespaced: k.namespaced,
-    kind: k.kind,
-    verbs: VERBS,
-    ...(k.shortNames.length ? { shortNames: [...k.shortNames] } : {}),
-    ...(k.categories.length ? { categories: [...k.categories] } : {}),
-  }];
+  const out: Record<string, unknown>[] = [
+    {
+      name: k.resource,
+      singularName: k.singular,
+      namespaced: k.namespaced,
+      kind: k.kind,
+      verbs: VERBS,
+      ...(k.shortNames.length ? { shortNames: [...k.shortNames] } : {}),
+      ...(k.categories.length ? { categories: [...k.categories] } : {}),
+    },
+  ];
   const sub = (name: string, kind: string, verbs: string[], extra: Record<string, unknown> = {}) =>
     out.push({ name: `${k.resource}/${name}`, singularName: "", namespaced: k.namespaced, ...extra, kind, verbs });
   if (k.resource === "pods") sub("binding", "Binding", ["create"]);

@@ -71,12 +71,18 @@ export function verbOf(method: string, route: Route | undefined, url: URL): { ve
   const resource = route.subresource ? `${route.info.resource}/${route.subresource}` : route.info.resource;
   const watching = flag(url, "watch");
   switch (method) {
-    case "GET": return { verb: watching ? "watch" : route.name ? "get" : "list", resource };
-    case "POST": return { verb: "create", resource };
-    case "PUT": return { verb: "update", resource };
-    case "PATCH": return { verb: "patch", resource };
-    case "DELETE": return { verb: route.name ? "delete" : "deletecollection", resource };
-    default: return { verb: method.toLowerCase(), resource };
+    case "GET":
+      return { verb: watching ? "watch" : route.name ? "get" : "list", resource };
+    case "POST":
+      return { verb: "create", resource };
+    case "PUT":
+      return { verb: "update", resource };
+    case "PATCH":
+      return { verb: "patch", resource };
+    case "DELETE":
+      return { verb: route.name ? "delete" : "deletecollection", resource };
+    default:
+      return { verb: method.toLowerCase(), resource };
   }
 }
 
@@ -151,14 +157,26 @@ export function createGateway(opts: GatewayOptions): Gateway {
     setRoute(route);
     if (route.type !== "resource") return nonResource(route, req, res, opts.serverAddress);
     const ctx: RequestContext = {
-      req, res, url, route, handlers: opts.handlers, log, ...(opts.logs ? { logs: opts.logs } : {}),
+      req,
+      res,
+      url,
+      route,
+      handlers: opts.handlers,
+      log,
+      ...(opts.logs ? { logs: opts.logs } : {}),
       stream() {
         const ac = new AbortController();
         if (closing) ac.abort();
         const abort = () => ac.abort();
         res.once("close", abort);
         streams.add(ac);
-        return { signal: ac.signal, done: () => { streams.delete(ac); res.off("close", abort); } };
+        return {
+          signal: ac.signal,
+          done: () => {
+            streams.delete(ac);
+            res.off("close", abort);
+          },
+        };
       },
     };
     await resource(ctx);
@@ -214,12 +232,17 @@ export function createGateway(opts: GatewayOptions): Gateway {
     async close() {
       closing = true;
       for (const ac of streams) ac.abort();
-      await Promise.all(servers.map((s) => new Promise<void>((resolve) => {
-        s.close(() => resolve());
-        s.closeIdleConnections();
-        // Streams end on abort; anything still open after that is cut.
-        setImmediate(() => s.closeAllConnections());
-      })));
+      await Promise.all(
+        servers.map(
+          (s) =>
+            new Promise<void>((resolve) => {
+              s.close(() => resolve());
+              s.closeIdleConnections();
+              // Streams end on abort; anything still open after that is cut.
+              setImmediate(() => s.closeAllConnections());
+            }),
+        ),
+      );
       servers.length = 0;
     },
   };

@@ -39,7 +39,8 @@ export async function scale(ctx: RequestContext): Promise<void> {
   }
   if (method === "PUT") {
     const s = scaleFromJson(decodeBody(ctx.req, await readBody(ctx.req)));
-    if (s.metadata?.name && s.metadata.name !== name) throw badRequest(`the name of the object (${s.metadata.name}) does not match the name on the URL (${name})`);
+    if (s.metadata?.name && s.metadata.name !== name)
+      throw badRequest(`the name of the object (${s.metadata.name}) does not match the name on the URL (${name})`);
     sendJson(ctx.res, 200, scaleToJson(await h.updateScale({ ...ref, scale: s })));
     return;
   }
@@ -74,8 +75,10 @@ export async function binding(ctx: RequestContext): Promise<void> {
   if (ctx.req.method !== "POST") throw methodNotAllowed(`${ctx.req.method ?? ""} is not supported on pods/binding`);
   const json = decodeBody(ctx.req, await readBody(ctx.req));
   const b = messageFromKubeJson<Binding>("choreo.core.v1.Binding", json);
-  if (b.metadata?.name && b.metadata.name !== name) throw badRequest(`the name of the binding (${b.metadata.name}) does not match the name on the URL (${name})`);
-  if (b.metadata?.namespace && b.metadata.namespace !== namespace) throw badRequest("the namespace of the provided object does not match the namespace sent on the request");
+  if (b.metadata?.name && b.metadata.name !== name)
+    throw badRequest(`the name of the binding (${b.metadata.name}) does not match the name on the URL (${name})`);
+  if (b.metadata?.namespace && b.metadata.namespace !== namespace)
+    throw badRequest("the namespace of the provided object does not match the namespace sent on the request");
   b.apiVersion = "v1";
   b.kind = "Binding";
   await ctx.handlers.bind({ namespace, name, binding: b });
@@ -94,10 +97,21 @@ export async function podLog(ctx: RequestContext): Promise<void> {
   const sinceSeconds = intParam(ctx.url, "sinceSeconds");
   const { signal, done } = ctx.stream();
   try {
-    const it = ctx.logs.logs({
-      namespace, name, follow, timestamps: flag(ctx.url, "timestamps"), previous: flag(ctx.url, "previous"),
-      ...(container ? { container } : {}), ...(tailLines !== undefined ? { tailLines } : {}), ...(sinceSeconds !== undefined ? { sinceSeconds } : {}),
-    }, signal)[Symbol.asyncIterator]();
+    const it = ctx.logs
+      .logs(
+        {
+          namespace,
+          name,
+          follow,
+          timestamps: flag(ctx.url, "timestamps"),
+          previous: flag(ctx.url, "previous"),
+          ...(container ? { container } : {}),
+          ...(tailLines !== undefined ? { tailLines } : {}),
+          ...(sinceSeconds !== undefined ? { sinceSeconds } : {}),
+        },
+        signal,
+      )
+      [Symbol.asyncIterator]();
     let first: IteratorResult<string>;
     try {
       first = await it.next();

@@ -12,7 +12,8 @@ import { sendJson } from "./respond.js";
  */
 export async function readObject(ctx: RequestContext, info: KindInfo): Promise<ApiObject> {
   const json = decodeBody(ctx.req, await readBody(ctx.req));
-  if (typeof json !== "object" || json === null || Array.isArray(json)) throw badRequest(`the request body must be a JSON object, not ${Array.isArray(json) ? "an array" : typeof json}`);
+  if (typeof json !== "object" || json === null || Array.isArray(json))
+    throw badRequest(`the request body must be a JSON object, not ${Array.isArray(json) ? "an array" : typeof json}`);
   const body = json as Record<string, unknown>;
   if (body["apiVersion"] === undefined && body["kind"] === undefined) {
     body["apiVersion"] = info.apiVersion;
@@ -101,7 +102,8 @@ export async function deleteOptionsOf(ctx: RequestContext): Promise<DeleteOption
   opts ??= { gracePeriodSeconds: undefined, preconditions: undefined, propagationPolicy: "", dryRun: [] };
   if (grace !== undefined) opts.gracePeriodSeconds = grace;
   if (policy) {
-    if (!["Foreground", "Background", "Orphan"].includes(policy)) throw badRequest(`invalid propagationPolicy "${policy}": must be Foreground, Background or Orphan`);
+    if (!["Foreground", "Background", "Orphan"].includes(policy))
+      throw badRequest(`invalid propagationPolicy "${policy}": must be Foreground, Background or Orphan`);
     opts.propagationPolicy = policy;
   }
   if (dryRun) opts.dryRun = ["All"];
@@ -121,7 +123,11 @@ export async function deleteCollection(ctx: RequestContext): Promise<void> {
   const options = await deleteOptionsOf(ctx);
   const { info, namespace } = ctx.route;
   const list = await ctx.handlers.deleteCollection({
-    resource: info.resource, namespace, labelSelector: param(ctx.url, "labelSelector"), fieldSelector: param(ctx.url, "fieldSelector"), options,
+    resource: info.resource,
+    namespace,
+    labelSelector: param(ctx.url, "labelSelector"),
+    fieldSelector: param(ctx.url, "fieldSelector"),
+    options,
   });
   sendJson(ctx.res, 200, listToKubeJson(info, list));
 }

@@ -55,7 +55,15 @@ describe("https and bearer tokens", () => {
       const r = await call(https, "GET", "/api/v1/namespaces/default/pods", { ca: cert.caPem, ...(token ? { token } : {}) });
       assert.equal(r.status, 401, String(token));
       assert.equal(r.headers["content-type"], "application/json");
-      assert.deepEqual(r.json, { kind: "Status", apiVersion: "v1", metadata: {}, status: "Failure", message: "Unauthorized", reason: "Unauthorized", code: 401 });
+      assert.deepEqual(r.json, {
+        kind: "Status",
+        apiVersion: "v1",
+        metadata: {},
+        status: "Failure",
+        message: "Unauthorized",
+        reason: "Unauthorized",
+        code: 401,
+      });
     }
     const discovery = await call(https, "GET", "/api", { ca: cert.caPem });
     assert.equal(discovery.status, 401, "discovery needs the token too");

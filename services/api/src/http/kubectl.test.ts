@@ -14,7 +14,10 @@ import { MemoryHandlers } from "./testing/memory-handlers.js";
 import { ensureServingCert } from "./tls.js";
 
 const exec = promisify(execFile);
-const hasKubectl = await exec("kubectl", ["version", "--client"]).then(() => true, () => false);
+const hasKubectl = await exec("kubectl", ["version", "--client"]).then(
+  () => true,
+  () => false,
+);
 
 const POD = `apiVersion: v1
 kind: Pod
@@ -55,7 +58,9 @@ describe("kubectl", { skip: hasKubectl ? false : "kubectl not on PATH" }, () => 
     gateway = createGateway({ handlers, log: silentLogger(), tokens: [TOKEN] });
     const { httpsPort } = await gateway.listen({ host: "127.0.0.1", httpsPort: 0, tls: cert });
     kubeconfig = path.join(dir, "kubeconfig");
-    writeFileSync(kubeconfig, `apiVersion: v1
+    writeFileSync(
+      kubeconfig,
+      `apiVersion: v1
 kind: Config
 clusters:
 - name: choreo
@@ -70,7 +75,8 @@ contexts:
 - name: choreo
   context: {cluster: choreo, user: admin, namespace: default}
 current-context: choreo
-`);
+`,
+    );
     writeFileSync(path.join(dir, "pod.yaml"), POD);
   });
   after(async () => {
@@ -116,7 +122,9 @@ current-context: choreo
   });
 
   it("creates and scales a replication controller, refuses unknown fields", async () => {
-    writeFileSync(path.join(dir, "rc.yaml"), `apiVersion: v1
+    writeFileSync(
+      path.join(dir, "rc.yaml"),
+      `apiVersion: v1
 kind: ReplicationController
 metadata:
   name: nginx
@@ -132,7 +140,8 @@ spec:
       containers:
       - name: nginx
         image: nginx
-`);
+`,
+    );
     const created = await kubectl("create", "-f", path.join(dir, "rc.yaml"));
     assert.equal(created.code, 0, created.stderr);
     const scaled = await kubectl("scale", "rc", "nginx", "--replicas=3");
@@ -153,7 +162,9 @@ spec:
   it("reports a wrong token as Unauthorized", async () => {
     writeFileSync(path.join(dir, "bad"), (await import("node:fs")).readFileSync(kubeconfig, "utf8").replace(TOKEN, "nope"));
     const r = await exec("kubectl", ["--kubeconfig", path.join(dir, "bad"), "--cache-dir", path.join(dir, "cache2"), "get", "pods"], { timeout: 9000 }).then(
-      () => ({ code: 0, stderr: "" }), (e: { code?: number; stderr?: string }) => ({ code: e.code ?? 1, stderr: e.stderr ?? "" }));
+      () => ({ code: 0, stderr: "" }),
+      (e: { code?: number; stderr?: string }) => ({ code: e.code ?? 1, stderr: e.stderr ?? "" }),
+    );
     assert.notEqual(r.code, 0);
     assert.match(r.stderr, /You must be logged in to the server/);
   });

@@ -40,7 +40,10 @@ export function pathNotFound(): ApiError {
 }
 
 const OPEN: Record<string, "healthz" | "readyz" | "livez" | "version"> = {
-  "/healthz": "healthz", "/readyz": "readyz", "/livez": "livez", "/version": "version",
+  "/healthz": "healthz",
+  "/readyz": "readyz",
+  "/livez": "livez",
+  "/version": "version",
 };
 
 /** The group/versions served: core first, then groups in KINDS order (plus autoscaling/v1 for Scale). */
@@ -82,7 +85,10 @@ export function parseRoute(pathname: string): Route {
   if (open) return { type: "open", what: open };
   if (trimmed === "/openapi/v2") return { type: "openapi", version: "v2" };
   if (trimmed === "/openapi/v3") return { type: "openapi", version: "v3" };
-  const seg = trimmed.split("/").filter((s) => s !== "").map(decodeSegment);
+  const seg = trimmed
+    .split("/")
+    .filter((s) => s !== "")
+    .map(decodeSegment);
   if (seg[0] === "api") {
     if (seg.length === 1) return { type: "apiVersions" };
     if (seg[1] !== "v1") throw pathNotFound();

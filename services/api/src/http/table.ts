@@ -10,7 +10,6 @@ export interface TableOptions {
   continue?: string;
 }
 
-
 /** A Table of the objects, with the apiVersion the client negotiated. */
 export async function buildTable(kind: KindInfo, objects: unknown[], opts: TableOptions, version: "v1" | "v1beta1"): Promise<unknown> {
   const t = toTable(kind, objects as Record<string, unknown>[], opts);

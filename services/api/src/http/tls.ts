@@ -16,7 +16,11 @@ export interface ServingCert {
   key: string;
 }
 
-const exists = (f: string) => access(f).then(() => true, () => false);
+const exists = (f: string) =>
+  access(f).then(
+    () => true,
+    () => false,
+  );
 
 /**
  * Creates `DIR/pki/apiserver.crt` and `.key` once (self-signed, 10 years,
@@ -33,11 +37,29 @@ export async function ensureServingCert(dir: string, hosts: string[] = []): Prom
     const tmpKey = `${keyFile}.${process.pid}.tmp`;
     const tmpCert = `${certFile}.${process.pid}.tmp`;
     await run("openssl", [
-      "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "3650",
-      "-subj", "/CN=choreo-apiserver", "-addext", `subjectAltName=${san}`,
-      "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,digitalSignature,keyEncipherment,keyCertSign",
-      "-addext", "extendedKeyUsage=serverAuth",
-      "-keyout", tmpKey, "-out", tmpCert,
+      "req",
+      "-x509",
+      "-newkey",
+      "ec",
+      "-pkeyopt",
+      "ec_paramgen_curve:prime256v1",
+      "-nodes",
+      "-days",
+      "3650",
+      "-subj",
+      "/CN=choreo-apiserver",
+      "-addext",
+      `subjectAltName=${san}`,
+      "-addext",
+      "basicConstraints=critical,CA:TRUE",
+      "-addext",
+      "keyUsage=critical,digitalSignature,keyEncipherment,keyCertSign",
+      "-addext",
+      "extendedKeyUsage=serverAuth",
+      "-keyout",
+      tmpKey,
+      "-out",
+      tmpCert,
     ]);
     // Key first, then the certificate: a certificate on disk always has its key.
     await chmod(tmpKey, 0o600);

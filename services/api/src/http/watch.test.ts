@@ -57,13 +57,26 @@ describe("watch", () => {
     assert.equal(w.headers["content-type"], "application/json");
     assert.equal(w.headers["transfer-encoding"], "chunked");
     await until(() => w.events.length >= 2, 8000, "synthetic events");
-    assert.deepEqual(w.events.map((e) => [e.type, nameOf(e.object)]), [["ADDED", "a"], ["ADDED", "b"]]);
+    assert.deepEqual(
+      w.events.map((e) => [e.type, nameOf(e.object)]),
+      [
+        ["ADDED", "a"],
+        ["ADDED", "b"],
+      ],
+    );
     assert.equal(w.events[0]!.object["kind"], "Pod");
     await t.call("POST", PODS, { body: pod("c") });
     await t.call("PATCH", `${PODS}/c`, { body: '{"metadata":{"labels":{"x":"1"}}}', headers: { "Content-Type": "application/merge-patch+json" } });
     await t.call("DELETE", `${PODS}/c`);
     await until(() => w.events.length >= 5, 8000, "live events");
-    assert.deepEqual(w.events.slice(2).map((e) => [e.type, nameOf(e.object)]), [["ADDED", "c"], ["MODIFIED", "c"], ["DELETED", "c"]]);
+    assert.deepEqual(
+      w.events.slice(2).map((e) => [e.type, nameOf(e.object)]),
+      [
+        ["ADDED", "c"],
+        ["MODIFIED", "c"],
+        ["DELETED", "c"],
+      ],
+    );
     w.destroy();
   });
 
@@ -73,8 +86,15 @@ describe("watch", () => {
     const w = await openWatch(t.base, `${PODS}?watch=1&resourceVersion=${rv}&allowWatchBookmarks=true`);
     await t.call("POST", PODS, { body: pod("d") });
     await until(() => w.events.length >= 1, 8000, "event after rv");
-    assert.deepEqual(w.events.map((e) => [e.type, nameOf(e.object)]), [["ADDED", "d"]]);
-    const req = t.handlers.calls.filter((c) => c.method === "watch").at(-1)!.req as { allowBookmarks: boolean; resourceVersion: string; timeoutSeconds: number };
+    assert.deepEqual(
+      w.events.map((e) => [e.type, nameOf(e.object)]),
+      [["ADDED", "d"]],
+    );
+    const req = t.handlers.calls.filter((c) => c.method === "watch").at(-1)!.req as {
+      allowBookmarks: boolean;
+      resourceVersion: string;
+      timeoutSeconds: number;
+    };
     assert.equal(req.allowBookmarks, true);
     assert.equal(req.resourceVersion, rv);
     assert.ok(req.timeoutSeconds >= 1800 && req.timeoutSeconds <= 3600, "default timeout 30–60 min");

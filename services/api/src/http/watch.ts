@@ -44,7 +44,11 @@ export async function watch(ctx: RequestContext): Promise<void> {
   const res = ctx.res;
   try {
     const it = ctx.handlers.watch(request, signal)[Symbol.asyncIterator]();
-    const settle = (p: Promise<IteratorResult<WatchEvent>>): Promise<Settled> => p.then((value) => ({ value }), (error: unknown) => ({ error }));
+    const settle = (p: Promise<IteratorResult<WatchEvent>>): Promise<Settled> =>
+      p.then(
+        (value) => ({ value }),
+        (error: unknown) => ({ error }),
+      );
     // A watch the handler refuses at once (bad selector, unknown namespace…) gets its
     // Status code; 410 Expired is always a 200 with an ERROR event (clients relist on it).
     const first = settle(it.next());
@@ -59,7 +63,9 @@ export async function watch(ctx: RequestContext): Promise<void> {
     const line = async (ev: WatchEvent): Promise<void> => {
       let out: { type: string; object: unknown } = watchEventToKubeJson(ev);
       if (want.table && ev.type !== "ERROR" && ev.object) {
-        const rv = String(((out.object as Record<string, unknown>)["metadata"] as { resourceVersion?: string } | undefined)?.resourceVersion ?? ev.revision ?? "");
+        const rv = String(
+          ((out.object as Record<string, unknown>)["metadata"] as { resourceVersion?: string } | undefined)?.resourceVersion ?? ev.revision ?? "",
+        );
         const objects = ev.type === "BOOKMARK" ? [] : [out.object];
         out = { type: out.type, object: await buildTable(info, objects, { includeObject, resourceVersion: rv }, want.table) };
       }
@@ -94,4 +100,3 @@ export async function watch(ctx: RequestContext): Promise<void> {
     done();
   }
 }
-

@@ -17,10 +17,14 @@ import { NatsLogs, type PodLogQuery } from "./nats-logs.js";
 const NODE = "node-a";
 
 async function createPod(s: Stack, name: string, containers: string[], node?: string): Promise<Pod> {
-  const obj = await s.client.create(fromKubeJson({
-    apiVersion: "v1", kind: "Pod", metadata: { name, namespace: "default" },
-    spec: { ...(node ? { nodeName: node } : {}), containers: containers.map((c) => ({ name: c, image: "busybox" })) },
-  }));
+  const obj = await s.client.create(
+    fromKubeJson({
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: { name, namespace: "default" },
+      spec: { ...(node ? { nodeName: node } : {}), containers: containers.map((c) => ({ name: c, image: "busybox" })) },
+    }),
+  );
   return unwrap(obj) as Pod;
 }
 
@@ -72,7 +76,10 @@ describe("NatsLogs", () => {
   it("streams a one-container pod's log with the container defaulted", async () => {
     assert.equal(await collect(logs.logs(query("web"), new AbortController().signal)), "hello\nworld\n");
     assert.equal(runtime.calls.at(-1)?.opts.container, "app");
-    assert.equal(await collect(logs.logs(query("web", { container: "app", tailLines: 1, timestamps: true }), new AbortController().signal)), "2026-01-01T00:00:00Z world\n");
+    assert.equal(
+      await collect(logs.logs(query("web", { container: "app", tailLines: 1, timestamps: true }), new AbortController().signal)),
+      "2026-01-01T00:00:00Z world\n",
+    );
   });
 
   it("follows until the client leaves, then the agent stops reading", async () => {
@@ -103,9 +110,15 @@ describe("NatsLogs", () => {
   it("answers 503 when the node has no agent, or its agent goes silent", async () => {
     await rejectsWith(collect(logs.logs(query("lost"), new AbortController().signal)), 503, "node agent for node node-gone is not answering");
     // An agent that acks and then says nothing more.
-    const sub = s.nc.subscribe(agentLogsSubject("node-gone"), { callback: (_e, m) => void m.respond(new Uint8Array(), { headers: logFrameHeaders(LogFrame.Ack) }) });
+    const sub = s.nc.subscribe(agentLogsSubject("node-gone"), {
+      callback: (_e, m) => void m.respond(new Uint8Array(), { headers: logFrameHeaders(LogFrame.Ack) }),
+    });
     try {
-      await rejectsWith(collect(logs.logs(query("lost", { follow: true }), new AbortController().signal)), 503, "node agent for node node-gone stopped answering");
+      await rejectsWith(
+        collect(logs.logs(query("lost", { follow: true }), new AbortController().signal)),
+        503,
+        "node agent for node node-gone stopped answering",
+      );
     } finally {
       sub.unsubscribe();
     }

@@ -1,7 +1,14 @@
 import { createInbox, type Msg, type NatsConnection } from "@nats-io/transport-node";
 import { badRequest, internal, unavailable } from "@choreo/kit";
 import {
-  agentLogsSubject, decodeLogError, LOG_HEARTBEAT_MS, LOG_IDLE_TIMEOUT_MS, LOG_WINDOW, logCancelSubject, LogFrame, logFrameOf,
+  agentLogsSubject,
+  decodeLogError,
+  LOG_HEARTBEAT_MS,
+  LOG_IDLE_TIMEOUT_MS,
+  LOG_WINDOW,
+  logCancelSubject,
+  LogFrame,
+  logFrameOf,
   logHeartbeatSubject,
 } from "@choreo/kit/bus";
 import type { Logger } from "@choreo/kit/log";
@@ -78,13 +85,23 @@ export class NatsLogs implements LogsHandler {
     if (signal.aborted) stop();
     else signal.addEventListener("abort", stop, { once: true });
     try {
-      await this.request(target.node, PodLogRequest.encode({
-        inbox,
-        options: {
-          namespace: req.namespace, name: req.name, uid: target.uid, container: target.container, follow: req.follow,
-          timestamps: req.timestamps, previous: req.previous, tailLines: req.tailLines, sinceSeconds: req.sinceSeconds,
-        },
-      }).finish());
+      await this.request(
+        target.node,
+        PodLogRequest.encode({
+          inbox,
+          options: {
+            namespace: req.namespace,
+            name: req.name,
+            uid: target.uid,
+            container: target.container,
+            follow: req.follow,
+            timestamps: req.timestamps,
+            previous: req.previous,
+            tailLines: req.tailLines,
+            sinceSeconds: req.sinceSeconds,
+          },
+        }).finish(),
+      );
       // Sends the headers now, as Kubernetes does: a follower may wait long for its first line.
       if (req.follow) yield "";
       const text = new TextDecoder();

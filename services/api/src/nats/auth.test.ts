@@ -17,7 +17,9 @@ describe("the api's NATS handlers with no anonymous client on the bus", () => {
   let s: Stack;
   before(async () => {
     s = await startStack();
-    await s.client.create(fromKubeJson({ apiVersion: "v1", kind: "Pod", metadata: { name: "keep-me", namespace: "default" }, spec: { containers: [{ name: "c", image: "i" }] } }));
+    await s.client.create(
+      fromKubeJson({ apiVersion: "v1", kind: "Pod", metadata: { name: "keep-me", namespace: "default" }, spec: { containers: [{ name: "c", image: "i" }] } }),
+    );
   });
   after(async () => {
     await s?.stop();
@@ -41,7 +43,10 @@ describe("the api's NATS handlers with no anonymous client on the bus", () => {
 
   it("a client with a wrong password, or a known password under another user, is refused", async () => {
     await assert.rejects(connectBus(withCredentials(s.nats.address, { user: "choreo", password: "guess" }), "wrong"), /Authorization Violation/);
-    await assert.rejects(connectBus(withCredentials(s.nats.address, { user: "admin", password: s.nats.credentials.password }), "wrong-user"), /Authorization Violation/);
+    await assert.rejects(
+      connectBus(withCredentials(s.nats.address, { user: "admin", password: s.nats.credentials.password }), "wrong-user"),
+      /Authorization Violation/,
+    );
   });
 
   it("a client with the credentials is served (the harness's URL carries them)", async () => {

@@ -32,13 +32,18 @@ export class NatsTransport {
   async start(signal: AbortSignal): Promise<void> {
     const subs: Subscription[] = [];
     for (const method of Object.keys(METHODS) as Method[]) {
-      subs.push(this.opts.nc.subscribe(apiSubject(method), { queue: API_QUEUE, callback: (err, msg) => {
-        if (err) {
-          this.opts.log.warn({ err, method }, "subscription error");
-          return;
-        }
-        void this.serve(method, msg);
-      } }));
+      subs.push(
+        this.opts.nc.subscribe(apiSubject(method), {
+          queue: API_QUEUE,
+          callback: (err, msg) => {
+            if (err) {
+              this.opts.log.warn({ err, method }, "subscription error");
+              return;
+            }
+            void this.serve(method, msg);
+          },
+        }),
+      );
     }
     await this.opts.nc.flush();
     await new Promise<void>((resolve) => {

@@ -16,9 +16,19 @@ import type { ClusterIpAllocator } from "./services/cluster-ip.js";
 import type { NodePortAllocator } from "./services/node-port.js";
 
 const endpoints = (subset: Record<string, unknown>): Endpoints =>
-  unwrap(fromKubeJson({ apiVersion: "v1", kind: "Endpoints", metadata: { name: "web", namespace: "default" }, subsets: [{ ports: [{ port: 8080 }], ...subset }] })) as Endpoints;
+  unwrap(
+    fromKubeJson({ apiVersion: "v1", kind: "Endpoints", metadata: { name: "web", namespace: "default" }, subsets: [{ ports: [{ port: 8080 }], ...subset }] }),
+  ) as Endpoints;
 const pod = (spec: Record<string, unknown>, status?: Record<string, unknown>): Pod => {
-  const p = unwrap(fromKubeJson({ apiVersion: "v1", kind: "Pod", metadata: { name: "p", namespace: "default" }, spec: { containers: [{ name: "c", image: "i" }], ...spec }, ...(status ? { status } : {}) })) as Pod;
+  const p = unwrap(
+    fromKubeJson({
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: { name: "p", namespace: "default" },
+      spec: { containers: [{ name: "c", image: "i" }], ...spec },
+      ...(status ? { status } : {}),
+    }),
+  ) as Pod;
   if (p.spec) defaultPodSpec(p.spec); // as the registry does before validating
   if (status) p.status = (unwrap(fromKubeJson({ apiVersion: "v1", kind: "Pod", metadata: { name: "p" }, status })) as Pod).status;
   return p;
@@ -31,10 +41,19 @@ describe("Endpoints refuse special addresses like Kubernetes' ValidateNonSpecial
   const LINK_LOCAL = "may not be in the link-local range (169.254.0.0/16, fe80::/10)";
   const MULTICAST = "may not be in the link-local multicast range (224.0.0.0/24, ff02::/10)";
   const cases: [string, string][] = [
-    ["127.0.0.1", LOOPBACK], ["127.255.0.9", LOOPBACK], ["::1", LOOPBACK], ["::ffff:127.0.0.1", LOOPBACK], ["::ffff:7f00:1", LOOPBACK],
-    ["169.254.169.254", LINK_LOCAL], ["fe80::1", LINK_LOCAL], ["febf::1", LINK_LOCAL],
-    ["224.0.0.1", MULTICAST], ["224.0.0.251", MULTICAST], ["ff02::1", MULTICAST],
-    ["0.0.0.0", "may not be unspecified (0.0.0.0)"], ["::", "may not be unspecified (::)"],
+    ["127.0.0.1", LOOPBACK],
+    ["127.255.0.9", LOOPBACK],
+    ["::1", LOOPBACK],
+    ["::ffff:127.0.0.1", LOOPBACK],
+    ["::ffff:7f00:1", LOOPBACK],
+    ["169.254.169.254", LINK_LOCAL],
+    ["fe80::1", LINK_LOCAL],
+    ["febf::1", LINK_LOCAL],
+    ["224.0.0.1", MULTICAST],
+    ["224.0.0.251", MULTICAST],
+    ["ff02::1", MULTICAST],
+    ["0.0.0.0", "may not be unspecified (0.0.0.0)"],
+    ["::", "may not be unspecified (::)"],
   ];
 
   it("127.0.0.1, ::1, 169.254.169.254, 224.0.0.1, 0.0.0.0 … refused with the field path, in addresses and notReadyAddresses", () => {
@@ -67,15 +86,25 @@ describe("Endpoints refuse special addresses like Kubernetes' ValidateNonSpecial
   });
 
   it("hostname is a DNS label, nodeName a DNS subdomain, port names DNS labels, protocols known", () => {
-    const errs = errorsOf(endpointsStrategy.validate(endpoints({
-      addresses: [{ ip: "10.0.0.1", hostname: "-F/etc/shadow", nodeName: "Node_1" }], ports: [{ name: "HTTP", port: 80, protocol: "ICMP" }],
-    })));
+    const errs = errorsOf(
+      endpointsStrategy.validate(
+        endpoints({
+          addresses: [{ ip: "10.0.0.1", hostname: "-F/etc/shadow", nodeName: "Node_1" }],
+          ports: [{ name: "HTTP", port: 80, protocol: "ICMP" }],
+        }),
+      ),
+    );
     assert.equal(errs.length, 4, errs.join("\n"));
     assert.match(errs[0] ?? "", /^subsets\[0\]\.addresses\[0\]\.hostname: Invalid value: "-F\/etc\/shadow": a lowercase RFC 1123 label/);
     assert.match(errs[1] ?? "", /^subsets\[0\]\.addresses\[0\]\.nodeName: Invalid value: "Node_1": a lowercase RFC 1123 subdomain/);
     assert.match(errs[2] ?? "", /^subsets\[0\]\.ports\[0\]\.name: Invalid value: "HTTP"/);
     assert.match(errs[3] ?? "", /^subsets\[0\]\.ports\[0\]\.protocol: Unsupported value: "ICMP"/);
-    assert.deepEqual(endpointsStrategy.validate(endpoints({ addresses: [{ ip: "10.0.0.1", hostname: "web-0", nodeName: "node-1" }], ports: [{ name: "http", port: 80, protocol: "TCP" }] })), []);
+    assert.deepEqual(
+      endpointsStrategy.validate(
+        endpoints({ addresses: [{ ip: "10.0.0.1", hostname: "web-0", nodeName: "node-1" }], ports: [{ name: "http", port: 80, protocol: "TCP" }] }),
+      ),
+      [],
+    );
   });
 });
 
@@ -123,12 +152,24 @@ describe("IP parsing", () => {
 describe("Services", () => {
   const strategy = serviceStrategy({} as ClusterIpAllocator, {} as NodePortAllocator);
   const service = (spec: Record<string, unknown>): Service =>
-    unwrap(fromKubeJson({ apiVersion: "v1", kind: "Service", metadata: { name: "s", namespace: "default" }, spec: { type: "ClusterIP", sessionAffinity: "None", ports: [{ port: 80, protocol: "TCP" }], ...spec } })) as Service;
+    unwrap(
+      fromKubeJson({
+        apiVersion: "v1",
+        kind: "Service",
+        metadata: { name: "s", namespace: "default" },
+        spec: { type: "ClusterIP", sessionAffinity: "None", ports: [{ port: 80, protocol: "TCP" }], ...spec },
+      }),
+    ) as Service;
 
   it("clusterIPs may not say other than clusterIP (the proxy reads clusterIP)", () => {
     assert.deepEqual(strategy.validate(service({ clusterIP: "10.96.0.10", clusterIPs: ["10.96.0.10"] })), []);
-    assert.deepEqual(errorsOf(strategy.validate(service({ clusterIP: "10.96.0.10", clusterIPs: ["127.0.0.1"] }))), ['spec.clusterIPs[0]: Invalid value: "127.0.0.1": must match `clusterIP`']);
-    assert.match(errorsOf(strategy.validate(service({ clusterIP: "10.96.0.10", clusterIPs: ["10.96.0.10", "::1"] })))[0] ?? "", /^spec\.clusterIPs: .*no more than one IP/);
+    assert.deepEqual(errorsOf(strategy.validate(service({ clusterIP: "10.96.0.10", clusterIPs: ["127.0.0.1"] }))), [
+      'spec.clusterIPs[0]: Invalid value: "127.0.0.1": must match `clusterIP`',
+    ]);
+    assert.match(
+      errorsOf(strategy.validate(service({ clusterIP: "10.96.0.10", clusterIPs: ["10.96.0.10", "::1"] })))[0] ?? "",
+      /^spec\.clusterIPs: .*no more than one IP/,
+    );
   });
 
   it("a string targetPort is capped at 15 characters before its regex", () => {
@@ -168,14 +209,22 @@ describe("pods", () => {
       const errs = podStrategy.validate(p);
       const ms = performance.now() - t;
       assert.ok(ms < 2_000, `${ms} ms`);
-      assert.deepEqual(errs.map((c) => c.field), ["spec.containers[0].resources.limits[cpu]", "spec.containers[0].resources.requests[memory]"]);
+      assert.deepEqual(
+        errs.map((c) => c.field),
+        ["spec.containers[0].resources.limits[cpu]", "spec.containers[0].resources.requests[memory]"],
+      );
       for (const c of errs) {
         assert.match(c.message, /: quantities must be no more than 64 characters$/);
         assert.match(c.message, /\.\.\. \(31457\d\d characters\)/);
         assert.ok(c.message.length < 400);
       }
     }
-    assert.deepEqual(podStrategy.validate(pod({ containers: [{ name: "c", image: "i", resources: { limits: { cpu: "1.5", memory: "1.5Gi" }, requests: { cpu: "500m", memory: "1e3" } } }] })), []);
+    assert.deepEqual(
+      podStrategy.validate(
+        pod({ containers: [{ name: "c", image: "i", resources: { limits: { cpu: "1.5", memory: "1.5Gi" }, requests: { cpu: "500m", memory: "1e3" } } }] }),
+      ),
+      [],
+    );
   });
 
   it("status IPs are IPs, podIPs[0] the podIP", () => {

@@ -7,7 +7,13 @@ import type { Pod, ReplicationController } from "@choreo/kit/gen/choreo/core/v1/
 import { startStack, type Stack } from "../testing/stack.js";
 
 const pod = (name: string, extra: Record<string, unknown> = {}, ns = "default") =>
-  fromKubeJson({ apiVersion: "v1", kind: "Pod", metadata: { name, namespace: ns, labels: { app: "web" } }, spec: { containers: [{ name: "c", image: "nginx:1.25" }] }, ...extra });
+  fromKubeJson({
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name, namespace: ns, labels: { app: "web" } },
+    spec: { containers: [{ name: "c", image: "nginx:1.25" }] },
+    ...extra,
+  });
 
 async function rejects(p: Promise<unknown>, code: number, reason: string, message?: RegExp): Promise<ApiError> {
   try {
@@ -53,10 +59,16 @@ describe("registry over NATS", () => {
   });
 
   it("refuses stale resourceVersions with 409 and bumps generation on spec changes only", async () => {
-    const rc = unwrap(await s.client.create(fromKubeJson({
-      apiVersion: "v1", kind: "ReplicationController", metadata: { name: "rc1", namespace: "default" },
-      spec: { replicas: 1, selector: { app: "x" }, template: { metadata: { labels: { app: "x" } }, spec: { containers: [{ name: "c", image: "i" }] } } },
-    }))) as ReplicationController;
+    const rc = unwrap(
+      await s.client.create(
+        fromKubeJson({
+          apiVersion: "v1",
+          kind: "ReplicationController",
+          metadata: { name: "rc1", namespace: "default" },
+          spec: { replicas: 1, selector: { app: "x" }, template: { metadata: { labels: { app: "x" } }, spec: { containers: [{ name: "c", image: "i" }] } } },
+        }),
+      ),
+    ) as ReplicationController;
     const stale = structuredClone(rc);
     rc.spec!.replicas = 2;
     const updated = unwrap(await s.client.update({ kind: { $case: "replicationController", value: rc } })) as ReplicationController;
@@ -88,12 +100,18 @@ describe("registry over NATS", () => {
     assert.ok(bound.status?.conditions.some((c) => c.type === "PodScheduled" && c.status === "True"));
     await rejects(s.client.bind("default", "p-bind", "node-b"), 409, "Conflict", /already assigned to node "node-a"/);
     const onNode = await s.client.list("pods", { fieldSelector: "spec.nodeName=node-a" });
-    assert.deepEqual(onNode.items.map((o) => unwrap(o).metadata?.name), ["p-bind"]);
+    assert.deepEqual(
+      onNode.items.map((o) => unwrap(o).metadata?.name),
+      ["p-bind"],
+    );
   });
 
   it("never binds past a node's capacity, even with concurrent binds", async () => {
     const node = unwrap(await s.client.create(fromKubeJson({ apiVersion: "v1", kind: "Node", metadata: { name: "small" } })));
-    const withStatus = fromKubeJson({ ...toKubeJson({ kind: { $case: "node", value: node as never } }), status: { allocatable: { cpu: "1", memory: "1Gi", pods: "110" }, capacity: { cpu: "1", memory: "1Gi", pods: "110" } } });
+    const withStatus = fromKubeJson({
+      ...toKubeJson({ kind: { $case: "node", value: node as never } }),
+      status: { allocatable: { cpu: "1", memory: "1Gi", pods: "110" }, capacity: { cpu: "1", memory: "1Gi", pods: "110" } },
+    });
     await s.client.updateStatus(withStatus);
     const sized = (name: string) => pod(name, { spec: { containers: [{ name: "c", image: "i", resources: { requests: { cpu: "200m" } } }] } });
     await Promise.all(Array.from({ length: 10 }, (_, i) => s.client.create(sized(`fit${i}`))));
@@ -101,9 +119,11 @@ describe("registry over NATS", () => {
     const won = results.filter((r) => r.status === "fulfilled").length;
     assert.equal(won, 5, "1 cpu holds exactly five 200m pods");
     for (const r of results) {
-      if (r.status === "rejected") assert.ok(r.reason instanceof ApiError && r.reason.code === 409 && /Insufficient cpu/.test(r.reason.message), String(r.reason));
+      if (r.status === "rejected")
+        assert.ok(r.reason instanceof ApiError && r.reason.code === 409 && /Insufficient cpu/.test(r.reason.message), String(r.reason));
       // The typed cause crosses the bus: schedulers read it, not the message.
-      if (r.status === "rejected") assert.ok([BindingRefusal.nodeCannotTakePod, BindingRefusal.nodeBusy].includes(bindingRefusalOf(r.reason)!), String(r.reason));
+      if (r.status === "rejected")
+        assert.ok([BindingRefusal.nodeCannotTakePod, BindingRefusal.nodeBusy].includes(bindingRefusalOf(r.reason)!), String(r.reason));
     }
   });
 
@@ -114,10 +134,16 @@ describe("registry over NATS", () => {
     const ns = unwrap(await s.client.delete("namespaces", "", "doomed"));
     assert.ok(ns.metadata?.deletionTimestamp);
     // Terminating (403) or already purged (404): either way nothing new goes in.
-    const err = await s.client.create(pod("c", {}, "doomed")).then(() => undefined, (e: unknown) => e);
+    const err = await s.client.create(pod("c", {}, "doomed")).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     assert.ok(err instanceof ApiError && (err.code === 403 || err.code === 404), `unexpected ${String(err)}`);
     for (let i = 0; i < 100; i++) {
-      const gone = await s.client.get("namespaces", "", "doomed").then(() => false, () => true);
+      const gone = await s.client.get("namespaces", "", "doomed").then(
+        () => false,
+        () => true,
+      );
       if (gone) break;
       await new Promise((r) => setTimeout(r, 50));
     }

@@ -1,7 +1,19 @@
 import type { AnyObject, KindInfo } from "@choreo/kit";
 import type {
-  BindRequest, CreateRequest, DeleteCollectionRequest, DeleteRequest, GetRequest, GetScaleRequest, ListRequest, Object as ApiObject, ObjectList,
-  PatchRequest, UpdateRequest, UpdateScaleRequest, WatchEvent, WatchRequest,
+  BindRequest,
+  CreateRequest,
+  DeleteCollectionRequest,
+  DeleteRequest,
+  GetRequest,
+  GetScaleRequest,
+  ListRequest,
+  Object as ApiObject,
+  ObjectList,
+  PatchRequest,
+  UpdateRequest,
+  UpdateScaleRequest,
+  WatchEvent,
+  WatchRequest,
 } from "@choreo/kit/gen/choreo/api/v1/api";
 import type { Scale } from "@choreo/kit/gen/choreo/autoscaling/v1/autoscaling";
 import type { ApiHandlers } from "../handlers/api-handlers.js";

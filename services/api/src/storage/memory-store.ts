@@ -1,5 +1,13 @@
 import {
-  StoreError, member, type IndexEntry, type ListOptions, type ObjectStorage, type Page, type Pool, type Stored, type WriteOp,
+  StoreError,
+  member,
+  type IndexEntry,
+  type ListOptions,
+  type ObjectStorage,
+  type Page,
+  type Pool,
+  type Stored,
+  type WriteOp,
 } from "./object-storage.js";
 
 /** A change record, as the Redis implementation appends it for the relay. */

@@ -66,7 +66,15 @@ export class RedisStore implements ObjectStorage {
     const max = ns ? `(${ns}0` : "+"; // "0" sorts right after "/"
     if (opts.after && (!ns || opts.after > min.slice(1))) min = `(${opts.after}`;
     const limit = opts.limit ?? 0;
-    const raw = await this.redis.choreoListBuffer(2, REV_KEY, opts.index ? secondaryIndexKey(resource, opts.index.index, opts.index.value) : indexKey(resource), min, max, limit, objectKeyPrefix(resource));
+    const raw = await this.redis.choreoListBuffer(
+      2,
+      REV_KEY,
+      opts.index ? secondaryIndexKey(resource, opts.index.index, opts.index.value) : indexKey(resource),
+      min,
+      max,
+      limit,
+      objectKeyPrefix(resource),
+    );
     const revision = Number(raw[0]);
     const items: Stored[] = [];
     let last: string | undefined;

@@ -14,11 +14,20 @@ export interface StorageUnderTest {
   stop(): Promise<void>;
 }
 
-const event = (name: string) => fromKubeJson({ apiVersion: "v1", kind: "Event", metadata: { name, namespace: "default" }, involvedObject: { kind: "Pod", name: "p" } });
+const event = (name: string) =>
+  fromKubeJson({ apiVersion: "v1", kind: "Event", metadata: { name, namespace: "default" }, involvedObject: { kind: "Pod", name: "p" } });
 
 function op(mode: WriteOp["mode"], name: string, expectedRevision?: number): WriteOp {
   const object = ObjectMsg.encode(event(name)).finish();
-  const ev = WatchEvent.encode({ type: mode === "create" ? "ADDED" : mode === "update" ? "MODIFIED" : "DELETED", object: event(name), status: undefined, revision: 0, prevLabels: {}, prevFields: {}, hasPrev: false }).finish();
+  const ev = WatchEvent.encode({
+    type: mode === "create" ? "ADDED" : mode === "update" ? "MODIFIED" : "DELETED",
+    object: event(name),
+    status: undefined,
+    revision: 0,
+    prevLabels: {},
+    prevFields: {},
+    hasPrev: false,
+  }).finish();
   return { mode, resource: "events", namespace: "default", name, expectedRevision, object, event: ev, subject: eventSubject("events", "default", name) };
 }
 
@@ -72,12 +81,13 @@ export function describeStorageContract(name: string, make: () => Promise<Storag
     it("the node lock lets one holder at a time per node, others at once", async () => {
       const st = s.storage;
       const order: string[] = [];
-      const hold = (who: string, node: string, ms: number) => st.withNodeLock(node, async () => {
-        order.push(`${who}+`);
-        await new Promise((r) => setTimeout(r, ms));
-        order.push(`${who}-`);
-        return who;
-      });
+      const hold = (who: string, node: string, ms: number) =>
+        st.withNodeLock(node, async () => {
+          order.push(`${who}+`);
+          await new Promise((r) => setTimeout(r, ms));
+          order.push(`${who}-`);
+          return who;
+        });
       const [a, b, c] = await Promise.all([hold("a", "n1", 40), hold("b", "n1", 1), hold("c", "n2", 1)]);
       assert.deepEqual([a?.value, b?.value, c?.value], ["a", "b", "c"]);
       assert.ok(order.indexOf("b+") > order.indexOf("a-"), order.join(" "));

@@ -15,11 +15,20 @@ import { WatchCache } from "./watch-cache.js";
 import { describeStorageContract } from "./storage-contract.js";
 import { CHANGES_KEY } from "./keys.js";
 
-const event = (name: string) => fromKubeJson({ apiVersion: "v1", kind: "Event", metadata: { name, namespace: "default" }, involvedObject: { kind: "Pod", name: "p" } });
+const event = (name: string) =>
+  fromKubeJson({ apiVersion: "v1", kind: "Event", metadata: { name, namespace: "default" }, involvedObject: { kind: "Pod", name: "p" } });
 
 function op(mode: "create" | "update" | "delete", name: string, expectedRevision?: number) {
   const object = ObjectMsg.encode(event(name)).finish();
-  const ev = WatchEvent.encode({ type: mode === "create" ? "ADDED" : mode === "update" ? "MODIFIED" : "DELETED", object: event(name), status: undefined, revision: 0, prevLabels: {}, prevFields: {}, hasPrev: false }).finish();
+  const ev = WatchEvent.encode({
+    type: mode === "create" ? "ADDED" : mode === "update" ? "MODIFIED" : "DELETED",
+    object: event(name),
+    status: undefined,
+    revision: 0,
+    prevLabels: {},
+    prevFields: {},
+    hasPrev: false,
+  }).finish();
   return { mode, resource: "events", namespace: "default", name, expectedRevision, object, event: ev, subject: eventSubject("events", "default", name) };
 }
 
@@ -68,12 +77,18 @@ describe("storage: Lua CAS, relay, watch cache", () => {
   it("lists in name order, by namespace, in pages", async () => {
     for (const n of ["c3", "c1", "c2"]) await store.write(op("create", n));
     const all = await store.list("events", { namespace: "default" });
-    assert.deepEqual(all.items.map((i) => ObjectMsg.decode(i.bytes).kind?.value.metadata?.name), ["a", "c1", "c2", "c3"]);
+    assert.deepEqual(
+      all.items.map((i) => ObjectMsg.decode(i.bytes).kind?.value.metadata?.name),
+      ["a", "c1", "c2", "c3"],
+    );
     assert.equal(all.revision, await store.currentRevision());
     const p1 = await store.list("events", { namespace: "default", limit: 2 });
     assert.equal(p1.items.length, 2);
     const p2 = await store.list("events", { namespace: "default", limit: 2, after: p1.next });
-    assert.deepEqual(p2.items.map((i) => ObjectMsg.decode(i.bytes).kind?.value.metadata?.name), ["c2", "c3"]);
+    assert.deepEqual(
+      p2.items.map((i) => ObjectMsg.decode(i.bytes).kind?.value.metadata?.name),
+      ["c2", "c3"],
+    );
     assert.equal((await store.list("events", { namespace: "other" })).items.length, 0);
   });
 
@@ -94,7 +109,10 @@ describe("storage: Lua CAS, relay, watch cache", () => {
         assert.equal(c.event.object?.kind?.value.metadata?.resourceVersion, String(c.revision));
         if (c.revision === rev) break;
       }
-      assert.deepEqual(got, Array.from({ length: rev - from }, (_, i) => from + 1 + i));
+      assert.deepEqual(
+        got,
+        Array.from({ length: rev - from }, (_, i) => from + 1 + i),
+      );
     }
     // Live: a new write reaches a waiting watcher.
     const sig = new AbortController();

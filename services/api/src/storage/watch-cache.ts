@@ -72,7 +72,8 @@ export class WatchCache {
   private async follow(signal: AbortSignal): Promise<void> {
     const { firstRevision, lastRevision } = await streamState(this.opts.jsm);
     let from = Math.max(firstRevision - 1, lastRevision - this.opts.capacity, 0);
-    if (this.last >= 0 && this.last >= from) from = this.last; // resume after a consumer failure
+    if (this.last >= 0 && this.last >= from)
+      from = this.last; // resume after a consumer failure
     else this.reset(from);
     if (this.last >= lastRevision) this.readyResolve();
     for await (const ev of consumeEvents({ nc: this.opts.nc, jsm: this.opts.jsm, filter: ALL_EVENTS, fromRevision: from, signal })) {

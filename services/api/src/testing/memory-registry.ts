@@ -35,9 +35,16 @@ export class LocalClient {
   }
 
   async list(resource: string, opts: ListOptions = {}): Promise<ObjectList> {
-    return list(await this.registry.list({
-      resource, namespace: opts.namespace ?? "", labelSelector: opts.labelSelector ?? "", fieldSelector: opts.fieldSelector ?? "", limit: opts.limit ?? 0, continue: opts.continue ?? "",
-    }));
+    return list(
+      await this.registry.list({
+        resource,
+        namespace: opts.namespace ?? "",
+        labelSelector: opts.labelSelector ?? "",
+        fieldSelector: opts.fieldSelector ?? "",
+        limit: opts.limit ?? 0,
+        continue: opts.continue ?? "",
+      }),
+    );
   }
 
   async create(o: ApiObject, dryRun = false): Promise<ApiObject> {
@@ -62,10 +69,18 @@ export class LocalClient {
   }
 
   async bind(namespace: string, name: string, node: string, uid = ""): Promise<ApiObject> {
-    return object(await this.registry.bind({
-      namespace, name,
-      binding: { apiVersion: "v1", kind: "Binding", metadata: emptyMeta({ name, namespace, uid }), target: { kind: "Node", name: node, namespace: "", uid: "", apiVersion: "v1", resourceVersion: "", fieldPath: "" } },
-    }));
+    return object(
+      await this.registry.bind({
+        namespace,
+        name,
+        binding: {
+          apiVersion: "v1",
+          kind: "Binding",
+          metadata: emptyMeta({ name, namespace, uid }),
+          target: { kind: "Node", name: node, namespace: "", uid: "", apiVersion: "v1", resourceVersion: "", fieldPath: "" },
+        },
+      }),
+    );
   }
 
   async getScale(resource: string, namespace: string, name: string): Promise<Scale> {
@@ -73,10 +88,20 @@ export class LocalClient {
   }
 
   async updateScale(resource: string, namespace: string, name: string, replicas: number, resourceVersion = ""): Promise<Scale> {
-    return scale(await this.registry.updateScale({
-      resource, namespace, name,
-      scale: { apiVersion: "autoscaling/v1", kind: "Scale", metadata: emptyMeta({ name, namespace, resourceVersion }), spec: { replicas }, status: undefined },
-    }));
+    return scale(
+      await this.registry.updateScale({
+        resource,
+        namespace,
+        name,
+        scale: {
+          apiVersion: "autoscaling/v1",
+          kind: "Scale",
+          metadata: emptyMeta({ name, namespace, resourceVersion }),
+          spec: { replicas },
+          status: undefined,
+        },
+      }),
+    );
   }
 }
 

@@ -45,14 +45,27 @@ export async function startStack(opts: { retention?: number; watchCacheSize?: nu
   const keys = generateKeyPairSync("ed25519");
   const verifier = new EventVerifier(keys.publicKey);
   const running = runAll(
-    [new Relay({ redis: redisClient, nc, jsm, log, id: "test", signer: new EventSigner(keys.privateKey) }), cache, new NatsTransport({ nc, handlers: registry, log })],
+    [
+      new Relay({ redis: redisClient, nc, jsm, log, id: "test", signer: new EventSigner(keys.privateKey) }),
+      cache,
+      new NatsTransport({ nc, handlers: registry, log }),
+    ],
     ac.signal,
   );
   await cache.ready;
   const clientConn = await connectBus(nats.url, "test-client");
   const client = new ApiClient(clientConn);
   return {
-    nats, redis, nc, jsm, redisClient, store, registry, cache, client, verifier,
+    nats,
+    redis,
+    nc,
+    jsm,
+    redisClient,
+    store,
+    registry,
+    cache,
+    client,
+    verifier,
     async stop() {
       ac.abort();
       await running.catch(() => undefined);

@@ -39,7 +39,9 @@ async function runApiResources(argv: string[], io: CliIo): Promise<number> {
   const output = values.output;
   if (output !== undefined && output !== "wide" && output !== "name") throw new CliError(`error: --output ${output} is not available`);
   if (values.namespaced !== undefined && values.namespaced !== "true" && values.namespaced !== "false") {
-    throw new CliError(`error: invalid argument "${values.namespaced}" for "--namespaced" flag: strconv.ParseBool: parsing "${values.namespaced}": invalid syntax`);
+    throw new CliError(
+      `error: invalid argument "${values.namespaced}" for "--namespaced" flag: strconv.ParseBool: parsing "${values.namespaced}": invalid syntax`,
+    );
   }
   let resources = await s.resources.discover();
   if (values.namespaced !== undefined) resources = resources.filter((r) => String(r.namespaced) === values.namespaced);

@@ -34,7 +34,9 @@ export async function applyOne(s: Session, m: Manifest): Promise<{ name: string;
   const obj = structuredClone(m.object);
   const apiVersion = obj["apiVersion"];
   const kind = obj["kind"];
-  const missing = [typeof apiVersion === "string" && apiVersion ? "" : "apiVersion not set", typeof kind === "string" && kind ? "" : "kind not set"].filter((x) => x);
+  const missing = [typeof apiVersion === "string" && apiVersion ? "" : "apiVersion not set", typeof kind === "string" && kind ? "" : "kind not set"].filter(
+    (x) => x,
+  );
   if (missing.length > 0) throw new CliError(`error: error validating "${m.source}": error validating data: [${missing.join(", ")}]`);
   const info = await s.resources.byApiVersionKind(apiVersion as string, kind as string);
   const meta = (obj["metadata"] && typeof obj["metadata"] === "object" ? obj["metadata"] : (obj["metadata"] = {})) as Obj;
@@ -44,7 +46,9 @@ export async function applyOne(s: Session, m: Manifest): Promise<{ name: string;
   if (info.namespaced) {
     const own = typeof meta["namespace"] === "string" && meta["namespace"] ? meta["namespace"] : undefined;
     if (own && s.conn.namespaceExplicit && own !== s.namespace) {
-      throw new CliError(`error: the namespace from the provided object "${own}" does not match the namespace "${s.namespace}". You must pass '--namespace=${own}' to perform this operation.`);
+      throw new CliError(
+        `error: the namespace from the provided object "${own}" does not match the namespace "${s.namespace}". You must pass '--namespace=${own}' to perform this operation.`,
+      );
     }
     namespace = own ?? s.namespace;
     meta["namespace"] = namespace;
@@ -66,7 +70,13 @@ export async function applyOne(s: Session, m: Manifest): Promise<{ name: string;
   const patch = computeApplyPatch(modified, current);
   if (!patch) return { name: shown, verb: "unchanged" };
   try {
-    await s.client.json({ method: "PATCH", path: resourcePath(info, namespace, name), query: { fieldManager: FIELD_MANAGER }, body: patch, contentType: MERGE_PATCH });
+    await s.client.json({
+      method: "PATCH",
+      path: resourcePath(info, namespace, name),
+      query: { fieldManager: FIELD_MANAGER },
+      body: patch,
+      contentType: MERGE_PATCH,
+    });
   } catch (e) {
     throw new ApplyError(e, `patching "${m.source}"`);
   }
@@ -75,7 +85,10 @@ export async function applyOne(s: Session, m: Manifest): Promise<{ name: string;
 
 /** A failed step of apply and what was being done. */
 class ApplyError extends Error {
-  constructor(readonly inner: unknown, readonly when: string) {
+  constructor(
+    readonly inner: unknown,
+    readonly when: string,
+  ) {
     super(inner instanceof Error ? inner.message : String(inner));
   }
 }
@@ -90,7 +103,8 @@ async function runApply(argv: string[], io: CliIo): Promise<number> {
   if (positionals.length > 0) throw new CliError(`error: Unexpected args: [${positionals.join(" ")}]\nSee 'choreo apply -h' for help and examples`);
   const files = values.filename ?? [];
   if (files.length === 0) throw new CliError("error: must specify one of -f and -k");
-  if (values.output !== undefined && values.output !== "name") throw new CliError(`error: unable to match a printer suitable for the output format "${values.output}", allowed formats are: name`);
+  if (values.output !== undefined && values.output !== "name")
+    throw new CliError(`error: unable to match a printer suitable for the output format "${values.output}", allowed formats are: name`);
   const stdin = io.stdin ?? (() => readAll(process.stdin));
   const manifests = await readManifests(files, io.cwd, stdin);
   if (manifests.length === 0) throw new CliError("error: no objects passed to apply");

@@ -39,7 +39,8 @@ Usage: choreo delete (-f FILE | TYPE [NAME... | -l SELECTOR | --all] | TYPE/NAME
       --wait              wait until the objects are gone (--timeout=60s)
   -o, --output=''         name: print type/name only`;
 
-const FORCE_WARNING = "Warning: Immediate deletion does not wait for confirmation that the running resource has been terminated. The resource may continue to run on the cluster indefinitely.";
+const FORCE_WARNING =
+  "Warning: Immediate deletion does not wait for confirmation that the running resource has been terminated. The resource may continue to run on the cluster indefinitely.";
 
 interface Victim {
   info: ResourceInfo;
@@ -51,7 +52,10 @@ function gracePeriod(values: { "grace-period"?: string; force?: boolean; now?: b
   let g = -1;
   if (values["grace-period"] !== undefined) {
     g = Number(values["grace-period"]);
-    if (!Number.isInteger(g)) throw new CliError(`error: invalid argument "${values["grace-period"]}" for "--grace-period" flag: strconv.ParseInt: parsing "${values["grace-period"]}": invalid syntax`);
+    if (!Number.isInteger(g))
+      throw new CliError(
+        `error: invalid argument "${values["grace-period"]}" for "--grace-period" flag: strconv.ParseInt: parsing "${values["grace-period"]}": invalid syntax`,
+      );
   }
   if (values.now) {
     if (g !== -1) throw new CliError("error: --now and --grace-period cannot be specified together");
@@ -65,10 +69,16 @@ function gracePeriod(values: { "grace-period"?: string; force?: boolean; now?: b
 
 function propagation(cascade: string | undefined): string {
   switch (cascade ?? "background") {
-    case "background": case "true": return "Background";
-    case "foreground": return "Foreground";
-    case "orphan": case "false": return "Orphan";
-    default: throw new CliError(`error: invalid cascade value (${cascade}). Must be "background", "foreground", or "orphan".`);
+    case "background":
+    case "true":
+      return "Background";
+    case "foreground":
+      return "Foreground";
+    case "orphan":
+    case "false":
+      return "Orphan";
+    default:
+      throw new CliError(`error: invalid cascade value (${cascade}). Must be "background", "foreground", or "orphan".`);
   }
 }
 
@@ -81,7 +91,11 @@ export function parseTimeout(v: string | undefined, dflt: number): number {
   return Number(m[1]) * unit;
 }
 
-async function victimsOf(s: Session, values: { filename?: string[]; selector?: string; "field-selector"?: string; all?: boolean; "all-namespaces"?: boolean }, positionals: string[]): Promise<{ victims: Victim[]; byQuery: boolean }> {
+async function victimsOf(
+  s: Session,
+  values: { filename?: string[]; selector?: string; "field-selector"?: string; all?: boolean; "all-namespaces"?: boolean },
+  positionals: string[],
+): Promise<{ victims: Victim[]; byQuery: boolean }> {
   if (values.filename && values.filename.length > 0) {
     if (positionals.length > 0) throw new CliError("error: resources cannot be given both as arguments and with -f");
     const manifests = await readManifests(values.filename, s.io.cwd, s.io.stdin ?? (() => readAll(process.stdin)));
@@ -94,7 +108,10 @@ async function victimsOf(s: Session, values: { filename?: string[]; selector?: s
     }
     return { victims, byQuery: false };
   }
-  if (positionals.length === 0) throw new CliError("error: You must provide one or more resources by argument or filename.\nExample resource specifications include:\n   '-f rsrc.yaml'\n   '--filename=rsrc.json'\n   '<resource> <name>'\n   '<resource>'");
+  if (positionals.length === 0)
+    throw new CliError(
+      "error: You must provide one or more resources by argument or filename.\nExample resource specifications include:\n   '-f rsrc.yaml'\n   '--filename=rsrc.json'\n   '<resource> <name>'\n   '<resource>'",
+    );
   const targets = await parseTargets(positionals, s.resources);
   const byQuery = values.selector !== undefined || values["field-selector"] !== undefined || values.all === true;
   const victims: Victim[] = [];
@@ -125,7 +142,8 @@ async function runDelete(argv: string[], io: CliIo): Promise<number> {
     s.out(USAGE);
     return 0;
   }
-  if (values.output !== undefined && values.output !== "name") throw new CliError(`error: unable to match a printer suitable for the output format "${values.output}", allowed formats are: name`);
+  if (values.output !== undefined && values.output !== "name")
+    throw new CliError(`error: unable to match a printer suitable for the output format "${values.output}", allowed formats are: name`);
   const grace = gracePeriod(values);
   const body: Record<string, unknown> = { propagationPolicy: propagation(values.cascade) };
   if (grace !== undefined) body["gracePeriodSeconds"] = grace;
@@ -146,7 +164,7 @@ async function runDelete(argv: string[], io: CliIo): Promise<number> {
     } catch (err) {
       if (isNotFound(err) && values["ignore-not-found"]) continue;
       s.err(formatError(err));
-      if (!(err instanceof Error) || (err.name !== "StatusError")) return 1;
+      if (!(err instanceof Error) || err.name !== "StatusError") return 1;
       failed = true;
     }
   }
@@ -177,4 +195,8 @@ async function waitGone(s: Session, v: Victim, timeoutMs: number): Promise<boole
   }
 }
 
-export const deleteCommand: Command = { name: "delete", summary: "Delete resources by file names, stdin, resources and names, or by resources and label selector", run: runDelete };
+export const deleteCommand: Command = {
+  name: "delete",
+  summary: "Delete resources by file names, stdin, resources and names, or by resources and label selector",
+  run: runDelete,
+};

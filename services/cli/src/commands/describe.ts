@@ -30,7 +30,10 @@ Examples:
   choreo describe rc web
   choreo describe nodes`;
 
-const selectorOf = (m: Record<string, string>): string => Object.entries(m).map(([k, v]) => `${k}=${v}`).join(",");
+const selectorOf = (m: Record<string, string>): string =>
+  Object.entries(m)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(",");
 
 class Describe {
   private podsInfo: ResourceInfo | undefined;
@@ -50,7 +53,8 @@ class Describe {
   async related(info: ResourceInfo, o: Obj): Promise<Related> {
     const m = (o["metadata"] ?? {}) as { name?: string; namespace?: string; uid?: string };
     const spec = (o["spec"] ?? {}) as { selector?: Record<string, string> & { matchLabels?: Record<string, string> } };
-    const owned = (ps: Obj[]) => ps.filter((p) => ((p["metadata"] as { ownerReferences?: { uid?: string }[] } | undefined)?.ownerReferences ?? []).some((r) => r.uid === m.uid));
+    const owned = (ps: Obj[]) =>
+      ps.filter((p) => ((p["metadata"] as { ownerReferences?: { uid?: string }[] } | undefined)?.ownerReferences ?? []).some((r) => r.uid === m.uid));
     switch (info.kind) {
       case "Node":
         return { pods: await this.pods(undefined, { fieldSelector: `spec.nodeName=${m.name ?? ""}` }) };
@@ -102,7 +106,8 @@ async function runDescribe(argv: string[], io: CliIo): Promise<number> {
     s.out(USAGE);
     return 0;
   }
-  if (positionals.length === 0) throw new CliError(`error: You must specify the type of resource to describe. Use "choreo api-resources" for a complete list of supported resources.`);
+  if (positionals.length === 0)
+    throw new CliError(`error: You must specify the type of resource to describe. Use "choreo api-resources" for a complete list of supported resources.`);
   const targets = await parseTargets(positionals, s.resources);
   const d = new Describe(s);
   const blocks: string[] = [];
@@ -117,7 +122,10 @@ async function runDescribe(argv: string[], io: CliIo): Promise<number> {
         if (!isNotFound(err)) throw err;
         // kubectl: a name is also a prefix.
         const prefix = t.names[0] ?? "";
-        objects = (await s.client.json<{ items?: Obj[] }>({ path: resourcePath(t.info, ns) })).items?.filter((o) => String((o["metadata"] as { name?: string } | undefined)?.name ?? "").startsWith(prefix)) ?? [];
+        objects =
+          (await s.client.json<{ items?: Obj[] }>({ path: resourcePath(t.info, ns) })).items?.filter((o) =>
+            String((o["metadata"] as { name?: string } | undefined)?.name ?? "").startsWith(prefix),
+          ) ?? [];
         if (objects.length === 0) {
           s.err(formatError(err as StatusError));
           failed = true;
@@ -126,7 +134,8 @@ async function runDescribe(argv: string[], io: CliIo): Promise<number> {
       }
     } else {
       const all = (await s.client.json<{ items?: Obj[] }>({ path: resourcePath(t.info, ns), query: { labelSelector: values.selector } })).items ?? [];
-      objects = t.names.length === 0 ? all : all.filter((o) => t.names.some((n) => String((o["metadata"] as { name?: string } | undefined)?.name ?? "").startsWith(n)));
+      objects =
+        t.names.length === 0 ? all : all.filter((o) => t.names.some((n) => String((o["metadata"] as { name?: string } | undefined)?.name ?? "").startsWith(n)));
     }
     for (const o of objects) blocks.push(await d.describe(t.info, { apiVersion: t.info.apiVersion, kind: t.info.kind, ...o }, values["show-events"] !== false));
   }

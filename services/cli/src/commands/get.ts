@@ -1,6 +1,17 @@
 // `choreo get`: tables (the server's columns), names, JSON/YAML, and watches.
 import { CliError, TABLE_ACCEPT, formatError, isNotFound, type Query, type StatusError, type WatchEvent } from "../client.js";
-import { alignRows, asList, columnWidths, formatJson, formatTable, formatYaml, tableCells, tableFromObjects, type Table, type TableOptions } from "../printers.js";
+import {
+  alignRows,
+  asList,
+  columnWidths,
+  formatJson,
+  formatTable,
+  formatYaml,
+  tableCells,
+  tableFromObjects,
+  type Table,
+  type TableOptions,
+} from "../printers.js";
 import { objectName, resourcePath, type ResourceInfo } from "../resources.js";
 import { GLOBAL_OPTIONS, Session, parseFlags, type CliIo, type Command } from "../session.js";
 import { multipleTypes, parseTargets, type Target } from "../targets.js";
@@ -78,7 +89,7 @@ class Getter {
       if (table) table.rows.push(...page.rows);
       else table = { ...page, rows: [...page.rows] };
       table.metadata = page.metadata;
-      cont = page.metadata?.continue || (body["metadata"] as Obj | undefined)?.["continue"] as string | undefined;
+      cont = page.metadata?.continue || ((body["metadata"] as Obj | undefined)?.["continue"] as string | undefined);
     } while (cont);
     return table;
   }
@@ -142,7 +153,8 @@ async function runGet(argv: string[], io: CliIo): Promise<number> {
   const list: Omit<ListOptions, "namespace"> = { labelSelector: values.selector, fieldSelector: values["field-selector"] };
   const nsFor = (info: ResourceInfo): string | undefined => (allNamespaces || !info.namespaced ? undefined : s.namespace);
   const g = new Getter(s);
-  if (values.watch) return watch(s, g, targets, { ...list, format, allNamespaces, noHeaders: values["no-headers"] === true, showLabels: values["show-labels"] === true });
+  if (values.watch)
+    return watch(s, g, targets, { ...list, format, allNamespaces, noHeaders: values["no-headers"] === true, showLabels: values["show-labels"] === true });
 
   const kindPrefix = multipleTypes(positionals, targets);
   let failed = false;
@@ -217,7 +229,9 @@ interface WatchOptions {
 async function watch(s: Session, g: Getter, targets: Target[], o: WatchOptions): Promise<number> {
   const [target] = targets;
   if (!target || targets.length !== 1 || target.names.length > 1) {
-    throw new CliError(`error: watch is only supported on individual resources and resource collections, but ${targets.reduce((n, t) => n + Math.max(1, t.names.length), 0)} resources were found`);
+    throw new CliError(
+      `error: watch is only supported on individual resources and resource collections, but ${targets.reduce((n, t) => n + Math.max(1, t.names.length), 0)} resources were found`,
+    );
   }
   const info = target.info;
   const byName = target.names[0] === undefined ? undefined : `metadata.name=${target.names[0]}`;
@@ -260,25 +274,28 @@ async function watch(s: Session, g: Getter, targets: Target[], o: WatchOptions):
   }
 
   let code = 0;
-  await s.client.watch({
-    path: resourcePath(info, namespace),
-    query: { resourceVersion, labelSelector: o.labelSelector, fieldSelector },
-    accept: tabular ? TABLE_ACCEPT : "application/json",
-    signal: s.io.signal,
-  }, (ev: WatchEvent) => {
-    if (ev.type === "BOOKMARK") return;
-    if (ev.type === "ERROR") {
-      const status = ev.object as { code?: number; message?: string; reason?: string };
-      // Expired (410): the list is too old to watch from; kubectl ends quietly.
-      if (status.code !== 410) {
-        s.err(`Error from server${status.reason ? ` (${status.reason})` : ""}: ${status.message ?? "watch error"}`);
-        code = 1;
+  await s.client.watch(
+    {
+      path: resourcePath(info, namespace),
+      query: { resourceVersion, labelSelector: o.labelSelector, fieldSelector },
+      accept: tabular ? TABLE_ACCEPT : "application/json",
+      signal: s.io.signal,
+    },
+    (ev: WatchEvent) => {
+      if (ev.type === "BOOKMARK") return;
+      if (ev.type === "ERROR") {
+        const status = ev.object as { code?: number; message?: string; reason?: string };
+        // Expired (410): the list is too old to watch from; kubectl ends quietly.
+        if (status.code !== 410) {
+          s.err(`Error from server${status.reason ? ` (${status.reason})` : ""}: ${status.message ?? "watch error"}`);
+          code = 1;
+        }
+        return false;
       }
-      return false;
-    }
-    if (tabular) printRows(asTable(ev.object, info));
-    else printDoc({ apiVersion: info.apiVersion, kind: info.kind, ...ev.object });
-  });
+      if (tabular) printRows(asTable(ev.object, info));
+      else printDoc({ apiVersion: info.apiVersion, kind: info.kind, ...ev.object });
+    },
+  );
   return code;
 }
 

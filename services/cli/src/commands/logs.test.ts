@@ -66,9 +66,22 @@ describe("choreo logs", () => {
   it("prints the server's Status like kubectl", async () => {
     handler = (_req, res) => {
       res.writeHead(400, { "Content-Type": "application/json" });
-      res.end(JSON.stringify({ kind: "Status", apiVersion: "v1", status: "Failure", reason: "BadRequest", code: 400, message: "a container name must be specified for pod web, choose one of: [a b]" }));
+      res.end(
+        JSON.stringify({
+          kind: "Status",
+          apiVersion: "v1",
+          status: "Failure",
+          reason: "BadRequest",
+          code: 400,
+          message: "a container name must be specified for pod web, choose one of: [a b]",
+        }),
+      );
     };
-    assert.deepEqual(await run(["logs", "web"]), { code: 1, out: "", err: "Error from server (BadRequest): a container name must be specified for pod web, choose one of: [a b]\n" });
+    assert.deepEqual(await run(["logs", "web"]), {
+      code: 1,
+      out: "",
+      err: "Error from server (BadRequest): a container name must be specified for pod web, choose one of: [a b]\n",
+    });
     assert.match((await run(["logs"])).err, /POD or TYPE\/NAME is a required argument/);
     assert.match((await run(["logs", "rc/web"])).err, /only pods are supported/);
   });

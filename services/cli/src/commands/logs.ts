@@ -29,7 +29,7 @@ Examples:
   choreo logs web-1 -c sidecar -f --tail 10
   choreo logs pod/web-1 --since 5m --timestamps`;
 
-const UNIT_MS: Record<string, number> = { ns: 1e-6, us: 1e-3, "µs": 1e-3, ms: 1, s: 1_000, m: 60_000, h: 3_600_000 };
+const UNIT_MS: Record<string, number> = { ns: 1e-6, us: 1e-3, µs: 1e-3, ms: 1, s: 1_000, m: 60_000, h: 3_600_000 };
 
 /** A Go duration (`10s`, `5m`, `1h30m`, `1.5h`) in milliseconds; `undefined` when it does not parse. */
 export function parseDuration(s: string): number | undefined {
@@ -74,8 +74,10 @@ async function runLogs(argv: string[], io: CliIo): Promise<number> {
     s.out(USAGE);
     return 0;
   }
-  if (positionals.length === 0) throw new CliError("error: expected 'logs [-f] [-p] (POD | TYPE/NAME) [-c CONTAINER]'.\nPOD or TYPE/NAME is a required argument for the logs command");
-  if (positionals.length > 2 || (positionals.length === 2 && values.container !== undefined)) throw new CliError("error: only one pod may be given (and a container once)");
+  if (positionals.length === 0)
+    throw new CliError("error: expected 'logs [-f] [-p] (POD | TYPE/NAME) [-c CONTAINER]'.\nPOD or TYPE/NAME is a required argument for the logs command");
+  if (positionals.length > 2 || (positionals.length === 2 && values.container !== undefined))
+    throw new CliError("error: only one pod may be given (and a container once)");
   const container = values.container ?? positionals[1];
   const query = logQuery({ ...values, ...(container !== undefined ? { container } : {}) });
   const name = podName(positionals[0] ?? "");

@@ -17,7 +17,8 @@ function meta(w: Writer, o: Obj, now: number, namespaced = true): void {
   if (namespaced) w.field("Namespace", at(o, "metadata.namespace"));
   w.mapField("Labels", map(at(o, "metadata.labels")));
   w.mapField("Annotations", map(at(o, "metadata.annotations")), 0, ": ");
-  if (at(o, "metadata.creationTimestamp")) w.field("CreationTimestamp", `${str(at(o, "metadata.creationTimestamp"))} (${age(at(o, "metadata.creationTimestamp"), now)} ago)`);
+  if (at(o, "metadata.creationTimestamp"))
+    w.field("CreationTimestamp", `${str(at(o, "metadata.creationTimestamp"))} (${age(at(o, "metadata.creationTimestamp"), now)} ago)`);
 }
 
 function controlledBy(w: Writer, o: Obj): void {
@@ -61,7 +62,10 @@ function containers(w: Writer, spec: Obj, status: Obj | undefined): void {
 function conditions(w: Writer, conds: Obj[]): void {
   if (conds.length === 0) return;
   w.field("Conditions", undefined);
-  w.table(["Type", "Status"], conds.map((c) => [str(c["type"]), str(c["status"])]));
+  w.table(
+    ["Type", "Status"],
+    conds.map((c) => [str(c["type"]), str(c["status"])]),
+  );
 }
 
 const pod: Describer = (o, _r, now) => {
@@ -79,28 +83,64 @@ const pod: Describer = (o, _r, now) => {
   conditions(w, arr(at(o, "status.conditions")));
   w.field("QoS Class", at(o, "status.qosClass"));
   w.mapField("Node-Selectors", map(at(o, "spec.nodeSelector")));
-  w.listField("Tolerations", arr(at(o, "spec.tolerations")).map((t) => `${str(t["key"], "")}${t["operator"] === "Exists" ? "" : `=${str(t["value"], "")}`}${t["effect"] ? `:${str(t["effect"])}` : ""}${t["tolerationSeconds"] !== undefined ? ` for ${str(t["tolerationSeconds"])}s` : ""}`));
+  w.listField(
+    "Tolerations",
+    arr(at(o, "spec.tolerations")).map(
+      (t) =>
+        `${str(t["key"], "")}${t["operator"] === "Exists" ? "" : `=${str(t["value"], "")}`}${t["effect"] ? `:${str(t["effect"])}` : ""}${t["tolerationSeconds"] !== undefined ? ` for ${str(t["tolerationSeconds"])}s` : ""}`,
+    ),
+  );
   return w;
 };
 
 const node: Describer = (o, r, now) => {
   const w = new Writer();
   meta(w, o, now, false);
-  w.listField("Taints", arr(at(o, "spec.taints")).map((t) => `${str(t["key"])}${t["value"] ? `=${str(t["value"])}` : ""}:${str(t["effect"])}`));
+  w.listField(
+    "Taints",
+    arr(at(o, "spec.taints")).map((t) => `${str(t["key"])}${t["value"] ? `=${str(t["value"])}` : ""}:${str(t["effect"])}`),
+  );
   w.field("Unschedulable", at(o, "spec.unschedulable") === true ? "true" : "false");
   w.field("Conditions", undefined);
-  w.table(["Type", "Status", "LastHeartbeatTime", "Reason", "Message"], arr(at(o, "status.conditions")).map((c) => [str(c["type"]), str(c["status"]), str(c["lastHeartbeatTime"], ""), str(c["reason"], ""), str(c["message"], "")]));
-  w.listField("Addresses", arr(at(o, "status.addresses")).map((a) => `${str(a["type"])}: ${str(a["address"])}`));
+  w.table(
+    ["Type", "Status", "LastHeartbeatTime", "Reason", "Message"],
+    arr(at(o, "status.conditions")).map((c) => [
+      str(c["type"]),
+      str(c["status"]),
+      str(c["lastHeartbeatTime"], ""),
+      str(c["reason"], ""),
+      str(c["message"], ""),
+    ]),
+  );
+  w.listField(
+    "Addresses",
+    arr(at(o, "status.addresses")).map((a) => `${str(a["type"])}: ${str(a["address"])}`),
+  );
   w.mapField("Capacity", map(at(o, "status.capacity")), 0, ":  ");
   w.mapField("Allocatable", map(at(o, "status.allocatable")), 0, ":  ");
   w.field("PodCIDR", at(o, "spec.podCIDR"));
   const pods = (r.pods ?? []).filter((p) => at(p, "status.phase") !== "Succeeded" && at(p, "status.phase") !== "Failed");
   w.field("Non-terminated Pods", `(${pods.length} in total)`);
   if (pods.length) {
-    w.table(["Namespace", "Name", "CPU Requests", "Memory Requests", "Age"], pods.map((p) => {
-      const req = arr(at(p, "spec.containers")).map((c) => map(at(c, "resources.requests")));
-      return [str(at(p, "metadata.namespace")), str(at(p, "metadata.name")), req.map((x) => x["cpu"]).filter(Boolean).join("+") || "0", req.map((x) => x["memory"]).filter(Boolean).join("+") || "0", age(at(p, "metadata.creationTimestamp"), now)];
-    }));
+    w.table(
+      ["Namespace", "Name", "CPU Requests", "Memory Requests", "Age"],
+      pods.map((p) => {
+        const req = arr(at(p, "spec.containers")).map((c) => map(at(c, "resources.requests")));
+        return [
+          str(at(p, "metadata.namespace")),
+          str(at(p, "metadata.name")),
+          req
+            .map((x) => x["cpu"])
+            .filter(Boolean)
+            .join("+") || "0",
+          req
+            .map((x) => x["memory"])
+            .filter(Boolean)
+            .join("+") || "0",
+          age(at(p, "metadata.creationTimestamp"), now),
+        ];
+      }),
+    );
   }
   return w;
 };
@@ -113,7 +153,13 @@ function podTemplate(w: Writer, t: Obj): void {
   for (const c of arr(spec["containers"])) {
     w.field(str(c["name"]), undefined, 2);
     w.field("Image", c["image"], 3);
-    w.field("Port", arr(c["ports"]).map((p) => `${str(p["containerPort"])}/${str(p["protocol"], "TCP")}`).join(", ") || "<none>", 3);
+    w.field(
+      "Port",
+      arr(c["ports"])
+        .map((p) => `${str(p["containerPort"])}/${str(p["protocol"], "TCP")}`)
+        .join(", ") || "<none>",
+      3,
+    );
   }
 }
 
@@ -154,7 +200,10 @@ const job: Describer = (o, r, now) => {
   if (at(o, "status.startTime")) w.field("Start Time", at(o, "status.startTime"));
   if (at(o, "status.completionTime")) w.field("Completed At", at(o, "status.completionTime"));
   if (at(o, "spec.activeDeadlineSeconds") !== undefined) w.field("Active Deadline Seconds", `${str(at(o, "spec.activeDeadlineSeconds"))}s`);
-  w.field("Pods Statuses", `${str(at(o, "status.active"), "0")} Active / ${str(at(o, "status.succeeded"), "0")} Succeeded / ${str(at(o, "status.failed"), "0")} Failed`);
+  w.field(
+    "Pods Statuses",
+    `${str(at(o, "status.active"), "0")} Active / ${str(at(o, "status.succeeded"), "0")} Succeeded / ${str(at(o, "status.failed"), "0")} Failed`,
+  );
   podTemplate(w, map(at(o, "spec.template")) as unknown as Obj);
   conditions(w, arr(at(o, "status.conditions")));
   return w;
@@ -162,7 +211,9 @@ const job: Describer = (o, r, now) => {
 
 function endpointList(ep: Obj | undefined): string {
   const out: string[] = [];
-  for (const s of arr(ep?.["subsets"])) for (const a of arr(s["addresses"])) for (const p of arr(s["ports"]).length ? arr(s["ports"]) : [{}]) out.push(`${str(a["ip"])}${p["port"] !== undefined ? `:${str(p["port"])}` : ""}`);
+  for (const s of arr(ep?.["subsets"]))
+    for (const a of arr(s["addresses"]))
+      for (const p of arr(s["ports"]).length ? arr(s["ports"]) : [{}]) out.push(`${str(a["ip"])}${p["port"] !== undefined ? `:${str(p["port"])}` : ""}`);
   return out.join(",") || "<none>";
 }
 
@@ -186,10 +237,26 @@ const endpoints: Describer = (o, _r, now) => {
   meta(w, o, now);
   w.field("Subsets", undefined);
   for (const s of arr(o["subsets"])) {
-    w.field("Addresses", arr(s["addresses"]).map((a) => str(a["ip"])).join(",") || "<none>", 1);
-    w.field("NotReadyAddresses", arr(s["notReadyAddresses"]).map((a) => str(a["ip"])).join(",") || "<none>", 1);
+    w.field(
+      "Addresses",
+      arr(s["addresses"])
+        .map((a) => str(a["ip"]))
+        .join(",") || "<none>",
+      1,
+    );
+    w.field(
+      "NotReadyAddresses",
+      arr(s["notReadyAddresses"])
+        .map((a) => str(a["ip"]))
+        .join(",") || "<none>",
+      1,
+    );
     w.field("Ports", undefined, 1);
-    w.table(["Name", "Port", "Protocol"], arr(s["ports"]).map((p) => [str(p["name"], "<unset>"), str(p["port"]), str(p["protocol"], "TCP")]), 2);
+    w.table(
+      ["Name", "Port", "Protocol"],
+      arr(s["ports"]).map((p) => [str(p["name"], "<unset>"), str(p["port"]), str(p["protocol"], "TCP")]),
+      2,
+    );
   }
   return w;
 };
@@ -220,5 +287,12 @@ const configMap: Describer = (o) => {
 
 /** Describers by kind. */
 export const DESCRIBERS: Record<string, Describer> = {
-  Pod: pod, Node: node, ReplicationController: replicationController, DaemonSet: daemonSet, Job: job, Service: service, Endpoints: endpoints, ConfigMap: configMap,
+  Pod: pod,
+  Node: node,
+  ReplicationController: replicationController,
+  DaemonSet: daemonSet,
+  Job: job,
+  Service: service,
+  Endpoints: endpoints,
+  ConfigMap: configMap,
 };

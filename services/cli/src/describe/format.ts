@@ -15,7 +15,8 @@ export function at(o: unknown, path: string): unknown {
   return cur;
 }
 
-export const str = (v: unknown, dflt = "<none>"): string => (v === undefined || v === null || v === "" ? dflt : typeof v === "object" ? JSON.stringify(v) : String(v as string | number | boolean));
+export const str = (v: unknown, dflt = "<none>"): string =>
+  v === undefined || v === null || v === "" ? dflt : typeof v === "object" ? JSON.stringify(v) : String(v as string | number | boolean);
 export const arr = (v: unknown): Obj[] => (Array.isArray(v) ? (v as Obj[]) : []);
 export const map = (v: unknown): Record<string, string> => (v && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, string>) : {});
 
@@ -50,7 +51,8 @@ export class Writer {
   table(header: string[], rows: string[][], indent = 1): void {
     const all = [header, header.map((h) => "-".repeat(h.length)), ...rows];
     const widths = header.map((_, i) => Math.max(...all.map((r) => (r[i] ?? "").length)));
-    for (const r of all) this.lines.push(`${"  ".repeat(indent)}${r.map((c, i) => (i === r.length - 1 ? c : c.padEnd((widths[i] ?? 0) + 2))).join("")}`.trimEnd());
+    for (const r of all)
+      this.lines.push(`${"  ".repeat(indent)}${r.map((c, i) => (i === r.length - 1 ? c : c.padEnd((widths[i] ?? 0) + 2))).join("")}`.trimEnd());
   }
 
   line(s = ""): void {
@@ -76,10 +78,13 @@ export function eventsSection(w: Writer, events: Obj[], now: number): void {
   }
   w.field("Events", undefined);
   const sorted = [...events].sort((a, b) => str(a["lastTimestamp"], "").localeCompare(str(b["lastTimestamp"], "")));
-  w.table(["Type", "Reason", "Age", "From", "Message"], sorted.map((e) => {
-    const count = Number(e["count"] ?? 1);
-    const last = age(e["lastTimestamp"], now);
-    const when = count > 1 ? `${last} (x${count} over ${age(e["firstTimestamp"], now)})` : last;
-    return [str(e["type"], ""), str(e["reason"], ""), when, str(at(e, "source.component") ?? e["reportingComponent"], ""), str(e["message"], "")];
-  }));
+  w.table(
+    ["Type", "Reason", "Age", "From", "Message"],
+    sorted.map((e) => {
+      const count = Number(e["count"] ?? 1);
+      const last = age(e["lastTimestamp"], now);
+      const when = count > 1 ? `${last} (x${count} over ${age(e["firstTimestamp"], now)})` : last;
+      return [str(e["type"], ""), str(e["reason"], ""), when, str(at(e, "source.component") ?? e["reportingComponent"], ""), str(e["message"], "")];
+    }),
+  );
 }

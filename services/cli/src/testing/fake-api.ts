@@ -127,7 +127,7 @@ export class FakeApi {
   }
 
   private key(kind: KindInfo, namespace: string | undefined, name: string): string {
-    return `${kind.resource}|${kind.namespaced ? namespace ?? "" : ""}|${name}`;
+    return `${kind.resource}|${kind.namespaced ? (namespace ?? "") : ""}|${name}`;
   }
 
   /** Stores an object as if created (uid, resourceVersion, creationTimestamp filled in). */
@@ -148,7 +148,9 @@ export class FakeApi {
 
   /** The requests other than discovery. */
   calls(): string[] {
-    return this.requests.filter((r) => !/^\/(api|apis)(\/v1)?$/.test(r.path) && !/^\/apis\/[^/]+\/v1$/.test(r.path)).map((r) => `${r.method} ${r.path}${[...r.query].length ? `?${r.query.toString()}` : ""}`);
+    return this.requests
+      .filter((r) => !/^\/(api|apis)(\/v1)?$/.test(r.path) && !/^\/apis\/[^/]+\/v1$/.test(r.path))
+      .map((r) => `${r.method} ${r.path}${[...r.query].length ? `?${r.query.toString()}` : ""}`);
   }
 
   private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
@@ -156,7 +158,13 @@ export class FakeApi {
     for await (const c of req) chunks.push(c as Buffer);
     const text = Buffer.concat(chunks).toString("utf8");
     const url = new URL(req.url ?? "/", "http://x");
-    const r: RecordedRequest = { method: req.method ?? "GET", path: url.pathname, query: url.searchParams, headers: req.headers, body: text ? (JSON.parse(text) as unknown) : undefined };
+    const r: RecordedRequest = {
+      method: req.method ?? "GET",
+      path: url.pathname,
+      query: url.searchParams,
+      headers: req.headers,
+      body: text ? (JSON.parse(text) as unknown) : undefined,
+    };
     this.requests.push(r);
     const send = (code: number, body: unknown): void => {
       res.writeHead(code, { "Content-Type": "application/json" });
@@ -167,14 +175,35 @@ export class FakeApi {
     if (r.path === "/version") return send(200, { major: "1", minor: "32", gitVersion: "v1.32.0-choreo" });
     if (r.path === "/api/v1" || /^\/apis\/[^/]+\/v1$/.test(r.path)) {
       const group = r.path === "/api/v1" ? "" : r.path.split("/")[2];
-      return send(200, { kind: "APIResourceList", apiVersion: "v1", groupVersion: group ? `${group}/v1` : "v1", resources: KINDS.filter((k) => k.group === group).flatMap((k) => [
-        { name: k.resource, singularName: k.singular, namespaced: k.namespaced, kind: k.kind, verbs: ["get", "list"], ...(k.shortNames.length ? { shortNames: k.shortNames } : {}), ...(k.categories.length ? { categories: k.categories } : {}) },
-        { name: `${k.resource}/status`, singularName: "", namespaced: k.namespaced, kind: k.kind, verbs: ["get"] },
-      ]) });
+      return send(200, {
+        kind: "APIResourceList",
+        apiVersion: "v1",
+        groupVersion: group ? `${group}/v1` : "v1",
+        resources: KINDS.filter((k) => k.group === group).flatMap((k) => [
+          {
+            name: k.resource,
+            singularName: k.singular,
+            namespaced: k.namespaced,
+            kind: k.kind,
+            verbs: ["get", "list"],
+            ...(k.shortNames.length ? { shortNames: k.shortNames } : {}),
+            ...(k.categories.length ? { categories: k.categories } : {}),
+          },
+          { name: `${k.resource}/status`, singularName: "", namespaced: k.namespaced, kind: k.kind, verbs: ["get"] },
+        ]),
+      });
     }
     if (r.path === "/apis") {
       const groups = [...new Set(KINDS.map((k) => k.group).filter((g) => g))];
-      return send(200, { kind: "APIGroupList", apiVersion: "v1", groups: groups.map((name) => ({ name, versions: [{ groupVersion: `${name}/v1`, version: "v1" }], preferredVersion: { groupVersion: `${name}/v1`, version: "v1" } })) });
+      return send(200, {
+        kind: "APIGroupList",
+        apiVersion: "v1",
+        groups: groups.map((name) => ({
+          name,
+          versions: [{ groupVersion: `${name}/v1`, version: "v1" }],
+          preferredVersion: { groupVersion: `${name}/v1`, version: "v1" },
+        })),
+      });
     }
     const route = parsePath(r.path);
     if (!route) return send(404, status(404, "NotFound", "the server could not find the requested resource"));
@@ -189,12 +218,24 @@ export class FakeApi {
       return;
     }
     if (name === undefined && r.method === "GET") {
-      const items = [...this.objects.values()].filter((o) =>
-        o["kind"] === kind.kind && (!kind.namespaced || namespace === undefined || metaOf(o)["namespace"] === namespace) &&
-        matchesLabels(o, url.searchParams.get("labelSelector")) && matchesFields(o, url.searchParams.get("fieldSelector")));
+      const items = [...this.objects.values()].filter(
+        (o) =>
+          o["kind"] === kind.kind &&
+          (!kind.namespaced || namespace === undefined || metaOf(o)["namespace"] === namespace) &&
+          matchesLabels(o, url.searchParams.get("labelSelector")) &&
+          matchesFields(o, url.searchParams.get("fieldSelector")),
+      );
       const rv = String(this.rv);
       if (table) return send(200, fakeTable(items, rv));
-      return send(200, { kind: `${kind.kind}List`, apiVersion: kind.apiVersion, metadata: { resourceVersion: rv }, items: items.map((i) => { const { kind: _k, apiVersion: _a, ...rest } = i; return rest; }) });
+      return send(200, {
+        kind: `${kind.kind}List`,
+        apiVersion: kind.apiVersion,
+        metadata: { resourceVersion: rv },
+        items: items.map((i) => {
+          const { kind: _k, apiVersion: _a, ...rest } = i;
+          return rest;
+        }),
+      });
     }
     if (name === undefined && r.method === "POST") {
       const body = r.body as Obj;

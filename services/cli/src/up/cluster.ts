@@ -27,8 +27,19 @@ export interface UpOptions {
 }
 
 export const DEFAULT_UP: UpOptions = {
-  dataDir: ".choreo", host: "127.0.0.1", natsPort: 14222, redisPort: 16379, httpPort: 8080, httpsPort: 6443, grpcPort: 9090, metricsPort: 9100,
-  hollowNodes: 0, nodes: 2, runtime: "auto", imagesDir: "/var/lib/choreo/images", examples: true,
+  dataDir: ".choreo",
+  host: "127.0.0.1",
+  natsPort: 14222,
+  redisPort: 16379,
+  httpPort: 8080,
+  httpsPort: 6443,
+  grpcPort: 9090,
+  metricsPort: 9100,
+  hollowNodes: 0,
+  nodes: 2,
+  runtime: "auto",
+  imagesDir: "/var/lib/choreo/images",
+  examples: true,
 };
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../../..");
@@ -118,17 +129,22 @@ export async function up(partial: Partial<UpOptions> = {}, log: (line: string) =
   const nats = await startNats({ dir: path.join(opts.dataDir, "nats"), port: opts.natsPort, logFile: path.join(logs, "nats.log") });
   const redis = await startRedis({ dir: path.join(opts.dataDir, "redis"), port: opts.redisPort, logFile: path.join(logs, "redis.log") });
   const supervisors: Supervised[] = [];
-  const api = await supervise("api", () =>
-    startProcess({
-      name: "api",
-      cmd: process.execPath,
-      args: ["--import", "tsx", path.join(ROOT, "services/api/src/main.ts")],
-      cwd: ROOT,
-      env: apiEnv(opts, nats, redis),
-      readyUrl: `http://${opts.host}:${opts.httpPort}/healthz`,
-      timeoutMs: 60_000,
-      logFile: path.join(logs, "api.log"),
-    }), log, logs);
+  const api = await supervise(
+    "api",
+    () =>
+      startProcess({
+        name: "api",
+        cmd: process.execPath,
+        args: ["--import", "tsx", path.join(ROOT, "services/api/src/main.ts")],
+        cwd: ROOT,
+        env: apiEnv(opts, nats, redis),
+        readyUrl: `http://${opts.host}:${opts.httpPort}/healthz`,
+        timeoutMs: 60_000,
+        logFile: path.join(logs, "api.log"),
+      }),
+    log,
+    logs,
+  );
   supervisors.push(api);
   // Real nodes: the runtime, then the local images it needs (built offline), before any agent starts.
   const runtime = opts.nodes > 0 ? await resolveRuntime(opts, log) : undefined;
@@ -138,17 +154,27 @@ export async function up(partial: Partial<UpOptions> = {}, log: (line: string) =
     if (!existsSync(main)) continue;
     const metricsPort = opts.metricsPort + 1 + i;
     supervisors.push(
-      await supervise(name, async () =>
-        startProcess({
-          name,
-          cmd: process.execPath,
-          args: ["--import", "tsx", main, ...args],
-          cwd: ROOT,
-          env: { ...busEnv(nats), CHOREO_METRICS_PORT: String(metricsPort), CHOREO_EVENT_VERIFY_KEY: eventKeyPaths(path.join(opts.dataDir, "pki")).publicKey, ...extra },
-          readyUrl: `http://127.0.0.1:${metricsPort}/healthz`,
-          timeoutMs: 60_000,
-          logFile: path.join(logs, `${name}.log`),
-        }), log, logs),
+      await supervise(
+        name,
+        async () =>
+          startProcess({
+            name,
+            cmd: process.execPath,
+            args: ["--import", "tsx", main, ...args],
+            cwd: ROOT,
+            env: {
+              ...busEnv(nats),
+              CHOREO_METRICS_PORT: String(metricsPort),
+              CHOREO_EVENT_VERIFY_KEY: eventKeyPaths(path.join(opts.dataDir, "pki")).publicKey,
+              ...extra,
+            },
+            readyUrl: `http://127.0.0.1:${metricsPort}/healthz`,
+            timeoutMs: 60_000,
+            logFile: path.join(logs, `${name}.log`),
+          }),
+        log,
+        logs,
+      ),
     );
   }
 
@@ -159,7 +185,12 @@ export async function up(partial: Partial<UpOptions> = {}, log: (line: string) =
   writeFileSync(kubeconfig, kubeconfigYaml(`https://${opts.host}:${opts.httpsPort}`, readFileSync(cert, "utf8"), token), { mode: 0o600 });
 
   return {
-    opts, kubeconfig, token, nats, redis, runtime,
+    opts,
+    kubeconfig,
+    token,
+    nats,
+    redis,
+    runtime,
     api: () => api.current(),
     actors: () => supervisors.slice(1).map((x) => x.name),
     async stop() {
@@ -191,8 +222,20 @@ function actorsOf(o: UpOptions, runtime: "docker" | "process" | undefined): Acto
   const actors: ActorSpec[] = ["scheduler", "replication", "endpoints"].map((name) => ({ name, main: name, args: [], env: {} }));
   for (let i = 1; i <= o.nodes && runtime; i++) {
     actors.push({
-      name: `node-${i}`, main: "node-agent",
-      args: ["--node-name", `node-${i}`, "--runtime", runtime, "--pod-cidr", `10.244.${i}.0/24`, "--state-dir", path.join(o.dataDir, "nodes"), "--images-dir", o.imagesDir],
+      name: `node-${i}`,
+      main: "node-agent",
+      args: [
+        "--node-name",
+        `node-${i}`,
+        "--runtime",
+        runtime,
+        "--pod-cidr",
+        `10.244.${i}.0/24`,
+        "--state-dir",
+        path.join(o.dataDir, "nodes"),
+        "--images-dir",
+        o.imagesDir,
+      ],
       // choreo down leaves nothing behind: the agents stop their pods when they stop.
       env: { CHOREO_STOP_PODS_ON_EXIT: "1" },
     });
@@ -207,11 +250,16 @@ function actorsOf(o: UpOptions, runtime: "docker" | "process" | undefined): Acto
 async function nodeSetup(args: string[], log: (line: string) => void): Promise<string> {
   const { execFile } = await import("node:child_process");
   return new Promise((resolve, reject) => {
-    execFile(process.execPath, ["--import", "tsx", path.join(ROOT, "services/node-agent/src/node-setup.ts"), ...args], { cwd: ROOT, timeout: 300_000 }, (err, stdout, stderr) => {
-      if (stderr.trim()) for (const line of stderr.trim().split("\n")) log(line);
-      if (err) reject(new Error(`node setup ${args[0]} failed: ${stderr.trim().split("\n").pop() ?? err.message}`));
-      else resolve(stdout.trim());
-    });
+    execFile(
+      process.execPath,
+      ["--import", "tsx", path.join(ROOT, "services/node-agent/src/node-setup.ts"), ...args],
+      { cwd: ROOT, timeout: 300_000 },
+      (err, stdout, stderr) => {
+        if (stderr.trim()) for (const line of stderr.trim().split("\n")) log(line);
+        if (err) reject(new Error(`node setup ${args[0]} failed: ${stderr.trim().split("\n").pop() ?? err.message}`));
+        else resolve(stdout.trim());
+      },
+    );
   });
 }
 

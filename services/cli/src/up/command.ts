@@ -30,8 +30,14 @@ export async function upCommand(argv: string[], out: (s: string) => void = conso
   const { values } = parseArgs({
     args: argv,
     options: {
-      "data-dir": { type: "string" }, host: { type: "string" }, "nats-port": { type: "string" }, "redis-port": { type: "string" },
-      "http-port": { type: "string" }, "https-port": { type: "string" }, "grpc-port": { type: "string" }, "metrics-port": { type: "string" },
+      "data-dir": { type: "string" },
+      host: { type: "string" },
+      "nats-port": { type: "string" },
+      "redis-port": { type: "string" },
+      "http-port": { type: "string" },
+      "https-port": { type: "string" },
+      "grpc-port": { type: "string" },
+      "metrics-port": { type: "string" },
       "hollow-nodes": { type: "string" },
       nodes: { type: "string" },
       runtime: { type: "string" },
@@ -47,21 +53,24 @@ export async function upCommand(argv: string[], out: (s: string) => void = conso
   const runtime = values.runtime ?? DEFAULT_UP.runtime;
   if (runtime !== "auto" && runtime !== "docker" && runtime !== "process") throw new Error(`--runtime must be auto, docker or process, not ${runtime}`);
   const ac = signalController();
-  const cluster = await up({
-    dataDir: values["data-dir"] ?? DEFAULT_UP.dataDir,
-    host: values.host ?? DEFAULT_UP.host,
-    natsPort: port(values["nats-port"], DEFAULT_UP.natsPort, "nats-port"),
-    redisPort: port(values["redis-port"], DEFAULT_UP.redisPort, "redis-port"),
-    httpPort: port(values["http-port"], DEFAULT_UP.httpPort, "http-port"),
-    httpsPort: port(values["https-port"], DEFAULT_UP.httpsPort, "https-port"),
-    grpcPort: port(values["grpc-port"], DEFAULT_UP.grpcPort, "grpc-port"),
-    metricsPort: port(values["metrics-port"], DEFAULT_UP.metricsPort, "metrics-port"),
-    hollowNodes: port(values["hollow-nodes"], DEFAULT_UP.hollowNodes, "hollow-nodes"),
-    nodes: port(values.nodes, DEFAULT_UP.nodes, "nodes"),
-    runtime,
-    imagesDir: values["images-dir"] ?? DEFAULT_UP.imagesDir,
-    examples: !values["no-examples"],
-  }, out);
+  const cluster = await up(
+    {
+      dataDir: values["data-dir"] ?? DEFAULT_UP.dataDir,
+      host: values.host ?? DEFAULT_UP.host,
+      natsPort: port(values["nats-port"], DEFAULT_UP.natsPort, "nats-port"),
+      redisPort: port(values["redis-port"], DEFAULT_UP.redisPort, "redis-port"),
+      httpPort: port(values["http-port"], DEFAULT_UP.httpPort, "http-port"),
+      httpsPort: port(values["https-port"], DEFAULT_UP.httpsPort, "https-port"),
+      grpcPort: port(values["grpc-port"], DEFAULT_UP.grpcPort, "grpc-port"),
+      metricsPort: port(values["metrics-port"], DEFAULT_UP.metricsPort, "metrics-port"),
+      hollowNodes: port(values["hollow-nodes"], DEFAULT_UP.hollowNodes, "hollow-nodes"),
+      nodes: port(values.nodes, DEFAULT_UP.nodes, "nodes"),
+      runtime,
+      imagesDir: values["images-dir"] ?? DEFAULT_UP.imagesDir,
+      examples: !values["no-examples"],
+    },
+    out,
+  );
   const o = cluster.opts;
   out(`choreo is up.
   API (https, kubectl): https://${o.host}:${o.httpsPort}
@@ -90,9 +99,14 @@ Logs in ${o.dataDir}/logs. Ctrl-C (or choreo down) stops the cluster; data stays
  */
 async function applyExamples(kubeconfig: string): Promise<string> {
   const choreo = path.join(ROOT, "services/cli/bin/choreo.js");
-  const files = readdirSync(path.join(ROOT, "examples")).filter((f) => f.endsWith(".yaml")).sort().flatMap((f) => ["-f", path.join(ROOT, "examples", f)]);
+  const files = readdirSync(path.join(ROOT, "examples"))
+    .filter((f) => f.endsWith(".yaml"))
+    .sort()
+    .flatMap((f) => ["-f", path.join(ROOT, "examples", f)]);
   const applied = await new Promise<string>((resolve) => {
-    execFile(process.execPath, [choreo, "apply", "--kubeconfig", kubeconfig, ...files], (err, stdout, stderr) => resolve(err ? `examples: ${stderr.trim()}` : stdout.trim()));
+    execFile(process.execPath, [choreo, "apply", "--kubeconfig", kubeconfig, ...files], (err, stdout, stderr) =>
+      resolve(err ? `examples: ${stderr.trim()}` : stdout.trim()),
+    );
   });
   let answer = "";
   for (let i = 0; i < 120 && !answer; i++) {

@@ -27,7 +27,10 @@ export type Reason = (typeof Reason)[keyof typeof Reason];
  */
 export class ApiError extends Error {
   override name = "ApiError";
-  constructor(readonly status: Status, options?: { cause?: unknown }) {
+  constructor(
+    readonly status: Status,
+    options?: { cause?: unknown },
+  ) {
     super(status.message, options);
   }
   get code(): number {
@@ -79,7 +82,11 @@ export function invalid(kind: string, name: string, causes: StatusCause[], group
 }
 
 /** One field error for `invalid`. */
-export function fieldError(field: string, reason: "FieldValueRequired" | "FieldValueInvalid" | "FieldValueNotSupported" | "FieldValueDuplicate" | "FieldValueForbidden" | "FieldValueTooLong", message: string): StatusCause {
+export function fieldError(
+  field: string,
+  reason: "FieldValueRequired" | "FieldValueInvalid" | "FieldValueNotSupported" | "FieldValueDuplicate" | "FieldValueForbidden" | "FieldValueTooLong",
+  message: string,
+): StatusCause {
   return { field, reason, message };
 }
 

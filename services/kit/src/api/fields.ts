@@ -23,7 +23,7 @@ function str(v: unknown): string {
 const TS_PATHS: Record<string, string> = {
   "spec.clusterIP": "spec.clusterIp",
   "status.podIP": "status.podIp",
-  "source": "source.component",
+  source: "source.component",
   "status.successful": "status.succeeded",
 };
 

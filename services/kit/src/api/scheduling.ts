@@ -12,7 +12,9 @@ export function tolerates(t: Toleration, taint: Taint): boolean {
 
 /** The node's NoSchedule/NoExecute taints none of `tolerations` tolerates. */
 export function untoleratedTaints(node: Node, tolerations: readonly Toleration[]): Taint[] {
-  return (node.spec?.taints ?? []).filter((taint) => (taint.effect === "NoSchedule" || taint.effect === "NoExecute") && !tolerations.some((t) => tolerates(t, taint)));
+  return (node.spec?.taints ?? []).filter(
+    (taint) => (taint.effect === "NoSchedule" || taint.effect === "NoExecute") && !tolerations.some((t) => tolerates(t, taint)),
+  );
 }
 
 /** Whether the node's labels satisfy the pod's nodeSelector. */

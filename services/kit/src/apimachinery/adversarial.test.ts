@@ -32,13 +32,48 @@ function timed(f: () => unknown, check: (err: unknown) => boolean): number {
 }
 
 /** Characters each parser treats specially, and some it never should. */
-const UNITS = ["1", "0", "9", ".", "e", "E", "+", "-", "i", "K", "k", "m", "n", "a", "A", "_", "/", "=", "!", ",", "(", ")", " ", "\\", "in", "notin", "é", "💥", "\u0000"];
+const UNITS = [
+  "1",
+  "0",
+  "9",
+  ".",
+  "e",
+  "E",
+  "+",
+  "-",
+  "i",
+  "K",
+  "k",
+  "m",
+  "n",
+  "a",
+  "A",
+  "_",
+  "/",
+  "=",
+  "!",
+  ",",
+  "(",
+  ")",
+  " ",
+  "\\",
+  "in",
+  "notin",
+  "é",
+  "💥",
+  "\u0000",
+];
 
 /** Short strings over UNITS, long runs of one or two units with a poisoned tail, and unicode. */
 const adversarial: fc.Arbitrary<string> = fc.oneof(
   fc.array(fc.constantFrom(...UNITS), { maxLength: 40 }).map((a) => a.join("")),
   fc
-    .tuple(fc.constantFrom(...UNITS), fc.constantFrom("", ...UNITS), fc.integer({ min: 1, max: MiB }), fc.constantFrom("", "x", "!", "-", ".", "1", "e", "=", "(", "Ki"))
+    .tuple(
+      fc.constantFrom(...UNITS),
+      fc.constantFrom("", ...UNITS),
+      fc.integer({ min: 1, max: MiB }),
+      fc.constantFrom("", "x", "!", "-", ".", "1", "e", "=", "(", "Ki"),
+    )
     .map(([a, b, n, tail]) => (a + b).repeat(Math.ceil(n / (a + b).length)) + tail),
   fc.string({ unit: "grapheme", maxLength: 200 }),
   fc.string({ unit: "binary", maxLength: 200 }),
@@ -56,7 +91,11 @@ function bounded(parse: (s: string) => unknown, isOwnError: (err: unknown) => bo
   fc.assert(
     fc.property(adversarial, (s) => {
       let ms = timed(() => parse(s), isOwnError);
-      for (let i = 0; i < 2 && ms >= CASE_MS; i++) ms = Math.min(ms, timed(() => parse(s), isOwnError));
+      for (let i = 0; i < 2 && ms >= CASE_MS; i++)
+        ms = Math.min(
+          ms,
+          timed(() => parse(s), isOwnError),
+        );
       assert.ok(ms < CASE_MS, `${ms.toFixed(1)} ms for ${s.length} characters (${JSON.stringify(s.slice(0, 20))}…)`);
     }),
     RUNS,
@@ -136,8 +175,14 @@ describe("worst cases, measured", () => {
       assert.ok(ms < 2_000, `${parse.name} ${JSON.stringify(s.slice(0, 12))}: ${ms} ms`);
     }
     const over = "a=b,".repeat(MiB / 4);
-    assert.throws(() => parseLabelSelector(over), (e: unknown) => e instanceof SelectorParseError && /must be no more than 65536 characters/.test(e.message));
-    assert.throws(() => parseFieldSelector(over), (e: unknown) => e instanceof FieldSelectorError && /must be no more than 65536 characters/.test(e.message));
+    assert.throws(
+      () => parseLabelSelector(over),
+      (e: unknown) => e instanceof SelectorParseError && /must be no more than 65536 characters/.test(e.message),
+    );
+    assert.throws(
+      () => parseFieldSelector(over),
+      (e: unknown) => e instanceof FieldSelectorError && /must be no more than 65536 characters/.test(e.message),
+    );
     assert.ok(median(() => refused(over, parseLabelSelector)) < 100);
     // The largest selectors accepted still parse.
     assert.equal(parseLabelSelector("a=b,".repeat(n / 4 - 1) + "a=b").requirements.length, n / 4);
@@ -149,7 +194,10 @@ describe("worst cases, measured", () => {
       for (const v of [validateDns1123Subdomain, validateDns1123Label, validateDns1035Label, validateQualifiedName, validateLabelValue]) {
         const ms = median(() => v(s));
         assert.ok(ms < 500, `${v.name}: ${ms} ms`);
-        assert.ok(v(s).some((m) => /must be no more than (253|63) characters/.test(m)), v.name);
+        assert.ok(
+          v(s).some((m) => /must be no more than (253|63) characters/.test(m)),
+          v.name,
+        );
       }
     }
     assert.deepEqual(validateDns1123Label("a".repeat(64)), ["must be no more than 63 characters"]);
@@ -174,16 +222,19 @@ describe("the linear quantity parser agrees with the old regex (property)", () =
   const QUANTITY_UNITS = ["0", "1", "5", "9", ".", "+", "-", "e", "E", "i", "n", "u", "m", "k", "K", "M", "G", "T", "P", "x"];
   it("same strings accepted, and what is accepted parses", () => {
     fc.assert(
-      fc.property(fc.array(fc.constantFrom(...QUANTITY_UNITS), { maxLength: 12 }).map((a) => a.join("")), (s) => {
-        let ok = true;
-        try {
-          parseQuantity(s);
-        } catch (err) {
-          assert.ok(err instanceof QuantityParseError);
-          ok = false;
-        }
-        assert.equal(ok, oldAccepts(s), JSON.stringify(s));
-      }),
+      fc.property(
+        fc.array(fc.constantFrom(...QUANTITY_UNITS), { maxLength: 12 }).map((a) => a.join("")),
+        (s) => {
+          let ok = true;
+          try {
+            parseQuantity(s);
+          } catch (err) {
+            assert.ok(err instanceof QuantityParseError);
+            ok = false;
+          }
+          assert.equal(ok, oldAccepts(s), JSON.stringify(s));
+        },
+      ),
       { numRuns: 5000, seed: 7 },
     );
   });

@@ -9,9 +9,18 @@ describe("field selectors", () => {
     assert.deepEqual(s.fields(), ["metadata.name", "spec.nodeName", "status.phase"]);
     assert.deepEqual(s.requirements[0], { field: "metadata.name", operator: "=", value: "a,b" });
     const vals: Record<string, string> = { "metadata.name": "a,b", "spec.nodeName": "n2", "status.phase": "Running" };
-    assert.equal(s.matches((f) => vals[f]), true);
-    assert.equal(s.matches((f) => ({ ...vals, "spec.nodeName": "n1" })[f]), false);
-    assert.equal(parseFieldSelector(s.toString()).matches((f) => vals[f]), true);
+    assert.equal(
+      s.matches((f) => vals[f]),
+      true,
+    );
+    assert.equal(
+      s.matches((f) => ({ ...vals, "spec.nodeName": "n1" })[f]),
+      false,
+    );
+    assert.equal(
+      parseFieldSelector(s.toString()).matches((f) => vals[f]),
+      true,
+    );
     assert.equal(parseFieldSelector("a=x\\=y\\\\z").requirements[0]?.value, "x=y\\z");
   });
 
@@ -24,9 +33,18 @@ describe("field selectors", () => {
   });
 
   it("read a missing field as the empty string", () => {
-    assert.equal(parseFieldSelector("spec.nodeName=").matches(() => undefined), true);
-    assert.equal(parseFieldSelector("spec.nodeName!=").matches(() => undefined), false);
-    assert.equal(parseFieldSelector("spec.nodeName!=n1").matches(() => undefined), true);
+    assert.equal(
+      parseFieldSelector("spec.nodeName=").matches(() => undefined),
+      true,
+    );
+    assert.equal(
+      parseFieldSelector("spec.nodeName!=").matches(() => undefined),
+      false,
+    );
+    assert.equal(
+      parseFieldSelector("spec.nodeName!=n1").matches(() => undefined),
+      true,
+    );
   });
 
   it("refuse malformed selectors with Kubernetes' messages", () => {
@@ -38,7 +56,11 @@ describe("field selectors", () => {
       ["a=b\\", "invalid field selector: invalid escape sequence: \\"],
     ];
     for (const [input, message] of bad) {
-      assert.throws(() => parseFieldSelector(input), (e: unknown) => e instanceof FieldSelectorError && e.name === "FieldSelectorError" && e.message === message, input);
+      assert.throws(
+        () => parseFieldSelector(input),
+        (e: unknown) => e instanceof FieldSelectorError && e.name === "FieldSelectorError" && e.message === message,
+        input,
+      );
     }
   });
 

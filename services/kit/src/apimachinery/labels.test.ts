@@ -38,12 +38,15 @@ describe("label selectors", () => {
   it("print sorted by key, with sorted de-duplicated sets", () => {
     const s = parseLabelSelector(" z in (b, a, b) , a==1,\t!m , k ");
     assert.equal(s.toString(), "a=1,k,!m,z in (a,b)");
-    assert.deepEqual(s.requirements.map((r) => [r.key, r.operator, [...r.values]]), [
-      ["a", "=", ["1"]],
-      ["k", "exists", []],
-      ["m", "!", []],
-      ["z", "in", ["a", "b"]],
-    ]);
+    assert.deepEqual(
+      s.requirements.map((r) => [r.key, r.operator, [...r.values]]),
+      [
+        ["a", "=", ["1"]],
+        ["k", "exists", []],
+        ["m", "!", []],
+        ["z", "in", ["a", "b"]],
+      ],
+    );
   });
 
   it("read empty values as Kubernetes does", () => {
@@ -53,7 +56,10 @@ describe("label selectors", () => {
     assert.deepEqual(parseLabelSelector("a in (,x)").requirements[0]?.values, ["", "x"]);
     assert.deepEqual(parseLabelSelector("a in (x,)").requirements[0]?.values, ["", "x"]);
     assert.deepEqual(parseLabelSelector("a=").requirements[0]?.values, [""]);
-    assert.deepEqual(parseLabelSelector("a=,b").requirements.map((r) => r.operator), ["=", "exists"]);
+    assert.deepEqual(
+      parseLabelSelector("a=,b").requirements.map((r) => r.operator),
+      ["=", "exists"],
+    );
     assert.equal(parseLabelSelector("a=").matches({ a: "" }), true);
     assert.equal(parseLabelSelector("in=x,notin in (in)").matches({ in: "x", notin: "in" }), true, "keywords are fine as keys and values");
   });
@@ -78,7 +84,11 @@ describe("label selectors", () => {
       ["!", /found '', expected: identifier/],
     ];
     for (const [input, message] of bad) {
-      assert.throws(() => parseLabelSelector(input), (e: unknown) => e instanceof SelectorParseError && e.name === "SelectorParseError" && message.test(e.message), input);
+      assert.throws(
+        () => parseLabelSelector(input),
+        (e: unknown) => e instanceof SelectorParseError && e.name === "SelectorParseError" && message.test(e.message),
+        input,
+      );
     }
   });
 
@@ -108,7 +118,10 @@ describe("label selectors", () => {
     fc.assert(
       fc.property(fc.array(fc.tuple(name, name), { maxLength: 4 }), labels, (pairs, l) => {
         const s = parseLabelSelector(pairs.map(([k, v]) => `${k}=${v}`).join(","));
-        assert.equal(s.matches(l), pairs.every(([k, v]) => l[k] === v));
+        assert.equal(
+          s.matches(l),
+          pairs.every(([k, v]) => l[k] === v),
+        );
       }),
       { seed: 77, numRuns: 300 },
     );
@@ -177,7 +190,7 @@ describe("label selectors", () => {
   });
 
   it("validate annotations: label-like keys (any case), 256 KiB in bytes", () => {
-    assert.deepEqual(validateAnnotations({ "Example.COM/Thing": "anything at all: {\"json\": true}" }), []);
+    assert.deepEqual(validateAnnotations({ "Example.COM/Thing": 'anything at all: {"json": true}' }), []);
     assert.equal(validateAnnotations({ "bad key": "" }).length, 1);
     assert.deepEqual(validateAnnotations({ a: "x".repeat(256 * 1024 - 1) }), []);
     assert.deepEqual(validateAnnotations({ a: "x".repeat(256 * 1024) }), ["Too long: must have at most 262144 bytes"]);

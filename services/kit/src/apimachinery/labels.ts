@@ -36,7 +36,9 @@ export function validateLabelValue(value: string): string[] {
   const errs: string[] = [];
   if (value.length > 63) return ["must be no more than 63 characters"]; // the regex runs on capped input only
   if (!labelValueRe.test(value)) {
-    errs.push(`a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '${LABEL_VALUE}')`);
+    errs.push(
+      `a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '${LABEL_VALUE}')`,
+    );
   }
   return errs;
 }
@@ -115,7 +117,10 @@ export function makeSelector(reqs: readonly Requirement[]): LabelSelector {
     if (keyErrs.length) throw new SelectorParseError(`unable to parse requirement: invalid label key ${JSON.stringify(r.key)}: ${keyErrs.join("; ")}`);
     for (const v of r.values) {
       const valErrs = validateLabelValue(v);
-      if (valErrs.length) throw new SelectorParseError(`unable to parse requirement: invalid label value: ${JSON.stringify(v)}: at key: ${JSON.stringify(r.key)}: ${valErrs.join("; ")}`);
+      if (valErrs.length)
+        throw new SelectorParseError(
+          `unable to parse requirement: invalid label value: ${JSON.stringify(v)}: at key: ${JSON.stringify(r.key)}: ${valErrs.join("; ")}`,
+        );
     }
     switch (r.operator) {
       case "in":
@@ -299,7 +304,8 @@ export function selectorFromSet(set: Readonly<Record<string, string>>): LabelSel
 
 /** The selector of a metav1.LabelSelector (matchLabels + matchExpressions). */
 export function selectorFromLabelSelector(
-  sel: { matchLabels?: Readonly<Record<string, string>>; matchExpressions?: readonly { key: string; operator: string; values?: readonly string[] }[] } | undefined,
+  sel:
+    { matchLabels?: Readonly<Record<string, string>>; matchExpressions?: readonly { key: string; operator: string; values?: readonly string[] }[] } | undefined,
 ): LabelSelector {
   const reqs: Requirement[] = Object.entries(sel?.matchLabels ?? {}).map(([key, v]) => ({ key, operator: "=" as const, values: [v] }));
   for (const e of sel?.matchExpressions ?? []) {

@@ -21,7 +21,9 @@ export function validateDns1123Subdomain(name: string): string[] {
   const errs: string[] = [];
   if (name.length > 253) return ["must be no more than 253 characters"]; // the regex runs on capped input only
   if (!subdomainRe.test(name)) {
-    errs.push(`a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '${DNS1123_SUBDOMAIN}')`);
+    errs.push(
+      `a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '${DNS1123_SUBDOMAIN}')`,
+    );
   }
   return errs;
 }
@@ -31,7 +33,9 @@ export function validateDns1123Label(name: string): string[] {
   const errs: string[] = [];
   if (name.length > 63) return ["must be no more than 63 characters"];
   if (!labelRe.test(name)) {
-    errs.push(`a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '${DNS1123_LABEL}')`);
+    errs.push(
+      `a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '${DNS1123_LABEL}')`,
+    );
   }
   return errs;
 }
@@ -41,7 +45,9 @@ export function validateDns1035Label(name: string): string[] {
   const errs: string[] = [];
   if (name.length > 63) return ["must be no more than 63 characters"];
   if (!dns1035Re.test(name)) {
-    errs.push(`a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '${DNS1035_LABEL}')`);
+    errs.push(
+      `a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '${DNS1035_LABEL}')`,
+    );
   }
   return errs;
 }
@@ -52,7 +58,9 @@ export function validateQualifiedName(value: string): string[] {
   const parts = value.split("/");
   let name = value;
   if (parts.length > 2) {
-    return [`a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '${QUALIFIED_NAME}') with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')`];
+    return [
+      `a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '${QUALIFIED_NAME}') with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')`,
+    ];
   }
   if (parts.length === 2) {
     const prefix = parts[0] ?? "";
@@ -63,7 +71,9 @@ export function validateQualifiedName(value: string): string[] {
   if (name.length === 0) errs.push("name part must be non-empty");
   else if (name.length > 63) return [...errs, "name part must be no more than 63 characters"];
   if (!qualifiedRe.test(name)) {
-    errs.push(`name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '${QUALIFIED_NAME}')`);
+    errs.push(
+      `name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '${QUALIFIED_NAME}')`,
+    );
   }
   return errs;
 }

@@ -4,7 +4,11 @@ import fc from "fast-check";
 import { applyJsonPatch, applyMergePatch, applyStrategicMergePatch, kubeStrategicSchema, PatchError, type JsonValue, type StrategicSchema } from "./patch.js";
 
 const json: fc.Arbitrary<JsonValue> = fc.jsonValue({ maxDepth: 3 }) as fc.Arbitrary<JsonValue>;
-const obj = fc.dictionary(fc.string({ minLength: 1, maxLength: 4 }).filter((k) => !k.startsWith("$") && k !== "__proto__"), json, { maxKeys: 5, noNullPrototype: true }) as fc.Arbitrary<{ [k: string]: JsonValue }>;
+const obj = fc.dictionary(
+  fc.string({ minLength: 1, maxLength: 4 }).filter((k) => !k.startsWith("$") && k !== "__proto__"),
+  json,
+  { maxKeys: 5, noNullPrototype: true },
+) as fc.Arbitrary<{ [k: string]: JsonValue }>;
 
 /** A merge patch that turns a into b. */
 function diff(a: JsonValue, b: JsonValue): JsonValue {
@@ -35,12 +39,17 @@ describe("patches", () => {
 
   it("json patch: add then remove returns the original (property)", () => {
     fc.assert(
-      fc.property(obj, fc.string({ minLength: 1, maxLength: 5 }).filter((k) => k !== "__proto__"), json, (a, key, v) => {
-        fc.pre(!(key in a));
-        const path = `/${key.replace(/~/g, "~0").replace(/\//g, "~1")}`;
-        const added = applyJsonPatch(a, [{ op: "add", path, value: v }]);
-        assert.deepEqual(applyJsonPatch(added, [{ op: "remove", path }]), a);
-      }),
+      fc.property(
+        obj,
+        fc.string({ minLength: 1, maxLength: 5 }).filter((k) => k !== "__proto__"),
+        json,
+        (a, key, v) => {
+          fc.pre(!(key in a));
+          const path = `/${key.replace(/~/g, "~0").replace(/\//g, "~1")}`;
+          const added = applyJsonPatch(a, [{ op: "add", path, value: v }]);
+          assert.deepEqual(applyJsonPatch(added, [{ op: "remove", path }]), a);
+        },
+      ),
       { seed: 11, numRuns: 300 },
     );
   });
@@ -66,26 +75,48 @@ describe("patches", () => {
   it("strategic merge: keyed lists, $patch: delete, $setElementOrder, null deletes, no $ keys kept", () => {
     const pod = {
       metadata: { labels: { a: "1", b: "2" } },
-      spec: { containers: [{ name: "app", image: "v1", ports: [{ containerPort: 80 }] }, { name: "side", image: "s1" }], tolerations: [{ key: "x" }] },
-    };
-    const out = applyStrategicMergePatch(pod as JsonValue, {
-      metadata: { labels: { b: null, c: "3" } },
       spec: {
-        "$setElementOrder/containers": [{ name: "side" }, { name: "app" }],
-        containers: [{ name: "app", image: "v2", ports: [{ containerPort: 443 }] }, { name: "side", $patch: "delete" }, { name: "new", image: "n" }],
-        tolerations: [{ key: "y" }],
+        containers: [
+          { name: "app", image: "v1", ports: [{ containerPort: 80 }] },
+          { name: "side", image: "s1" },
+        ],
+        tolerations: [{ key: "x" }],
       },
-    } as JsonValue, kubeStrategicSchema);
+    };
+    const out = applyStrategicMergePatch(
+      pod as JsonValue,
+      {
+        metadata: { labels: { b: null, c: "3" } },
+        spec: {
+          "$setElementOrder/containers": [{ name: "side" }, { name: "app" }],
+          containers: [
+            { name: "app", image: "v2", ports: [{ containerPort: 443 }] },
+            { name: "side", $patch: "delete" },
+            { name: "new", image: "n" },
+          ],
+          tolerations: [{ key: "y" }],
+        },
+      } as JsonValue,
+      kubeStrategicSchema,
+    );
     assert.deepEqual(out, {
       metadata: { labels: { a: "1", c: "3" } },
-      spec: { containers: [{ name: "app", image: "v2", ports: [{ containerPort: 80 }, { containerPort: 443 }] }, { name: "new", image: "n" }], tolerations: [{ key: "y" }] },
+      spec: {
+        containers: [
+          { name: "app", image: "v2", ports: [{ containerPort: 80 }, { containerPort: 443 }] },
+          { name: "new", image: "n" },
+        ],
+        tolerations: [{ key: "y" }],
+      },
     });
     assert.ok(!JSON.stringify(out).includes("$"));
   });
 
   it("strategic merge: service ports merge by port", () => {
     const svc = { spec: { ports: [{ port: 80, targetPort: 8080 }, { port: 443 }] } };
-    assert.deepEqual(applyStrategicMergePatch(svc as JsonValue, { spec: { ports: [{ port: 80, targetPort: 9090 }] } }, kubeStrategicSchema), { spec: { ports: [{ port: 80, targetPort: 9090 }, { port: 443 }] } });
+    assert.deepEqual(applyStrategicMergePatch(svc as JsonValue, { spec: { ports: [{ port: 80, targetPort: 9090 }] } }, kubeStrategicSchema), {
+      spec: { ports: [{ port: 80, targetPort: 9090 }, { port: 443 }] },
+    });
   });
 
   it("merge patch: RFC 7386 examples", () => {
@@ -138,8 +169,20 @@ describe("patches", () => {
   it("json patch: RFC 6902 details", () => {
     assert.deepEqual(applyJsonPatch({ a: 1 }, [{ op: "replace", path: "", value: [1] }]), [1]);
     assert.deepEqual(applyJsonPatch({ a: 1 }, [{ op: "add", path: "", value: { b: 2 } }]), { b: 2 });
-    assert.deepEqual(applyJsonPatch({ "a/b": 1, "m~n": 2 }, [{ op: "remove", path: "/a~1b" }, { op: "replace", path: "/m~0n", value: 3 }]), { "m~n": 3 });
-    assert.deepEqual(applyJsonPatch({ a: [1, 2] }, [{ op: "add", path: "/a/1", value: 9 }, { op: "replace", path: "/a/0", value: 0 }]), { a: [0, 9, 2] });
+    assert.deepEqual(
+      applyJsonPatch({ "a/b": 1, "m~n": 2 }, [
+        { op: "remove", path: "/a~1b" },
+        { op: "replace", path: "/m~0n", value: 3 },
+      ]),
+      { "m~n": 3 },
+    );
+    assert.deepEqual(
+      applyJsonPatch({ a: [1, 2] }, [
+        { op: "add", path: "/a/1", value: 9 },
+        { op: "replace", path: "/a/0", value: 0 },
+      ]),
+      { a: [0, 9, 2] },
+    );
     assert.deepEqual(applyJsonPatch({ a: [1, 2] }, [{ op: "add", path: "/a/2", value: 3 }]), { a: [1, 2, 3] });
     assert.deepEqual(applyJsonPatch({ a: { b: 1 } }, [{ op: "move", from: "/a/b", path: "/a/b" }]), { a: { b: 1 } });
     assert.deepEqual(applyJsonPatch({ a: { x: 1, y: [1] } }, [{ op: "test", path: "/a", value: { y: [1], x: 1 } }]), { a: { x: 1, y: [1] } });
@@ -163,20 +206,25 @@ describe("patches", () => {
       [{ a: 1 }, [{ op: "add", path: "/__proto__/x", value: 1 }], /__proto__/],
       [{ a: 1 }, [{ op: "remove", path: "" }], /whole document/],
     ];
-    for (const [doc, ops, message] of bad) assert.throws(() => applyJsonPatch(doc, ops), (e: unknown) => e instanceof PatchError && message.test(e.message), JSON.stringify(ops));
+    for (const [doc, ops, message] of bad)
+      assert.throws(
+        () => applyJsonPatch(doc, ops),
+        (e: unknown) => e instanceof PatchError && message.test(e.message),
+        JSON.stringify(ops),
+      );
   });
 
   it("strategic merge: directives on maps, retainKeys, replace, delete", () => {
     const obj1 = { spec: { strategy: { type: "RollingUpdate", rollingUpdate: { maxSurge: 1 } }, selector: { a: "1", b: "2" }, keep: 1 } };
-    assert.deepEqual(
-      applyStrategicMergePatch(obj1, { spec: { strategy: { $retainKeys: ["type"], type: "Recreate" } } }, kubeStrategicSchema),
-      { spec: { strategy: { type: "Recreate" }, selector: { a: "1", b: "2" }, keep: 1 } },
-    );
-    assert.deepEqual(
-      applyStrategicMergePatch(obj1, { spec: { selector: { $patch: "replace", c: "3" } } }, kubeStrategicSchema),
-      { spec: { strategy: { type: "RollingUpdate", rollingUpdate: { maxSurge: 1 } }, selector: { c: "3" }, keep: 1 } },
-    );
-    assert.deepEqual(applyStrategicMergePatch(obj1, { spec: { strategy: { $patch: "delete" } } }, kubeStrategicSchema), { spec: { selector: { a: "1", b: "2" }, keep: 1 } });
+    assert.deepEqual(applyStrategicMergePatch(obj1, { spec: { strategy: { $retainKeys: ["type"], type: "Recreate" } } }, kubeStrategicSchema), {
+      spec: { strategy: { type: "Recreate" }, selector: { a: "1", b: "2" }, keep: 1 },
+    });
+    assert.deepEqual(applyStrategicMergePatch(obj1, { spec: { selector: { $patch: "replace", c: "3" } } }, kubeStrategicSchema), {
+      spec: { strategy: { type: "RollingUpdate", rollingUpdate: { maxSurge: 1 } }, selector: { c: "3" }, keep: 1 },
+    });
+    assert.deepEqual(applyStrategicMergePatch(obj1, { spec: { strategy: { $patch: "delete" } } }, kubeStrategicSchema), {
+      spec: { selector: { a: "1", b: "2" }, keep: 1 },
+    });
     assert.deepEqual(applyStrategicMergePatch(obj1, { spec: { $patch: "merge", keep: 2 } }, kubeStrategicSchema), { ...obj1, spec: { ...obj1.spec, keep: 2 } });
     assert.deepEqual(obj1.spec.selector, { a: "1", b: "2" }, "input untouched");
   });
@@ -184,12 +232,22 @@ describe("patches", () => {
   it("strategic merge: finalizers merge as a set; $deleteFromPrimitiveList removes", () => {
     const o = { metadata: { finalizers: ["a", "b"] } };
     assert.deepEqual(applyStrategicMergePatch(o, { metadata: { finalizers: ["c", "a"] } }, kubeStrategicSchema), { metadata: { finalizers: ["a", "b", "c"] } });
-    assert.deepEqual(applyStrategicMergePatch(o, { metadata: { "$deleteFromPrimitiveList/finalizers": ["a"] } }, kubeStrategicSchema), { metadata: { finalizers: ["b"] } });
+    assert.deepEqual(applyStrategicMergePatch(o, { metadata: { "$deleteFromPrimitiveList/finalizers": ["a"] } }, kubeStrategicSchema), {
+      metadata: { finalizers: ["b"] },
+    });
     assert.deepEqual(
-      applyStrategicMergePatch(o, { metadata: { "$setElementOrder/finalizers": ["c", "b"], finalizers: ["c"], "$deleteFromPrimitiveList/finalizers": ["a"] } }, kubeStrategicSchema),
+      applyStrategicMergePatch(
+        o,
+        { metadata: { "$setElementOrder/finalizers": ["c", "b"], finalizers: ["c"], "$deleteFromPrimitiveList/finalizers": ["a"] } },
+        kubeStrategicSchema,
+      ),
       { metadata: { finalizers: ["c", "b"] } },
     );
-    assert.deepEqual(applyStrategicMergePatch({ spec: { args: ["a", "b"] } }, { spec: { args: ["c"] } }, kubeStrategicSchema), { spec: { args: ["c"] } }, "other primitive lists are replaced");
+    assert.deepEqual(
+      applyStrategicMergePatch({ spec: { args: ["a", "b"] } }, { spec: { args: ["c"] } }, kubeStrategicSchema),
+      { spec: { args: ["c"] } },
+      "other primitive lists are replaced",
+    );
   });
 
   it("strategic merge: Kubernetes' merge keys", () => {
@@ -210,7 +268,16 @@ describe("patches", () => {
         spec: {
           template: {
             spec: {
-              containers: [{ name: "app", env: [{ name: "B", value: "2" }, { name: "A", $patch: "delete" }], volumeMounts: [{ mountPath: "/data", readOnly: true }] }],
+              containers: [
+                {
+                  name: "app",
+                  env: [
+                    { name: "B", value: "2" },
+                    { name: "A", $patch: "delete" },
+                  ],
+                  volumeMounts: [{ mountPath: "/data", readOnly: true }],
+                },
+              ],
               volumes: [{ name: "e", configMap: { name: "c" } }],
               tolerations: [{ key: "y" }],
             },
@@ -224,7 +291,10 @@ describe("patches", () => {
         template: {
           spec: {
             containers: [{ name: "app", env: [{ name: "B", value: "2" }], volumeMounts: [{ mountPath: "/data", name: "d", readOnly: true }] }],
-            volumes: [{ name: "d", emptyDir: {} }, { name: "e", configMap: { name: "c" } }],
+            volumes: [
+              { name: "d", emptyDir: {} },
+              { name: "e", configMap: { name: "c" } },
+            ],
             tolerations: [{ key: "y" }],
           },
         },
@@ -232,8 +302,20 @@ describe("patches", () => {
     });
     const node = { status: { conditions: [{ type: "Ready", status: "False" }], addresses: [{ type: "InternalIP", address: "10.0.0.1" }] } };
     assert.deepEqual(
-      applyStrategicMergePatch(node, { status: { conditions: [{ type: "Ready", status: "True" }], addresses: [{ type: "Hostname", address: "n1" }] } }, kubeStrategicSchema),
-      { status: { conditions: [{ type: "Ready", status: "True" }], addresses: [{ type: "InternalIP", address: "10.0.0.1" }, { type: "Hostname", address: "n1" }] } },
+      applyStrategicMergePatch(
+        node,
+        { status: { conditions: [{ type: "Ready", status: "True" }], addresses: [{ type: "Hostname", address: "n1" }] } },
+        kubeStrategicSchema,
+      ),
+      {
+        status: {
+          conditions: [{ type: "Ready", status: "True" }],
+          addresses: [
+            { type: "InternalIP", address: "10.0.0.1" },
+            { type: "Hostname", address: "n1" },
+          ],
+        },
+      },
     );
     const keys: [string[], string | undefined][] = [
       [["spec", "initContainers"], "name"],
@@ -253,9 +335,18 @@ describe("patches", () => {
 
   it("strategic merge: list replace directive, missing merge keys, no $ keys kept", () => {
     const pod = { spec: { containers: [{ name: "a" }, { name: "b" }] } };
-    assert.deepEqual(applyStrategicMergePatch(pod, { spec: { containers: [{ $patch: "replace" }, { name: "c", $x: 1 }] } }, kubeStrategicSchema), { spec: { containers: [{ name: "c" }] } });
-    assert.throws(() => applyStrategicMergePatch(pod, { spec: { containers: [{ image: "x" }] } }, kubeStrategicSchema), (e: unknown) => e instanceof PatchError && /does not contain declared merge key: name/.test(e.message));
-    const out = applyStrategicMergePatch({}, { spec: { containers: [{ name: "n", $patch: "merge", ports: [{ containerPort: 1, $patch: "merge" }] }], $retainKeys: ["containers"] } }, kubeStrategicSchema);
+    assert.deepEqual(applyStrategicMergePatch(pod, { spec: { containers: [{ $patch: "replace" }, { name: "c", $x: 1 }] } }, kubeStrategicSchema), {
+      spec: { containers: [{ name: "c" }] },
+    });
+    assert.throws(
+      () => applyStrategicMergePatch(pod, { spec: { containers: [{ image: "x" }] } }, kubeStrategicSchema),
+      (e: unknown) => e instanceof PatchError && /does not contain declared merge key: name/.test(e.message),
+    );
+    const out = applyStrategicMergePatch(
+      {},
+      { spec: { containers: [{ name: "n", $patch: "merge", ports: [{ containerPort: 1, $patch: "merge" }] }], $retainKeys: ["containers"] } },
+      kubeStrategicSchema,
+    );
     assert.deepEqual(out, { spec: { containers: [{ name: "n", ports: [{ containerPort: 1 }] }] } });
     assert.ok(!JSON.stringify(out).includes("$"));
   });

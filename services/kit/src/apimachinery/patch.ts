@@ -52,7 +52,10 @@ export interface JsonPatchOperation {
 function pointer(path: string): string[] {
   if (path === "") return [];
   if (!path.startsWith("/")) throw new PatchError(`invalid JSON pointer: ${JSON.stringify(path)}`);
-  return path.slice(1).split("/").map((p) => p.replace(/~1/g, "/").replace(/~0/g, "~"));
+  return path
+    .slice(1)
+    .split("/")
+    .map((p) => p.replace(/~1/g, "/").replace(/~0/g, "~"));
 }
 
 function index(arr: readonly JsonValue[], key: string, path: string, forAdd: boolean): number {
@@ -113,7 +116,12 @@ function replace(doc: JsonValue, path: string, value: JsonValue): JsonValue {
 
 function canon(v: JsonValue): JsonValue {
   if (Array.isArray(v)) return v.map(canon);
-  if (isObject(v)) return Object.fromEntries(Object.keys(v).sort().map((k) => [k, canon(v[k] as JsonValue)]));
+  if (isObject(v))
+    return Object.fromEntries(
+      Object.keys(v)
+        .sort()
+        .map((k) => [k, canon(v[k] as JsonValue)]),
+    );
   return v;
 }
 

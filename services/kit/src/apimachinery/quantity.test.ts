@@ -45,12 +45,42 @@ describe("quantities", () => {
 
   it("print canonical strings like Kubernetes", () => {
     const cases: [string, string][] = [
-      ["0", "0"], ["0n", "0"], ["-0", "0"], ["0Gi", "0"], ["1", "1"], ["1000", "1k"], ["1000000", "1M"], ["1500", "1500"],
-      ["1.5", "1500m"], ["0.5", "500m"], ["100m", "100m"], ["1000m", "1"], ["1001m", "1001m"], ["1.001", "1001m"],
-      ["12.34", "12340m"], ["-1.5", "-1500m"], ["1000u", "1m"], ["1n", "1n"], ["1000000000000000000000", "1000E"],
-      ["1Ki", "1Ki"], ["1024", "1024"], ["1024Ki", "1Mi"], ["1.5Gi", "1536Mi"], ["0.5Ki", "512"], ["1536", "1536"],
-      ["-1Ki", "-1Ki"], ["1023", "1023"], ["0.1Ki", "102400m"], ["1024Ei", "1024Ei"],
-      ["1e3", "1e3"], ["1E3", "1e3"], ["1e-3", "1e-3"], ["100e-3", "100e-3"], ["1.5e3", "1500"], ["12e6", "12e6"], ["1e0", "1"],
+      ["0", "0"],
+      ["0n", "0"],
+      ["-0", "0"],
+      ["0Gi", "0"],
+      ["1", "1"],
+      ["1000", "1k"],
+      ["1000000", "1M"],
+      ["1500", "1500"],
+      ["1.5", "1500m"],
+      ["0.5", "500m"],
+      ["100m", "100m"],
+      ["1000m", "1"],
+      ["1001m", "1001m"],
+      ["1.001", "1001m"],
+      ["12.34", "12340m"],
+      ["-1.5", "-1500m"],
+      ["1000u", "1m"],
+      ["1n", "1n"],
+      ["1000000000000000000000", "1000E"],
+      ["1Ki", "1Ki"],
+      ["1024", "1024"],
+      ["1024Ki", "1Mi"],
+      ["1.5Gi", "1536Mi"],
+      ["0.5Ki", "512"],
+      ["1536", "1536"],
+      ["-1Ki", "-1Ki"],
+      ["1023", "1023"],
+      ["0.1Ki", "102400m"],
+      ["1024Ei", "1024Ei"],
+      ["1e3", "1e3"],
+      ["1E3", "1e3"],
+      ["1e-3", "1e-3"],
+      ["100e-3", "100e-3"],
+      ["1.5e3", "1500"],
+      ["12e6", "12e6"],
+      ["1e0", "1"],
     ];
     for (const [input, want] of cases) assert.equal(canonical(input), want, input);
   });
@@ -59,7 +89,8 @@ describe("quantities", () => {
     for (const bad of ["", "abc", "1.2.3", "1Q", " 1", "1 ", "--1", "1e", "Mi", ".", "1KK", "1k1", "1i", "e3", "1K", "1e1000000", "1.5.Gi"]) {
       assert.throws(
         () => parseQuantity(bad),
-        (e: unknown) => e instanceof QuantityParseError && e.message === "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'",
+        (e: unknown) =>
+          e instanceof QuantityParseError && e.message === "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'",
         bad,
       );
     }
@@ -75,9 +106,21 @@ describe("quantities", () => {
   // Strings of every shape Kubernetes accepts, with their exact value in nano units computed independently.
   const suffixes: [string, bigint, bigint][] = [
     // [suffix, multiplier, divisor] relative to nano units
-    ["n", 1n, 1n], ["u", 1000n, 1n], ["m", 10n ** 6n, 1n], ["", 10n ** 9n, 1n], ["k", 10n ** 12n, 1n], ["M", 10n ** 15n, 1n], ["G", 10n ** 18n, 1n],
-    ["T", 10n ** 21n, 1n], ["Ki", 1024n * 10n ** 9n, 1n], ["Mi", 1024n ** 2n * 10n ** 9n, 1n], ["Gi", 1024n ** 3n * 10n ** 9n, 1n],
-    ["e3", 10n ** 12n, 1n], ["e-3", 10n ** 6n, 1n], ["E-12", 1n, 1000n], ["e0", 10n ** 9n, 1n],
+    ["n", 1n, 1n],
+    ["u", 1000n, 1n],
+    ["m", 10n ** 6n, 1n],
+    ["", 10n ** 9n, 1n],
+    ["k", 10n ** 12n, 1n],
+    ["M", 10n ** 15n, 1n],
+    ["G", 10n ** 18n, 1n],
+    ["T", 10n ** 21n, 1n],
+    ["Ki", 1024n * 10n ** 9n, 1n],
+    ["Mi", 1024n ** 2n * 10n ** 9n, 1n],
+    ["Gi", 1024n ** 3n * 10n ** 9n, 1n],
+    ["e3", 10n ** 12n, 1n],
+    ["e-3", 10n ** 6n, 1n],
+    ["E-12", 1n, 1000n],
+    ["e0", 10n ** 9n, 1n],
   ];
   const shaped = fc
     .tuple(fc.boolean(), fc.bigInt({ min: 0n, max: 10n ** 14n }), fc.integer({ min: 0, max: 4 }), fc.constantFrom(...suffixes))

@@ -1,14 +1,44 @@
 // The bus: NATS connection, the JetStream event log, its subjects and codec.
-export { EVENT_PREFIX, EVENT_STREAM, ALL_EVENTS, apiSubject, token, untoken, eventSubject, resourceFilter, podsOnNodeFilter, agentSubject, agentLogsSubject } from "./subjects.js";
+export {
+  EVENT_PREFIX,
+  EVENT_STREAM,
+  ALL_EVENTS,
+  apiSubject,
+  token,
+  untoken,
+  eventSubject,
+  resourceFilter,
+  podsOnNodeFilter,
+  agentSubject,
+  agentLogsSubject,
+} from "./subjects.js";
 export { ensureEventStream, streamState, connectBus } from "./stream.js";
 export type { EventStreamOptions } from "./stream.js";
 export { encodeEvent, decodeEvent, consumeEvents } from "./events.js";
 export type { ConsumeOptions } from "./events.js";
 export {
-  EVENT_SIGNATURE_HEADER, EventSigner, EventVerifier, eventKeyPaths, ensureEventKeys, loadEventSigner, loadEventVerifier, requireSignedEvents, signedEventsPolicy,
+  EVENT_SIGNATURE_HEADER,
+  EventSigner,
+  EventVerifier,
+  eventKeyPaths,
+  ensureEventKeys,
+  loadEventSigner,
+  loadEventVerifier,
+  requireSignedEvents,
+  signedEventsPolicy,
 } from "./signing.js";
 export type { SignedEventsPolicy } from "./signing.js";
 export {
-  LOG_FRAME_HEADER, LogFrame, LOG_HEARTBEAT_MS, LOG_IDLE_TIMEOUT_MS, LOG_WINDOW, LOG_CHUNK_BYTES, logHeartbeatSubject, logCancelSubject,
-  logFrameHeaders, logFrameOf, encodeLogError, decodeLogError,
+  LOG_FRAME_HEADER,
+  LogFrame,
+  LOG_HEARTBEAT_MS,
+  LOG_IDLE_TIMEOUT_MS,
+  LOG_WINDOW,
+  LOG_CHUNK_BYTES,
+  logHeartbeatSubject,
+  logCancelSubject,
+  logFrameHeaders,
+  logFrameOf,
+  encodeLogError,
+  decodeLogError,
 } from "./log-stream.js";

@@ -61,8 +61,12 @@ export class ApiClient {
 
   async list(resource: string, opts: ListOptions = {}): Promise<ObjectList> {
     const r = await this.call("list", {
-      resource, namespace: opts.namespace ?? "", labelSelector: opts.labelSelector ?? "", fieldSelector: opts.fieldSelector ?? "",
-      limit: opts.limit ?? 0, continue: opts.continue ?? "",
+      resource,
+      namespace: opts.namespace ?? "",
+      labelSelector: opts.labelSelector ?? "",
+      fieldSelector: opts.fieldSelector ?? "",
+      limit: opts.limit ?? 0,
+      continue: opts.continue ?? "",
     });
     if (r.result?.$case !== "list") throw new Error(`expected a list reply, got ${r.result?.$case}`);
     return r.result.value;
@@ -91,7 +95,11 @@ export class ApiClient {
 
   async deleteCollection(resource: string, opts: ListOptions = {}): Promise<ObjectList> {
     const r = await this.call("deleteCollection", {
-      resource, namespace: opts.namespace ?? "", labelSelector: opts.labelSelector ?? "", fieldSelector: opts.fieldSelector ?? "", options: undefined,
+      resource,
+      namespace: opts.namespace ?? "",
+      labelSelector: opts.labelSelector ?? "",
+      fieldSelector: opts.fieldSelector ?? "",
+      options: undefined,
     });
     if (r.result?.$case !== "list") throw new Error(`expected a list reply, got ${r.result?.$case}`);
     return r.result.value;
@@ -101,10 +109,25 @@ export class ApiClient {
   async bind(namespace: string, name: string, node: string, uid = ""): Promise<ApiObject> {
     return this.object(
       await this.call("bind", {
-        namespace, name,
+        namespace,
+        name,
         binding: {
-          apiVersion: "v1", kind: "Binding",
-          metadata: { name, namespace, uid, generateName: "", resourceVersion: "", generation: 0, creationTimestamp: "", deletionTimestamp: "", labels: {}, annotations: {}, ownerReferences: [], finalizers: [] },
+          apiVersion: "v1",
+          kind: "Binding",
+          metadata: {
+            name,
+            namespace,
+            uid,
+            generateName: "",
+            resourceVersion: "",
+            generation: 0,
+            creationTimestamp: "",
+            deletionTimestamp: "",
+            labels: {},
+            annotations: {},
+            ownerReferences: [],
+            finalizers: [],
+          },
           target: { kind: "Node", name: node, namespace: "", uid: "", apiVersion: "v1", resourceVersion: "", fieldPath: "" },
         },
       }),
@@ -119,11 +142,28 @@ export class ApiClient {
 
   async updateScale(resource: string, namespace: string, name: string, replicas: number, resourceVersion = ""): Promise<Scale> {
     const r = await this.call("updateScale", {
-      resource, namespace, name,
+      resource,
+      namespace,
+      name,
       scale: {
-        apiVersion: "autoscaling/v1", kind: "Scale",
-        metadata: { name, namespace, resourceVersion, uid: "", generateName: "", generation: 0, creationTimestamp: "", deletionTimestamp: "", labels: {}, annotations: {}, ownerReferences: [], finalizers: [] },
-        spec: { replicas }, status: undefined,
+        apiVersion: "autoscaling/v1",
+        kind: "Scale",
+        metadata: {
+          name,
+          namespace,
+          resourceVersion,
+          uid: "",
+          generateName: "",
+          generation: 0,
+          creationTimestamp: "",
+          deletionTimestamp: "",
+          labels: {},
+          annotations: {},
+          ownerReferences: [],
+          finalizers: [],
+        },
+        spec: { replicas },
+        status: undefined,
       },
     });
     if (r.result?.$case !== "scale") throw new Error(`expected a scale reply, got ${r.result?.$case}`);
@@ -190,4 +230,3 @@ export async function retryOnConflict<T>(fn: () => Promise<T>, attempts = 10): P
     }
   }
 }
-

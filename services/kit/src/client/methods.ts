@@ -1,5 +1,13 @@
 import {
-  BindRequest, CreateRequest, DeleteCollectionRequest, DeleteRequest, GetRequest, GetScaleRequest, ListRequest, PatchRequest, UpdateRequest,
+  BindRequest,
+  CreateRequest,
+  DeleteCollectionRequest,
+  DeleteRequest,
+  GetRequest,
+  GetScaleRequest,
+  ListRequest,
+  PatchRequest,
+  UpdateRequest,
   UpdateScaleRequest,
 } from "../gen/choreo/api/v1/api.js";
 

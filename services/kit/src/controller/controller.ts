@@ -61,7 +61,13 @@ export class Controller implements Runnable {
       const r = opts.registry;
       this.m = {
         total: getOrCreateCounter(r, "controller_runtime_reconcile_total", "Reconciles by controller and result.", ["controller", "result"]),
-        duration: getOrCreateHistogram(r, "controller_runtime_reconcile_time_seconds", "How long a reconcile takes.", ["controller"], exponentialBuckets(0.001, 2, 16)),
+        duration: getOrCreateHistogram(
+          r,
+          "controller_runtime_reconcile_time_seconds",
+          "How long a reconcile takes.",
+          ["controller"],
+          exponentialBuckets(0.001, 2, 16),
+        ),
         errors: getOrCreateCounter(r, "controller_runtime_reconcile_errors_total", "Reconciles that failed.", ["controller"]),
         terminal: getOrCreateCounter(r, "controller_runtime_terminal_reconcile_errors_total", "Reconciles that failed with a terminal error.", ["controller"]),
         active: getOrCreateGauge(r, "controller_runtime_active_workers", "Workers currently running a reconcile.", ["controller"]),

@@ -12,17 +12,34 @@ export type EventType = "Normal" | "Warning";
 
 /** The reference an Event points at, for any object with metadata. */
 export function objectRef(kind: string, apiVersion: string, o: { metadata?: { namespace: string; name: string; uid: string } }): ObjectReference {
-  return { kind, apiVersion, namespace: o.metadata?.namespace ?? "", name: o.metadata?.name ?? "", uid: o.metadata?.uid ?? "", resourceVersion: "", fieldPath: "" };
+  return {
+    kind,
+    apiVersion,
+    namespace: o.metadata?.namespace ?? "",
+    name: o.metadata?.name ?? "",
+    uid: o.metadata?.uid ?? "",
+    resourceVersion: "",
+    fieldPath: "",
+  };
 }
 
 /** What is written (pure). */
 export function newEvent(ref: ObjectReference, type: EventType, reason: string, message: string, component: string, now: string): Event {
   const suffix = `${Date.now().toString(16)}${Math.floor(Math.random() * 0xffff).toString(16)}`;
   return {
-    apiVersion: "v1", kind: "Event",
+    apiVersion: "v1",
+    kind: "Event",
     metadata: emptyMeta({ name: `${ref.name}.${suffix}`, namespace: ref.namespace || "default" }),
-    involvedObject: ref, reason, message, type, count: 1, firstTimestamp: now, lastTimestamp: now,
-    source: { component, host: "" }, reportingComponent: component, reportingInstance: "",
+    involvedObject: ref,
+    reason,
+    message,
+    type,
+    count: 1,
+    firstTimestamp: now,
+    lastTimestamp: now,
+    source: { component, host: "" },
+    reportingComponent: component,
+    reportingInstance: "",
   };
 }
 
@@ -30,7 +47,11 @@ export class EventRecorder {
   /** Aggregation key → the Event's namespace/name. */
   private readonly written = new Map<string, { namespace: string; name: string }>();
 
-  constructor(private readonly client: Pick<ApiClient, "typed">, private readonly component: string, private readonly log: Logger) {}
+  constructor(
+    private readonly client: Pick<ApiClient, "typed">,
+    private readonly component: string,
+    private readonly log: Logger,
+  ) {}
 
   /** Records an event without making the caller wait; failures are logged. */
   emit(ref: ObjectReference, type: EventType, reason: string, message: string): void {

@@ -29,4 +29,5 @@ export const namespaceOf = (o: { metadata?: { namespace: string } | undefined })
 /** Index name: objects by the uids of their owners. */
 export const BY_OWNER = "owner-uid";
 /** Indexer for {@link BY_OWNER}. */
-export const ownerUidsOf = (o: { metadata?: { ownerReferences: { uid: string }[] } | undefined }): string[] => (o.metadata?.ownerReferences ?? []).map((r) => r.uid);
+export const ownerUidsOf = (o: { metadata?: { ownerReferences: { uid: string }[] } | undefined }): string[] =>
+  (o.metadata?.ownerReferences ?? []).map((r) => r.uid);

@@ -163,7 +163,11 @@ export class Informer<C extends KindCase> implements Cache<KindValue<C>> {
     let revision = 0;
     do {
       const page = await this.opts.client.list(this.info.resource, {
-        namespace: this.opts.namespace, labelSelector: this.opts.labelSelector, fieldSelector: this.opts.fieldSelector, limit: 5_000, continue: cont,
+        namespace: this.opts.namespace,
+        labelSelector: this.opts.labelSelector,
+        fieldSelector: this.opts.fieldSelector,
+        limit: 5_000,
+        continue: cont,
       });
       for (const o of page.items) {
         const v = unwrap(o) as KindValue<C>;

@@ -41,11 +41,23 @@ describe("kube-json", () => {
       apiVersion: "v1",
       kind: "Service",
       metadata: { name: "web", namespace: "default" },
-      spec: { selector: { app: "web" }, ports: [{ port: 80, targetPort: 8080, protocol: "TCP" }, { name: "h", port: 81, targetPort: "http" }], clusterIP: "10.96.0.10" },
+      spec: {
+        selector: { app: "web" },
+        ports: [
+          { port: 80, targetPort: 8080, protocol: "TCP" },
+          { name: "h", port: 81, targetPort: "http" },
+        ],
+        clusterIP: "10.96.0.10",
+      },
     };
     const o = fromKubeJson(svc);
     assert.deepEqual(toKubeJson(o), svc);
-    const p = fromKubeJson({ apiVersion: "v1", kind: "Pod", metadata: { name: "x" }, status: { podIP: "10.0.0.1", podIPs: [{ ip: "10.0.0.1" }], hostIP: "1.2.3.4" } });
+    const p = fromKubeJson({
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: { name: "x" },
+      status: { podIP: "10.0.0.1", podIPs: [{ ip: "10.0.0.1" }], hostIP: "1.2.3.4" },
+    });
     assert.deepEqual(toKubeJson(p)["status"], { podIP: "10.0.0.1", podIPs: [{ ip: "10.0.0.1" }], hostIP: "1.2.3.4" });
   });
 
@@ -56,7 +68,10 @@ describe("kube-json", () => {
 
   it("refuses unknown fields, wrong types and unknown kinds with 400 and Kubernetes' wording", () => {
     const bad = (json: unknown, re: RegExp) =>
-      assert.throws(() => fromKubeJson(json), (e: unknown) => e instanceof ApiError && e.code === 400 && re.test(e.message));
+      assert.throws(
+        () => fromKubeJson(json),
+        (e: unknown) => e instanceof ApiError && e.code === 400 && re.test(e.message),
+      );
     bad({ apiVersion: "v1", kind: "Pod", metadata: { name: "x" }, spec: { foo: 1 } }, /unknown field "spec.foo"/);
     bad({ apiVersion: "v1", kind: "Pod", metadata: { name: 5 } }, /cannot unmarshal number into Go struct field ObjectMeta.metadata.name of type string/);
     bad({ apiVersion: "v1", kind: "Pod", spec: { containers: {} } }, /cannot unmarshal object/);
@@ -87,9 +102,18 @@ describe("kube-json", () => {
   });
 
   it("decodes other messages by proto name", () => {
-    const scale = messageFromKubeJson<{ spec?: { replicas: number } }>("choreo.autoscaling.v1.Scale", { apiVersion: "autoscaling/v1", kind: "Scale", spec: { replicas: 3 } });
+    const scale = messageFromKubeJson<{ spec?: { replicas: number } }>("choreo.autoscaling.v1.Scale", {
+      apiVersion: "autoscaling/v1",
+      kind: "Scale",
+      spec: { replicas: 3 },
+    });
     assert.equal(scale.spec?.replicas, 3);
-    const opts = messageFromKubeJson<{ propagationPolicy: string; gracePeriodSeconds?: number }>("choreo.meta.v1.DeleteOptions", { kind: "DeleteOptions", apiVersion: "v1", propagationPolicy: "Background", gracePeriodSeconds: 0 });
+    const opts = messageFromKubeJson<{ propagationPolicy: string; gracePeriodSeconds?: number }>("choreo.meta.v1.DeleteOptions", {
+      kind: "DeleteOptions",
+      apiVersion: "v1",
+      propagationPolicy: "Background",
+      gracePeriodSeconds: 0,
+    });
     assert.equal(opts.propagationPolicy, "Background");
     assert.equal(opts.gracePeriodSeconds, 0);
   });

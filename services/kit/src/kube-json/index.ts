@@ -1,7 +1,13 @@
 // Kubernetes JSON for choreo's protobuf objects: exact field names, omitted
 // zero values, int-or-string, strict decoding with Kubernetes' wording.
 export {
-  toKubeJson, fromKubeJson, listToKubeJson, statusToKubeJson, watchEventToKubeJson, messageToKubeJson, messageFromKubeJson,
+  toKubeJson,
+  fromKubeJson,
+  listToKubeJson,
+  statusToKubeJson,
+  watchEventToKubeJson,
+  messageToKubeJson,
+  messageFromKubeJson,
   kindOfKubeJson,
 } from "./codec.js";
 export type { KubeJson, DecodeOptions } from "./codec.js";

@@ -60,8 +60,16 @@ export class LeaderElector {
       if (!(err instanceof ApiError && err.reason === "NotFound")) throw err;
       try {
         const created = await lease.create({
-          apiVersion: "coordination.k8s.io/v1", kind: "Lease", metadata: emptyMeta({ name, namespace }),
-          spec: { holderIdentity: identity, leaseDurationSeconds: Math.ceil(this.durationMs / 1000), acquireTime: microTime(now), renewTime: microTime(now), leaseTransitions: 0 },
+          apiVersion: "coordination.k8s.io/v1",
+          kind: "Lease",
+          metadata: emptyMeta({ name, namespace }),
+          spec: {
+            holderIdentity: identity,
+            leaseDurationSeconds: Math.ceil(this.durationMs / 1000),
+            acquireTime: microTime(now),
+            renewTime: microTime(now),
+            leaseTransitions: 0,
+          },
         });
         this.observe(created, now);
         return true;

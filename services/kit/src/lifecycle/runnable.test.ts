@@ -40,7 +40,13 @@ describe("runAll", () => {
         log.push("slow stopped");
       },
     };
-    const failing: Runnable = { name: "bad", start: async () => { await sleep(5); throw new Error("boom"); } };
+    const failing: Runnable = {
+      name: "bad",
+      start: async () => {
+        await sleep(5);
+        throw new Error("boom");
+      },
+    };
     const failingLater: Runnable = {
       name: "worse",
       start: async (signal) => {
@@ -55,7 +61,12 @@ describe("runAll", () => {
   });
 
   it("treats a synchronous throw as a failure, wraps non-errors, and starts aborted", async () => {
-    const sync: Runnable = { name: "sync", start: () => { throw new Error("sync"); } };
+    const sync: Runnable = {
+      name: "sync",
+      start: () => {
+        throw new Error("sync");
+      },
+    };
     await assert.rejects(runAll([sync, idle("a", [])], new AbortController().signal), /sync/);
     // Not an Error: wrapped with the runnable's name.
     const odd: Runnable = { name: "odd", start: () => Promise.reject("nope" as unknown as Error) };
@@ -142,16 +153,25 @@ describe("DisposableGroup", () => {
     const ran: number[] = [];
     const one = new DisposableGroup();
     one.defer(() => void ran.push(1));
-    one.defer(() => { throw new Error("only"); });
+    one.defer(() => {
+      throw new Error("only");
+    });
     await assert.rejects(one[Symbol.asyncDispose](), /only/);
     assert.deepEqual(ran, [1]);
 
     const many = new DisposableGroup();
-    many.defer(() => { throw new Error("a"); });
-    many.defer(async () => { throw new Error("b"); });
+    many.defer(() => {
+      throw new Error("a");
+    });
+    many.defer(async () => {
+      throw new Error("b");
+    });
     await assert.rejects(many[Symbol.asyncDispose](), (err: unknown) => {
       assert.ok(err instanceof AggregateError);
-      assert.deepEqual(err.errors.map((e: Error) => e.message), ["b", "a"]);
+      assert.deepEqual(
+        err.errors.map((e: Error) => e.message),
+        ["b", "a"],
+      );
       return true;
     });
   });

@@ -1,5 +1,3 @@
 // Prometheus metrics: the registry, shared metric helpers and the /metrics endpoint.
-export {
-  createRegistry, serveMetrics, metricsServer, getOrCreateCounter, getOrCreateGauge, getOrCreateHistogram, exponentialBuckets,
-} from "./metrics.js";
+export { createRegistry, serveMetrics, metricsServer, getOrCreateCounter, getOrCreateGauge, getOrCreateHistogram, exponentialBuckets } from "./metrics.js";
 export type { MetricsServer, ServeMetricsOptions } from "./metrics.js";

@@ -13,9 +13,7 @@ import { after, before, describe, it } from "node:test";
 import { connect } from "@nats-io/transport-node";
 import { Redis } from "ioredis";
 import { connectBus } from "../bus/stream.js";
-import {
-  natsConnectOptions, readCredentials, redactUrl, redisConnectUrl, stripCredentials, withCredentials, writeCredentials,
-} from "../secrets/secrets.js";
+import { natsConnectOptions, readCredentials, redactUrl, redisConnectUrl, stripCredentials, withCredentials, writeCredentials } from "../secrets/secrets.js";
 import { startNats, startRedis, type ServerHandle } from "./servers.js";
 
 const mode = (f: string): number => statSync(f).mode & 0o777;
@@ -56,7 +54,10 @@ describe("nats-server and redis-server require credentials", () => {
 
   it("nats: a wrong password or an unknown user is refused", async () => {
     await assert.rejects(connect({ servers: nats.address, user: "choreo", pass: "not-the-password", maxReconnectAttempts: 0 }), /Authorization Violation/);
-    await assert.rejects(connect({ servers: nats.address, user: "someone", pass: nats.credentials.password, maxReconnectAttempts: 0 }), /Authorization Violation/);
+    await assert.rejects(
+      connect({ servers: nats.address, user: "someone", pass: nats.credentials.password, maxReconnectAttempts: 0 }),
+      /Authorization Violation/,
+    );
     await assert.rejects(connectBus(withCredentials(nats.address, { user: "choreo", password: "wrong" }), "wrong"), /Authorization Violation/);
   });
 
@@ -76,9 +77,16 @@ describe("nats-server and redis-server require credentials", () => {
   });
 
   it("redis: an anonymous client gets NOAUTH, default cannot log in, a wrong password is refused", async () => {
-    const [ping, get, asDefault, asDefaultWithApiPass, noUser, wrong, after] = await resp(redis.port,
-      ["PING"], ["GET", "k"], ["AUTH", "default", ""], ["AUTH", "default", redis.credentials.password], ["AUTH", redis.credentials.password],
-      ["AUTH", "api", "wrong"], ["PING"]);
+    const [ping, get, asDefault, asDefaultWithApiPass, noUser, wrong, after] = await resp(
+      redis.port,
+      ["PING"],
+      ["GET", "k"],
+      ["AUTH", "default", ""],
+      ["AUTH", "default", redis.credentials.password],
+      ["AUTH", redis.credentials.password],
+      ["AUTH", "api", "wrong"],
+      ["PING"],
+    );
     assert.match(ping ?? "", /^-NOAUTH/);
     assert.match(get ?? "", /^-NOAUTH/);
     for (const r of [asDefault, asDefaultWithApiPass, noUser, wrong]) assert.match(r ?? "", /^-WRONGPASS/);
@@ -97,8 +105,14 @@ describe("nats-server and redis-server require credentials", () => {
     assert.deepEqual(await api.config("GET", "protected-mode"), ["protected-mode", "yes"]);
     assert.deepEqual(await api.config("GET", "bind"), ["bind", "127.0.0.1"]);
     const users = (await api.acl("LIST")) as string[];
-    assert.ok(users.some((u) => /^user default off\b/.test(u) && !/nopass|[#>]/.test(u)), users.join("\n"));
-    assert.ok(users.some((u) => /^user api on\b/.test(u)), users.join("\n"));
+    assert.ok(
+      users.some((u) => /^user default off\b/.test(u) && !/nopass|[#>]/.test(u)),
+      users.join("\n"),
+    );
+    assert.ok(
+      users.some((u) => /^user api on\b/.test(u)),
+      users.join("\n"),
+    );
     api.disconnect();
     const viaUrl = new Redis(redis.url);
     assert.equal(await viaUrl.ping(), "PONG");

@@ -160,7 +160,10 @@ export async function freePort(): Promise<number> {
 }
 
 function canListen(port: number): Promise<boolean> {
-  return listenOn(port).then(() => true, () => false);
+  return listenOn(port).then(
+    () => true,
+    () => false,
+  );
 }
 
 /** Listens on 127.0.0.1:port, closes, and resolves with the port it had. */

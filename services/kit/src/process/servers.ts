@@ -43,7 +43,9 @@ interface ServerSpec {
 async function startServer(spec: ServerSpec, opts: { dir?: string; port?: number; logFile?: string }): Promise<ServerHandle> {
   // scripts/run-tests.mjs sets this for the hermetic tier: a test that gets here needs the servers tier.
   if (process.env.CHOREO_TEST_TIER === "fast") {
-    throw new Error(`${spec.name} asked for in the fast test tier (CHOREO_TEST_TIER=fast): a test that starts servers begins with the line "// test-tier: servers"`);
+    throw new Error(
+      `${spec.name} asked for in the fast test tier (CHOREO_TEST_TIER=fast): a test that starts servers begins with the line "// test-tier: servers"`,
+    );
   }
   const owned = !opts.dir;
   const dir = opts.dir ?? mkdtempSync(path.join(os.tmpdir(), `choreo-${spec.name}-`));
@@ -55,7 +57,14 @@ async function startServer(spec: ServerSpec, opts: { dir?: string; port?: number
   const credentialsFile = path.join(dir, "credentials");
   writeCredentials(credentialsFile, credentials);
   const launch = (): Promise<ManagedProcess> =>
-    startProcess({ name: spec.name, cmd: spec.cmd, args: spec.args(port, dir, [credentials]), readyWhen: spec.ready, timeoutMs: 30_000, logFile: opts.logFile });
+    startProcess({
+      name: spec.name,
+      cmd: spec.cmd,
+      args: spec.args(port, dir, [credentials]),
+      readyWhen: spec.ready,
+      timeoutMs: 30_000,
+      logFile: opts.logFile,
+    });
   let proc = await launch();
   const address = spec.url(port);
   return {
@@ -109,8 +118,23 @@ export function startRedis(opts: { dir?: string; port?: number; logFile?: string
         const conf = path.join(dir, "redis.conf");
         writeSecretFile(conf, redisAcl(users));
         return [
-          conf, "--port", String(port), "--bind", "127.0.0.1", "--dir", dir, "--save", "", "--appendonly", "yes",
-          "--appendfsync", "everysec", "--protected-mode", "yes", "--daemonize", "no",
+          conf,
+          "--port",
+          String(port),
+          "--bind",
+          "127.0.0.1",
+          "--dir",
+          dir,
+          "--save",
+          "",
+          "--appendonly",
+          "yes",
+          "--appendfsync",
+          "everysec",
+          "--protected-mode",
+          "yes",
+          "--daemonize",
+          "no",
         ];
       },
       ready: /Ready to accept connections/,

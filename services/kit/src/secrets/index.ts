@@ -1,8 +1,20 @@
 // Secrets on disk (0600 files, `user:password` credentials) and the
 // server-side auth config of nats-server and redis-server.
 export {
-  randomSecret, writeSecretFile, readSecretFile, fileMode, writeCredentials, readCredentials,
-  urlCredentials, stripCredentials, withCredentials, redactUrl, clientCredentials,
-  natsConnectOptions, redisConnectUrl, natsAuthorization, redisAcl,
+  randomSecret,
+  writeSecretFile,
+  readSecretFile,
+  fileMode,
+  writeCredentials,
+  readCredentials,
+  urlCredentials,
+  stripCredentials,
+  withCredentials,
+  redactUrl,
+  clientCredentials,
+  natsConnectOptions,
+  redisConnectUrl,
+  natsAuthorization,
+  redisAcl,
 } from "./secrets.js";
 export type { Credentials } from "./secrets.js";

@@ -63,7 +63,11 @@ export function writeCredentials(file: string, c: Credentials): void {
 
 /** Reads a credentials file (`user:password`, mode 0600). */
 export function readCredentials(file: string): Credentials {
-  const line = readSecretFile(file).split("\n").find((l) => l.trim() !== "" && !l.startsWith("#"))?.trim() ?? "";
+  const line =
+    readSecretFile(file)
+      .split("\n")
+      .find((l) => l.trim() !== "" && !l.startsWith("#"))
+      ?.trim() ?? "";
   const at = line.indexOf(":");
   if (at <= 0 || at === line.length - 1) throw new Error(`${file}: expected one line user:password`);
   return { user: line.slice(0, at), password: line.slice(at + 1) };
@@ -139,14 +143,7 @@ function quoted(s: string): string {
  */
 export function natsAuthorization(users: Credentials[]): string {
   if (users.length === 0) throw new Error("nats-server needs at least one user");
-  return [
-    "authorization {",
-    "  users = [",
-    ...users.map((u) => `    { user: ${quoted(u.user)}, password: ${quoted(u.password)} }`),
-    "  ]",
-    "}",
-    "",
-  ].join("\n");
+  return ["authorization {", "  users = [", ...users.map((u) => `    { user: ${quoted(u.user)}, password: ${quoted(u.password)} }`), "  ]", "}", ""].join("\n");
 }
 
 /**

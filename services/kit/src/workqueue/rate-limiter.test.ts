@@ -5,7 +5,10 @@ import { bucketRateLimiter, defaultControllerRateLimiter, exponentialBackoff, ma
 describe("rate limiters", () => {
   it("exponentialBackoff doubles per failure up to the cap, per key", () => {
     const l = exponentialBackoff(5, 1000);
-    assert.deepEqual([1, 2, 3, 4, 5, 6, 7, 8, 9].map(() => l.when("a")), [5, 10, 20, 40, 80, 160, 320, 640, 1000]);
+    assert.deepEqual(
+      [1, 2, 3, 4, 5, 6, 7, 8, 9].map(() => l.when("a")),
+      [5, 10, 20, 40, 80, 160, 320, 640, 1000],
+    );
     assert.equal(l.when("b"), 5);
     assert.equal(l.numRequeues("a"), 9);
     l.forget("a");
@@ -28,7 +31,10 @@ describe("rate limiters", () => {
   });
 
   it("maxOf takes the longest delay and forgets in all", () => {
-    const l = maxOf(exponentialBackoff(5, 1000), bucketRateLimiter(1, 1, () => 0));
+    const l = maxOf(
+      exponentialBackoff(5, 1000),
+      bucketRateLimiter(1, 1, () => 0),
+    );
     assert.equal(l.when("a"), 5);
     assert.equal(l.when("a"), 1000); // bucket empty: 1 token per second
     assert.equal(l.numRequeues("a"), 2);

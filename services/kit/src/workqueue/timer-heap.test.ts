@@ -7,7 +7,10 @@ describe("TimerHeap", () => {
   it("fires due keys in time order with a fake clock", () => {
     let now = 0;
     const fired: string[] = [];
-    const h = new TimerHeap<string>((k) => fired.push(k), () => now);
+    const h = new TimerHeap<string>(
+      (k) => fired.push(k),
+      () => now,
+    );
     try {
       const times = [50, 10, 40, 20, 30, 60, 5];
       times.forEach((t, i) => h.schedule(`k${i}`, t));
@@ -34,9 +37,12 @@ describe("TimerHeap", () => {
   it("keeps the heap order through random schedules and deletes", () => {
     let now = 0;
     const fired: number[] = [];
-    const h = new TimerHeap<number>((k) => fired.push(k), () => now);
+    const h = new TimerHeap<number>(
+      (k) => fired.push(k),
+      () => now,
+    );
     let seed = 7;
-    const rand = (): number => ((seed = (seed * 16807) % 2147483647) / 2147483647);
+    const rand = (): number => (seed = (seed * 16807) % 2147483647) / 2147483647;
     const due = new Map<number, number>();
     for (let i = 0; i < 3000; i++) {
       const k = Math.floor(rand() * 1000);
@@ -53,7 +59,10 @@ describe("TimerHeap", () => {
     h.fire();
     h.clear();
     const expected = [...due.entries()].sort((a, b) => a[1] - b[1]).map((e) => due.get(e[0])!);
-    assert.deepEqual(fired.map((k) => due.get(k)!), expected);
+    assert.deepEqual(
+      fired.map((k) => due.get(k)!),
+      expected,
+    );
     assert.equal(new Set(fired).size, fired.length);
   });
 

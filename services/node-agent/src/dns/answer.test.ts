@@ -13,12 +13,22 @@ function service(ns: string, name: string, clusterIP: string, ports: { name?: st
 }
 
 /** Endpoints with ready and not-ready addresses on the given ports. */
-function endpoints(ns: string, name: string, ready: (string | { ip: string; hostname: string })[], notReady: string[] = [], ports = [{ name: "http", port: 8080 }]): Endpoints {
+function endpoints(
+  ns: string,
+  name: string,
+  ready: (string | { ip: string; hostname: string })[],
+  notReady: string[] = [],
+  ports = [{ name: "http", port: 8080 }],
+): Endpoints {
   const addr = (x: string | { ip: string; hostname: string }): { ip: string; hostname?: string } => (typeof x === "string" ? { ip: x } : x);
-  return unwrap(fromKubeJson({
-    apiVersion: "v1", kind: "Endpoints", metadata: { namespace: ns, name },
-    subsets: [{ addresses: ready.map(addr), notReadyAddresses: notReady.map((ip) => ({ ip })), ports }],
-  })) as Endpoints;
+  return unwrap(
+    fromKubeJson({
+      apiVersion: "v1",
+      kind: "Endpoints",
+      metadata: { namespace: ns, name },
+      subsets: [{ addresses: ready.map(addr), notReadyAddresses: notReady.map((ip) => ({ ip })), ports }],
+    }),
+  ) as Endpoints;
 }
 
 const snap = staticSnapshot(
@@ -70,12 +80,26 @@ describe("answer", () => {
   it("gives SRV records for named ports, with the targets' addresses", () => {
     const res = ask("_http._tcp.web.default.svc.cluster.local", "SRV");
     assert.deepEqual(data(res.answers), [{ priority: 0, weight: 100, port: 80, target: "web.default.svc.cluster.local" }]);
-    assert.deepEqual(res.additionals?.map((r) => [r.name, "data" in r ? r.data : undefined]), [["web.default.svc.cluster.local", "10.96.0.10"]]);
-    assert.deepEqual(data(ask("_dns._udp.web.default.svc.cluster.local", "SRV").answers).map((d) => (d as { port: number }).port), [53]);
+    assert.deepEqual(
+      res.additionals?.map((r) => [r.name, "data" in r ? r.data : undefined]),
+      [["web.default.svc.cluster.local", "10.96.0.10"]],
+    );
+    assert.deepEqual(
+      data(ask("_dns._udp.web.default.svc.cluster.local", "SRV").answers).map((d) => (d as { port: number }).port),
+      [53],
+    );
     assert.equal(rcodeOf(ask("_dns._tcp.web.default.svc.cluster.local", "SRV")), Rcode.NXDOMAIN, "wrong protocol");
     const headless = ask("_http._tcp.db.default.svc.cluster.local", "SRV");
-    assert.deepEqual(data(headless.answers).map((d) => (d as { target: string }).target).sort(), ["10-244-0-5.db.default.svc.cluster.local", "db-0.db.default.svc.cluster.local"]);
-    assert.deepEqual(data(headless.answers).map((d) => (d as { port: number }).port), [8080, 8080]);
+    assert.deepEqual(
+      data(headless.answers)
+        .map((d) => (d as { target: string }).target)
+        .sort(),
+      ["10-244-0-5.db.default.svc.cluster.local", "db-0.db.default.svc.cluster.local"],
+    );
+    assert.deepEqual(
+      data(headless.answers).map((d) => (d as { port: number }).port),
+      [8080, 8080],
+    );
     assert.equal(ask("_http._tcp.web.default.svc.cluster.local", "A").answers?.length, 0, "an SRV name has no A");
     assert.equal(ask("web.default.svc.cluster.local", "SRV").answers?.length, 2, "every named port at the bare name");
   });
@@ -85,13 +109,23 @@ describe("answer", () => {
       const res = ask(name, "AAAA");
       assert.equal(rcodeOf(res), Rcode.NOERROR, name);
       assert.deepEqual(res.answers, [], name);
-      assert.deepEqual(res.authorities?.map((r) => r.type), ["SOA"], name);
+      assert.deepEqual(
+        res.authorities?.map((r) => r.type),
+        ["SOA"],
+        name,
+      );
     }
     assert.equal(ask("cluster.local", "SOA").answers?.[0]?.type, "SOA");
   });
 
   it("answers NXDOMAIN with the SOA for unknown names in the domain", () => {
-    for (const name of ["nope.default.svc.cluster.local", "web.nons.svc.cluster.local", "nons.svc.cluster.local", "x.cluster.local", "a.b.c.d.e.svc.cluster.local"]) {
+    for (const name of [
+      "nope.default.svc.cluster.local",
+      "web.nons.svc.cluster.local",
+      "nons.svc.cluster.local",
+      "x.cluster.local",
+      "a.b.c.d.e.svc.cluster.local",
+    ]) {
       const res = ask(name);
       assert.equal(rcodeOf(res), Rcode.NXDOMAIN, name);
       assert.equal(res.authorities?.[0]?.type, "SOA", name);
@@ -118,11 +152,21 @@ describe("answer", () => {
       additionals: [{ type: "OPT", name: ".", udpPayloadSize: 4096, extendedRcode: 0, ednsVersion: 0, flags: 0, flag_do: false, options: [] }],
     });
     assert.deepEqual(data(res.answers), ["10.96.0.10"]);
-    assert.deepEqual(res.additionals?.map((r) => r.type), ["OPT"]);
+    assert.deepEqual(
+      res.additionals?.map((r) => r.type),
+      ["OPT"],
+    );
   });
 
   it("refuses several questions and other opcodes", () => {
-    const two: Packet = { type: "query", id: 1, questions: [{ name: "a.cluster.local", type: "A" }, { name: "b.cluster.local", type: "A" }] };
+    const two: Packet = {
+      type: "query",
+      id: 1,
+      questions: [
+        { name: "a.cluster.local", type: "A" },
+        { name: "b.cluster.local", type: "A" },
+      ],
+    };
     assert.equal(rcodeOf(answer(two, snap)!), Rcode.FORMERR);
     const notify: Packet = { type: "query", id: 1, flags: 4 << 11, questions: [{ name: "cluster.local", type: "SOA" }] };
     assert.equal(rcodeOf(answer(notify, snap)!), Rcode.NOTIMP);

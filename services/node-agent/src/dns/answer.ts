@@ -150,8 +150,7 @@ const isAny = (q: Question): boolean => (q.type as string) === "ANY";
 
 const headless = (svc: Service): boolean => svc.spec?.clusterIp === "None";
 
-const readyAddresses = (eps: Endpoints | undefined): { ip: string; hostname: string }[] =>
-  (eps?.subsets ?? []).flatMap((s) => s.addresses);
+const readyAddresses = (eps: Endpoints | undefined): { ip: string; hostname: string }[] => (eps?.subsets ?? []).flatMap((s) => s.addresses);
 
 /** An endpoint's label under its Service: its hostname, else its IP with dashes. */
 const hostLabel = (addr: { ip: string; hostname: string }): string => (addr.hostname || addr.ip.replaceAll(".", "-").replaceAll(":", "-")).toLowerCase();
@@ -159,11 +158,16 @@ const hostLabel = (addr: { ip: string; hostname: string }): string => (addr.host
 const a = (name: string, ip: string): Answer => ({ type: "A", name, ttl: DNS_TTL, data: ip });
 
 const srv = (name: string, port: number, target: string): Answer => ({
-  type: "SRV", name, ttl: DNS_TTL, data: { priority: 0, weight: 100, port, target },
+  type: "SRV",
+  name,
+  ttl: DNS_TTL,
+  data: { priority: 0, weight: 100, port, target },
 });
 
 const soa = (domain: string): Answer => ({
-  type: "SOA", name: domain, ttl: DNS_TTL,
+  type: "SOA",
+  name: domain,
+  ttl: DNS_TTL,
   data: { mname: `ns.dns.${domain}`, rname: `hostmaster.${domain}`, serial: 1, refresh: 7200, retry: 1800, expire: 86400, minimum: DNS_TTL },
 });
 

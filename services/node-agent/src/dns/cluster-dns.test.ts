@@ -19,11 +19,15 @@ import { frame, queryTcp, queryUdp, type DnsServer } from "./wire.js";
 const WAIT = { timeoutMs: 10_000 };
 
 const serviceJson = (name: string, clusterIP?: string): unknown => ({
-  apiVersion: "v1", kind: "Service", metadata: { name, namespace: "default" },
+  apiVersion: "v1",
+  kind: "Service",
+  metadata: { name, namespace: "default" },
   spec: { ...(clusterIP ? { clusterIP } : {}), selector: { app: name }, ports: [{ name: "http", port: 80, targetPort: 8080 }] },
 });
 const endpointsJson = (name: string, ips: string[]): unknown => ({
-  apiVersion: "v1", kind: "Endpoints", metadata: { name, namespace: "default" },
+  apiVersion: "v1",
+  kind: "Endpoints",
+  metadata: { name, namespace: "default" },
   subsets: [{ addresses: ips.map((ip) => ({ ip })), ports: [{ name: "http", port: 8080 }] }],
 });
 
@@ -93,7 +97,10 @@ describe("ClusterDns against the api", () => {
     assert.deepEqual(await waitFor(async () => r.resolve4("web.default.svc.cluster.local").catch(() => undefined), WAIT), [webIp]);
     assert.deepEqual((await r.resolve4("db.default.svc.cluster.local")).sort(), ["10.244.0.5", "10.244.1.6"]);
     const srv = await r.resolveSrv("_http._tcp.web.default.svc.cluster.local");
-    assert.deepEqual(srv.map((x) => [x.name, x.port]), [["web.default.svc.cluster.local", 80]]);
+    assert.deepEqual(
+      srv.map((x) => [x.name, x.port]),
+      [["web.default.svc.cluster.local", 80]],
+    );
   });
 
   it("answers NXDOMAIN for an unknown name in the domain", async () => {
@@ -109,14 +116,25 @@ describe("ClusterDns against the api", () => {
     const api = unwrap(await s.client.create(fromKubeJson(serviceJson("api")))) as Service;
     assert.deepEqual(await waitFor(async () => r.resolve4("api.default.svc.cluster.local").catch(() => undefined), WAIT), [api.spec?.clusterIp]);
     await s.client.delete("services", "default", "api");
-    await waitFor(async () => r.resolve4("api.default.svc.cluster.local").then(() => false, (err: { code?: string }) => err.code === "ENOTFOUND"), {
-      ...WAIT, message: "deleted Service NXDOMAIN",
-    });
+    await waitFor(
+      async () =>
+        r.resolve4("api.default.svc.cluster.local").then(
+          () => false,
+          (err: { code?: string }) => err.code === "ENOTFOUND",
+        ),
+      {
+        ...WAIT,
+        message: "deleted Service NXDOMAIN",
+      },
+    );
   });
 
   it("answers over TCP, length-prefixed", async () => {
     const res = dnsPacket.decode(await queryTcp(server, query("web.default.svc.cluster.local"), 2_000));
-    assert.deepEqual(res.answers?.map((a) => ("data" in a ? a.data : undefined)), [webIp]);
+    assert.deepEqual(
+      res.answers?.map((a) => ("data" in a ? a.data : undefined)),
+      [webIp],
+    );
   });
 
   it("truncates a large UDP reply; the client gets every address over TCP", async () => {
@@ -145,11 +163,17 @@ describe("ClusterDns against the api", () => {
     const only = await startDns({ clients: ["10.244.0.0/16"] });
     const q = query("web.default.svc.cluster.local");
     // From the listen address itself (the host on the bridge address): answered.
-    const ok = await waitFor(async () => {
-      const res = dnsPacket.decode(await queryUdp(only, q, 2_000));
-      return rcodeOf(res) === Rcode.NOERROR ? res : undefined;
-    }, { ...WAIT, message: "answered from the listen address" });
-    assert.deepEqual(ok.answers?.map((a) => ("data" in a ? a.data : undefined)), [webIp]);
+    const ok = await waitFor(
+      async () => {
+        const res = dnsPacket.decode(await queryUdp(only, q, 2_000));
+        return rcodeOf(res) === Rcode.NOERROR ? res : undefined;
+      },
+      { ...WAIT, message: "answered from the listen address" },
+    );
+    assert.deepEqual(
+      ok.answers?.map((a) => ("data" in a ? a.data : undefined)),
+      [webIp],
+    );
     // From another address, outside the ranges: nothing over UDP, closed over TCP.
     await assert.rejects(queryUdpFrom("127.0.0.2", only, q, 1_000), /no reply/);
     assert.equal(await tcpFrom("127.0.0.2", only, q), "");
@@ -163,7 +187,11 @@ describe("ClusterDns against the api", () => {
       const q = dnsPacket.decode(msg);
       const name = q.questions?.[0]?.name ?? "";
       const answers = Array.from({ length: 150 }, (_, i) => ({ type: "A" as const, name, ttl: 60, data: `192.0.2.${i % 250}` }));
-      big.send(dnsPacket.encode({ type: "response", id: q.id, flags: dnsPacket.RECURSION_AVAILABLE, questions: q.questions, answers }), rinfo.port, rinfo.address);
+      big.send(
+        dnsPacket.encode({ type: "response", id: q.id, flags: dnsPacket.RECURSION_AVAILABLE, questions: q.questions, answers }),
+        rinfo.port,
+        rinfo.address,
+      );
     });
     await new Promise<void>((res) => big.bind(0, "127.0.0.1", () => res()));
     try {
@@ -185,7 +213,10 @@ describe("ClusterDns against the api", () => {
     const r = resolver(fwd);
     assert.deepEqual(await waitFor(async () => r.resolve4("web.default.svc.corp.internal").catch(() => undefined), WAIT), [webIp]);
     const overTcp = dnsPacket.decode(await queryTcp(fwd, query("web.default.svc.corp.internal"), 3_000));
-    assert.deepEqual(overTcp.answers?.map((a) => ("data" in a ? a.data : undefined)), [webIp]);
+    assert.deepEqual(
+      overTcp.answers?.map((a) => ("data" in a ? a.data : undefined)),
+      [webIp],
+    );
 
     const silent = dgram.createSocket("udp4");
     await new Promise<void>((res) => silent.bind(0, "127.0.0.1", () => res()));

@@ -167,9 +167,11 @@ export class ClusterDns implements Runnable {
         sock.on("error", (err) => this.opts.log.warn({ err }, "dns udp socket error"));
         sock.on("message", (msg, rinfo) => {
           if (!this.admits(rinfo.address)) return;
-          void this.handle(msg, "udp", rinfo.address).then((reply) => {
-            if (reply) sock.send(reply, rinfo.port, rinfo.address);
-          }).catch((err: unknown) => this.opts.log.warn({ err }, "dns query failed"));
+          void this.handle(msg, "udp", rinfo.address)
+            .then((reply) => {
+              if (reply) sock.send(reply, rinfo.port, rinfo.address);
+            })
+            .catch((err: unknown) => this.opts.log.warn({ err }, "dns query failed"));
         });
         resolve(sock);
       });
@@ -191,9 +193,11 @@ export class ClusterDns implements Runnable {
       const reader = new FrameReader();
       conn.on("data", (chunk) => {
         for (const msg of reader.push(chunk)) {
-          void this.handle(Buffer.from(msg), "tcp", client ?? "").then((reply) => {
-            if (reply && !conn.destroyed) conn.write(frame(reply));
-          }).catch((err: unknown) => this.opts.log.warn({ err }, "dns query failed"));
+          void this.handle(Buffer.from(msg), "tcp", client ?? "")
+            .then((reply) => {
+              if (reply && !conn.destroyed) conn.write(frame(reply));
+            })
+            .catch((err: unknown) => this.opts.log.warn({ err }, "dns query failed"));
         }
       });
     });
@@ -201,7 +205,13 @@ export class ClusterDns implements Runnable {
       server.once("error", reject);
       server.listen({ host: address, port }, () => {
         server.off("error", reject);
-        resolve(Object.assign(server, { closeAllConnections: () => { for (const c of conns) c.destroy(); } }));
+        resolve(
+          Object.assign(server, {
+            closeAllConnections: () => {
+              for (const c of conns) c.destroy();
+            },
+          }),
+        );
       });
     });
   }

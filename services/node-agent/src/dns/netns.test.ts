@@ -60,11 +60,26 @@ describe("ClusterDns from a network namespace", { skip }, () => {
     await must("ip", "-n", ns, "link", "set", `chdns${id}p`, "up");
     await must("ip", "-n", ns, "link", "set", "lo", "up");
     s = await startStack();
-    const web = unwrap(await s.client.create(fromKubeJson({
-      apiVersion: "v1", kind: "Service", metadata: { name: "web", namespace: "default" }, spec: { selector: { app: "web" }, ports: [{ port: 80 }] },
-    }))) as Service;
+    const web = unwrap(
+      await s.client.create(
+        fromKubeJson({
+          apiVersion: "v1",
+          kind: "Service",
+          metadata: { name: "web", namespace: "default" },
+          spec: { selector: { app: "web" }, ports: [{ port: 80 }] },
+        }),
+      ),
+    ) as Service;
     clusterIp = web.spec?.clusterIp ?? "";
-    const dns = new ClusterDns({ client: s.client, nc: s.nc, jsm: s.jsm, log: silentLogger(), listen: { address: hostIp }, upstream: [], clients: [`${subnet}.0/30`] });
+    const dns = new ClusterDns({
+      client: s.client,
+      nc: s.nc,
+      jsm: s.jsm,
+      log: silentLogger(),
+      listen: { address: hostIp },
+      upstream: [],
+      clients: [`${subnet}.0/30`],
+    });
     done = dns.start(ac.signal);
     await dns.listening;
     writeFileSync(join(dir, "resolv.conf"), resolvConf({ namespace: "default", nameserver: hostIp }));
@@ -83,10 +98,13 @@ describe("ClusterDns from a network namespace", { skip }, () => {
     run("ip", ["netns", "exec", ns, "unshare", "-m", "sh", "-c", `mount --bind ${join(dir, "resolv.conf")} /etc/resolv.conf && ${script}`]);
 
   it("busybox nslookup resolves the full name through the responder", async () => {
-    const r = await waitFor(async () => {
-      const x = await run("ip", ["netns", "exec", ns, "busybox", "nslookup", "web.default.svc.cluster.local", hostIp]);
-      return x.code === 0 ? x : undefined;
-    }, { timeoutMs: 10_000, message: "nslookup answered" });
+    const r = await waitFor(
+      async () => {
+        const x = await run("ip", ["netns", "exec", ns, "busybox", "nslookup", "web.default.svc.cluster.local", hostIp]);
+        return x.code === 0 ? x : undefined;
+      },
+      { timeoutMs: 10_000, message: "nslookup answered" },
+    );
     assert.match(r.out, new RegExp(`Address: ${clusterIp.replaceAll(".", "\\.")}\\b`));
   });
 

@@ -13,10 +13,5 @@ export function resolvConf(o: { namespace: string; nameserver: string; clusterDo
 
 /** A pod's /etc/hosts: localhost and the pod's own name on its IP. */
 export function etcHosts(o: { podIp: string; hostname: string }): string {
-  return [
-    "127.0.0.1\tlocalhost",
-    "::1\tlocalhost ip6-localhost ip6-loopback",
-    ...(o.podIp ? [`${o.podIp}\t${o.hostname}`] : []),
-    "",
-  ].join("\n");
+  return ["127.0.0.1\tlocalhost", "::1\tlocalhost ip6-localhost ip6-loopback", ...(o.podIp ? [`${o.podIp}\t${o.hostname}`] : []), ""].join("\n");
 }

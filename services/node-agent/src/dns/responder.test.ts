@@ -11,7 +11,11 @@ import { ForwardLimiter, Forwarder, hostNameservers } from "./upstream.js";
 import { FrameReader, frame, parseServer } from "./wire.js";
 
 const opts = (o: Partial<ResponderOptions> = {}): ResponderOptions => ({
-  snapshot: staticSnapshot([]), synced: () => true, domain: "cluster.local", forwarder: new Forwarder([]), ...o,
+  snapshot: staticSnapshot([]),
+  synced: () => true,
+  domain: "cluster.local",
+  forwarder: new Forwarder([]),
+  ...o,
 });
 const query = (name: string): Buffer => dnsPacket.encode({ type: "query", id: 7, flags: dnsPacket.RECURSION_DESIRED, questions: [{ name, type: "A" }] });
 
@@ -44,10 +48,14 @@ describe("respond", () => {
 
 describe("forwarding limits", () => {
   /** An upstream reply with `n` A records for `name`. */
-  const bigReply = (id: number, name: string, n: number): Buffer => dnsPacket.encode({
-    type: "response", id, flags: dnsPacket.RECURSION_DESIRED | dnsPacket.RECURSION_AVAILABLE, questions: [{ name, type: "A" }],
-    answers: Array.from({ length: n }, (_, i) => ({ type: "A" as const, name, ttl: 60, data: `192.0.2.${i % 250}` })),
-  });
+  const bigReply = (id: number, name: string, n: number): Buffer =>
+    dnsPacket.encode({
+      type: "response",
+      id,
+      flags: dnsPacket.RECURSION_DESIRED | dnsPacket.RECURSION_AVAILABLE,
+      questions: [{ name, type: "A" }],
+      answers: Array.from({ length: n }, (_, i) => ({ type: "A" as const, name, ttl: 60, data: `192.0.2.${i % 250}` })),
+    });
 
   it("caps an oversized upstream reply to the client's UDP limit: truncated, its question and id", async () => {
     const q = query("big.example.com");
@@ -67,7 +75,14 @@ describe("forwarding limits", () => {
     const small = bigReply(7, "big.example.com", 2);
     assert.equal(capForwarded(small, dnsPacket.decode(q), "udp"), small);
     // With EDNS the client's size counts, up to 1232.
-    const edns = dnsPacket.decode(dnsPacket.encode({ type: "query", id: 9, questions: [{ name: "big.example.com", type: "A" }], additionals: [{ type: "OPT", name: ".", udpPayloadSize: 4096, extendedRcode: 0, ednsVersion: 0, flags: 0, flag_do: false, options: [] }] }));
+    const edns = dnsPacket.decode(
+      dnsPacket.encode({
+        type: "query",
+        id: 9,
+        questions: [{ name: "big.example.com", type: "A" }],
+        additionals: [{ type: "OPT", name: ".", udpPayloadSize: 4096, extendedRcode: 0, ednsVersion: 0, flags: 0, flag_do: false, options: [] }],
+      }),
+    );
     assert.ok(capForwarded(bigReply(9, "big.example.com", 60), edns, "udp").length <= 1232);
     // Unreadable and too big: SERVFAIL, truncated.
     const garbage = Buffer.alloc(600, 0xff);
@@ -88,7 +103,10 @@ describe("forwarding limits", () => {
     const other = respond(query("d.example.com"), "udp", o("10.244.1.6"));
     assert.equal(limiter.count("10.244.1.6"), 1, "another client is not held up");
     for (const r of pending) r(undefined);
-    assert.deepEqual((await Promise.all([...first, other])).map((r) => r.outcome), ["servfail", "servfail", "servfail"]);
+    assert.deepEqual(
+      (await Promise.all([...first, other])).map((r) => r.outcome),
+      ["servfail", "servfail", "servfail"],
+    );
     assert.equal(limiter.count("10.244.1.5"), 0, "slots are released, failures included");
     assert.equal(limiter.acquire("10.244.1.5"), true);
   });

@@ -40,8 +40,5 @@ export function staticSnapshot(services: Service[], endpoints: Endpoints[] = [])
   const key = (o: { metadata?: { namespace: string; name: string } }): string => `${o.metadata?.namespace ?? ""}/${o.metadata?.name ?? ""}`;
   const svc = new Map(services.map((s) => [key(s), s]));
   const eps = new Map(endpoints.map((e) => [key(e), e]));
-  return storeSnapshot(
-    { get: (k) => svc.get(k), list: () => [...svc.values()] },
-    { get: (k) => eps.get(k), list: () => [...eps.values()] },
-  );
+  return storeSnapshot({ get: (k) => svc.get(k), list: () => [...svc.values()] }, { get: (k) => eps.get(k), list: () => [...eps.values()] });
 }

@@ -32,7 +32,10 @@ export type Transport = "udp" | "tcp";
 export class Forwarder {
   private readonly servers: DnsServer[];
 
-  constructor(upstream: string[], private readonly timeoutMs = 2_000) {
+  constructor(
+    upstream: string[],
+    private readonly timeoutMs = 2_000,
+  ) {
     this.servers = upstream.map(parseServer);
   }
 

@@ -11,7 +11,6 @@ import type { Logger } from "@choreo/kit/log";
 import { run } from "../exec.js";
 import { LOCAL_IMAGES, imageRootfs } from "./types.js";
 
-
 /** Debian's busybox-static installs here; `busybox` (dynamic) installs the same path. */
 export const HOST_BUSYBOX = "/bin/busybox";
 

@@ -18,7 +18,12 @@ const UID = "uid-1";
 /** The api's side of one stream, by hand: the reply, then frames as they come. */
 class RawStream {
   reply: Msg | undefined;
-  private constructor(private readonly nc: NatsConnection, readonly inbox: string, private readonly sub: Subscription, readonly frames: Msg[]) {}
+  private constructor(
+    private readonly nc: NatsConnection,
+    readonly inbox: string,
+    private readonly sub: Subscription,
+    readonly frames: Msg[],
+  ) {}
 
   static async open(nc: NatsConnection, options: Partial<PodLogOptions>, node = NODE): Promise<RawStream> {
     const inbox = createInbox();
@@ -30,7 +35,10 @@ class RawStream {
   }
 
   text(): string {
-    return this.frames.filter((m) => logFrameOf(m) === LogFrame.Data).map((m) => Buffer.from(m.data).toString()).join("");
+    return this.frames
+      .filter((m) => logFrameOf(m) === LogFrame.Data)
+      .map((m) => Buffer.from(m.data).toString())
+      .join("");
   }
 
   kinds(): string[] {

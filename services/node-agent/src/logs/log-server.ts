@@ -1,9 +1,7 @@
 import { setMaxListeners } from "node:events";
 import type { Msg, NatsConnection } from "@nats-io/transport-node";
 import { ApiError, badRequest, failure, notFound, statusOf, unavailable, type Status } from "@choreo/kit";
-import {
-  agentLogsSubject, encodeLogError, LOG_HEARTBEAT_MS, LOG_IDLE_TIMEOUT_MS, LogFrame, logFrameHeaders, LOG_WINDOW,
-} from "@choreo/kit/bus";
+import { agentLogsSubject, encodeLogError, LOG_HEARTBEAT_MS, LOG_IDLE_TIMEOUT_MS, LogFrame, logFrameHeaders, LOG_WINDOW } from "@choreo/kit/bus";
 import type { Runnable } from "@choreo/kit/lifecycle";
 import type { Logger } from "@choreo/kit/log";
 import type { Pod } from "@choreo/kit/gen/choreo/core/v1/core";
@@ -89,12 +87,17 @@ export class LogServer implements Runnable {
       return;
     }
     const opts: LogOptions = {
-      container: o.container, follow: o.follow, timestamps: o.timestamps, previous: o.previous,
+      container: o.container,
+      follow: o.follow,
+      timestamps: o.timestamps,
+      previous: o.previous,
       ...(o.tailLines !== undefined ? { tailLines: o.tailLines } : {}),
       ...(o.sinceSeconds !== undefined ? { sinceSeconds: o.sinceSeconds } : {}),
     };
     const stream = new LogStream({
-      nc: this.opts.nc, inbox: req.inbox, signal,
+      nc: this.opts.nc,
+      inbox: req.inbox,
+      signal,
       heartbeatMs: this.opts.heartbeatMs ?? LOG_HEARTBEAT_MS,
       idleTimeoutMs: this.opts.idleTimeoutMs ?? LOG_IDLE_TIMEOUT_MS,
       window: this.opts.window ?? LOG_WINDOW,
@@ -106,7 +109,10 @@ export class LogServer implements Runnable {
       // Errors of a runtime's async generator surface at the first next():
       // wait a moment for it so that they become the reply, not a broken stream.
       const early = await Promise.race([
-        first.then((r) => ({ r }), (err: unknown) => ({ err })),
+        first.then(
+          (r) => ({ r }),
+          (err: unknown) => ({ err }),
+        ),
         new Promise<undefined>((r) => setTimeout(() => r(undefined), this.opts.ackWindowMs ?? 300).unref()),
       ]);
       if (early && "err" in early) {

@@ -10,7 +10,10 @@ export class FakeLogRuntime implements Pick<Runtime, "logs"> {
   private readonly lines = new Map<string, string[]>();
   private readonly waiters = new Set<() => void>();
 
-  constructor(readonly uid: string, containers: readonly string[]) {
+  constructor(
+    readonly uid: string,
+    containers: readonly string[],
+  ) {
     for (const c of containers) this.lines.set(c, []);
   }
 
@@ -26,7 +29,13 @@ export class FakeLogRuntime implements Pick<Runtime, "logs"> {
     if (opts.previous) throw new RuntimeRequestError(`previous terminated container "${opts.container}" not found`);
     const call = { uid, opts, ended: false };
     this.calls.push(call);
-    const render = (from: number): Uint8Array => Buffer.from(lines.slice(from).map((l) => (opts.timestamps ? `2026-01-01T00:00:00Z ${l}\n` : `${l}\n`)).join(""));
+    const render = (from: number): Uint8Array =>
+      Buffer.from(
+        lines
+          .slice(from)
+          .map((l) => (opts.timestamps ? `2026-01-01T00:00:00Z ${l}\n` : `${l}\n`))
+          .join(""),
+      );
     try {
       let seen = opts.tailLines !== undefined ? Math.max(0, lines.length - opts.tailLines) : 0;
       if (lines.length > seen) yield render(seen);

@@ -9,7 +9,10 @@ import { NAMES } from "./types.js";
 
 describe("clean-up", () => {
   it("parses ip's link and netns listings", () => {
-    assert.deepEqual(parseLinkNames('[{"ifindex":5,"ifname":"cv0123456789","flags":[]},{"ifindex":6,"ifname":"cb-12345678"}]'), ["cv0123456789", "cb-12345678"]);
+    assert.deepEqual(parseLinkNames('[{"ifindex":5,"ifname":"cv0123456789","flags":[]},{"ifindex":6,"ifname":"cb-12345678"}]'), [
+      "cv0123456789",
+      "cb-12345678",
+    ]);
     assert.deepEqual(parseLinkNames(""), []);
     assert.deepEqual(parseNetnsList("choreo-abc (id: 3)\nother\n\n"), ["choreo-abc", "other"]);
   });

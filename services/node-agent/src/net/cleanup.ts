@@ -17,7 +17,10 @@ export function parseLinkNames(json: string): string[] {
 
 /** Names of `ip netns list` output (`NAME (id: 3)` lines). */
 export function parseNetnsList(text: string): string[] {
-  return text.split("\n").map((l) => l.trim().split(" ")[0] ?? "").filter((n) => n !== "");
+  return text
+    .split("\n")
+    .map((l) => l.trim().split(" ")[0] ?? "")
+    .filter((n) => n !== "");
 }
 
 async function deleteLink(name: string): Promise<void> {

@@ -43,31 +43,44 @@ describe("iptables-save parsing", () => {
     assert.equal(ruleTarget("-A FORWARD -s 1.2.3.4/32"), "");
     assert.ok(hasRule(saved, "filter", "-A FORWARD -j CHO-aaaaaa-FORWARD"));
     assert.ok(!hasRule(saved, "nat", "-A FORWARD -j CHO-aaaaaa-FORWARD"));
-    assert.deepEqual(chainsOf(saved, "nat", (c) => c.startsWith("CHO-aaaaaa-")), ["CHO-aaaaaa-SERVICES", "CHO-aaaaaa-SVC-0123456789ab"]);
+    assert.deepEqual(
+      chainsOf(saved, "nat", (c) => c.startsWith("CHO-aaaaaa-")),
+      ["CHO-aaaaaa-SERVICES", "CHO-aaaaaa-SVC-0123456789ab"],
+    );
   });
 
   it("removes selected chains and the jumps to them, leaving the rest", () => {
     const script = removalScript(saved, (_t, c) => c.startsWith("CHO-aaaaaa-"));
-    assert.equal(script, [
-      "*filter",
-      "-D FORWARD -j CHO-aaaaaa-FORWARD",
-      "-D FORWARD -m conntrack --ctstate NEW -j CHO-aaaaaa-SERVICES",
-      "-F CHO-aaaaaa-FORWARD",
-      "-F CHO-aaaaaa-SERVICES",
-      "-X CHO-aaaaaa-FORWARD",
-      "-X CHO-aaaaaa-SERVICES",
-      "COMMIT",
-      "*nat",
-      "-D PREROUTING -j CHO-aaaaaa-SERVICES",
-      "-F CHO-aaaaaa-SERVICES",
-      "-F CHO-aaaaaa-SVC-0123456789ab",
-      "-X CHO-aaaaaa-SERVICES",
-      "-X CHO-aaaaaa-SVC-0123456789ab",
-      "COMMIT",
+    assert.equal(
+      script,
+      [
+        "*filter",
+        "-D FORWARD -j CHO-aaaaaa-FORWARD",
+        "-D FORWARD -m conntrack --ctstate NEW -j CHO-aaaaaa-SERVICES",
+        "-F CHO-aaaaaa-FORWARD",
+        "-F CHO-aaaaaa-SERVICES",
+        "-X CHO-aaaaaa-FORWARD",
+        "-X CHO-aaaaaa-SERVICES",
+        "COMMIT",
+        "*nat",
+        "-D PREROUTING -j CHO-aaaaaa-SERVICES",
+        "-F CHO-aaaaaa-SERVICES",
+        "-F CHO-aaaaaa-SVC-0123456789ab",
+        "-X CHO-aaaaaa-SERVICES",
+        "-X CHO-aaaaaa-SVC-0123456789ab",
+        "COMMIT",
+        "",
+      ].join("\n"),
+    );
+    assert.equal(
+      removalScript(saved, () => false),
       "",
-    ].join("\n"));
-    assert.equal(removalScript(saved, () => false), "");
-    assert.equal(removalScript(saved, (_t, c) => c === "FORWARD"), "", "builtin chains are never removed");
+    );
+    assert.equal(
+      removalScript(saved, (_t, c) => c === "FORWARD"),
+      "",
+      "builtin chains are never removed",
+    );
   });
 });
 
@@ -94,16 +107,21 @@ describe("the node's forwarding chain and loopback guard", () => {
 
   it("writes kube-proxy's 127.0.0.0/8 drop in the node's chain, jumped once from INPUT and OUTPUT", () => {
     const script = localnetScript(saved, "CHO-aaaaaa-");
-    assert.equal(script, [
-      "*filter",
-      ":CHO-aaaaaa-LOCALNET - [0:0]",
-      "-A CHO-aaaaaa-LOCALNET ! -s 127.0.0.0/8 -d 127.0.0.0/8 -m conntrack ! --ctstate RELATED,ESTABLISHED,DNAT -j DROP",
-      "-I INPUT 1 -j CHO-aaaaaa-LOCALNET",
-      "-I OUTPUT 1 -j CHO-aaaaaa-LOCALNET",
-      "COMMIT",
-      "",
-    ].join("\n"));
-    const jumped = parseIptablesSave(`*filter\n:INPUT ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n-A INPUT -j CHO-aaaaaa-LOCALNET\n-A OUTPUT -j CHO-aaaaaa-LOCALNET\nCOMMIT\n`);
+    assert.equal(
+      script,
+      [
+        "*filter",
+        ":CHO-aaaaaa-LOCALNET - [0:0]",
+        "-A CHO-aaaaaa-LOCALNET ! -s 127.0.0.0/8 -d 127.0.0.0/8 -m conntrack ! --ctstate RELATED,ESTABLISHED,DNAT -j DROP",
+        "-I INPUT 1 -j CHO-aaaaaa-LOCALNET",
+        "-I OUTPUT 1 -j CHO-aaaaaa-LOCALNET",
+        "COMMIT",
+        "",
+      ].join("\n"),
+    );
+    const jumped = parseIptablesSave(
+      `*filter\n:INPUT ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n-A INPUT -j CHO-aaaaaa-LOCALNET\n-A OUTPUT -j CHO-aaaaaa-LOCALNET\nCOMMIT\n`,
+    );
     assert.ok(!localnetScript(jumped, "CHO-aaaaaa-").includes("-I "));
   });
 });

@@ -120,8 +120,11 @@ describe("pod isolation", { skip }, () => {
   it("the node's DNS responder answers its pods and ignores a source outside the pod ranges", async () => {
     const empty = { get: () => undefined, list: () => [], hasSynced: () => true };
     const dns = new ClusterDns({
-      stores: { services: empty, endpoints: empty }, log: silentLogger(), upstream: [],
-      listen: { address: nets[0]!.gateway, port: 0 }, clients: [podCidrs[0]!, clusterCidr],
+      stores: { services: empty, endpoints: empty },
+      log: silentLogger(),
+      upstream: [],
+      listen: { address: nets[0]!.gateway, port: 0 },
+      clients: [podCidrs[0]!, clusterCidr],
     });
     const ac = new AbortController();
     const done = dns.start(ac.signal);
@@ -151,13 +154,28 @@ describe("pod isolation", { skip }, () => {
   it("drops pod connections into Docker's bridges, published ports included", { skip: hasDocker ? false : "no Docker engine" }, async () => {
     await run("docker", ["network", "create", docker.net]);
     const script = "mkdir -p /www && echo docker > /www/index.html && exec httpd -f -p 8080 -h /www";
-    await run("docker", ["run", "-d", "--name", docker.containers[0]!, "--network", docker.net, "-p", "127.0.0.1::8080", LOCAL_IMAGES.busybox, "sh", "-c", script]);
+    await run("docker", [
+      "run",
+      "-d",
+      "--name",
+      docker.containers[0]!,
+      "--network",
+      docker.net,
+      "-p",
+      "127.0.0.1::8080",
+      LOCAL_IMAGES.busybox,
+      "sh",
+      "-c",
+      script,
+    ]);
     await run("docker", ["run", "-d", "--name", docker.containers[1]!, LOCAL_IMAGES.busybox, "sh", "-c", script]);
-    const ipOf = async (c: string): Promise<string> => (await run("docker", ["inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}", c])).trim();
+    const ipOf = async (c: string): Promise<string> =>
+      (await run("docker", ["inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}", c])).trim();
     const [onBridge, onDocker0] = [await ipOf(docker.containers[0]!), await ipOf(docker.containers[1]!)];
     const published = Number((await run("docker", ["port", docker.containers[0]!, "8080/tcp"])).trim().split(":").pop());
     // The containers serve: the host reaches them.
-    for (const ip of [onBridge, onDocker0]) assert.equal(await waitFor(() => wget(`http://${ip}:8080/`).catch(() => undefined), { message: `host to ${ip}` }), "docker\n");
+    for (const ip of [onBridge, onDocker0])
+      assert.equal(await waitFor(() => wget(`http://${ip}:8080/`).catch(() => undefined), { message: `host to ${ip}` }), "docker\n");
     assert.equal(await wget(`http://127.0.0.1:${published}/`), "docker\n");
     // The pod does not: not by the container's address, nor by the published
     // port on 127.0.0.1 (DNATed by Docker, so past the loopback guard).

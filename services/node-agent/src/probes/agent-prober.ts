@@ -36,20 +36,25 @@ export function agentProber(d: AgentProberDeps): Prober | undefined {
     const k = keyOfUid(uid);
     if (k) d.enqueue(k);
   };
-  return new Prober(d.runtime, {
-    changed: enqueueUid,
-    unhealthy: (uid, _container, _kind, message) => {
-      const pod = podOfUid(uid);
-      if (pod) d.events?.emit(objectRef("Pod", "v1", pod), "Warning", "Unhealthy", message);
+  return new Prober(
+    d.runtime,
+    {
+      changed: enqueueUid,
+      unhealthy: (uid, _container, _kind, message) => {
+        const pod = podOfUid(uid);
+        if (pod) d.events?.emit(objectRef("Pod", "v1", pod), "Warning", "Unhealthy", message);
+      },
+      kill: (uid, container, kind, grace) => {
+        const pod = podOfUid(uid);
+        if (pod)
+          d.events?.emit(objectRef("Pod", "v1", pod), "Normal", "Killing", `Container ${container} failed ${kind.toLowerCase()} probe, will be restarted`);
+        d.log.info({ uid, container, probe: kind }, "container unhealthy; killing it");
+        d.runtime.killContainer(uid, container, grace).then(
+          () => enqueueUid(uid),
+          (err: unknown) => d.log.warn({ err, uid, container }, "killing an unhealthy container failed"),
+        );
+      },
     },
-    kill: (uid, container, kind, grace) => {
-      const pod = podOfUid(uid);
-      if (pod) d.events?.emit(objectRef("Pod", "v1", pod), "Normal", "Killing", `Container ${container} failed ${kind.toLowerCase()} probe, will be restarted`);
-      d.log.info({ uid, container, probe: kind }, "container unhealthy; killing it");
-      d.runtime.killContainer(uid, container, grace).then(
-        () => enqueueUid(uid),
-        (err: unknown) => d.log.warn({ err, uid, container }, "killing an unhealthy container failed"),
-      );
-    },
-  }, d.log);
+    d.log,
+  );
 }

@@ -15,25 +15,63 @@ let server: http.Server;
 let port = 0;
 
 const probe = (p: Partial<Probe>): Probe => ({
-  exec: undefined, httpGet: undefined, tcpSocket: undefined, initialDelaySeconds: 0, timeoutSeconds: 1, periodSeconds: 1,
-  successThreshold: 1, failureThreshold: 1, terminationGracePeriodSeconds: undefined, ...p,
+  exec: undefined,
+  httpGet: undefined,
+  tcpSocket: undefined,
+  initialDelaySeconds: 0,
+  timeoutSeconds: 1,
+  periodSeconds: 1,
+  successThreshold: 1,
+  failureThreshold: 1,
+  terminationGracePeriodSeconds: undefined,
+  ...p,
 });
 const httpGet = (path: string): Probe["httpGet"] => ({ path, port: { value: { $case: "intVal", value: port } }, host: "", scheme: "HTTP", httpHeaders: [] });
 
 function container(probes: Partial<Pick<Container, "livenessProbe" | "readinessProbe" | "startupProbe">>): Container {
   return {
-    name: "app", image: "x", command: [], args: [], workingDir: "", ports: [{ name: "http", hostPort: 0, containerPort: port, protocol: "TCP", hostIp: "" }], env: [],
-    resources: undefined, volumeMounts: [], livenessProbe: undefined, readinessProbe: undefined, startupProbe: undefined,
-    terminationMessagePath: "", terminationMessagePolicy: "", imagePullPolicy: "", stdin: false, tty: false, ...probes,
+    name: "app",
+    image: "x",
+    command: [],
+    args: [],
+    workingDir: "",
+    ports: [{ name: "http", hostPort: 0, containerPort: port, protocol: "TCP", hostIp: "" }],
+    env: [],
+    resources: undefined,
+    volumeMounts: [],
+    livenessProbe: undefined,
+    readinessProbe: undefined,
+    startupProbe: undefined,
+    terminationMessagePath: "",
+    terminationMessagePolicy: "",
+    imagePullPolicy: "",
+    stdin: false,
+    tty: false,
+    ...probes,
   };
 }
 
 function podWith(c: Container): Pod {
-  return { apiVersion: "v1", kind: "Pod", metadata: { name: "p", namespace: "default", uid: "u1" }, spec: { containers: [c], terminationGracePeriodSeconds: 7 } } as unknown as Pod; // the prober reads only these fields
+  return {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name: "p", namespace: "default", uid: "u1" },
+    spec: { containers: [c], terminationGracePeriodSeconds: 7 },
+  } as unknown as Pod; // the prober reads only these fields
 }
 
 function running(containerId = "c-1"): PodRuntimeStatus {
-  const cs: ContainerStatus = { name: "app", state: { running: { startedAt: new Date().toISOString() } }, lastState: undefined, ready: true, restartCount: 0, image: "x", imageId: "", containerId, started: true };
+  const cs: ContainerStatus = {
+    name: "app",
+    state: { running: { startedAt: new Date().toISOString() } },
+    lastState: undefined,
+    ready: true,
+    restartCount: 0,
+    image: "x",
+    imageId: "",
+    containerId,
+    started: true,
+  };
   return { uid: "u1", podIp: "127.0.0.1", startedAt: "", containerStatuses: [cs] };
 }
 
@@ -63,13 +101,20 @@ describe("probes", () => {
   after(() => server.close());
 
   it("runs httpGet, tcpSocket and exec probes with the kubelet's wording of failures", async () => {
-    const target = { podIp: "127.0.0.1", container: container({}), exec: async (cmd: readonly string[]) => ({ exitCode: cmd[0] === "ok" ? 0 : 2, output: "nope" }) };
+    const target = {
+      podIp: "127.0.0.1",
+      container: container({}),
+      exec: async (cmd: readonly string[]) => ({ exitCode: cmd[0] === "ok" ? 0 : 2, output: "nope" }),
+    };
     assert.deepEqual(await runProbe(probe({ httpGet: httpGet("/") }), target), { ok: true, message: "" });
     healthy = false;
     assert.equal((await runProbe(probe({ httpGet: httpGet("/healthz") }), target)).message, "HTTP probe failed with statuscode: 500");
     healthy = true;
     assert.ok((await runProbe(probe({ tcpSocket: { port: { value: { $case: "strVal", value: "http" } }, host: "" } }), target)).ok, "named port");
-    assert.match((await runProbe(probe({ tcpSocket: { port: { value: { $case: "intVal", value: 1 } }, host: "" } }), target)).message, /dial tcp 127\.0\.0\.1:1/);
+    assert.match(
+      (await runProbe(probe({ tcpSocket: { port: { value: { $case: "intVal", value: 1 } }, host: "" } }), target)).message,
+      /dial tcp 127\.0\.0\.1:1/,
+    );
     assert.ok((await runProbe(probe({ exec: { command: ["ok"] } }), target)).ok);
     assert.match((await runProbe(probe({ exec: { command: ["bad"] } }), target)).message, /exited with 2: nope/);
     assert.equal(resolvePort(container({}), { value: { $case: "strVal", value: "missing" } }), undefined);
@@ -114,10 +159,12 @@ describe("probes", () => {
     const exec = { exec: async () => ({ exitCode: started ? 0 : 1, output: "" }) };
     const prober = new Prober(exec, hooks, silentLogger());
     healthy = false; // liveness would fail at once, were it running
-    const pod = podWith(container({
-      startupProbe: probe({ exec: { command: ["check"] }, failureThreshold: 30 }),
-      livenessProbe: probe({ httpGet: httpGet("/healthz"), failureThreshold: 1 }),
-    }));
+    const pod = podWith(
+      container({
+        startupProbe: probe({ exec: { command: ["check"] }, failureThreshold: 30 }),
+        livenessProbe: probe({ httpGet: httpGet("/healthz"), failureThreshold: 1 }),
+      }),
+    );
     prober.sync(pod, running());
     await new Promise((res) => setTimeout(res, 2_500));
     assert.equal(prober.apply(running()).containerStatuses[0]?.started, false);

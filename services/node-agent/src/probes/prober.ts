@@ -157,7 +157,13 @@ export class Prober {
     const add = (kind: ProbeKind, probe: Probe | undefined): void => {
       if (!probe) return;
       const gate = kind === "Startup" ? () => true : startupDone;
-      const w = new Worker(kind, probe, () => runProbe(probe, target), (worker, changed, o) => this.onResult(pod, uid, spec.name, worker, changed, o, probe), gate);
+      const w = new Worker(
+        kind,
+        probe,
+        () => runProbe(probe, target),
+        (worker, changed, o) => this.onResult(pod, uid, spec.name, worker, changed, o, probe),
+        gate,
+      );
       entry.workers.set(kind, w);
       w.start(startedAt);
     };

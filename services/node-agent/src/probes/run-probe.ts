@@ -24,7 +24,10 @@ export function probeTimeoutMs(p: Probe): number {
 }
 
 /** Resolves a probe port given by number or by the name of one of the container's ports. */
-export function resolvePort(container: Container, port: { value?: { $case: "intVal"; value: number } | { $case: "strVal"; value: string } } | undefined): number | undefined {
+export function resolvePort(
+  container: Container,
+  port: { value?: { $case: "intVal"; value: number } | { $case: "strVal"; value: string } } | undefined,
+): number | undefined {
   const v = port?.value;
   if (!v) return undefined;
   if (v.$case === "intVal") return v.value;
@@ -60,11 +63,27 @@ const ok = (): ProbeOutcome => ({ ok: true, message: "" });
 const fail = (message: string): ProbeOutcome => ({ ok: false, message });
 
 /** 200–399 is success, as for the kubelet; redirects are not followed. */
-function httpProbe(tls: boolean, host: string, port: number, path: string, headers: { name: string; value: string }[], timeoutMs: number): Promise<ProbeOutcome> {
+function httpProbe(
+  tls: boolean,
+  host: string,
+  port: number,
+  path: string,
+  headers: { name: string; value: string }[],
+  timeoutMs: number,
+): Promise<ProbeOutcome> {
   return new Promise((resolve) => {
     const mod = tls ? https : http;
     const req = mod.request(
-      { host, port, path, method: "GET", timeout: timeoutMs, headers: { "User-Agent": "kube-probe/1.32", Accept: "*/*", ...Object.fromEntries(headers.map((h) => [h.name, h.value])) }, rejectUnauthorized: false, agent: false },
+      {
+        host,
+        port,
+        path,
+        method: "GET",
+        timeout: timeoutMs,
+        headers: { "User-Agent": "kube-probe/1.32", Accept: "*/*", ...Object.fromEntries(headers.map((h) => [h.name, h.value])) },
+        rejectUnauthorized: false,
+        agent: false,
+      },
       (res) => {
         res.resume();
         const code = res.statusCode ?? 0;

@@ -9,7 +9,9 @@ const P = "CHO-abcdef-";
 const OPTS = { chainPrefix: P, clusterCidr: "10.244.0.0/16" };
 
 function service(name: string, spec: Record<string, unknown>): Service {
-  return unwrap(fromKubeJson({ apiVersion: "v1", kind: "Service", metadata: { name, namespace: "default" }, spec: { selector: { app: name }, ...spec } })) as Service;
+  return unwrap(
+    fromKubeJson({ apiVersion: "v1", kind: "Service", metadata: { name, namespace: "default" }, spec: { selector: { app: name }, ...spec } }),
+  ) as Service;
 }
 
 function endpoints(name: string, subsets: Record<string, unknown>[]): Endpoints {
@@ -19,9 +21,19 @@ function endpoints(name: string, subsets: Record<string, unknown>[]): Endpoints 
 const lines = (script: string, pattern: RegExp): string[] => script.split("\n").filter((l) => pattern.test(l));
 
 describe("renderProxyRules", () => {
-  const web = service("web", { clusterIP: "10.96.0.10", ports: [{ name: "http", port: 80, targetPort: "http" }, { name: "dns", port: 53, protocol: "UDP" }] });
+  const web = service("web", {
+    clusterIP: "10.96.0.10",
+    ports: [
+      { name: "http", port: 80, targetPort: "http" },
+      { name: "dns", port: 53, protocol: "UDP" },
+    ],
+  });
   const webEp = endpoints("web", [
-    { addresses: [{ ip: "10.244.1.3" }, { ip: "10.244.1.2" }, { ip: "10.244.2.2" }], notReadyAddresses: [{ ip: "10.244.9.9" }], ports: [{ name: "http", port: 8080, protocol: "TCP" }] },
+    {
+      addresses: [{ ip: "10.244.1.3" }, { ip: "10.244.1.2" }, { ip: "10.244.2.2" }],
+      notReadyAddresses: [{ ip: "10.244.9.9" }],
+      ports: [{ name: "http", port: 8080, protocol: "TCP" }],
+    },
   ]);
 
   it("spreads a service port over its ready endpoints with kube-proxy's probabilities", () => {
@@ -34,12 +46,17 @@ describe("renderProxyRules", () => {
     assert.match(spread[0]!, /--probability 0\.3333333333 -j CHO-abcdef-SEP-/);
     assert.match(spread[1]!, /--probability 0\.5000000000 -j CHO-abcdef-SEP-/);
     assert.doesNotMatch(spread[2]!, /probability/);
-    assert.deepEqual(lines(script, /DNAT/).map((l) => l.split("--to-destination ")[1]), ["10.244.1.2:8080", "10.244.1.3:8080", "10.244.2.2:8080"]);
+    assert.deepEqual(
+      lines(script, /DNAT/).map((l) => l.split("--to-destination ")[1]),
+      ["10.244.1.2:8080", "10.244.1.3:8080", "10.244.2.2:8080"],
+    );
     assert.equal(lines(script, /10\.244\.9\.9/).length, 0, "not-ready addresses get no traffic");
     assert.equal(lines(script, /-s 10\.244\.1\.2\/32 -j MARK --set-xmark 0x4000\/0x4000/).length, 1, "hairpin traffic is marked");
     assert.equal(lines(script, /! -s 10\.244\.0\.0\/16 -d 10\.96\.0\.10\/32 .* -j MARK/).length, 1, "off-cluster clients are marked");
     // The UDP port has no endpoint port named "dns": rejected in the filter table.
-    assert.deepEqual(lines(script, /REJECT/), ["-A CHO-abcdef-SERVICES -d 10.96.0.10/32 -p udp -m udp --dport 53 -j REJECT --reject-with icmp-port-unreachable"]);
+    assert.deepEqual(lines(script, /REJECT/), [
+      "-A CHO-abcdef-SERVICES -d 10.96.0.10/32 -p udp -m udp --dport 53 -j REJECT --reject-with icmp-port-unreachable",
+    ]);
     for (const c of [...chains.nat, ...chains.filter]) {
       assert.ok(c.length <= 28, `${c} fits iptables' chain name limit`);
       assert.ok(isProxyChain(P, c), c);
@@ -70,11 +87,20 @@ describe("renderProxyRules", () => {
   it("matches endpoint ports by name and protocol, without duplicates", () => {
     const sp = web.spec!.ports[0]!;
     const ep = endpoints("web", [
-      { addresses: [{ ip: "10.244.1.2" }], ports: [{ name: "http", port: 8080, protocol: "TCP" }, { name: "metrics", port: 9090, protocol: "TCP" }] },
+      {
+        addresses: [{ ip: "10.244.1.2" }],
+        ports: [
+          { name: "http", port: 8080, protocol: "TCP" },
+          { name: "metrics", port: 9090, protocol: "TCP" },
+        ],
+      },
       { addresses: [{ ip: "10.244.1.2" }, { ip: "10.244.1.4" }], ports: [{ name: "http", port: 8080, protocol: "TCP" }] },
       { addresses: [{ ip: "10.244.1.7" }], ports: [{ name: "http", port: 8080, protocol: "UDP" }] },
     ]);
-    assert.deepEqual(backendsOf(ep, sp), [{ ip: "10.244.1.2", port: 8080 }, { ip: "10.244.1.4", port: 8080 }]);
+    assert.deepEqual(backendsOf(ep, sp), [
+      { ip: "10.244.1.2", port: 8080 },
+      { ip: "10.244.1.4", port: 8080 },
+    ]);
     assert.deepEqual(backendsOf(undefined, sp), []);
     assert.ok(!isProxyChain(P, `${P}FORWARD`), "the node network's chains are not the proxy's");
     assert.ok(!isProxyChain(P, "CHO-bbbbbb-SERVICES"));

@@ -27,12 +27,15 @@ const nodePort = 30000 + (process.pid % 2700);
 /** Asks `url` until every name in `want` answered; fails on a name outside `allowed`. */
 async function answeredBy(url: string, want: string[], allowed: string[], netns?: string): Promise<void> {
   const seen = new Set<string>();
-  await waitFor(async () => {
-    const body = (await wget(url, netns)).trim();
-    assert.ok(allowed.includes(body), `unexpected answer ${body}`);
-    seen.add(body);
-    return want.every((w) => seen.has(w));
-  }, { ...WAIT, message: `${want.join(", ")} answering ${url}` });
+  await waitFor(
+    async () => {
+      const body = (await wget(url, netns)).trim();
+      assert.ok(allowed.includes(body), `unexpected answer ${body}`);
+      seen.add(body);
+      return want.every((w) => seen.has(w));
+    },
+    { ...WAIT, message: `${want.join(", ")} answering ${url}` },
+  );
 }
 
 describe("service proxy", () => {
@@ -77,15 +80,26 @@ describe("service proxy", () => {
   it("sends a Service's traffic to its ready endpoints, follows changes, and cleans up", async () => {
     const [ipA, ipB] = ips as [string, string];
     const first = startProxy(prefix);
-    const svc = unwrap(await s.client.create(fromKubeJson({
-      apiVersion: "v1", kind: "Service", metadata: { name: "web", namespace: "default" },
-      spec: { type: "NodePort", selector: { app: "web" }, ports: [{ name: "http", port: 80, targetPort: 8080, nodePort }] },
-    }))) as Service;
+    const svc = unwrap(
+      await s.client.create(
+        fromKubeJson({
+          apiVersion: "v1",
+          kind: "Service",
+          metadata: { name: "web", namespace: "default" },
+          spec: { type: "NodePort", selector: { app: "web" }, ports: [{ name: "http", port: 80, targetPort: 8080, nodePort }] },
+        }),
+      ),
+    ) as Service;
     const vip = svc.spec?.clusterIp ?? "";
-    const endpoints = (addresses: string[]) => fromKubeJson({
-      apiVersion: "v1", kind: "Endpoints", metadata: { name: "web", namespace: "default" },
-      subsets: [{ addresses: addresses.map((ip) => ({ ip })), notReadyAddresses: [{ ip: "10.244.0.250" }], ports: [{ name: "http", port: 8080, protocol: "TCP" }] }],
-    });
+    const endpoints = (addresses: string[]) =>
+      fromKubeJson({
+        apiVersion: "v1",
+        kind: "Endpoints",
+        metadata: { name: "web", namespace: "default" },
+        subsets: [
+          { addresses: addresses.map((ip) => ({ ip })), notReadyAddresses: [{ ip: "10.244.0.250" }], ports: [{ name: "http", port: 8080, protocol: "TCP" }] },
+        ],
+      });
     const ep = unwrap(await s.client.create(endpoints([ipA, ipB]))) as Endpoints;
     const both = ["pod-a", "pod-b"];
 
@@ -100,12 +114,18 @@ describe("service proxy", () => {
     // b leaves the endpoints: after the rewrite only a answers, from everywhere.
     ep.subsets[0]!.addresses = ep.subsets[0]!.addresses.filter((a) => a.ip === ipA);
     await s.client.update({ kind: { $case: "endpoints", value: ep } });
-    await waitFor(async () => !(await run("iptables-save", ["-t", "nat"])).includes(`--to-destination ${ipB}:8080`), { ...WAIT, message: "b no longer targeted" });
+    await waitFor(async () => !(await run("iptables-save", ["-t", "nat"])).includes(`--to-destination ${ipB}:8080`), {
+      ...WAIT,
+      message: "b no longer targeted",
+    });
     for (let i = 0; i < 10; i++) assert.equal((await wget(`http://${vip}:80/`, pods[2]!.netns)).trim(), "pod-a");
 
     // Another agent's proxy writes the same rules in its own chains; stopping the first leaves it serving.
     const second = startProxy(otherPrefix);
-    await waitFor(async () => (await run("iptables-save", ["-t", "nat"])).includes(`-A ${otherPrefix}SERVICES -d ${vip}/32`), { ...WAIT, message: "second proxy synced" });
+    await waitFor(async () => (await run("iptables-save", ["-t", "nat"])).includes(`-A ${otherPrefix}SERVICES -d ${vip}/32`), {
+      ...WAIT,
+      message: "second proxy synced",
+    });
     first.ac.abort();
     await first.done;
     assert.deepEqual(await leftovers(proxyChains(prefix)), [], "the first proxy's chains are gone");
@@ -116,7 +136,10 @@ describe("service proxy", () => {
 
     // No ready endpoint: refused at once instead of a hanging connection.
     await s.client.delete("endpoints", "default", "web");
-    await waitFor(async () => (await run("iptables-save", ["-t", "filter"])).includes(`-A ${otherPrefix}SERVICES -d ${vip}/32 -p tcp -m tcp --dport 80 -j REJECT`), { ...WAIT, message: "reject rule" });
+    await waitFor(
+      async () => (await run("iptables-save", ["-t", "filter"])).includes(`-A ${otherPrefix}SERVICES -d ${vip}/32 -p tcp -m tcp --dport 80 -j REJECT`),
+      { ...WAIT, message: "reject rule" },
+    );
     await assert.rejects(wget(`http://${vip}:80/`), /refused/);
 
     second.ac.abort();

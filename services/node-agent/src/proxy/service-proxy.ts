@@ -66,7 +66,10 @@ export class ServiceProxy implements Runnable {
     const jumps = proxyJumps(this.opts.chainPrefix).filter((j) => !hasRule(saved, j.table, j.rule));
     await retrying(() => this.apply(jumps));
     const informers = runAll([this.services, this.endpoints], signal);
-    const synced = Promise.all([this.services.waitForSync(signal), this.endpoints.waitForSync(signal)]).then(() => this.schedule(), () => undefined);
+    const synced = Promise.all([this.services.waitForSync(signal), this.endpoints.waitForSync(signal)]).then(
+      () => this.schedule(),
+      () => undefined,
+    );
     try {
       await informers;
     } finally {

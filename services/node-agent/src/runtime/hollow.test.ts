@@ -8,11 +8,14 @@ import { HOLLOW_ANNOTATIONS, HollowRuntime } from "./hollow.js";
 import { IpPool } from "./ip-pool.js";
 
 function pod(name: string, opts: { uid?: string; annotations?: Record<string, string>; containers?: string[] } = {}): Pod {
-  const p = unwrap(fromKubeJson({
-    apiVersion: "v1", kind: "Pod",
-    metadata: { name, namespace: "default", uid: opts.uid ?? `uid-${name}`, annotations: opts.annotations ?? {} },
-    spec: { containers: (opts.containers ?? ["app"]).map((c) => ({ name: c, image: "nginx" })), restartPolicy: "Always" },
-  })) as Pod;
+  const p = unwrap(
+    fromKubeJson({
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: { name, namespace: "default", uid: opts.uid ?? `uid-${name}`, annotations: opts.annotations ?? {} },
+      spec: { containers: (opts.containers ?? ["app"]).map((c) => ({ name: c, image: "nginx" })), restartPolicy: "Always" },
+    }),
+  ) as Pod;
   return p;
 }
 
@@ -101,7 +104,20 @@ describe("HollowRuntime", () => {
     const first = new HollowRuntime({ podCidr: "10.244.7.0/24", startDelayMs: 5 });
     const st = await first.startPod(pod("f"));
     const p = pod("f");
-    p.status = { phase: "Running", conditions: [], message: "", reason: "", nominatedNodeName: "", hostIp: "", podIp: st.podIp, podIps: [{ ip: st.podIp }], startTime: st.startedAt, initContainerStatuses: [], containerStatuses: st.containerStatuses, qosClass: "" };
+    p.status = {
+      phase: "Running",
+      conditions: [],
+      message: "",
+      reason: "",
+      nominatedNodeName: "",
+      hostIp: "",
+      podIp: st.podIp,
+      podIps: [{ ip: st.podIp }],
+      startTime: st.startedAt,
+      initContainerStatuses: [],
+      containerStatuses: st.containerStatuses,
+      qosClass: "",
+    };
     const second = new HollowRuntime({ podCidr: "10.244.7.0/24", startDelayMs: 5 });
     assert.deepEqual(await second.adoptPod(p), st);
     assert.notEqual(second.podStatus("uid-f"), undefined);

@@ -2,7 +2,15 @@ import type { ContainerStateTerminated, ContainerStatus, Pod } from "@choreo/kit
 import { nowRfc3339 } from "@choreo/kit/apimachinery";
 import { sleep } from "@choreo/kit/lifecycle";
 import { IpPool } from "./ip-pool.js";
-import { RuntimeRequestError, type ExecResult, type LogOptions, type PodRuntimeStatus, type Runtime, type RuntimeListener, type RuntimePod } from "./runtime.js";
+import {
+  RuntimeRequestError,
+  type ExecResult,
+  type LogOptions,
+  type PodRuntimeStatus,
+  type Runtime,
+  type RuntimeListener,
+  type RuntimePod,
+} from "./runtime.js";
 
 /**
  * Pod annotations the hollow runtime obeys, so that tests running the agent
@@ -314,7 +322,19 @@ function nowRfc3339Nano(): string {
 }
 
 function newContainer(name: string, image: string): HollowContainer {
-  return { name, image, log: [], state: "waiting", startedAt: "", finishedAt: "", exitCode: 0, restartCount: 0, ready: false, last: undefined, timer: undefined };
+  return {
+    name,
+    image,
+    log: [],
+    state: "waiting",
+    startedAt: "",
+    finishedAt: "",
+    exitCode: 0,
+    restartCount: 0,
+    ready: false,
+    last: undefined,
+    timer: undefined,
+  };
 }
 
 function containerId(uid: string, c: HollowContainer): string {
@@ -323,18 +343,32 @@ function containerId(uid: string, c: HollowContainer): string {
 
 function terminatedState(uid: string, c: HollowContainer): ContainerStateTerminated {
   return {
-    exitCode: c.exitCode, signal: 0, reason: c.exitCode === 0 ? "Completed" : "Error", message: "",
-    startedAt: c.startedAt, finishedAt: c.finishedAt, containerId: containerId(uid, c),
+    exitCode: c.exitCode,
+    signal: 0,
+    reason: c.exitCode === 0 ? "Completed" : "Error",
+    message: "",
+    startedAt: c.startedAt,
+    finishedAt: c.finishedAt,
+    containerId: containerId(uid, c),
   };
 }
 
 function containerStatus(uid: string, c: HollowContainer): ContainerStatus {
   const state =
-    c.state === "running" ? { running: { startedAt: c.startedAt } }
-    : c.state === "terminated" ? { terminated: terminatedState(uid, c) }
-    : { waiting: { reason: "ContainerCreating", message: "" } };
+    c.state === "running"
+      ? { running: { startedAt: c.startedAt } }
+      : c.state === "terminated"
+        ? { terminated: terminatedState(uid, c) }
+        : { waiting: { reason: "ContainerCreating", message: "" } };
   return {
-    name: c.name, state, lastState: c.last ? { terminated: c.last } : undefined, ready: c.ready, restartCount: c.restartCount,
-    image: c.image, imageId: `hollow://${c.image}`, containerId: c.state === "waiting" ? "" : containerId(uid, c), started: c.state === "running",
+    name: c.name,
+    state,
+    lastState: c.last ? { terminated: c.last } : undefined,
+    ready: c.ready,
+    restartCount: c.restartCount,
+    image: c.image,
+    imageId: `hollow://${c.image}`,
+    containerId: c.state === "waiting" ? "" : containerId(uid, c),
+    started: c.state === "running",
   };
 }

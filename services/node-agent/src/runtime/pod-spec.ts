@@ -24,13 +24,20 @@ export function expandVars(s: string, env: ReadonlyMap<string, string>): string 
 export function fieldValue(pod: Pod, fieldPath: string, facts: PodFacts): string {
   const m = pod.metadata;
   switch (fieldPath) {
-    case "metadata.name": return m?.name ?? "";
-    case "metadata.namespace": return m?.namespace ?? "";
-    case "metadata.uid": return m?.uid ?? "";
-    case "spec.nodeName": return pod.spec?.nodeName || facts.nodeName || "";
-    case "spec.serviceAccountName": return pod.spec?.serviceAccountName ?? "";
-    case "status.podIP": return facts.podIp;
-    case "status.hostIP": return facts.hostIp;
+    case "metadata.name":
+      return m?.name ?? "";
+    case "metadata.namespace":
+      return m?.namespace ?? "";
+    case "metadata.uid":
+      return m?.uid ?? "";
+    case "spec.nodeName":
+      return pod.spec?.nodeName || facts.nodeName || "";
+    case "spec.serviceAccountName":
+      return pod.spec?.serviceAccountName ?? "";
+    case "status.podIP":
+      return facts.podIp;
+    case "status.hostIP":
+      return facts.hostIp;
   }
   const label = /^metadata\.(labels|annotations)\['(.+)'\]$/.exec(fieldPath);
   if (label) return (label[1] === "labels" ? m?.labels : m?.annotations)?.[label[2]!] ?? "";

@@ -37,12 +37,18 @@ describe("safe path walk", () => {
   });
 
   it("refuses a symlink as the last component", () => {
-    assert.throws(() => open("root-link"), (e: unknown) => e instanceof UnsafePathError && /symbolic link/.test(e.message));
+    assert.throws(
+      () => open("root-link"),
+      (e: unknown) => e instanceof UnsafePathError && /symbolic link/.test(e.message),
+    );
     assert.throws(() => open("a/etc-link"), UnsafePathError);
   });
 
   it("refuses a symlink as a middle component", () => {
-    assert.throws(() => open("root-link/etc"), (e: unknown) => e instanceof UnsafePathError && /root-link/.test(e.message));
+    assert.throws(
+      () => open("root-link/etc"),
+      (e: unknown) => e instanceof UnsafePathError && /root-link/.test(e.message),
+    );
     assert.throws(() => open("a/etc-link/passwd"), UnsafePathError);
   });
 

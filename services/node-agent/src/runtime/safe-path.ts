@@ -154,7 +154,10 @@ export async function bindOpened(opened: OpenedPath, target: string, readOnly: b
 /** Mount points at or below `dir`, deepest first (stacked ones once per mount). */
 export function mountsBelow(dir: string): string[] {
   const text = fs.readFileSync("/proc/self/mountinfo", "utf8");
-  const points = text.split("\n").map((l) => l.split(" ", 5)[4] ?? "").map(unescapeMount);
+  const points = text
+    .split("\n")
+    .map((l) => l.split(" ", 5)[4] ?? "")
+    .map(unescapeMount);
   return points.filter((p) => p === dir || p.startsWith(`${dir}/`)).sort((a, b) => b.length - a.length);
 }
 

@@ -41,12 +41,22 @@ export class DaemonSetController implements Runnable {
   constructor(private readonly opts: DaemonSetControllerOptions) {
     this.log = opts.log.child({ controller: "daemonset" });
     this.podControl = new PodControl({ client: opts.client, expectations: this.expectations, recorder: opts.recorder });
-    this.controller = new Controller({ name: "daemonset", reconcile: (key) => this.reconcile(key), workers: opts.workers ?? 2, log: opts.log, registry: opts.registry });
+    this.controller = new Controller({
+      name: "daemonset",
+      reconcile: (key) => this.reconcile(key),
+      workers: opts.workers ?? 2,
+      log: opts.log,
+      registry: opts.registry,
+    });
     opts.pods.addIndexer(BY_OWNER, ownerUidsOf);
     const enqueue = (d: DaemonSet): void => {
       if (d.metadata) this.controller.enqueue(keyOf(d.metadata));
     };
-    opts.daemonsets.addEventHandler({ onAdd: enqueue, onUpdate: (_o, n) => enqueue(n), onDelete: (d) => d.metadata && this.expectations.forget(keyOf(d.metadata)) });
+    opts.daemonsets.addEventHandler({
+      onAdd: enqueue,
+      onUpdate: (_o, n) => enqueue(n),
+      onDelete: (d) => d.metadata && this.expectations.forget(keyOf(d.metadata)),
+    });
     const all = (): void => {
       for (const d of opts.daemonsets.list()) enqueue(d);
     };
@@ -75,10 +85,13 @@ export class DaemonSetController implements Runnable {
       const template = daemonTemplate(ds);
       const owner = { ...DS, metadata: m };
       const [created, deleteError] = await Promise.all([
-        this.podControl.create(key, owner, plan.create.length, (i) => podFromTemplate(template, owner, { nodeName: plan.create[i], labels: { [REVISION_LABEL]: hash } })),
+        this.podControl.create(key, owner, plan.create.length, (i) =>
+          podFromTemplate(template, owner, { nodeName: plan.create[i], labels: { [REVISION_LABEL]: hash } }),
+        ),
         this.podControl.delete(key, owner, plan.remove),
       ]);
-      if (plan.create.length + plan.remove.length > 0) this.log.info({ daemonset: key, created: created.ok, deleted: plan.remove.length }, "daemon pods synced");
+      if (plan.create.length + plan.remove.length > 0)
+        this.log.info({ daemonset: key, created: created.ok, deleted: plan.remove.length }, "daemon pods synced");
       const error = created.error ?? deleteError;
       if (error !== undefined) throw error instanceof Error ? error : new Error(String(error));
     }
@@ -98,5 +111,8 @@ export class DaemonSetController implements Runnable {
 
 /** Whether a node change can change where daemon pods belong (labels, taints, readiness for the record). */
 function placementChanged(o: Node, n: Node): boolean {
-  return JSON.stringify([o.metadata?.labels, o.spec?.taints, o.metadata?.deletionTimestamp]) !== JSON.stringify([n.metadata?.labels, n.spec?.taints, n.metadata?.deletionTimestamp]);
+  return (
+    JSON.stringify([o.metadata?.labels, o.spec?.taints, o.metadata?.deletionTimestamp]) !==
+    JSON.stringify([n.metadata?.labels, n.spec?.taints, n.metadata?.deletionTimestamp])
+  );
 }

@@ -11,14 +11,18 @@ const node = (name: string, o: { labels?: Record<string, string>; taints?: { key
   unwrap(fromKubeJson({ apiVersion: "v1", kind: "Node", metadata: { name, labels: o.labels ?? {} }, spec: { taints: o.taints ?? [] } })) as Node;
 
 const ds = (o: { nodeSelector?: Record<string, string>; maxUnavailable?: number | string; onDelete?: boolean; image?: string } = {}): DaemonSet =>
-  unwrap(fromKubeJson({
-    apiVersion: "apps/v1", kind: "DaemonSet", metadata: { name: "d", namespace: "default", uid: "uid-d", generation: 2 },
-    spec: {
-      selector: { matchLabels: { app: "d" } },
-      updateStrategy: o.onDelete ? { type: "OnDelete" } : { type: "RollingUpdate", rollingUpdate: { maxUnavailable: o.maxUnavailable ?? 1 } },
-      template: { metadata: { labels: { app: "d" } }, spec: { nodeSelector: o.nodeSelector ?? {}, containers: [{ name: "c", image: o.image ?? "v1" }] } },
-    },
-  })) as DaemonSet;
+  unwrap(
+    fromKubeJson({
+      apiVersion: "apps/v1",
+      kind: "DaemonSet",
+      metadata: { name: "d", namespace: "default", uid: "uid-d", generation: 2 },
+      spec: {
+        selector: { matchLabels: { app: "d" } },
+        updateStrategy: o.onDelete ? { type: "OnDelete" } : { type: "RollingUpdate", rollingUpdate: { maxUnavailable: o.maxUnavailable ?? 1 } },
+        template: { metadata: { labels: { app: "d" } }, spec: { nodeSelector: o.nodeSelector ?? {}, containers: [{ name: "c", image: o.image ?? "v1" }] } },
+      },
+    }),
+  ) as DaemonSet;
 
 const daemonPod = (name: string, nodeName: string, d: DaemonSet, o: { ready?: boolean; hash?: string } = {}): Pod => {
   const p = pod(name, { node: nodeName, ready: o.ready, owner: { kind: "DaemonSet", name: "d", uid: "uid-d" } });
@@ -53,12 +57,19 @@ describe("DaemonSet plan", () => {
     const nodes = [node("a"), node("b"), node("c")];
     const oldPods = [daemonPod("pa", "a", old), daemonPod("pb", "b", old), daemonPod("pc", "c", old, { ready: false })];
     const p = planDaemonSet(d, nodes, oldPods, Date.now());
-    assert.deepEqual(p.remove.map((x) => x.metadata?.name), ["pc"], "c is already unavailable: it uses the budget");
+    assert.deepEqual(
+      p.remove.map((x) => x.metadata?.name),
+      ["pc"],
+      "c is already unavailable: it uses the budget",
+    );
     const p2 = planDaemonSet(d, nodes, oldPods.slice(0, 2), Date.now());
     assert.deepEqual(p2.create, ["c"]);
     assert.equal(p2.remove.length, 0, "c has no available pod yet: no budget left");
     const p3 = planDaemonSet(d, nodes, [...oldPods.slice(0, 2), daemonPod("pc2", "c", d)], Date.now());
-    assert.deepEqual(p3.remove.map((x) => x.metadata?.name), ["pa"]);
+    assert.deepEqual(
+      p3.remove.map((x) => x.metadata?.name),
+      ["pa"],
+    );
     assert.equal(p3.status.updatedNumberScheduled, 1);
   });
 

@@ -16,12 +16,19 @@ export const DAEMON_TOLERATIONS: Toleration[] = [
 ];
 
 function canonical(v: unknown): string {
-  return JSON.stringify(v, (_k, x: unknown) => (x && typeof x === "object" && !Array.isArray(x) ? Object.fromEntries(Object.entries(x as Record<string, unknown>).sort(([a], [b]) => a.localeCompare(b))) : x));
+  return JSON.stringify(v, (_k, x: unknown) =>
+    x && typeof x === "object" && !Array.isArray(x)
+      ? Object.fromEntries(Object.entries(x as Record<string, unknown>).sort(([a], [b]) => a.localeCompare(b)))
+      : x,
+  );
 }
 
 /** A stable hash of the pod template: pods with another hash are out of date. */
 export function templateHash(t: PodTemplateSpec | undefined): string {
-  return createHash("sha256").update(canonical(t ?? null)).digest("hex").slice(0, 10);
+  return createHash("sha256")
+    .update(canonical(t ?? null))
+    .digest("hex")
+    .slice(0, 10);
 }
 
 /** The template with the DaemonSet tolerations added (what its pods run with). */
@@ -99,9 +106,12 @@ export function planDaemonSet(ds: DaemonSet, nodes: readonly Node[], pods: reado
     const maxUnavailable = Math.max(1, scaled(strategy?.rollingUpdate?.maxUnavailable, desired, 1));
     const unavailable = [...wanted].filter((n) => !available(current.get(n))).length;
     let budget = maxUnavailable - unavailable;
-    const old = [...current.values()].filter((p) => p.metadata?.labels[REVISION_LABEL] !== hash).sort((a, b) => (a.spec?.nodeName ?? "").localeCompare(b.spec?.nodeName ?? ""));
+    const old = [...current.values()]
+      .filter((p) => p.metadata?.labels[REVISION_LABEL] !== hash)
+      .sort((a, b) => (a.spec?.nodeName ?? "").localeCompare(b.spec?.nodeName ?? ""));
     for (const p of old) {
-      if (!available(p)) remove.push(p); // Already down: replacing it costs nothing.
+      if (!available(p))
+        remove.push(p); // Already down: replacing it costs nothing.
       else if (budget > 0) {
         remove.push(p);
         budget--;

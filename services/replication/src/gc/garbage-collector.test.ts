@@ -9,7 +9,12 @@ function setup() {
   const rcs = new FakeCache<ReplicationController>();
   const pods = new FakeCache<Pod>();
   const client = new RecordingClient();
-  const gc = new GarbageCollector({ client, pods, log: silentLogger(), owners: [{ kind: "ReplicationController", resource: "replicationcontrollers", cache: rcs }] });
+  const gc = new GarbageCollector({
+    client,
+    pods,
+    log: silentLogger(),
+    owners: [{ kind: "ReplicationController", resource: "replicationcontrollers", cache: rcs }],
+  });
   return { rcs, pods, client, gc };
 }
 const owner = { name: "web", uid: "uid-web" };
@@ -19,9 +24,16 @@ describe("GarbageCollector", () => {
     const { pods, client, gc } = setup();
     pods.put(pod("a", { owner }));
     await gc.reconcile("pod|default/a");
-    assert.deepEqual(client.of("get").map((g) => g.name), ["web"], "checked with the api, not just the cache");
+    assert.deepEqual(
+      client.of("get").map((g) => g.name),
+      ["web"],
+      "checked with the api, not just the cache",
+    );
     const del = client.of("delete");
-    assert.deepEqual(del.map((d) => d.name), ["a"]);
+    assert.deepEqual(
+      del.map((d) => d.name),
+      ["a"],
+    );
     assert.equal(del[0]?.options?.preconditions?.uid, "uid-a");
     assert.equal(del[0]?.options?.preconditions?.resourceVersion, "7", "only the version read: one orphaned meanwhile is not deleted");
   });
@@ -43,7 +55,10 @@ describe("GarbageCollector", () => {
     client.objects.set("replicationcontrollers/default/web", { kind: { $case: "replicationController", value: rc("web", 1, undefined, "uid-web-2") } });
     pods.put(pod("a", { owner }));
     await gc.reconcile("pod|default/a");
-    assert.deepEqual(client.of("delete").map((d) => d.name), ["a"]);
+    assert.deepEqual(
+      client.of("delete").map((d) => d.name),
+      ["a"],
+    );
   });
 
   it("orphan: removes the owner's reference from its dependents, then the orphan finalizer", async () => {
@@ -56,7 +71,10 @@ describe("GarbageCollector", () => {
     pods.put(pod("b", { owner }));
     await gc.reconcile("owner|ReplicationController|default/web");
     const patches = client.of("patch");
-    assert.deepEqual(patches.map((p) => `${p.resource}/${p.name}`), ["pods/a", "pods/b", "replicationcontrollers/web"]);
+    assert.deepEqual(
+      patches.map((p) => `${p.resource}/${p.name}`),
+      ["pods/a", "pods/b", "replicationcontrollers/web"],
+    );
     assert.deepEqual((patches[0]?.patch as { metadata: { ownerReferences: unknown[] } }).metadata.ownerReferences, []);
     assert.deepEqual((patches[2]?.patch as { metadata: { finalizers: string[] } }).metadata.finalizers, []);
     assert.equal(client.of("delete").length, 0);
@@ -74,7 +92,10 @@ describe("GarbageCollector", () => {
     assert.ok(res.requeueAfterMs, "waits for the dependents");
     assert.equal(client.of("patch").length, 0);
     await gc.reconcile("pod|default/a");
-    assert.deepEqual(client.of("delete").map((d) => d.name), ["a"]);
+    assert.deepEqual(
+      client.of("delete").map((d) => d.name),
+      ["a"],
+    );
     pods.remove("default/a");
     await gc.reconcile("owner|ReplicationController|default/web");
     assert.deepEqual((client.of("patch")[0]?.patch as { metadata: { finalizers: string[] } }).metadata.finalizers, []);

@@ -48,7 +48,13 @@ export class GarbageCollector implements Runnable {
 
   constructor(private readonly opts: GarbageCollectorOptions) {
     this.log = opts.log.child({ controller: "garbage-collector" });
-    this.controller = new Controller({ name: "garbagecollector", reconcile: (key) => this.reconcile(key), workers: opts.workers ?? 2, log: opts.log, registry: opts.registry });
+    this.controller = new Controller({
+      name: "garbagecollector",
+      reconcile: (key) => this.reconcile(key),
+      workers: opts.workers ?? 2,
+      log: opts.log,
+      registry: opts.registry,
+    });
     opts.pods.addIndexer(BY_OWNER, ownerUidsOf);
     const enqueuePod = (p: Pod): void => {
       if (p.metadata && p.metadata.ownerReferences.length > 0) this.controller.enqueue(`pod|${keyOf(p.metadata)}`);
@@ -98,7 +104,10 @@ export class GarbageCollector implements Runnable {
     try {
       // Only the pod as read: its ownerReferences may have changed since (an orphaning GC removed them
       // while this cache still had the old copy). A conflict is fine: the update re-enqueues the pod.
-      await this.opts.client.delete("pods", m.namespace, m.name, { preconditions: { uid: m.uid, resourceVersion: m.resourceVersion }, propagationPolicy: "Background" });
+      await this.opts.client.delete("pods", m.namespace, m.name, {
+        preconditions: { uid: m.uid, resourceVersion: m.resourceVersion },
+        propagationPolicy: "Background",
+      });
       this.log.info({ pod: key, owners: m.ownerReferences.map((r) => `${r.kind}/${r.name}`), foreground }, "dependent deleted");
     } catch (err) {
       if (!isNotFound(err) && !isConflict(err)) throw err;
@@ -138,7 +147,9 @@ export class GarbageCollector implements Runnable {
         if (!pm) continue;
         const refs = pm.ownerReferences.filter((r) => r.uid !== m.uid);
         try {
-          await this.opts.client.patch("pods", pm.namespace, pm.name, "application/merge-patch+json", { metadata: { ownerReferences: refs, resourceVersion: pm.resourceVersion } });
+          await this.opts.client.patch("pods", pm.namespace, pm.name, "application/merge-patch+json", {
+            metadata: { ownerReferences: refs, resourceVersion: pm.resourceVersion },
+          });
         } catch (err) {
           if (!isNotFound(err)) throw err;
         }
@@ -160,7 +171,9 @@ export class GarbageCollector implements Runnable {
   private async removeFinalizer(kind: OwnerKind, key: string, m: ObjectMeta, finalizer: string): Promise<void> {
     const { namespace, name } = splitKey(key);
     try {
-      await this.opts.client.patch(kind.resource, namespace, name, "application/merge-patch+json", { metadata: { finalizers: m.finalizers.filter((f) => f !== finalizer), resourceVersion: m.resourceVersion } });
+      await this.opts.client.patch(kind.resource, namespace, name, "application/merge-patch+json", {
+        metadata: { finalizers: m.finalizers.filter((f) => f !== finalizer), resourceVersion: m.resourceVersion },
+      });
       this.log.info({ owner: `${kind.kind}/${key}`, finalizer }, "finalizer removed");
     } catch (err) {
       if (!isNotFound(err)) throw err;

@@ -40,7 +40,13 @@ export class JobController implements Runnable {
   constructor(private readonly opts: JobControllerOptions) {
     this.log = opts.log.child({ controller: "job" });
     this.podControl = new PodControl({ client: opts.client, expectations: this.expectations, recorder: opts.recorder });
-    this.controller = new Controller({ name: "job", reconcile: (key) => this.reconcile(key), workers: opts.workers ?? 4, log: opts.log, registry: opts.registry });
+    this.controller = new Controller({
+      name: "job",
+      reconcile: (key) => this.reconcile(key),
+      workers: opts.workers ?? 4,
+      log: opts.log,
+      registry: opts.registry,
+    });
     opts.pods.addIndexer(BY_OWNER, ownerUidsOf);
     const enqueue = (j: Job): void => {
       if (j.metadata) this.controller.enqueue(keyOf(j.metadata));

@@ -7,15 +7,30 @@ import { pod } from "../testing.js";
 import { assessJob, jobStatus } from "./job-status.js";
 
 const job = (spec: Record<string, unknown>, status?: Record<string, unknown>): Job =>
-  unwrap(fromKubeJson({
-    apiVersion: "batch/v1", kind: "Job", metadata: { name: "j", namespace: "default", uid: "uid-j" },
-    spec: { completions: 5, parallelism: 2, backoffLimit: 6, selector: { matchLabels: { a: "b" } }, template: { metadata: { labels: { a: "b" } }, spec: { restartPolicy: "Never", containers: [{ name: "c", image: "x" }] } }, ...spec },
-    ...(status ? { status } : {}),
-  })) as Job;
+  unwrap(
+    fromKubeJson({
+      apiVersion: "batch/v1",
+      kind: "Job",
+      metadata: { name: "j", namespace: "default", uid: "uid-j" },
+      spec: {
+        completions: 5,
+        parallelism: 2,
+        backoffLimit: 6,
+        selector: { matchLabels: { a: "b" } },
+        template: { metadata: { labels: { a: "b" } }, spec: { restartPolicy: "Never", containers: [{ name: "c", image: "x" }] } },
+        ...spec,
+      },
+      ...(status ? { status } : {}),
+    }),
+  ) as Job;
 
 describe("assessJob", () => {
   it("keeps min(parallelism, completions − succeeded) pods active", () => {
-    const a = assessJob(job({}), [pod("s1", { phase: "Succeeded" }), pod("s2", { phase: "Succeeded" }), pod("s3", { phase: "Succeeded" }), pod("s4", { phase: "Succeeded" })], Date.now());
+    const a = assessJob(
+      job({}),
+      [pod("s1", { phase: "Succeeded" }), pod("s2", { phase: "Succeeded" }), pod("s3", { phase: "Succeeded" }), pod("s4", { phase: "Succeeded" })],
+      Date.now(),
+    );
     assert.equal(a.succeeded, 4);
     assert.equal(a.wantActive, 1);
     assert.equal(assessJob(job({ suspend: true }), [], Date.now()).wantActive, 0);
@@ -25,11 +40,20 @@ describe("assessJob", () => {
     assert.equal(a.finish?.type, "Complete");
     const st = jobStatus(job({ completions: 1 }), a, "2025-01-01T00:00:00Z");
     assert.equal(st.completionTime, "2025-01-01T00:00:00Z");
-    assert.deepEqual(st.conditions.map((c) => [c.type, c.status]), [["Complete", "True"]]);
+    assert.deepEqual(
+      st.conditions.map((c) => [c.type, c.status]),
+      [["Complete", "True"]],
+    );
   });
   it("fails past backoffLimit; with OnFailure container restarts count as failures", () => {
-    assert.equal(assessJob(job({ backoffLimit: 1 }), [pod("f1", { phase: "Failed" }), pod("f2", { phase: "Failed" })], Date.now()).finish?.reason, "BackoffLimitExceeded");
-    const onFailure = job({ backoffLimit: 2, template: { metadata: { labels: { a: "b" } }, spec: { restartPolicy: "OnFailure", containers: [{ name: "c", image: "x" }] } } });
+    assert.equal(
+      assessJob(job({ backoffLimit: 1 }), [pod("f1", { phase: "Failed" }), pod("f2", { phase: "Failed" })], Date.now()).finish?.reason,
+      "BackoffLimitExceeded",
+    );
+    const onFailure = job({
+      backoffLimit: 2,
+      template: { metadata: { labels: { a: "b" } }, spec: { restartPolicy: "OnFailure", containers: [{ name: "c", image: "x" }] } },
+    });
     assert.equal(assessJob(onFailure, [pod("r", { restarts: 3 })], Date.now()).finish?.reason, "BackoffLimitExceeded");
     assert.equal(assessJob(onFailure, [pod("r", { restarts: 2 })], Date.now()).finish, undefined);
   });

@@ -16,7 +16,8 @@ export interface JobAssessment {
   wantActive: number;
 }
 
-export const isFinished = (job: Job): boolean => (job.status?.conditions ?? []).some((c) => (c.type === "Complete" || c.type === "Failed") && c.status === "True");
+export const isFinished = (job: Job): boolean =>
+  (job.status?.conditions ?? []).some((c) => (c.type === "Complete" || c.type === "Failed") && c.status === "True");
 
 /**
  * Counts never go down: a finished pod deleted by someone stays counted
@@ -36,7 +37,8 @@ export function assessJob(job: Job, pods: readonly Pod[], nowMs: number): JobAss
   const ready = active.filter(isReady).length;
   const base = { active, succeeded, failed, ready };
   if (succeeded >= completions) return { ...base, wantActive: 0, finish: { type: "Complete", reason: "Completed", message: "Job completed" } };
-  if (failed > backoffLimit) return { ...base, wantActive: 0, finish: { type: "Failed", reason: "BackoffLimitExceeded", message: "Job has reached the specified backoff limit" } };
+  if (failed > backoffLimit)
+    return { ...base, wantActive: 0, finish: { type: "Failed", reason: "BackoffLimitExceeded", message: "Job has reached the specified backoff limit" } };
   const start = Date.parse(job.status?.startTime ?? "");
   if (spec?.activeDeadlineSeconds !== undefined && Number.isFinite(start) && nowMs - start >= spec.activeDeadlineSeconds * 1000) {
     return { ...base, wantActive: 0, finish: { type: "Failed", reason: "DeadlineExceeded", message: "Job was active longer than specified deadline" } };
@@ -50,7 +52,10 @@ export function jobStatus(job: Job, a: JobAssessment, now: string): JobStatus {
   const prev = job.status;
   let conditions: JobCondition[] = prev?.conditions ?? [];
   if (a.finish && !conditions.some((c) => c.type === a.finish?.type)) {
-    conditions = [...conditions, { type: a.finish.type, status: "True", lastProbeTime: now, lastTransitionTime: now, reason: a.finish.reason, message: a.finish.message }];
+    conditions = [
+      ...conditions,
+      { type: a.finish.type, status: "True", lastProbeTime: now, lastTransitionTime: now, reason: a.finish.reason, message: a.finish.message },
+    ];
   }
   return {
     conditions,

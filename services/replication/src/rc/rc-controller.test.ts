@@ -34,9 +34,18 @@ describe("claimPods", () => {
     const theirs = pod("d", { owner: { name: "other", uid: "uid-other" } });
     const unrelated = pod("e", { labels: { app: "db" } });
     const c = claimPods([mine, orphan, quarantined, theirs, unrelated], "uid-web", sel, false);
-    assert.deepEqual(c.owned.map((p) => p.metadata?.name), ["a"]);
-    assert.deepEqual(c.adopt.map((p) => p.metadata?.name), ["b"]);
-    assert.deepEqual(c.release.map((p) => p.metadata?.name), ["c"]);
+    assert.deepEqual(
+      c.owned.map((p) => p.metadata?.name),
+      ["a"],
+    );
+    assert.deepEqual(
+      c.adopt.map((p) => p.metadata?.name),
+      ["b"],
+    );
+    assert.deepEqual(
+      c.release.map((p) => p.metadata?.name),
+      ["c"],
+    );
   });
   it("adopts nothing while the controller is being deleted, nor pods being deleted", () => {
     assert.equal(claimPods([pod("b")], "uid-web", sel, true).adopt.length, 0);
@@ -54,7 +63,10 @@ describe("podsToDelete", () => {
       pod("unscheduled", { phase: "Pending", ready: false }),
       pod("restarts", { node: "n1", readySince: "2025-01-01T00:00:00Z", restarts: 3 }),
     ];
-    assert.deepEqual(podsToDelete(ps, 6).map((p) => p.metadata?.name), ["unscheduled", "pending", "not-ready", "new-ready", "restarts", "old-ready"]);
+    assert.deepEqual(
+      podsToDelete(ps, 6).map((p) => p.metadata?.name),
+      ["unscheduled", "pending", "not-ready", "new-ready", "restarts", "old-ready"],
+    );
     assert.equal(podsToDelete(ps, 2).length, 2);
   });
 });
@@ -96,7 +108,9 @@ describe("ReplicationManager.reconcile", () => {
     assert.equal(creates.length, 3);
     const p = unwrap(creates[0]!.object) as Pod;
     assert.equal(p.metadata?.generateName, "web-");
-    assert.deepEqual(p.metadata?.ownerReferences, [{ apiVersion: "v1", kind: "ReplicationController", name: "web", uid: "uid-web", controller: true, blockOwnerDeletion: true }]);
+    assert.deepEqual(p.metadata?.ownerReferences, [
+      { apiVersion: "v1", kind: "ReplicationController", name: "web", uid: "uid-web", controller: true, blockOwnerDeletion: true },
+    ]);
     assert.equal(events.filter((e) => e.startsWith("SuccessfulCreate")).length, 3);
     await m.reconcile(key);
     assert.equal(client.of("create").length, 3, "the cache has not shown the pods yet: no second round");
@@ -137,7 +151,10 @@ describe("ReplicationManager.reconcile", () => {
     await m.reconcile(key);
     assert.equal(client.of("get").length, 1);
     const patch = client.of("patch")[0]?.patch as { metadata: { ownerReferences: { uid: string; controller: boolean }[] } };
-    assert.deepEqual(patch.metadata.ownerReferences.map((r) => [r.uid, r.controller]), [["uid-web", true]]);
+    assert.deepEqual(
+      patch.metadata.ownerReferences.map((r) => [r.uid, r.controller]),
+      [["uid-web", true]],
+    );
     assert.equal(client.of("create").length, 0);
   });
 

@@ -52,7 +52,13 @@ export class ReplicationManager implements Runnable {
     this.burst = opts.burst ?? BURST_REPLICAS;
     this.expectations = opts.expectations ?? new Expectations();
     this.podControl = new PodControl({ client: opts.client, expectations: this.expectations, recorder: opts.recorder });
-    this.controller = new Controller({ name: "replicationcontroller", reconcile: (key) => this.reconcile(key), workers: opts.workers ?? 4, log: opts.log, registry: opts.registry });
+    this.controller = new Controller({
+      name: "replicationcontroller",
+      reconcile: (key) => this.reconcile(key),
+      workers: opts.workers ?? 4,
+      log: opts.log,
+      registry: opts.registry,
+    });
     opts.pods.addIndexer(BY_NAMESPACE, namespaceOf);
     opts.rcs.addIndexer(BY_NAMESPACE, namespaceOf);
     const enqueueRc = (rc: ReplicationController): void => {
@@ -213,7 +219,9 @@ export class ReplicationManager implements Runnable {
     const refs = m.ownerReferences.filter((r) => r.uid !== uid);
     if (own) refs.push(controllerRef({ ...RC, metadata: rc.metadata }));
     try {
-      await this.opts.client.patch("pods", m.namespace, m.name, "application/merge-patch+json", { metadata: { ownerReferences: refs, resourceVersion: m.resourceVersion, uid: m.uid } });
+      await this.opts.client.patch("pods", m.namespace, m.name, "application/merge-patch+json", {
+        metadata: { ownerReferences: refs, resourceVersion: m.resourceVersion, uid: m.uid },
+      });
     } catch (err) {
       if (isNotFound(err)) return false;
       if (isConflict(err) || isAlreadyExists(err)) throw new Error(`pod ${keyOf(m)} changed while ${own ? "adopting" : "releasing"} it`, { cause: err });
@@ -223,5 +231,3 @@ export class ReplicationManager implements Runnable {
     return true;
   }
 }
-
-

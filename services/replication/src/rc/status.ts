@@ -4,14 +4,23 @@ import { selectorFromSet } from "@choreo/kit/apimachinery";
 import { isAvailable, isReady } from "../pod-template.js";
 
 /** What the status says; `failure` is a create/delete error of the last sync (→ ReplicaFailure). */
-export function computeStatus(rc: ReplicationController, active: readonly Pod[], nowMs: number, failure?: { reason: string; message: string }, now = new Date(nowMs).toISOString().replace(/\.\d{3}Z$/, "Z")): ReplicationControllerStatus {
+export function computeStatus(
+  rc: ReplicationController,
+  active: readonly Pod[],
+  nowMs: number,
+  failure?: { reason: string; message: string },
+  now = new Date(nowMs).toISOString().replace(/\.\d{3}Z$/, "Z"),
+): ReplicationControllerStatus {
   const templateLabels = selectorFromSet(rc.spec?.template?.metadata?.labels ?? {});
   const minReady = rc.spec?.minReadySeconds ?? 0;
   const prev = rc.status?.conditions ?? [];
   let conditions: ReplicationControllerCondition[] = prev.filter((c) => c.type !== "ReplicaFailure");
   if (failure) {
     const old = prev.find((c) => c.type === "ReplicaFailure");
-    conditions = [...conditions, { type: "ReplicaFailure", status: "True", reason: failure.reason, message: failure.message, lastTransitionTime: old?.lastTransitionTime || now }];
+    conditions = [
+      ...conditions,
+      { type: "ReplicaFailure", status: "True", reason: failure.reason, message: failure.message, lastTransitionTime: old?.lastTransitionTime || now },
+    ];
   }
   return {
     replicas: active.length,
@@ -26,7 +35,14 @@ export function computeStatus(rc: ReplicationController, active: readonly Pod[],
 /** Whether two statuses say the same thing (so no write is needed). */
 export function sameStatus(a: ReplicationControllerStatus | undefined, b: ReplicationControllerStatus): boolean {
   if (!a) return false;
-  return a.replicas === b.replicas && a.fullyLabeledReplicas === b.fullyLabeledReplicas && a.readyReplicas === b.readyReplicas && a.availableReplicas === b.availableReplicas && a.observedGeneration === b.observedGeneration && JSON.stringify(a.conditions) === JSON.stringify(b.conditions);
+  return (
+    a.replicas === b.replicas &&
+    a.fullyLabeledReplicas === b.fullyLabeledReplicas &&
+    a.readyReplicas === b.readyReplicas &&
+    a.availableReplicas === b.availableReplicas &&
+    a.observedGeneration === b.observedGeneration &&
+    JSON.stringify(a.conditions) === JSON.stringify(b.conditions)
+  );
 }
 
 /** Milliseconds until the next pod becomes available by minReadySeconds (undefined: none pending). */

@@ -38,13 +38,25 @@ describe("filters", () => {
   it("taint-toleration: NoSchedule/NoExecute taints need a toleration; PreferNoSchedule does not", () => {
     const n = nodeInfo(fakeNode("a", { taints: [unreachable] }));
     assert.deepEqual(taintToleration.filter(podInfo(fakePod("p")), n), ["node(s) had untolerated taint {node.kubernetes.io/unreachable: }"]);
-    assert.deepEqual(taintToleration.filter(podInfo(fakePod("p", { tolerations: [{ key: "node.kubernetes.io/unreachable", operator: "Exists", value: "", effect: "NoExecute" }] })), n), []);
+    assert.deepEqual(
+      taintToleration.filter(
+        podInfo(fakePod("p", { tolerations: [{ key: "node.kubernetes.io/unreachable", operator: "Exists", value: "", effect: "NoExecute" }] })),
+        n,
+      ),
+      [],
+    );
     assert.deepEqual(taintToleration.filter(podInfo(fakePod("p", { tolerations: [{ key: "", operator: "Exists", value: "", effect: "" }] })), n), []);
     const soft = nodeInfo(fakeNode("b", { taints: [{ key: "k", value: "v", effect: "PreferNoSchedule", timeAdded: "" }] }));
     assert.deepEqual(taintToleration.filter(podInfo(fakePod("p")), soft), []);
     const eq = nodeInfo(fakeNode("c", { taints: [{ key: "k", value: "v", effect: "NoSchedule", timeAdded: "" }] }));
-    assert.deepEqual(taintToleration.filter(podInfo(fakePod("p", { tolerations: [{ key: "k", operator: "Equal", value: "v", effect: "NoSchedule" }] })), eq), []);
-    assert.equal(taintToleration.filter(podInfo(fakePod("p", { tolerations: [{ key: "k", operator: "Equal", value: "w", effect: "NoSchedule" }] })), eq).length, 1);
+    assert.deepEqual(
+      taintToleration.filter(podInfo(fakePod("p", { tolerations: [{ key: "k", operator: "Equal", value: "v", effect: "NoSchedule" }] })), eq),
+      [],
+    );
+    assert.equal(
+      taintToleration.filter(podInfo(fakePod("p", { tolerations: [{ key: "k", operator: "Equal", value: "w", effect: "NoSchedule" }] })), eq).length,
+      1,
+    );
   });
 
   it("host-ports: a host port already taken on the node conflicts", () => {

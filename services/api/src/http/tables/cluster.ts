@@ -47,8 +47,16 @@ export const eventTable: KindTable = {
     const kind = str(involved["kind"]).toLowerCase();
     const target = str(involved["name"]) ? `${kind}/${str(involved["name"])}` : kind;
     return [
-      last, str(ev["type"]), str(ev["reason"]), target, str(involved["fieldPath"]), eventSource(ev),
-      str(ev["message"]).trim(), first, count, str(rec(ev["metadata"])["name"]),
+      last,
+      str(ev["type"]),
+      str(ev["reason"]),
+      target,
+      str(involved["fieldPath"]),
+      eventSource(ev),
+      str(ev["message"]).trim(),
+      first,
+      count,
+      str(rec(ev["metadata"])["name"]),
     ];
   },
 };

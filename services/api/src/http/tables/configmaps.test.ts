@@ -8,9 +8,26 @@ describe("configmap table", () => {
     const info = kindByResource("configmaps");
     assert.ok(info);
     const now = Date.parse("2026-01-01T12:00:00Z");
-    const cm = { metadata: { name: "game", namespace: "default", creationTimestamp: "2026-01-01T11:55:00Z" }, data: { a: "1", b: "2" }, binaryData: { c: "AA==" } };
-    const t = toTable(info, [cm, { metadata: { name: "empty", creationTimestamp: "2026-01-01T11:55:00Z" } }], { includeObject: "None", resourceVersion: "1", now });
-    assert.deepEqual((t["columnDefinitions"] as { name: string }[]).map((c) => c.name), ["Name", "Data", "Age"]);
-    assert.deepEqual((t["rows"] as { cells: unknown[] }[]).map((r) => r.cells), [["game", 3, "5m"], ["empty", 0, "5m"]]);
+    const cm = {
+      metadata: { name: "game", namespace: "default", creationTimestamp: "2026-01-01T11:55:00Z" },
+      data: { a: "1", b: "2" },
+      binaryData: { c: "AA==" },
+    };
+    const t = toTable(info, [cm, { metadata: { name: "empty", creationTimestamp: "2026-01-01T11:55:00Z" } }], {
+      includeObject: "None",
+      resourceVersion: "1",
+      now,
+    });
+    assert.deepEqual(
+      (t["columnDefinitions"] as { name: string }[]).map((c) => c.name),
+      ["Name", "Data", "Age"],
+    );
+    assert.deepEqual(
+      (t["rows"] as { cells: unknown[] }[]).map((r) => r.cells),
+      [
+        ["game", 3, "5m"],
+        ["empty", 0, "5m"],
+      ],
+    );
   });
 });

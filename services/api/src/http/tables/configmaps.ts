@@ -6,7 +6,10 @@ import { AGE_COLUMN, NAME_COLUMN, col, type KindTable } from "./types.js";
 export const configMapTable: KindTable = {
   columns: [
     NAME_COLUMN,
-    col("Data", "Data contains the configuration data. Each key must consist of alphanumeric characters, '-', '_' or '.'. Values with non-UTF-8 byte sequences must use the BinaryData field. The keys stored in Data must not overlap with the keys in the BinaryData field, this is enforced during validation process."),
+    col(
+      "Data",
+      "Data contains the configuration data. Each key must consist of alphanumeric characters, '-', '_' or '.'. Values with non-UTF-8 byte sequences must use the BinaryData field. The keys stored in Data must not overlap with the keys in the BinaryData field, this is enforced during validation process.",
+    ),
     AGE_COLUMN,
   ],
   cells(cm, now) {

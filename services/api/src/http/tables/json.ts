@@ -57,11 +57,20 @@ export function formatLabelSelector(v: unknown): string {
     const key = str(e["key"]);
     const values = strs(e["values"]).slice().sort().join(",");
     switch (str(e["operator"])) {
-      case "In": parts.push(`${key} in (${values})`); break;
-      case "NotIn": parts.push(`${key} notin (${values})`); break;
-      case "Exists": parts.push(key); break;
-      case "DoesNotExist": parts.push(`!${key}`); break;
-      default: parts.push(`${key} ${str(e["operator"])} (${values})`);
+      case "In":
+        parts.push(`${key} in (${values})`);
+        break;
+      case "NotIn":
+        parts.push(`${key} notin (${values})`);
+        break;
+      case "Exists":
+        parts.push(key);
+        break;
+      case "DoesNotExist":
+        parts.push(`!${key}`);
+        break;
+      default:
+        parts.push(`${key} ${str(e["operator"])} (${values})`);
     }
   }
   return parts.length === 0 ? "<none>" : parts.join(",");

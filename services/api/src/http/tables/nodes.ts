@@ -50,9 +50,16 @@ export const nodeTable: KindTable = {
     const meta = rec(node["metadata"]);
     const info = rec(rec(node["status"])["nodeInfo"]);
     return [
-      str(meta["name"]), nodeStatus(node), nodeRoles(node), since(meta["creationTimestamp"], now), str(info["kubeletVersion"]),
-      address(node, "InternalIP"), address(node, "ExternalIP"),
-      orUnknown(str(info["osImage"])), orUnknown(str(info["kernelVersion"])), orUnknown(str(info["containerRuntimeVersion"])),
+      str(meta["name"]),
+      nodeStatus(node),
+      nodeRoles(node),
+      since(meta["creationTimestamp"], now),
+      str(info["kubeletVersion"]),
+      address(node, "InternalIP"),
+      address(node, "ExternalIP"),
+      orUnknown(str(info["osImage"])),
+      orUnknown(str(info["kernelVersion"])),
+      orUnknown(str(info["containerRuntimeVersion"])),
     ];
   },
 };

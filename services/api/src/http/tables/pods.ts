@@ -92,7 +92,10 @@ export const podTable: KindTable = {
     AGE_COLUMN,
     wide("IP", "podIP address allocated to the pod. Routable at least within the cluster. Empty if not yet allocated."),
     wide("Node", "NodeName indicates in which node this pod is scheduled."),
-    wide("Nominated Node", "nominatedNodeName is set only when this pod preempts other pods on the node, but it cannot be scheduled right away as preemption victims receive their graceful termination periods."),
+    wide(
+      "Nominated Node",
+      "nominatedNodeName is set only when this pod preempts other pods on the node, but it cannot be scheduled right away as preemption victims receive their graceful termination periods.",
+    ),
     wide("Readiness Gates", "If specified, all readiness gates will be evaluated for pod readiness."),
   ],
   cells(pod, now) {
@@ -101,8 +104,15 @@ export const podTable: KindTable = {
     const status = rec(pod["status"]);
     const s = podStatus(pod, now);
     return [
-      str(meta["name"]), s.ready, s.reason, s.restarts, since(meta["creationTimestamp"], now),
-      orNone(str(status["podIP"])), orNone(str(spec["nodeName"])), orNone(str(status["nominatedNodeName"])), readinessGates(pod),
+      str(meta["name"]),
+      s.ready,
+      s.reason,
+      s.restarts,
+      since(meta["creationTimestamp"], now),
+      orNone(str(status["podIP"])),
+      orNone(str(spec["nodeName"])),
+      orNone(str(status["nominatedNodeName"])),
+      readinessGates(pod),
     ];
   },
 };

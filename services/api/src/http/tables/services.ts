@@ -12,7 +12,9 @@ export function serviceExternalIp(svc: Json): string {
     case "NodePort":
       return external.length > 0 ? external.join(",") : "<none>";
     case "LoadBalancer": {
-      const ingress = recs(rec(rec(svc["status"])["loadBalancer"])["ingress"]).map((i) => str(i["ip"]) || str(i["hostname"])).filter((s) => s !== "");
+      const ingress = recs(rec(rec(svc["status"])["loadBalancer"])["ingress"])
+        .map((i) => str(i["ip"]) || str(i["hostname"]))
+        .filter((s) => s !== "");
       const all = [...ingress, ...external];
       return all.length > 0 ? all.join(",") : "<pending>";
     }
@@ -48,8 +50,13 @@ export const serviceTable: KindTable = {
     const spec = rec(svc["spec"]);
     const clusterIp = strs(spec["clusterIPs"])[0] ?? str(spec["clusterIP"]);
     return [
-      str(meta["name"]), str(spec["type"]) || "ClusterIP", clusterIp || "<none>", serviceExternalIp(svc), servicePorts(svc),
-      since(meta["creationTimestamp"], now), formatLabels(spec["selector"]),
+      str(meta["name"]),
+      str(spec["type"]) || "ClusterIP",
+      clusterIp || "<none>",
+      serviceExternalIp(svc),
+      servicePorts(svc),
+      since(meta["creationTimestamp"], now),
+      formatLabels(spec["selector"]),
     ];
   },
 };
@@ -82,11 +89,7 @@ export function formatEndpoints(ep: Json): string {
 }
 
 export const endpointsTable: KindTable = {
-  columns: [
-    NAME_COLUMN,
-    col("Endpoints", "Endpoints is the list of endpoints of this service."),
-    AGE_COLUMN,
-  ],
+  columns: [NAME_COLUMN, col("Endpoints", "Endpoints is the list of endpoints of this service."), AGE_COLUMN],
   cells(ep, now) {
     const meta = rec(ep["metadata"]);
     return [str(meta["name"]), formatEndpoints(ep), since(meta["creationTimestamp"], now)];

@@ -30,15 +30,29 @@ const meta = (name: string, more: Record<string, unknown> = {}) => ({ name, name
 
 const SAMPLES: Record<string, Record<string, unknown>> = {
   pods: {
-    apiVersion: "v1", kind: "Pod", metadata: meta("web-1"),
-    spec: { containers: [{ name: "a", image: "nginx" }, { name: "b", image: "redis" }], nodeName: "n1" },
-    status: { phase: "Running", podIP: "10.0.0.5", containerStatuses: [
-      { name: "a", ready: true, restartCount: 0, state: { running: { startedAt: CREATED } } },
-      { name: "b", ready: false, restartCount: 0, state: { running: { startedAt: CREATED } } },
-    ] },
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: meta("web-1"),
+    spec: {
+      containers: [
+        { name: "a", image: "nginx" },
+        { name: "b", image: "redis" },
+      ],
+      nodeName: "n1",
+    },
+    status: {
+      phase: "Running",
+      podIP: "10.0.0.5",
+      containerStatuses: [
+        { name: "a", ready: true, restartCount: 0, state: { running: { startedAt: CREATED } } },
+        { name: "b", ready: false, restartCount: 0, state: { running: { startedAt: CREATED } } },
+      ],
+    },
   },
   nodes: {
-    apiVersion: "v1", kind: "Node", metadata: { name: "n1", creationTimestamp: CREATED, labels: { "node-role.kubernetes.io/control-plane": "" } },
+    apiVersion: "v1",
+    kind: "Node",
+    metadata: { name: "n1", creationTimestamp: CREATED, labels: { "node-role.kubernetes.io/control-plane": "" } },
     spec: { unschedulable: true },
     status: {
       conditions: [{ type: "Ready", status: "True" }],
@@ -47,34 +61,60 @@ const SAMPLES: Record<string, Record<string, unknown>> = {
     },
   },
   services: {
-    apiVersion: "v1", kind: "Service", metadata: meta("web"),
-    spec: { type: "ClusterIP", clusterIP: "10.96.0.10", clusterIPs: ["10.96.0.10"], selector: { app: "web", tier: "fe" }, ports: [{ port: 80, protocol: "TCP" }, { port: 443, protocol: "TCP" }] },
+    apiVersion: "v1",
+    kind: "Service",
+    metadata: meta("web"),
+    spec: {
+      type: "ClusterIP",
+      clusterIP: "10.96.0.10",
+      clusterIPs: ["10.96.0.10"],
+      selector: { app: "web", tier: "fe" },
+      ports: [
+        { port: 80, protocol: "TCP" },
+        { port: 443, protocol: "TCP" },
+      ],
+    },
   },
   endpoints: {
-    apiVersion: "v1", kind: "Endpoints", metadata: meta("web"),
+    apiVersion: "v1",
+    kind: "Endpoints",
+    metadata: meta("web"),
     subsets: [{ addresses: [{ ip: "10.0.0.1" }, { ip: "10.0.0.2" }], ports: [{ port: 80, protocol: "TCP" }] }],
   },
   replicationcontrollers: {
-    apiVersion: "v1", kind: "ReplicationController", metadata: meta("web"),
+    apiVersion: "v1",
+    kind: "ReplicationController",
+    metadata: meta("web"),
     spec: { replicas: 3, selector: { app: "web" }, template: { spec: { containers: [{ name: "nginx", image: "nginx:1" }] } } },
     status: { replicas: 3, readyReplicas: 2 },
   },
   daemonsets: {
-    apiVersion: "apps/v1", kind: "DaemonSet", metadata: meta("agent"),
+    apiVersion: "apps/v1",
+    kind: "DaemonSet",
+    metadata: meta("agent"),
     spec: { selector: { matchLabels: { app: "agent" } }, template: { spec: { nodeSelector: { disk: "ssd" }, containers: [{ name: "a", image: "busybox" }] } } },
     status: { desiredNumberScheduled: 3, currentNumberScheduled: 3, numberReady: 2, updatedNumberScheduled: 3, numberAvailable: 2 },
   },
   jobs: {
-    apiVersion: "batch/v1", kind: "Job", metadata: meta("pi"),
+    apiVersion: "batch/v1",
+    kind: "Job",
+    metadata: meta("pi"),
     spec: { completions: 1, selector: { matchLabels: { "job-name": "pi" } }, template: { spec: { containers: [{ name: "pi", image: "perl" }] } } },
     status: { succeeded: 1, startTime: "2026-01-01T11:00:00Z", completionTime: "2026-01-01T11:00:42Z", conditions: [{ type: "Complete", status: "True" }] },
   },
   namespaces: { apiVersion: "v1", kind: "Namespace", metadata: { name: "default", creationTimestamp: CREATED }, status: { phase: "Active" } },
   events: {
-    apiVersion: "v1", kind: "Event", metadata: meta("web-1.abc"),
+    apiVersion: "v1",
+    kind: "Event",
+    metadata: meta("web-1.abc"),
     involvedObject: { kind: "Pod", name: "web-1", namespace: "default", fieldPath: "spec.containers{a}" },
-    reason: "Scheduled", message: "Successfully assigned default/web-1 to n1 ", type: "Normal", source: { component: "scheduler" },
-    firstTimestamp: "2026-01-01T11:59:00Z", lastTimestamp: "2026-01-01T11:59:30Z", count: 2,
+    reason: "Scheduled",
+    message: "Successfully assigned default/web-1 to n1 ",
+    type: "Normal",
+    source: { component: "scheduler" },
+    firstTimestamp: "2026-01-01T11:59:00Z",
+    lastTimestamp: "2026-01-01T11:59:30Z",
+    count: 2,
   },
   leases: { apiVersion: "coordination.k8s.io/v1", kind: "Lease", metadata: meta("n1"), spec: { holderIdentity: "n1", leaseDurationSeconds: 40 } },
   configmaps: { apiVersion: "v1", kind: "ConfigMap", metadata: meta("game"), data: { "game.properties": "lives=3" }, binaryData: { "logo.bin": "AA==" } },
@@ -106,7 +146,11 @@ describe("toTable shape", () => {
     const pod = SAMPLES["pods"];
     assert.equal(table("pods", [pod], "None").rows[0].object, undefined);
     assert.ok(!("object" in table("pods", [pod], "None").rows[0]));
-    assert.deepEqual(table("pods", [pod], "Metadata").rows[0].object, { kind: "PartialObjectMetadata", apiVersion: "meta.k8s.io/v1", metadata: pod["metadata"] });
+    assert.deepEqual(table("pods", [pod], "Metadata").rows[0].object, {
+      kind: "PartialObjectMetadata",
+      apiVersion: "meta.k8s.io/v1",
+      metadata: pod["metadata"],
+    });
     assert.deepEqual(table("pods", [pod], "Object").rows[0].object, pod);
   });
 
@@ -118,7 +162,10 @@ describe("toTable shape", () => {
 
   it("kinds without a printer get NAME and AGE", () => {
     const t = toTable({ kind: "Widget" }, [{ metadata: { name: "w", creationTimestamp: CREATED } }], { includeObject: "None", resourceVersion: "1", now: NOW });
-    assert.deepEqual((t["columnDefinitions"] as Col[]).map((c) => c.name), ["Name", "Age"]);
+    assert.deepEqual(
+      (t["columnDefinitions"] as Col[]).map((c) => c.name),
+      ["Name", "Age"],
+    );
     assert.deepEqual((t["rows"] as Row[])[0].cells, ["w", "60m"]);
   });
 });
@@ -126,8 +173,15 @@ describe("toTable shape", () => {
 describe("pod columns", () => {
   it("running pod with one of two ready", () => {
     assert.deepEqual(cellsOf("pods", SAMPLES["pods"]), {
-      Name: "web-1", Ready: "1/2", Status: "Running", Restarts: "0", Age: "60m",
-      IP: "10.0.0.5", Node: "n1", "Nominated Node": "<none>", "Readiness Gates": "<none>",
+      Name: "web-1",
+      Ready: "1/2",
+      Status: "Running",
+      Restarts: "0",
+      Age: "60m",
+      IP: "10.0.0.5",
+      Node: "n1",
+      "Nominated Node": "<none>",
+      "Readiness Gates": "<none>",
     });
   });
   it("pending pod without status", () => {
@@ -138,11 +192,26 @@ describe("pod columns", () => {
     assert.equal(c["Node"], "<none>");
   });
   it("waiting reasons win: ContainerCreating, CrashLoopBackOff with restarts", () => {
-    const creating = cellsOf("pods", { metadata: meta("p"), spec: { containers: [{ name: "a" }] }, status: { phase: "Pending", containerStatuses: [{ name: "a", state: { waiting: { reason: "ContainerCreating" } } }] } });
+    const creating = cellsOf("pods", {
+      metadata: meta("p"),
+      spec: { containers: [{ name: "a" }] },
+      status: { phase: "Pending", containerStatuses: [{ name: "a", state: { waiting: { reason: "ContainerCreating" } } }] },
+    });
     assert.equal(creating["Status"], "ContainerCreating");
     const crash = cellsOf("pods", {
-      metadata: meta("p"), spec: { containers: [{ name: "a" }] },
-      status: { phase: "Running", containerStatuses: [{ name: "a", restartCount: 4, state: { waiting: { reason: "CrashLoopBackOff" } }, lastState: { terminated: { exitCode: 1, finishedAt: "2026-01-01T11:59:15Z" } } }] },
+      metadata: meta("p"),
+      spec: { containers: [{ name: "a" }] },
+      status: {
+        phase: "Running",
+        containerStatuses: [
+          {
+            name: "a",
+            restartCount: 4,
+            state: { waiting: { reason: "CrashLoopBackOff" } },
+            lastState: { terminated: { exitCode: 1, finishedAt: "2026-01-01T11:59:15Z" } },
+          },
+        ],
+      },
     });
     assert.equal(crash["Status"], "CrashLoopBackOff");
     assert.equal(crash["Restarts"], "4 (45s ago)");
@@ -154,20 +223,40 @@ describe("pod columns", () => {
     assert.equal(evicted["Status"], "Evicted");
   });
   it("terminated containers: Completed, ExitCode", () => {
-    const done = cellsOf("pods", { metadata: meta("p"), spec: { containers: [{ name: "a" }] }, status: { phase: "Succeeded", containerStatuses: [{ name: "a", state: { terminated: { exitCode: 0, reason: "Completed" } } }] } });
+    const done = cellsOf("pods", {
+      metadata: meta("p"),
+      spec: { containers: [{ name: "a" }] },
+      status: { phase: "Succeeded", containerStatuses: [{ name: "a", state: { terminated: { exitCode: 0, reason: "Completed" } } }] },
+    });
     assert.equal(done["Status"], "Completed");
-    const failed = cellsOf("pods", { metadata: meta("p"), spec: { containers: [{ name: "a" }] }, status: { phase: "Failed", containerStatuses: [{ name: "a", state: { terminated: { exitCode: 3 } } }] } });
+    const failed = cellsOf("pods", {
+      metadata: meta("p"),
+      spec: { containers: [{ name: "a" }] },
+      status: { phase: "Failed", containerStatuses: [{ name: "a", state: { terminated: { exitCode: 3 } } }] },
+    });
     assert.equal(failed["Status"], "ExitCode:3");
   });
   it("init containers: Init:0/1 and Init:Error", () => {
     const spec = { initContainers: [{ name: "i" }], containers: [{ name: "a" }] };
-    const waiting = cellsOf("pods", { metadata: meta("p"), spec, status: { phase: "Pending", initContainerStatuses: [{ name: "i", state: { running: {} } }] } });
+    const waiting = cellsOf("pods", {
+      metadata: meta("p"),
+      spec,
+      status: { phase: "Pending", initContainerStatuses: [{ name: "i", state: { running: {} } }] },
+    });
     assert.equal(waiting["Status"], "Init:0/1");
-    const err = cellsOf("pods", { metadata: meta("p"), spec, status: { phase: "Pending", initContainerStatuses: [{ name: "i", state: { terminated: { exitCode: 1, reason: "Error" } } }] } });
+    const err = cellsOf("pods", {
+      metadata: meta("p"),
+      spec,
+      status: { phase: "Pending", initContainerStatuses: [{ name: "i", state: { terminated: { exitCode: 1, reason: "Error" } } }] },
+    });
     assert.equal(err["Status"], "Init:Error");
   });
   it("readiness gates count the true conditions", () => {
-    const c = cellsOf("pods", { metadata: meta("p"), spec: { readinessGates: [{ conditionType: "x" }, { conditionType: "y" }] }, status: { conditions: [{ type: "x", status: "True" }] } });
+    const c = cellsOf("pods", {
+      metadata: meta("p"),
+      spec: { readinessGates: [{ conditionType: "x" }, { conditionType: "y" }] },
+      status: { conditions: [{ type: "x", status: "True" }] },
+    });
     assert.equal(c["Readiness Gates"], "1/2");
   });
 });
@@ -175,8 +264,16 @@ describe("pod columns", () => {
 describe("node columns", () => {
   it("ready, cordoned, with a role", () => {
     assert.deepEqual(cellsOf("nodes", SAMPLES["nodes"]), {
-      Name: "n1", Status: "Ready,SchedulingDisabled", Roles: "control-plane", Age: "60m", Version: "v1.32.0-choreo",
-      "Internal-IP": "192.168.1.10", "External-IP": "<none>", "OS-Image": "Debian GNU/Linux 12", "Kernel-Version": "6.1.0", "Container-Runtime": "docker://20.10",
+      Name: "n1",
+      Status: "Ready,SchedulingDisabled",
+      Roles: "control-plane",
+      Age: "60m",
+      Version: "v1.32.0-choreo",
+      "Internal-IP": "192.168.1.10",
+      "External-IP": "<none>",
+      "OS-Image": "Debian GNU/Linux 12",
+      "Kernel-Version": "6.1.0",
+      "Container-Runtime": "docker://20.10",
     });
   });
   it("NotReady, Unknown, <none> roles", () => {
@@ -191,11 +288,20 @@ describe("node columns", () => {
 describe("service and endpoints columns", () => {
   it("cluster IP service", () => {
     assert.deepEqual(cellsOf("services", SAMPLES["services"]), {
-      Name: "web", Type: "ClusterIP", "Cluster-IP": "10.96.0.10", "External-IP": "<none>", "Port(s)": "80/TCP,443/TCP", Age: "60m", Selector: "app=web,tier=fe",
+      Name: "web",
+      Type: "ClusterIP",
+      "Cluster-IP": "10.96.0.10",
+      "External-IP": "<none>",
+      "Port(s)": "80/TCP,443/TCP",
+      Age: "60m",
+      Selector: "app=web,tier=fe",
     });
   });
   it("node ports, load balancers, headless", () => {
-    const np = cellsOf("services", { metadata: meta("s"), spec: { type: "NodePort", clusterIP: "10.96.0.2", ports: [{ port: 80, nodePort: 30080, protocol: "TCP" }] } });
+    const np = cellsOf("services", {
+      metadata: meta("s"),
+      spec: { type: "NodePort", clusterIP: "10.96.0.2", ports: [{ port: 80, nodePort: 30080, protocol: "TCP" }] },
+    });
     assert.equal(np["Port(s)"], "80:30080/TCP");
     const lb = cellsOf("services", { metadata: meta("s"), spec: { type: "LoadBalancer", clusterIP: "10.96.0.3" } });
     assert.equal(lb["External-IP"], "<pending>");
@@ -207,7 +313,10 @@ describe("service and endpoints columns", () => {
   });
   it("endpoints: list, max three plus more, none", () => {
     assert.equal(cellsOf("endpoints", SAMPLES["endpoints"])["Endpoints"], "10.0.0.1:80,10.0.0.2:80");
-    const many = cellsOf("endpoints", { metadata: meta("e"), subsets: [{ addresses: [1, 2, 3, 4, 5].map((i) => ({ ip: `10.0.0.${i}` })), ports: [{ port: 80 }] }] });
+    const many = cellsOf("endpoints", {
+      metadata: meta("e"),
+      subsets: [{ addresses: [1, 2, 3, 4, 5].map((i) => ({ ip: `10.0.0.${i}` })), ports: [{ port: 80 }] }],
+    });
     assert.equal(many["Endpoints"], "10.0.0.1:80,10.0.0.2:80,10.0.0.3:80 + 2 more...");
     assert.equal(cellsOf("endpoints", { metadata: meta("e") })["Endpoints"], "<none>");
     const noPorts = cellsOf("endpoints", { metadata: meta("e"), subsets: [{ addresses: [{ ip: "10.0.0.9" }] }] });
@@ -218,13 +327,29 @@ describe("service and endpoints columns", () => {
 describe("workload columns", () => {
   it("replication controller", () => {
     assert.deepEqual(cellsOf("replicationcontrollers", SAMPLES["replicationcontrollers"]), {
-      Name: "web", Desired: 3, Current: 3, Ready: 2, Age: "60m", Containers: "nginx", Images: "nginx:1", Selector: "app=web",
+      Name: "web",
+      Desired: 3,
+      Current: 3,
+      Ready: 2,
+      Age: "60m",
+      Containers: "nginx",
+      Images: "nginx:1",
+      Selector: "app=web",
     });
   });
   it("daemon set", () => {
     assert.deepEqual(cellsOf("daemonsets", SAMPLES["daemonsets"]), {
-      Name: "agent", Desired: 3, Current: 3, Ready: 2, "Up-to-date": 3, Available: 2, "Node Selector": "disk=ssd", Age: "60m",
-      Containers: "a", Images: "busybox", Selector: "app=agent",
+      Name: "agent",
+      Desired: 3,
+      Current: 3,
+      Ready: 2,
+      "Up-to-date": 3,
+      Available: 2,
+      "Node Selector": "disk=ssd",
+      Age: "60m",
+      Containers: "a",
+      Images: "busybox",
+      Selector: "app=agent",
     });
   });
   it("job: complete, running, failed, suspended; completions and duration", () => {
@@ -237,7 +362,18 @@ describe("workload columns", () => {
     assert.deepEqual([suspended["Status"], suspended["Completions"], suspended["Duration"]], ["Suspended", "0/3", ""]);
   });
   it("label selectors with expressions", () => {
-    const c = cellsOf("daemonsets", { metadata: meta("d"), spec: { selector: { matchLabels: { a: "1" }, matchExpressions: [{ key: "b", operator: "In", values: ["y", "x"] }, { key: "c", operator: "DoesNotExist" }] } } });
+    const c = cellsOf("daemonsets", {
+      metadata: meta("d"),
+      spec: {
+        selector: {
+          matchLabels: { a: "1" },
+          matchExpressions: [
+            { key: "b", operator: "In", values: ["y", "x"] },
+            { key: "c", operator: "DoesNotExist" },
+          ],
+        },
+      },
+    });
     assert.equal(c["Selector"], "a=1,b in (x,y),!c");
     assert.equal(c["Node Selector"], "<none>");
   });
@@ -247,10 +383,24 @@ describe("namespace, event, lease columns", () => {
   it("namespace", () => assert.deepEqual(cellsOf("namespaces", SAMPLES["namespaces"]), { Name: "default", Status: "Active", Age: "60m" }));
   it("event", () => {
     assert.deepEqual(cellsOf("events", SAMPLES["events"]), {
-      "Last Seen": "30s", Type: "Normal", Reason: "Scheduled", Object: "pod/web-1", Subobject: "spec.containers{a}", Source: "scheduler",
-      Message: "Successfully assigned default/web-1 to n1", "First Seen": "60s", Count: 2, Name: "web-1.abc",
+      "Last Seen": "30s",
+      Type: "Normal",
+      Reason: "Scheduled",
+      Object: "pod/web-1",
+      Subobject: "spec.containers{a}",
+      Source: "scheduler",
+      Message: "Successfully assigned default/web-1 to n1",
+      "First Seen": "60s",
+      Count: 2,
+      Name: "web-1.abc",
     });
-    const bare = cellsOf("events", { metadata: meta("e"), involvedObject: { kind: "Node" }, eventTime: "2026-01-01T11:59:50Z", reportingComponent: "kubelet", reportingInstance: "n1" });
+    const bare = cellsOf("events", {
+      metadata: meta("e"),
+      involvedObject: { kind: "Node" },
+      eventTime: "2026-01-01T11:59:50Z",
+      reportingComponent: "kubelet",
+      reportingInstance: "n1",
+    });
     assert.deepEqual([bare["Last Seen"], bare["Object"], bare["Count"], bare["Source"]], ["10s", "node", 1, "kubelet, n1"]);
   });
   it("lease", () => assert.deepEqual(cellsOf("leases", SAMPLES["leases"]), { Name: "n1", Holder: "n1", Age: "60m" }));

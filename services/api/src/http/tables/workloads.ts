@@ -20,7 +20,9 @@ export const replicationControllerTable: KindTable = {
     col("Current", "Replicas is the most recently observed number of replicas.", { type: "integer" }),
     col("Ready", "The number of ready replicas for this replication controller.", { type: "integer" }),
     AGE_COLUMN,
-    CONTAINERS, IMAGES, SELECTOR,
+    CONTAINERS,
+    IMAGES,
+    SELECTOR,
   ],
   cells(rc, now) {
     const meta = rec(rc["metadata"]);
@@ -29,8 +31,13 @@ export const replicationControllerTable: KindTable = {
     // An unset replicas means Kubernetes' default of 1.
     const desired = spec["replicas"] === undefined ? 1 : int(spec["replicas"]);
     return [
-      str(meta["name"]), desired, int(status["replicas"]), int(status["readyReplicas"]), since(meta["creationTimestamp"], now),
-      ...templateContainers(rc), formatLabels(spec["selector"]),
+      str(meta["name"]),
+      desired,
+      int(status["replicas"]),
+      int(status["readyReplicas"]),
+      since(meta["creationTimestamp"], now),
+      ...templateContainers(rc),
+      formatLabels(spec["selector"]),
     ];
   },
 };
@@ -42,19 +49,30 @@ export const daemonSetTable: KindTable = {
     col("Current", "The number of nodes that are running at least 1 daemon pod and are supposed to run the daemon pod.", { type: "integer" }),
     col("Ready", "The number of nodes that should be running the daemon pod and have one or more of the daemon pod running and ready.", { type: "integer" }),
     col("Up-to-date", "The total number of nodes that are running updated daemon pod.", { type: "integer" }),
-    col("Available", "The number of nodes that should be running the daemon pod and have one or more of the daemon pod running and available.", { type: "integer" }),
+    col("Available", "The number of nodes that should be running the daemon pod and have one or more of the daemon pod running and available.", {
+      type: "integer",
+    }),
     col("Node Selector", "NodeSelector is a selector which must be true for the pod to fit on a node."),
     AGE_COLUMN,
-    CONTAINERS, IMAGES, SELECTOR,
+    CONTAINERS,
+    IMAGES,
+    SELECTOR,
   ],
   cells(ds, now) {
     const meta = rec(ds["metadata"]);
     const spec = rec(ds["spec"]);
     const status = rec(ds["status"]);
     return [
-      str(meta["name"]), int(status["desiredNumberScheduled"]), int(status["currentNumberScheduled"]), int(status["numberReady"]),
-      int(status["updatedNumberScheduled"]), int(status["numberAvailable"]), formatLabels(rec(rec(spec["template"])["spec"])["nodeSelector"]),
-      since(meta["creationTimestamp"], now), ...templateContainers(ds), formatLabelSelector(spec["selector"]),
+      str(meta["name"]),
+      int(status["desiredNumberScheduled"]),
+      int(status["currentNumberScheduled"]),
+      int(status["numberReady"]),
+      int(status["updatedNumberScheduled"]),
+      int(status["numberAvailable"]),
+      formatLabels(rec(rec(spec["template"])["spec"])["nodeSelector"]),
+      since(meta["creationTimestamp"], now),
+      ...templateContainers(ds),
+      formatLabelSelector(spec["selector"]),
     ];
   },
 };
@@ -90,14 +108,21 @@ export const jobTable: KindTable = {
     col("Completions", "The completion status of the job."),
     col("Duration", "Time required to complete the job."),
     AGE_COLUMN,
-    CONTAINERS, IMAGES, SELECTOR,
+    CONTAINERS,
+    IMAGES,
+    SELECTOR,
   ],
   cells(job, now) {
     const meta = rec(job["metadata"]);
     const status = rec(job["status"]);
     return [
-      str(meta["name"]), jobStatus(job), jobCompletions(job), between(status["startTime"], status["completionTime"], now),
-      since(meta["creationTimestamp"], now), ...templateContainers(job), formatLabelSelector(rec(job["spec"])["selector"]),
+      str(meta["name"]),
+      jobStatus(job),
+      jobCompletions(job),
+      between(status["startTime"], status["completionTime"], now),
+      since(meta["creationTimestamp"], now),
+      ...templateContainers(job),
+      formatLabelSelector(rec(job["spec"])["selector"]),
     ];
   },
 };

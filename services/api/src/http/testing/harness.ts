@@ -25,7 +25,10 @@ export interface CallOptions {
 export function call(base: string, method: string, path: string, opts: CallOptions = {}): Promise<Reply> {
   const url = new URL(path, base);
   const body = opts.body === undefined ? undefined : typeof opts.body === "string" || Buffer.isBuffer(opts.body) ? opts.body : JSON.stringify(opts.body);
-  const headers: Record<string, string> = { ...(body !== undefined && typeof opts.body === "object" && !Buffer.isBuffer(opts.body) ? { "Content-Type": "application/json" } : {}), ...opts.headers };
+  const headers: Record<string, string> = {
+    ...(body !== undefined && typeof opts.body === "object" && !Buffer.isBuffer(opts.body) ? { "Content-Type": "application/json" } : {}),
+    ...opts.headers,
+  };
   if (opts.token) headers["Authorization"] = `Bearer ${opts.token}`;
   // Node sends a DELETE body without framing unless the length is set.
   if (body !== undefined) headers["Content-Length"] = String(Buffer.byteLength(body));
@@ -80,7 +83,9 @@ export async function until(check: () => boolean | Promise<boolean>, ms = 8000, 
 /** A pod manifest. */
 export function pod(name: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
   return {
-    apiVersion: "v1", kind: "Pod", metadata: { name, labels: { app: "web" }, ...(extra["metadata"] as object | undefined) },
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name, labels: { app: "web" }, ...(extra["metadata"] as object | undefined) },
     spec: { containers: [{ name: "c", image: "nginx" }] },
   };
 }

@@ -3,17 +3,47 @@
 // the kit's parsers, little validation); the real store lives elsewhere.
 import { randomUUID } from "node:crypto";
 import {
-  alreadyExists, badRequest, conflict, expired, fieldError, invalid, kindByResource, kindOf, notFound, selectableFields, unwrap,
-  type ApiObject, type KindInfo, type ObjectList, type WatchEvent,
+  alreadyExists,
+  badRequest,
+  conflict,
+  expired,
+  fieldError,
+  invalid,
+  kindByResource,
+  kindOf,
+  notFound,
+  selectableFields,
+  unwrap,
+  type ApiObject,
+  type KindInfo,
+  type ObjectList,
+  type WatchEvent,
 } from "@choreo/kit";
 import {
-  applyJsonPatch, applyMergePatch, applyStrategicMergePatch, kubeStrategicSchema, parseFieldSelector, parseLabelSelector,
-  FieldSelectorError, PatchError, SelectorParseError, type JsonValue,
+  applyJsonPatch,
+  applyMergePatch,
+  applyStrategicMergePatch,
+  kubeStrategicSchema,
+  parseFieldSelector,
+  parseLabelSelector,
+  FieldSelectorError,
+  PatchError,
+  SelectorParseError,
+  type JsonValue,
 } from "@choreo/kit/apimachinery";
 import type { Scale } from "@choreo/kit/gen/choreo/autoscaling/v1/autoscaling";
 import type {
-  BindRequest, CreateRequest, DeleteCollectionRequest, DeleteRequest, GetRequest, GetScaleRequest, ListRequest, PatchRequest,
-  UpdateRequest, UpdateScaleRequest, WatchRequest,
+  BindRequest,
+  CreateRequest,
+  DeleteCollectionRequest,
+  DeleteRequest,
+  GetRequest,
+  GetScaleRequest,
+  ListRequest,
+  PatchRequest,
+  UpdateRequest,
+  UpdateScaleRequest,
+  WatchRequest,
 } from "@choreo/kit/gen/choreo/api/v1/api";
 import { fromKubeJson, toKubeJson } from "@choreo/kit/kube-json";
 import type { ApiHandlers } from "../../handlers/api-handlers.js";
@@ -21,7 +51,12 @@ import type { ApiHandlers } from "../../handlers/api-handlers.js";
 type Json = Record<string, unknown>;
 type Meta = { name?: string; namespace?: string; resourceVersion?: string; labels?: Record<string, string>; generateName?: string; [k: string]: unknown };
 
-interface Change { revision: number; type: "ADDED" | "MODIFIED" | "DELETED"; resource: string; object: Json }
+interface Change {
+  revision: number;
+  type: "ADDED" | "MODIFIED" | "DELETED";
+  resource: string;
+  object: Json;
+}
 
 const metaOf = (o: Json): Meta => (o["metadata"] ??= {}) as Meta;
 
@@ -93,7 +128,10 @@ export class MemoryHandlers implements ApiHandlers {
   }
 
   private sorted(resource: string): Json[] {
-    return [...this.objects.entries()].filter(([key]) => key.startsWith(`${resource}/`)).sort(([a], [b]) => a.localeCompare(b)).map(([, o]) => o);
+    return [...this.objects.entries()]
+      .filter(([key]) => key.startsWith(`${resource}/`))
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([, o]) => o);
   }
 
   async get(req: GetRequest): Promise<ApiObject> {
@@ -117,7 +155,14 @@ export class MemoryHandlers implements ApiHandlers {
   async *watch(req: WatchRequest, signal: AbortSignal): AsyncIterable<WatchEvent> {
     this.calls.push({ method: "watch", req });
     const match = this.matcher(req.resource, req.namespace, req.labelSelector, req.fieldSelector);
-    const ev = (type: string, object: Json, revision: number): WatchEvent => ({ type, object: this.out(object), revision, prevLabels: {}, prevFields: {}, hasPrev: false });
+    const ev = (type: string, object: Json, revision: number): WatchEvent => ({
+      type,
+      object: this.out(object),
+      revision,
+      prevLabels: {},
+      prevFields: {},
+      hasPrev: false,
+    });
     let from: number;
     const queue: WatchEvent[] = [];
     if (req.resourceVersion === "" || req.resourceVersion === "0") {
@@ -202,7 +247,9 @@ export class MemoryHandlers implements ApiHandlers {
     if (m.resourceVersion && m.resourceVersion !== metaOf(cur).resourceVersion) {
       throw conflict(k.resource, m.name!, "the object has been modified; please apply your changes to the latest version and try again", k.group);
     }
-    const next: Json = statusOnly ? { ...structuredClone(cur), status: o["status"] } : { ...o, ...(cur["status"] ? { status: structuredClone(cur["status"]) } : {}) };
+    const next: Json = statusOnly
+      ? { ...structuredClone(cur), status: o["status"] }
+      : { ...o, ...(cur["status"] ? { status: structuredClone(cur["status"]) } : {}) };
     if (!statusOnly) {
       const cm = metaOf(cur);
       Object.assign(metaOf(next), { uid: cm.uid, creationTimestamp: cm.creationTimestamp, generation: cm["generation"] });
@@ -237,10 +284,14 @@ export class MemoryHandlers implements ApiHandlers {
     }
     const n = next as Json;
     const rv = metaOf(n).resourceVersion;
-    if (rv && rv !== metaOf(cur).resourceVersion) throw conflict(k.resource, req.name, "the object has been modified; please apply your changes to the latest version and try again", k.group);
+    if (rv && rv !== metaOf(cur).resourceVersion)
+      throw conflict(k.resource, req.name, "the object has been modified; please apply your changes to the latest version and try again", k.group);
     const obj = fromKubeJson(n); // strict: a patch may not add unknown fields
     const o = toKubeJson(obj);
-    const merged = req.subresource === "status" ? { ...structuredClone(cur), status: o["status"] } : { ...o, ...(cur["status"] ? { status: structuredClone(cur["status"]) } : {}) };
+    const merged =
+      req.subresource === "status"
+        ? { ...structuredClone(cur), status: o["status"] }
+        : { ...o, ...(cur["status"] ? { status: structuredClone(cur["status"]) } : {}) };
     this.validate(k, merged);
     return this.store(k, merged, "MODIFIED");
   }
@@ -281,10 +332,16 @@ export class MemoryHandlers implements ApiHandlers {
     const spec = (o["spec"] ?? {}) as { replicas?: number; selector?: Record<string, string> };
     const status = (o["status"] ?? {}) as { replicas?: number };
     return {
-      apiVersion: "autoscaling/v1", kind: "Scale",
-      metadata: { ...(fromKubeJson({ apiVersion: k.apiVersion, kind: k.kind, metadata: m }, { strict: false }).kind!.value.metadata!) },
+      apiVersion: "autoscaling/v1",
+      kind: "Scale",
+      metadata: { ...fromKubeJson({ apiVersion: k.apiVersion, kind: k.kind, metadata: m }, { strict: false }).kind!.value.metadata! },
       spec: { replicas: spec.replicas ?? 0 },
-      status: { replicas: status.replicas ?? 0, selector: Object.entries(spec.selector ?? {}).map(([a, b]) => `${a}=${b}`).join(",") },
+      status: {
+        replicas: status.replicas ?? 0,
+        selector: Object.entries(spec.selector ?? {})
+          .map(([a, b]) => `${a}=${b}`)
+          .join(","),
+      },
     };
   }
 
@@ -300,7 +357,8 @@ export class MemoryHandlers implements ApiHandlers {
     const k = info(req.resource);
     const cur = structuredClone(this.current(req.resource, req.namespace, req.name));
     const rv = req.scale?.metadata?.resourceVersion;
-    if (rv && rv !== metaOf(cur).resourceVersion) throw conflict(req.resource, req.name, "the object has been modified; please apply your changes to the latest version and try again", k.group);
+    if (rv && rv !== metaOf(cur).resourceVersion)
+      throw conflict(req.resource, req.name, "the object has been modified; please apply your changes to the latest version and try again", k.group);
     const replicas = req.scale?.spec?.replicas ?? 0;
     if (replicas < 0) throw invalid("Scale", req.name, [fieldError("spec.replicas", "FieldValueInvalid", "must be greater than or equal to 0")], "autoscaling");
     ((cur["spec"] ??= {}) as Json)["replicas"] = replicas;
@@ -318,4 +376,3 @@ export class MemoryHandlers implements ApiHandlers {
     return this.store(kindOf(obj), o, "ADDED");
   }
 }
-

@@ -13,7 +13,13 @@ const PATCH_TYPES = ["application/merge-patch+json", "application/json-patch+jso
  */
 export async function patchObject(store: GenericStore, req: PatchRequest): Promise<ApiObject> {
   const info = store.resolve(req.resource);
-  if (!PATCH_TYPES.includes(req.patchType)) throw new ApiError({ ...badRequest("").status, code: 415, reason: "UnsupportedMediaType", message: `the body of the request was in an unknown format - accepted media types include: ${PATCH_TYPES.join(", ")}` });
+  if (!PATCH_TYPES.includes(req.patchType))
+    throw new ApiError({
+      ...badRequest("").status,
+      code: 415,
+      reason: "UnsupportedMediaType",
+      message: `the body of the request was in an unknown format - accepted media types include: ${PATCH_TYPES.join(", ")}`,
+    });
   let patch: JsonValue;
   try {
     patch = JSON.parse(req.patch) as JsonValue;
@@ -32,7 +38,12 @@ export async function patchObject(store: GenericStore, req: PatchRequest): Promi
       else patched = applyStrategicMergePatch(base as JsonValue, patch, kubeStrategicSchema);
     } catch (err) {
       if (err instanceof ApiError) throw err;
-      throw new ApiError({ ...invalid(info.kind, req.name, []).status, code: 422, message: `the server rejected our request due to an error in our request: ${(err as Error).message}`, reason: "Invalid" });
+      throw new ApiError({
+        ...invalid(info.kind, req.name, []).status,
+        code: 422,
+        message: `the server rejected our request due to an error in our request: ${(err as Error).message}`,
+        reason: "Invalid",
+      });
     }
     const obj = fromKubeJson(patched);
     if (obj.kind?.$case !== info.case) throw badRequest("the patch may not change the kind of the object");
@@ -44,7 +55,8 @@ export async function patchObject(store: GenericStore, req: PatchRequest): Promi
     meta.name = req.name;
     meta.namespace = info.namespaced ? req.namespace : "";
     // A patch that does not touch status keeps it exactly (the JSON round trip is not bit-exact for every optional field).
-    if (!statusOnly && info.hasStatus && !patchTouchesStatus(req.patchType, patch)) (v as { status?: unknown }).status = (cur.value as { status?: unknown }).status;
+    if (!statusOnly && info.hasStatus && !patchTouchesStatus(req.patchType, patch))
+      (v as { status?: unknown }).status = (cur.value as { status?: unknown }).status;
     const userVersion = meta.resourceVersion;
     try {
       return store.wrapValue(info, await store.replace(info, v, statusOnly, cur));
@@ -57,6 +69,17 @@ export async function patchObject(store: GenericStore, req: PatchRequest): Promi
 
 /** Whether a patch names the status (a JSON patch op under /status, or a status key in a merge patch). */
 function patchTouchesStatus(patchType: string, patch: JsonValue): boolean {
-  if (patchType === "application/json-patch+json") return Array.isArray(patch) && patch.some((op) => typeof op === "object" && op !== null && !Array.isArray(op) && typeof op["path"] === "string" && (op["path"] === "/status" || op["path"].startsWith("/status/")));
+  if (patchType === "application/json-patch+json")
+    return (
+      Array.isArray(patch) &&
+      patch.some(
+        (op) =>
+          typeof op === "object" &&
+          op !== null &&
+          !Array.isArray(op) &&
+          typeof op["path"] === "string" &&
+          (op["path"] === "/status" || op["path"].startsWith("/status/")),
+      )
+    );
   return typeof patch === "object" && patch !== null && !Array.isArray(patch) && "status" in patch;
 }

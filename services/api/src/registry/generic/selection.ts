@@ -1,6 +1,12 @@
 import { badRequest, kindOf, selectableFields, type KindInfo } from "@choreo/kit";
 import {
-  assertSupportedFields, FieldSelectorError, parseFieldSelector, parseLabelSelector, SelectorParseError, type FieldSelector, type LabelSelector,
+  assertSupportedFields,
+  FieldSelectorError,
+  parseFieldSelector,
+  parseLabelSelector,
+  SelectorParseError,
+  type FieldSelector,
+  type LabelSelector,
 } from "@choreo/kit/apimachinery";
 import type { Object as ApiObject, WatchEvent } from "@choreo/kit/gen/choreo/api/v1/api";
 

@@ -1,13 +1,36 @@
 import { randomUUID } from "node:crypto";
 import {
-  ApiError, badRequest, conflict, emptyMeta, forbidden, invalid, kindByResource, kindOf, notFound, selectableFields, statusOf, tooLarge, alreadyExists, unwrap,
-  type AnyObject, type KindInfo, type ObjectMeta,
+  ApiError,
+  badRequest,
+  conflict,
+  emptyMeta,
+  forbidden,
+  invalid,
+  kindByResource,
+  kindOf,
+  notFound,
+  selectableFields,
+  statusOf,
+  tooLarge,
+  alreadyExists,
+  unwrap,
+  type AnyObject,
+  type KindInfo,
+  type ObjectMeta,
 } from "@choreo/kit";
 import { eventSubject } from "@choreo/kit/bus";
 import { generateName, nowRfc3339 } from "@choreo/kit/apimachinery";
 import {
-  Object as ObjectMsg, WatchEvent,
-  type CreateRequest, type DeleteCollectionRequest, type DeleteRequest, type GetRequest, type ListRequest, type ObjectList, type Object as ApiObject, type UpdateRequest,
+  Object as ObjectMsg,
+  WatchEvent,
+  type CreateRequest,
+  type DeleteCollectionRequest,
+  type DeleteRequest,
+  type GetRequest,
+  type ListRequest,
+  type ObjectList,
+  type Object as ApiObject,
+  type UpdateRequest,
 } from "@choreo/kit/gen/choreo/api/v1/api";
 import type { Logger } from "@choreo/kit/log";
 import { StoreError, type IndexEntry, type ObjectStorage, type Stored } from "../../storage/object-storage.js";
@@ -99,8 +122,12 @@ export class GenericStore {
     if (object.length > MAX_OBJECT_BYTES) throw tooLarge(`Request entity too large: the object is ${object.length} bytes; limit is ${MAX_OBJECT_BYTES}`);
     const newIdx = mode === "delete" ? {} : (strategy?.indexes?.(v) ?? {});
     const oldIdx = old ? (strategy?.indexes?.(old.value) ?? {}) : {};
-    const indexAdd: IndexEntry[] = Object.entries(newIdx).filter(([k, x]) => oldIdx[k] !== x).map(([index, value]) => ({ index, value }));
-    const indexRemove: IndexEntry[] = Object.entries(oldIdx).filter(([k, x]) => newIdx[k] !== x).map(([index, value]) => ({ index, value }));
+    const indexAdd: IndexEntry[] = Object.entries(newIdx)
+      .filter(([k, x]) => oldIdx[k] !== x)
+      .map(([index, value]) => ({ index, value }));
+    const indexRemove: IndexEntry[] = Object.entries(oldIdx)
+      .filter(([k, x]) => newIdx[k] !== x)
+      .map(([index, value]) => ({ index, value }));
     const prev = mode === "update" && old ? old.value : undefined;
     const event = WatchEvent.encode({
       type: mode === "create" ? "ADDED" : mode === "update" ? "MODIFIED" : "DELETED",
@@ -114,9 +141,16 @@ export class GenericStore {
     const node = strategy?.node?.(v) ?? "";
     try {
       const rev = await this.storage.write({
-        mode, resource: info.resource, namespace, name: meta.name, expectedRevision: old?.revision,
-        object: mode === "delete" ? undefined : object, event, subject: eventSubject(info.resource, namespace, meta.name, node),
-        indexAdd, indexRemove,
+        mode,
+        resource: info.resource,
+        namespace,
+        name: meta.name,
+        expectedRevision: old?.revision,
+        object: mode === "delete" ? undefined : object,
+        event,
+        subject: eventSubject(info.resource, namespace, meta.name, node),
+        indexAdd,
+        indexRemove,
       });
       meta.resourceVersion = String(rev);
       return v;
@@ -134,7 +168,12 @@ export class GenericStore {
     if (!info.namespaced) meta.namespace = "";
     if (!meta.name && meta.generateName) meta.name = generateName(meta.generateName);
     Object.assign<ObjectMeta, Partial<ObjectMeta>>(meta, {
-      uid: randomUUID(), creationTimestamp: nowRfc3339(), generation: 1, resourceVersion: "", deletionTimestamp: "", deletionGracePeriodSeconds: undefined,
+      uid: randomUUID(),
+      creationTimestamp: nowRfc3339(),
+      generation: 1,
+      resourceVersion: "",
+      deletionTimestamp: "",
+      deletionGracePeriodSeconds: undefined,
     });
     this.validateMeta(info, v); // names first: strategies may rely on them
     if (info.namespaced) await this.checkNamespace(meta.namespace);
@@ -184,12 +223,17 @@ export class GenericStore {
   async remove(info: KindInfo, current: Current): Promise<AnyObject> {
     const v = structuredClone(current.value);
     const gone = await this.write("delete", info, v, current);
-    await this.strategy(info)?.afterDelete?.(current.value).catch((err: unknown) => this.log.warn({ err }, "after-delete hook failed"));
+    await this.strategy(info)
+      ?.afterDelete?.(current.value)
+      .catch((err: unknown) => this.log.warn({ err }, "after-delete hook failed"));
     return gone;
   }
 
   /** Reads the list page of one kind. */
-  async page(info: KindInfo, opts: { namespace: string; index?: { name: string; value: string }; limit: number; after?: string }): Promise<{ revision: number; items: AnyObject[]; next?: string }> {
+  async page(
+    info: KindInfo,
+    opts: { namespace: string; index?: { name: string; value: string }; limit: number; after?: string },
+  ): Promise<{ revision: number; items: AnyObject[]; next?: string }> {
     const page = await this.storage.list(info.resource, {
       namespace: info.namespaced ? opts.namespace : "",
       index: opts.index ? { index: opts.index.name, value: opts.index.value } : undefined,
@@ -255,15 +299,28 @@ export class GenericStore {
       next = structuredClone(old);
       (next as { status?: unknown }).status = (v as { status?: unknown }).status;
     } else {
-      if (info.hasStatus && !GenericStore.same((v as { status?: unknown }).status, (old as { status?: unknown }).status) && (v as { status?: unknown }).status !== undefined) {
-        throw invalid(info.kind, meta.name, [{ field: "status", reason: "FieldValueForbidden", message: "Forbidden: status may only be changed through the status subresource" }], info.group);
+      if (
+        info.hasStatus &&
+        !GenericStore.same((v as { status?: unknown }).status, (old as { status?: unknown }).status) &&
+        (v as { status?: unknown }).status !== undefined
+      ) {
+        throw invalid(
+          info.kind,
+          meta.name,
+          [{ field: "status", reason: "FieldValueForbidden", message: "Forbidden: status may only be changed through the status subresource" }],
+          info.group,
+        );
       }
       next = v;
       (next as { status?: unknown }).status = (old as { status?: unknown }).status;
       const om = old.metadata ?? emptyMeta();
       Object.assign(meta, {
-        uid: om.uid, creationTimestamp: om.creationTimestamp, deletionTimestamp: om.deletionTimestamp,
-        deletionGracePeriodSeconds: om.deletionGracePeriodSeconds, generation: om.generation, generateName: om.generateName,
+        uid: om.uid,
+        creationTimestamp: om.creationTimestamp,
+        deletionTimestamp: om.deletionTimestamp,
+        deletionGracePeriodSeconds: om.deletionGracePeriodSeconds,
+        generation: om.generation,
+        generateName: om.generateName,
       });
       this.strategy(info)?.prepareUpdate?.(next, old);
       const spec = (o: AnyObject): unknown => (o as { spec?: unknown }).spec ?? (o as { subsets?: unknown }).subsets;
@@ -286,13 +343,29 @@ export class GenericStore {
     const meta = v.metadata ?? emptyMeta();
     const opts = req.options;
     if (opts?.preconditions?.uid && opts.preconditions.uid !== meta.uid) {
-      throw conflict(info.resource, req.name, `Precondition failed: UID in precondition: ${opts.preconditions.uid}, UID in object meta: ${meta.uid}`, info.group);
+      throw conflict(
+        info.resource,
+        req.name,
+        `Precondition failed: UID in precondition: ${opts.preconditions.uid}, UID in object meta: ${meta.uid}`,
+        info.group,
+      );
     }
     if (opts?.preconditions?.resourceVersion && opts.preconditions.resourceVersion !== String(cur.revision)) {
-      throw conflict(info.resource, req.name, `Precondition failed: ResourceVersion in precondition: ${opts.preconditions.resourceVersion}, ResourceVersion in object meta: ${cur.revision}`, info.group);
+      throw conflict(
+        info.resource,
+        req.name,
+        `Precondition failed: ResourceVersion in precondition: ${opts.preconditions.resourceVersion}, ResourceVersion in object meta: ${cur.revision}`,
+        info.group,
+      );
     }
     if (opts?.propagationPolicy && !["Orphan", "Background", "Foreground"].includes(opts.propagationPolicy)) {
-      throw invalid("DeleteOptions", "", [{ field: "propagationPolicy", reason: "FieldValueNotSupported", message: `Unsupported value: "${opts.propagationPolicy}": supported values: "Foreground", "Background", "Orphan"` }]);
+      throw invalid("DeleteOptions", "", [
+        {
+          field: "propagationPolicy",
+          reason: "FieldValueNotSupported",
+          message: `Unsupported value: "${opts.propagationPolicy}": supported values: "Foreground", "Background", "Orphan"`,
+        },
+      ]);
     }
     const strategy = this.strategy(info);
     if (strategy?.delete) return this.wrapValue(info, await strategy.delete(this, info, cur));
@@ -301,7 +374,8 @@ export class GenericStore {
     if (gcFinalizer && info.ownsDependents && !meta.deletionTimestamp && !meta.finalizers.includes(gcFinalizer)) meta.finalizers.push(gcFinalizer);
     const grace = strategy?.gracePeriod?.(v, opts?.gracePeriodSeconds) ?? 0;
     if (meta.finalizers.length > 0 || grace > 0) {
-      if (meta.deletionTimestamp && (grace > 0 || meta.finalizers.length > 0) && (meta.deletionGracePeriodSeconds ?? 0) <= grace) return this.wrapValue(info, cur.value);
+      if (meta.deletionTimestamp && (grace > 0 || meta.finalizers.length > 0) && (meta.deletionGracePeriodSeconds ?? 0) <= grace)
+        return this.wrapValue(info, cur.value);
       meta.deletionTimestamp = meta.deletionTimestamp || new Date(Date.now() + grace * 1000).toISOString().replace(/\.\d{3}Z$/, "Z");
       meta.deletionGracePeriodSeconds = grace;
       if (grace === 0 && meta.finalizers.length === 0) return this.wrapValue(info, await this.remove(info, cur));
@@ -311,7 +385,14 @@ export class GenericStore {
   }
 
   async deleteCollection(req: DeleteCollectionRequest): Promise<ObjectList> {
-    const list = await this.list({ resource: req.resource, namespace: req.namespace, labelSelector: req.labelSelector, fieldSelector: req.fieldSelector, limit: 0, continue: "" });
+    const list = await this.list({
+      resource: req.resource,
+      namespace: req.namespace,
+      labelSelector: req.labelSelector,
+      fieldSelector: req.fieldSelector,
+      limit: 0,
+      continue: "",
+    });
     const items: ApiObject[] = [];
     for (const o of list.items) {
       const m = unwrap(o).metadata ?? emptyMeta();

@@ -25,8 +25,24 @@ export async function* watchObjects(store: GenericStore, source: WatchSource | u
   const stop = timeout ? AbortSignal.any([signal, timeout]) : signal;
   let from: number;
   if (!rv || rv === "0") {
-    const list = await store.list({ resource: req.resource, namespace: req.namespace, labelSelector: req.labelSelector, fieldSelector: req.fieldSelector, limit: 0, continue: "" });
-    for (const o of list.items) yield { type: "ADDED", object: o, status: undefined, revision: Number(unwrap(o).metadata?.resourceVersion ?? 0), prevLabels: {}, prevFields: {}, hasPrev: false };
+    const list = await store.list({
+      resource: req.resource,
+      namespace: req.namespace,
+      labelSelector: req.labelSelector,
+      fieldSelector: req.fieldSelector,
+      limit: 0,
+      continue: "",
+    });
+    for (const o of list.items)
+      yield {
+        type: "ADDED",
+        object: o,
+        status: undefined,
+        revision: Number(unwrap(o).metadata?.resourceVersion ?? 0),
+        prevLabels: {},
+        prevFields: {},
+        hasPrev: false,
+      };
     from = Number(list.metadata?.resourceVersion ?? 0);
   } else {
     from = Number(rv);
@@ -48,7 +64,13 @@ async function* changesAfter(source: WatchSource, sel: Selection, from: number, 
     }
   }
   // Older than memory holds: read the event log itself (410 if it is gone there too).
-  for await (const raw of consumeEvents({ nc: source.nc, jsm: source.jsm, filter: resourceFilter(sel.info.resource, sel.namespace), fromRevision: from, signal: stop })) {
+  for await (const raw of consumeEvents({
+    nc: source.nc,
+    jsm: source.jsm,
+    filter: resourceFilter(sel.info.resource, sel.namespace),
+    fromRevision: from,
+    signal: stop,
+  })) {
     const c = changeOf(raw);
     const ev = c && selectChange(sel, c);
     if (ev) yield ev;

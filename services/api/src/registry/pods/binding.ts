@@ -43,7 +43,23 @@ async function bindTo(store: GenericStore, pod: Pod, node: string, cur: Current)
   if (!pod.spec) throw new Error("pod without spec");
   const info = store.resolve("pods");
   pod.spec.nodeName = node;
-  const status = (pod.status ??= { phase: "Pending", conditions: [], message: "", reason: "", nominatedNodeName: "", hostIp: "", podIp: "", podIps: [], startTime: "", initContainerStatuses: [], containerStatuses: [], qosClass: "" });
-  status.conditions = [...status.conditions.filter((c) => c.type !== "PodScheduled"), { type: "PodScheduled", status: "True", lastProbeTime: "", lastTransitionTime: nowRfc3339(), reason: "", message: "" }];
+  const status = (pod.status ??= {
+    phase: "Pending",
+    conditions: [],
+    message: "",
+    reason: "",
+    nominatedNodeName: "",
+    hostIp: "",
+    podIp: "",
+    podIps: [],
+    startTime: "",
+    initContainerStatuses: [],
+    containerStatuses: [],
+    qosClass: "",
+  });
+  status.conditions = [
+    ...status.conditions.filter((c) => c.type !== "PodScheduled"),
+    { type: "PodScheduled", status: "True", lastProbeTime: "", lastTransitionTime: nowRfc3339(), reason: "", message: "" },
+  ];
   return store.wrapValue(info, await store.write("update", info, pod, cur));
 }

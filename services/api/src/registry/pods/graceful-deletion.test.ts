@@ -7,7 +7,13 @@ import { rejects } from "../../testing/api-assert.js";
 import { startMemoryRegistry, type MemoryRegistry } from "../../testing/memory-registry.js";
 
 const pod = (name: string, extra: Record<string, unknown> = {}, ns = "default") =>
-  fromKubeJson({ apiVersion: "v1", kind: "Pod", metadata: { name, namespace: ns, labels: { app: "web" } }, spec: { containers: [{ name: "c", image: "nginx:1.25" }] }, ...extra });
+  fromKubeJson({
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name, namespace: ns, labels: { app: "web" } },
+    spec: { containers: [{ name: "c", image: "nginx:1.25" }] },
+    ...extra,
+  });
 
 describe("pod graceful deletion", () => {
   // On the in-memory storage: the deletion hooks are the pod strategy's, no server needed.

@@ -9,7 +9,10 @@ const pod = (p: string): Pod => ({ metadata: { name: "p" }, spec: { volumes: [{ 
 describe("hostPath policy", () => {
   it("allows nothing by default and refuses with 403 Forbidden naming the volume", () => {
     assert.deepEqual(allowedHostPaths({}), []);
-    assert.throws(() => checkHostPaths(pod("/etc"), []), (err: unknown) => statusOf(err).code === 403 && /hostPath volume "data" \(\/etc\) is not allowed/.test((err as Error).message));
+    assert.throws(
+      () => checkHostPaths(pod("/etc"), []),
+      (err: unknown) => statusOf(err).code === 403 && /hostPath volume "data" \(\/etc\) is not allowed/.test((err as Error).message),
+    );
   });
 
   it("allows paths at or below a configured prefix, not beside it, and sees through ..", () => {

@@ -29,6 +29,8 @@ export function checkHostPaths(pod: Pod, prefixes: readonly string[] = allowedHo
     if (!v.hostPath) continue;
     if (hostPathAllowed(v.hostPath.path, prefixes)) continue;
     const allowed = prefixes.length ? prefixes.join(", ") : "none";
-    throw forbidden(`pods "${pod.metadata?.name ?? ""}" is forbidden: hostPath volume "${v.name}" (${v.hostPath.path}) is not allowed by the api's policy (allowed host paths: ${allowed}; set CHOREO_ALLOWED_HOST_PATHS)`);
+    throw forbidden(
+      `pods "${pod.metadata?.name ?? ""}" is forbidden: hostPath volume "${v.name}" (${v.hostPath.path}) is not allowed by the api's policy (allowed host paths: ${allowed}; set CHOREO_ALLOWED_HOST_PATHS)`,
+    );
   }
 }

@@ -76,7 +76,11 @@ export function validatePodSpec(e: Errors, spec: PodSpec | undefined, path: stri
       e.oneOf(`${f}.ports[${j}].protocol`, p.protocol, PROTOCOLS);
       if (p.name) {
         if (p.name.length > 15 || !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(p.name) || !/[a-z]/.test(p.name)) {
-          e.invalid(`${f}.ports[${j}].name`, p.name, "must be no more than 15 characters, contain only lower case letters, digits and '-', and contain at least one letter");
+          e.invalid(
+            `${f}.ports[${j}].name`,
+            p.name,
+            "must be no more than 15 characters, contain only lower case letters, digits and '-', and contain at least one letter",
+          );
         }
         if (portNames.has(p.name)) e.duplicate(`${f}.ports[${j}].name`, p.name);
         portNames.add(p.name);
@@ -84,23 +88,35 @@ export function validatePodSpec(e: Errors, spec: PodSpec | undefined, path: stri
     });
     c.env.forEach((v, j) => {
       e.required(`${f}.env[${j}].name`, v.name);
-      if (v.name && !/^[-._a-zA-Z][-._a-zA-Z0-9]*$/.test(v.name)) e.invalid(`${f}.env[${j}].name`, v.name, "a valid environment variable name must consist of alphabetic characters, digits, '_', '-', or '.', and must not start with a digit");
+      if (v.name && !/^[-._a-zA-Z][-._a-zA-Z0-9]*$/.test(v.name))
+        e.invalid(
+          `${f}.env[${j}].name`,
+          v.name,
+          "a valid environment variable name must consist of alphabetic characters, digits, '_', '-', or '.', and must not start with a digit",
+        );
     });
     validateResources(e, c, `${f}.resources`);
     c.volumeMounts.forEach((m, j) => {
-      if (!volumes.has(m.name)) e.causes.push({ field: `${f}.volumeMounts[${j}].name`, reason: "FieldValueNotFound", message: `Not found: ${JSON.stringify(m.name)}` });
+      if (!volumes.has(m.name))
+        e.causes.push({ field: `${f}.volumeMounts[${j}].name`, reason: "FieldValueNotFound", message: `Not found: ${JSON.stringify(m.name)}` });
       e.required(`${f}.volumeMounts[${j}].mountPath`, m.mountPath);
       // Kubernetes' validateLocalDescendingPath: a subPath stays inside its volume.
       if (m.subPath.startsWith("/")) e.invalid(`${f}.volumeMounts[${j}].subPath`, m.subPath, "must be a relative path");
       if (m.subPath.split("/").includes("..")) e.invalid(`${f}.volumeMounts[${j}].subPath`, m.subPath, "must not contain '..'");
     });
-    for (const [name, probe] of [["livenessProbe", c.livenessProbe], ["readinessProbe", c.readinessProbe], ["startupProbe", c.startupProbe]] as const) {
+    for (const [name, probe] of [
+      ["livenessProbe", c.livenessProbe],
+      ["readinessProbe", c.readinessProbe],
+      ["startupProbe", c.startupProbe],
+    ] as const) {
       if (!probe) continue;
       const handlers = [probe.exec, probe.httpGet, probe.tcpSocket].filter(Boolean).length;
       if (handlers === 0) e.required(`${f}.${name}`, undefined);
       if (handlers > 1) e.forbidden(`${f}.${name}`, "may not specify more than 1 handler type");
-      for (const k of ["initialDelaySeconds", "timeoutSeconds", "periodSeconds", "successThreshold", "failureThreshold"] as const) e.nonNegative(`${f}.${name}.${k}`, probe[k]);
-      if ((name === "livenessProbe" || name === "startupProbe") && probe.successThreshold > 1) e.invalid(`${f}.${name}.successThreshold`, probe.successThreshold, "must be 1");
+      for (const k of ["initialDelaySeconds", "timeoutSeconds", "periodSeconds", "successThreshold", "failureThreshold"] as const)
+        e.nonNegative(`${f}.${name}.${k}`, probe[k]);
+      if ((name === "livenessProbe" || name === "startupProbe") && probe.successThreshold > 1)
+        e.invalid(`${f}.${name}.successThreshold`, probe.successThreshold, "must be 1");
     }
   };
   spec.initContainers.forEach((c, i) => check(c, `${path}.initContainers[${i}]`));
@@ -109,7 +125,8 @@ export function validatePodSpec(e: Errors, spec: PodSpec | undefined, path: stri
   e.oneOf(`${path}.dnsPolicy`, spec.dnsPolicy, DNS_POLICIES);
   if (spec.hostNetwork) e.notSupported(`${path}.hostNetwork`, true, ["false"]);
   e.nonNegative(`${path}.terminationGracePeriodSeconds`, spec.terminationGracePeriodSeconds);
-  if (spec.activeDeadlineSeconds !== undefined && spec.activeDeadlineSeconds <= 0) e.invalid(`${path}.activeDeadlineSeconds`, spec.activeDeadlineSeconds, "must be greater than 0");
+  if (spec.activeDeadlineSeconds !== undefined && spec.activeDeadlineSeconds <= 0)
+    e.invalid(`${path}.activeDeadlineSeconds`, spec.activeDeadlineSeconds, "must be greater than 0");
   e.labelMap(`${path}.nodeSelector`, spec.nodeSelector);
   if (spec.nodeName) e.messages(`${path}.nodeName`, spec.nodeName, validateDns1123Subdomain(spec.nodeName));
   // The node gives them to the pod's UTS namespace and /etc/hosts (and once to `hostname`): DNS labels, as in Kubernetes.
@@ -137,7 +154,8 @@ function validateResources(e: Errors, c: Container, f: string): void {
     const lim = r.limits[name];
     if (lim === undefined) continue;
     try {
-      if (compareQuantities(parseQuantity(req), parseQuantity(lim)) > 0) e.invalid(`${f}.requests`, req, `must be less than or equal to ${name} limit of ${lim}`);
+      if (compareQuantities(parseQuantity(req), parseQuantity(lim)) > 0)
+        e.invalid(`${f}.requests`, req, `must be less than or equal to ${name} limit of ${lim}`);
     } catch {
       // reported above
     }
@@ -145,7 +163,13 @@ function validateResources(e: Errors, c: Container, f: string): void {
 }
 
 /** Validates a pod template whose labels must be selected by `selector`. */
-export function validateTemplate(e: Errors, t: PodTemplateSpec | undefined, path: string, selector: Record<string, string> | undefined, restartPolicies: readonly string[]): void {
+export function validateTemplate(
+  e: Errors,
+  t: PodTemplateSpec | undefined,
+  path: string,
+  selector: Record<string, string> | undefined,
+  restartPolicies: readonly string[],
+): void {
   if (!t) {
     e.required(path, undefined);
     return;

@@ -44,8 +44,15 @@ export const podStrategy: Strategy<Pod> = {
     pod.status = {
       phase: "Pending",
       conditions: bound ? [{ type: "PodScheduled", status: "True", lastProbeTime: "", lastTransitionTime: nowRfc3339(), reason: "", message: "" }] : [],
-      message: "", reason: "", nominatedNodeName: "", hostIp: "", podIp: "", podIps: [], startTime: "",
-      initContainerStatuses: [], containerStatuses: [],
+      message: "",
+      reason: "",
+      nominatedNodeName: "",
+      hostIp: "",
+      podIp: "",
+      podIps: [],
+      startTime: "",
+      initContainerStatuses: [],
+      containerStatuses: [],
       qosClass: pod.spec ? qosClass(pod.spec) : "BestEffort",
     };
   },
@@ -59,7 +66,10 @@ export const podStrategy: Strategy<Pod> = {
     validatePodSpec(e, pod.spec, "spec");
     validatePodIps(e, pod);
     if (old && comparableSpec(pod) !== comparableSpec(old)) {
-      e.forbidden("spec", "pod updates may not change fields other than `spec.containers[*].image`, `spec.initContainers[*].image`, `spec.activeDeadlineSeconds`, `spec.tolerations` (only additions to existing tolerations), `spec.terminationGracePeriodSeconds`");
+      e.forbidden(
+        "spec",
+        "pod updates may not change fields other than `spec.containers[*].image`, `spec.initContainers[*].image`, `spec.activeDeadlineSeconds`, `spec.tolerations` (only additions to existing tolerations), `spec.terminationGracePeriodSeconds`",
+      );
     }
     return e.causes;
   },

@@ -15,7 +15,12 @@ describe("ClusterIP allocation", () => {
 
   it("allocates unique ClusterIPs from the range and releases them on delete", async () => {
     const svc = (name: string, clusterIP?: string) =>
-      fromKubeJson({ apiVersion: "v1", kind: "Service", metadata: { name, namespace: "default" }, spec: { selector: { app: "web" }, ports: [{ port: 80 }], ...(clusterIP ? { clusterIP } : {}) } });
+      fromKubeJson({
+        apiVersion: "v1",
+        kind: "Service",
+        metadata: { name, namespace: "default" },
+        spec: { selector: { app: "web" }, ports: [{ port: 80 }], ...(clusterIP ? { clusterIP } : {}) },
+      });
     const ips = new Set<string>();
     for (let i = 0; i < 20; i++) {
       const v = unwrap(await s.client.create(svc(`s${i}`))) as Service;

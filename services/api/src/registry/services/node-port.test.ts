@@ -7,7 +7,12 @@ import { toTable } from "../../http/tables/table.js";
 import { startMemoryRegistry, type MemoryRegistry } from "../../testing/memory-registry.js";
 
 const svc = (name: string, spec: Record<string, unknown>) =>
-  fromKubeJson({ apiVersion: "v1", kind: "Service", metadata: { name, namespace: "default" }, spec: { selector: { app: "web" }, ports: [{ port: 80 }], ...spec } });
+  fromKubeJson({
+    apiVersion: "v1",
+    kind: "Service",
+    metadata: { name, namespace: "default" },
+    spec: { selector: { app: "web" }, ports: [{ port: 80 }], ...spec },
+  });
 
 async function refused(p: Promise<unknown>, message: string): Promise<void> {
   try {
@@ -29,7 +34,17 @@ describe("NodePort services", () => {
   });
 
   it("allocates node ports from 30000-32767, honours a requested one, refuses taken and out-of-range ports", async () => {
-    const a = unwrap(await s.client.create(svc("np-a", { type: "NodePort", ports: [{ name: "http", port: 80 }, { name: "https", port: 443 }] }))) as Service;
+    const a = unwrap(
+      await s.client.create(
+        svc("np-a", {
+          type: "NodePort",
+          ports: [
+            { name: "http", port: 80 },
+            { name: "https", port: 443 },
+          ],
+        }),
+      ),
+    ) as Service;
     const ports = a.spec?.ports.map((p) => p.nodePort) ?? [];
     assert.equal(ports.length, 2);
     for (const n of ports) assert.ok(n >= 30000 && n <= 32767, String(n));
@@ -37,10 +52,19 @@ describe("NodePort services", () => {
 
     const fixed = unwrap(await s.client.create(svc("np-fixed", { type: "NodePort", ports: [{ port: 80, nodePort: 30080 }] }))) as Service;
     assert.equal(fixed.spec?.ports[0]?.nodePort, 30080);
-    await refused(s.client.create(svc("np-taken", { type: "NodePort", ports: [{ port: 80, nodePort: 30080 }] })), "spec.ports[0].nodePort: Invalid value: 30080: provided port is already allocated");
-    await refused(s.client.create(svc("np-out", { type: "NodePort", ports: [{ port: 80, nodePort: 40000 }] })), "spec.ports[0].nodePort: Invalid value: 40000: provided port is not in the valid range. The range of valid ports is 30000-32767");
-    await refused(s.client.create(svc("np-cip", { ports: [{ port: 80, nodePort: 30081 }] })), "spec.ports[0].nodePort: Forbidden: may not be used when `type` is 'ClusterIP'");
-    await refused(s.client.create(svc("np-lb", { type: "LoadBalancer" })), "spec.type: Unsupported value: \"LoadBalancer\"");
+    await refused(
+      s.client.create(svc("np-taken", { type: "NodePort", ports: [{ port: 80, nodePort: 30080 }] })),
+      "spec.ports[0].nodePort: Invalid value: 30080: provided port is already allocated",
+    );
+    await refused(
+      s.client.create(svc("np-out", { type: "NodePort", ports: [{ port: 80, nodePort: 40000 }] })),
+      "spec.ports[0].nodePort: Invalid value: 40000: provided port is not in the valid range. The range of valid ports is 30000-32767",
+    );
+    await refused(
+      s.client.create(svc("np-cip", { ports: [{ port: 80, nodePort: 30081 }] })),
+      "spec.ports[0].nodePort: Forbidden: may not be used when `type` is 'ClusterIP'",
+    );
+    await refused(s.client.create(svc("np-lb", { type: "LoadBalancer" })), 'spec.type: Unsupported value: "LoadBalancer"');
     // A refused create took nothing: 30081 is still free.
     const other = unwrap(await s.client.create(svc("np-other", { type: "NodePort", ports: [{ port: 80, nodePort: 30081 }] }))) as Service;
     assert.equal(other.spec?.ports[0]?.nodePort, 30081);

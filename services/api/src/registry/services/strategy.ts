@@ -20,10 +20,22 @@ async function takeClusterIp(svc: Service, ips: ClusterIpAllocator): Promise<voi
   if (!spec) return;
   if (spec.clusterIp) {
     if (!isIPv4(spec.clusterIp) || !ips.contains(spec.clusterIp)) {
-      throw invalid("Service", svc.metadata?.name ?? "", [{ field: "spec.clusterIPs", reason: "FieldValueInvalid", message: `Invalid value: ${JSON.stringify([spec.clusterIp])}: failed to allocate IP ${spec.clusterIp}: the provided IP (${spec.clusterIp}) is not in the valid range` }]);
+      throw invalid("Service", svc.metadata?.name ?? "", [
+        {
+          field: "spec.clusterIPs",
+          reason: "FieldValueInvalid",
+          message: `Invalid value: ${JSON.stringify([spec.clusterIp])}: failed to allocate IP ${spec.clusterIp}: the provided IP (${spec.clusterIp}) is not in the valid range`,
+        },
+      ]);
     }
     if (!(await ips.claim(spec.clusterIp, owner(svc)))) {
-      throw invalid("Service", svc.metadata?.name ?? "", [{ field: "spec.clusterIPs", reason: "FieldValueInvalid", message: `Invalid value: ${JSON.stringify([spec.clusterIp])}: failed to allocate IP ${spec.clusterIp}: provided IP is already allocated` }]);
+      throw invalid("Service", svc.metadata?.name ?? "", [
+        {
+          field: "spec.clusterIPs",
+          reason: "FieldValueInvalid",
+          message: `Invalid value: ${JSON.stringify([spec.clusterIp])}: failed to allocate IP ${spec.clusterIp}: provided IP is already allocated`,
+        },
+      ]);
     }
   } else {
     spec.clusterIp = await ips.allocate(owner(svc));
@@ -44,7 +56,9 @@ async function takeNodePorts(svc: Service, ports: NodePortAllocator): Promise<vo
   const taken: number[] = [];
   const fail = async (i: number, value: number, why: string): Promise<never> => {
     for (const n of taken) await ports.release(n, owner(svc));
-    throw invalid("Service", svc.metadata?.name ?? "", [{ field: `spec.ports[${i}].nodePort`, reason: "FieldValueInvalid", message: `Invalid value: ${value}: ${why}` }]);
+    throw invalid("Service", svc.metadata?.name ?? "", [
+      { field: `spec.ports[${i}].nodePort`, reason: "FieldValueInvalid", message: `Invalid value: ${value}: ${why}` },
+    ]);
   };
   // Requested ports first, so an allocated one never takes a port asked for further down.
   for (const [i, p] of spec.ports.entries()) {
@@ -137,17 +151,20 @@ export function serviceStrategy(ips: ClusterIpAllocator, nodePorts: NodePortAllo
         e.oneOf(`${f}.protocol`, p.protocol, ["TCP", "UDP", "SCTP"]);
         const t = p.targetPort?.value;
         if (t?.$case === "intVal") e.port(`${f}.targetPort`, t.value);
-        if (t?.$case === "strVal" && (t.value.length > 15 || !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(t.value))) e.invalid(`${f}.targetPort`, t.value, "must be a valid port name");
+        if (t?.$case === "strVal" && (t.value.length > 15 || !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(t.value)))
+          e.invalid(`${f}.targetPort`, t.value, "must be a valid port name");
         if (p.nodePort !== 0 && spec.type !== "NodePort") e.forbidden(`${f}.nodePort`, `may not be used when \`type\` is '${spec.type}'`);
         if (p.nodePort !== 0 && spec.ports.slice(0, i).some((q) => q.nodePort === p.nodePort)) e.duplicate(`${f}.nodePort`, p.nodePort);
         // Node ports are taken at create only (prepareUpdate cannot reach Redis), so an update keeps them.
-        if (old && spec.type === "NodePort" && !held.includes(p.nodePort)) e.invalid(`${f}.nodePort`, p.nodePort, "node ports may not be added or changed on update; recreate the Service");
+        if (old && spec.type === "NodePort" && !held.includes(p.nodePort))
+          e.invalid(`${f}.nodePort`, p.nodePort, "node ports may not be added or changed on update; recreate the Service");
       });
       e.labelMap("spec.selector", spec.selector);
       e.oneOf("spec.sessionAffinity", spec.sessionAffinity, ["None", "ClientIP"]);
       if (old?.spec && old.spec.clusterIp && spec.clusterIp !== old.spec.clusterIp) e.invalid("spec.clusterIPs[0]", spec.clusterIp, "may not change once set");
       // The proxy and DNS read clusterIP; clusterIPs is its single-stack copy and may not say otherwise.
-      if (spec.clusterIps.length > 1) e.invalid("spec.clusterIPs", spec.clusterIps, "may specify no more than one IP for each IP family (choreo serves IPv4 single-stack)");
+      if (spec.clusterIps.length > 1)
+        e.invalid("spec.clusterIPs", spec.clusterIps, "may specify no more than one IP for each IP family (choreo serves IPv4 single-stack)");
       if (spec.clusterIps.length > 0 && spec.clusterIps[0] !== spec.clusterIp) e.invalid("spec.clusterIPs[0]", spec.clusterIps[0], "must match `clusterIP`");
       if (old?.spec && old.spec.type !== spec.type && (old.spec.type === "NodePort" || spec.type === "NodePort")) {
         e.invalid("spec.type", spec.type, "may not change to or from NodePort; recreate the Service");

@@ -3,6 +3,10 @@ export function canonicalJson(v: unknown): string {
   return JSON.stringify(v, (_k, x: unknown) => {
     if (x === null || typeof x !== "object" || Array.isArray(x)) return x;
     const o = x as Record<string, unknown>;
-    return Object.fromEntries(Object.keys(o).sort().map((k) => [k, o[k]]));
+    return Object.fromEntries(
+      Object.keys(o)
+        .sort()
+        .map((k) => [k, o[k]]),
+    );
   });
 }

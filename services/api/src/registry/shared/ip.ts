@@ -34,7 +34,10 @@ export function ipBytes(s: string): Uint8Array | undefined {
   const lastColon = text.lastIndexOf(":");
   if (text.includes(".", lastColon)) {
     // An embedded IPv4 at the end is the last two groups: spell them in hex.
-    const [a = 0, b = 0, c = 0, d = 0] = text.slice(lastColon + 1).split(".").map(Number);
+    const [a = 0, b = 0, c = 0, d = 0] = text
+      .slice(lastColon + 1)
+      .split(".")
+      .map(Number);
     text = `${text.slice(0, lastColon + 1)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
   }
   const [head = "", rest] = text.split("::");
@@ -65,7 +68,8 @@ export function specialIpReasons(s: string): string[] {
   const v4 = isV4Mapped(b);
   if (v4 ? b.slice(12).every((x) => x === 0) : b.every((x) => x === 0)) why.push(`may not be unspecified (${s})`);
   if (v4 ? b[12] === 127 : b.slice(0, 15).every((x) => x === 0) && b[15] === 1) why.push("may not be in the loopback range (127.0.0.0/8, ::1/128)");
-  if (v4 ? b[12] === 169 && b[13] === 254 : b[0] === 0xfe && ((b[1] as number) & 0xc0) === 0x80) why.push("may not be in the link-local range (169.254.0.0/16, fe80::/10)");
+  if (v4 ? b[12] === 169 && b[13] === 254 : b[0] === 0xfe && ((b[1] as number) & 0xc0) === 0x80)
+    why.push("may not be in the link-local range (169.254.0.0/16, fe80::/10)");
   if (v4 ? b[12] === 224 && b[13] === 0 && b[14] === 0 : b[0] === 0xff && ((b[1] as number) & 0x0f) === 0x02) {
     why.push("may not be in the link-local multicast range (224.0.0.0/24, ff02::/10)");
   }

@@ -1,7 +1,13 @@
 import { fieldError, type ObjectMeta, type StatusCause } from "@choreo/kit";
 import {
-  validateAnnotations, validateDns1035Label, validateDns1123Label, validateDns1123Subdomain, validateLabels, validateLabelKey,
-  validateLabelValue, parseQuantity,
+  validateAnnotations,
+  validateDns1035Label,
+  validateDns1123Label,
+  validateDns1123Subdomain,
+  validateLabels,
+  validateLabelKey,
+  validateLabelValue,
+  parseQuantity,
 } from "@choreo/kit/apimachinery";
 
 /** Values longer than this are cut in messages: a 3 MiB value is not echoed (twice) in the Status. */
@@ -17,13 +23,16 @@ function shown(value: unknown): string {
 export class Errors {
   readonly causes: StatusCause[] = [];
   required(field: string, ok: unknown): void {
-    if (ok === undefined || ok === null || ok === "" || (Array.isArray(ok) && ok.length === 0)) this.causes.push(fieldError(field, "FieldValueRequired", "Required value"));
+    if (ok === undefined || ok === null || ok === "" || (Array.isArray(ok) && ok.length === 0))
+      this.causes.push(fieldError(field, "FieldValueRequired", "Required value"));
   }
   invalid(field: string, value: unknown, why: string): void {
     this.causes.push(fieldError(field, "FieldValueInvalid", `Invalid value: ${shown(value)}: ${why}`));
   }
   notSupported(field: string, value: unknown, allowed: readonly string[]): void {
-    this.causes.push(fieldError(field, "FieldValueNotSupported", `Unsupported value: ${shown(value)}: supported values: ${allowed.map((a) => `"${a}"`).join(", ")}`));
+    this.causes.push(
+      fieldError(field, "FieldValueNotSupported", `Unsupported value: ${shown(value)}: supported values: ${allowed.map((a) => `"${a}"`).join(", ")}`),
+    );
   }
   duplicate(field: string, value: unknown): void {
     this.causes.push(fieldError(field, "FieldValueDuplicate", `Duplicate value: ${shown(value)}`));

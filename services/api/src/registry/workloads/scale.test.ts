@@ -12,10 +12,14 @@ describe("the scale subresource", () => {
   });
 
   it("scales a replication controller through the scale subresource", async () => {
-    await s.client.create(fromKubeJson({
-      apiVersion: "v1", kind: "ReplicationController", metadata: { name: "rc-scale", namespace: "default" },
-      spec: { replicas: 1, template: { metadata: { labels: { app: "s" } }, spec: { containers: [{ name: "c", image: "i" }] } } },
-    }));
+    await s.client.create(
+      fromKubeJson({
+        apiVersion: "v1",
+        kind: "ReplicationController",
+        metadata: { name: "rc-scale", namespace: "default" },
+        spec: { replicas: 1, template: { metadata: { labels: { app: "s" } }, spec: { containers: [{ name: "c", image: "i" }] } } },
+      }),
+    );
     const scale = await s.client.getScale("replicationcontrollers", "default", "rc-scale");
     assert.equal(scale.spec?.replicas, 1);
     assert.equal(scale.status?.selector, "app=s");

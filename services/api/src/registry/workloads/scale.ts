@@ -33,7 +33,13 @@ export async function getScale(store: GenericStore, req: GetScaleRequest): Promi
 export async function updateScale(store: GenericStore, req: UpdateScaleRequest): Promise<Scale> {
   const info = scaleInfo(store, req.resource);
   const replicas = req.scale?.spec?.replicas ?? 0;
-  if (replicas < 0) throw invalid("Scale", req.name, [{ field: "spec.replicas", reason: "FieldValueInvalid", message: `Invalid value: ${replicas}: must be greater than or equal to 0` }], "autoscaling");
+  if (replicas < 0)
+    throw invalid(
+      "Scale",
+      req.name,
+      [{ field: "spec.replicas", reason: "FieldValueInvalid", message: `Invalid value: ${replicas}: must be greater than or equal to 0` }],
+      "autoscaling",
+    );
   for (let attempt = 0; ; attempt++) {
     const cur = await store.read(info, req.namespace, req.name);
     const given = req.scale?.metadata?.resourceVersion ?? "";

@@ -15,7 +15,8 @@ export const replicationControllerStrategy: Strategy<ReplicationController> = {
     if (!spec) return;
     spec.replicas ??= 1;
     if (Object.keys(spec.selector).length === 0 && spec.template?.metadata) spec.selector = { ...spec.template.metadata.labels };
-    if (Object.keys(rc.metadata?.labels ?? {}).length === 0 && rc.metadata && spec.template?.metadata) rc.metadata.labels = { ...spec.template.metadata.labels };
+    if (Object.keys(rc.metadata?.labels ?? {}).length === 0 && rc.metadata && spec.template?.metadata)
+      rc.metadata.labels = { ...spec.template.metadata.labels };
     if (spec.template?.spec) defaultPodSpec(spec.template.spec);
   },
   prepareUpdate(rc) {
@@ -43,7 +44,8 @@ function validateSelector(e: Errors, sel: LabelSelector | undefined, labels: Rec
     return;
   }
   try {
-    if (!selectorFromLabelSelector(sel).matches(labels)) e.invalid(`${path.replace(/selector$/, "template.metadata.labels")}`, labels, "`selector` does not match template `labels`");
+    if (!selectorFromLabelSelector(sel).matches(labels))
+      e.invalid(`${path.replace(/selector$/, "template.metadata.labels")}`, labels, "`selector` does not match template `labels`");
   } catch (err) {
     if (err instanceof SelectorParseError) e.invalid(path, sel, err.message);
     else throw err;
@@ -92,9 +94,27 @@ export const jobStrategy: Strategy<Job> = {
     spec.suspend ??= false;
     const uid = job.metadata?.uid ?? "";
     if (!spec.manualSelector && spec.template) {
-      spec.template.metadata ??= { name: "", generateName: "", namespace: "", uid: "", resourceVersion: "", generation: 0, creationTimestamp: "", deletionTimestamp: "", labels: {}, annotations: {}, ownerReferences: [], finalizers: [] };
+      spec.template.metadata ??= {
+        name: "",
+        generateName: "",
+        namespace: "",
+        uid: "",
+        resourceVersion: "",
+        generation: 0,
+        creationTimestamp: "",
+        deletionTimestamp: "",
+        labels: {},
+        annotations: {},
+        ownerReferences: [],
+        finalizers: [],
+      };
       const name = job.metadata?.name ?? "";
-      Object.assign(spec.template.metadata.labels, { "controller-uid": uid, "job-name": name, "batch.kubernetes.io/controller-uid": uid, "batch.kubernetes.io/job-name": name });
+      Object.assign(spec.template.metadata.labels, {
+        "controller-uid": uid,
+        "job-name": name,
+        "batch.kubernetes.io/controller-uid": uid,
+        "batch.kubernetes.io/job-name": name,
+      });
       spec.selector = { matchLabels: { "batch.kubernetes.io/controller-uid": uid }, matchExpressions: [] };
     }
     if (spec.template?.spec) defaultPodSpec(spec.template.spec);
@@ -112,7 +132,8 @@ export const jobStrategy: Strategy<Job> = {
       e.required("spec", undefined);
       return e.causes;
     }
-    for (const k of ["parallelism", "completions", "backoffLimit", "activeDeadlineSeconds", "ttlSecondsAfterFinished"] as const) e.nonNegative(`spec.${k}`, spec[k]);
+    for (const k of ["parallelism", "completions", "backoffLimit", "activeDeadlineSeconds", "ttlSecondsAfterFinished"] as const)
+      e.nonNegative(`spec.${k}`, spec[k]);
     validateSelector(e, spec.selector, spec.template?.metadata?.labels ?? {}, "spec.selector");
     validateTemplate(e, spec.template, "spec.template", undefined, ["OnFailure", "Never"]);
     e.oneOf("spec.completionMode", spec.completionMode, ["NonIndexed", "Indexed"]);

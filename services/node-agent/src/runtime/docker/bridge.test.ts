@@ -23,10 +23,13 @@ describe("DockerRuntime on the bridge network", { skip }, () => {
       assert.match(eth0.output, new RegExp(`inet ${ws.podIp.replace(/\./g, "\\.")}/24`));
       const client = makePod("client", { containers: [sh("app", "exec sleep 1000")] }, node);
       await rt.startPod(client);
-      const got = await waitFor(async () => {
-        const r = await rt.exec(client.metadata!.uid, "app", ["wget", "-q", "-O", "-", `http://${ws.podIp}:8080/`], 5000);
-        return r.exitCode === 0 ? r.output : undefined;
-      }, { message: "client reaches web on its pod IP" });
+      const got = await waitFor(
+        async () => {
+          const r = await rt.exec(client.metadata!.uid, "app", ["wget", "-q", "-O", "-", `http://${ws.podIp}:8080/`], 5000);
+          return r.exitCode === 0 ? r.output : undefined;
+        },
+        { message: "client reaches web on its pod IP" },
+      );
       assert.equal(got, "hi-from-web\n");
       for (const p of rt.listPods()) await rt.stopPod(p, 0);
     } finally {

@@ -5,23 +5,49 @@ import { appContainerOptions } from "./container-spec.js";
 import { makePod } from "./test-support.js";
 
 describe("app container options", () => {
-  const pod = makePod("p", {
-    volumes: [{ name: "data", emptyDir: {} }, { name: "etc", hostPath: { path: "/srv/etc" } }],
-    containers: [{
-      name: "app", image: "img:1", command: ["/bin/app", "$(GREETING)"], args: ["--ip=$(MY_IP)", "$$(literal)"], workingDir: "/work",
-      env: [
-        { name: "GREETING", value: "hi" },
-        { name: "MY_IP", valueFrom: { fieldRef: { fieldPath: "status.podIP" } } },
-        { name: "NODE", valueFrom: { fieldRef: { fieldPath: "spec.nodeName" } } },
-        { name: "NS", valueFrom: { fieldRef: { fieldPath: "metadata.namespace" } } },
-        { name: "HOST", valueFrom: { fieldRef: { fieldPath: "status.hostIP" } } },
-        { name: "BOTH", value: "$(GREETING)-$(NS)-$(UNKNOWN)" },
+  const pod = makePod(
+    "p",
+    {
+      volumes: [
+        { name: "data", emptyDir: {} },
+        { name: "etc", hostPath: { path: "/srv/etc" } },
       ],
-      resources: { limits: { cpu: "500m", memory: "64Mi" }, requests: { cpu: "250m" } },
-      volumeMounts: [{ name: "data", mountPath: "/data" }, { name: "etc", mountPath: "/etc/app", readOnly: true }, { name: "data", mountPath: "/sub", subPath: "a/b" }],
-    }],
-  }, "node-1");
-  const opts = appContainerOptions({ pod, container: pod.spec!.containers[0]!, sandboxId: "sbx", podIp: "10.0.0.5", hostIp: "172.16.0.1", podDir: "/state/pods/u", labels: { a: "b" }, name: "choreo_default_p_app_0" });
+      containers: [
+        {
+          name: "app",
+          image: "img:1",
+          command: ["/bin/app", "$(GREETING)"],
+          args: ["--ip=$(MY_IP)", "$$(literal)"],
+          workingDir: "/work",
+          env: [
+            { name: "GREETING", value: "hi" },
+            { name: "MY_IP", valueFrom: { fieldRef: { fieldPath: "status.podIP" } } },
+            { name: "NODE", valueFrom: { fieldRef: { fieldPath: "spec.nodeName" } } },
+            { name: "NS", valueFrom: { fieldRef: { fieldPath: "metadata.namespace" } } },
+            { name: "HOST", valueFrom: { fieldRef: { fieldPath: "status.hostIP" } } },
+            { name: "BOTH", value: "$(GREETING)-$(NS)-$(UNKNOWN)" },
+          ],
+          resources: { limits: { cpu: "500m", memory: "64Mi" }, requests: { cpu: "250m" } },
+          volumeMounts: [
+            { name: "data", mountPath: "/data" },
+            { name: "etc", mountPath: "/etc/app", readOnly: true },
+            { name: "data", mountPath: "/sub", subPath: "a/b" },
+          ],
+        },
+      ],
+    },
+    "node-1",
+  );
+  const opts = appContainerOptions({
+    pod,
+    container: pod.spec!.containers[0]!,
+    sandboxId: "sbx",
+    podIp: "10.0.0.5",
+    hostIp: "172.16.0.1",
+    podDir: "/state/pods/u",
+    labels: { a: "b" },
+    name: "choreo_default_p_app_0",
+  });
 
   it("maps command and args to Entrypoint and Cmd with $(VAR) expansion", () => {
     assert.deepEqual(opts.Entrypoint, ["/bin/app", "hi"]);
@@ -45,14 +71,26 @@ describe("app container options", () => {
     assert.equal(hc.MemorySwap, hc.Memory);
     assert.equal(hc.CpuShares, 256);
     assert.deepEqual(hc.Binds, [
-      "/state/pods/u/resolv.conf:/etc/resolv.conf", "/state/pods/u/hosts:/etc/hosts",
-      "/state/pods/u/volumes/data:/data", "/srv/etc:/etc/app:ro", "/state/pods/u/volumes/data/a/b:/sub",
+      "/state/pods/u/resolv.conf:/etc/resolv.conf",
+      "/state/pods/u/hosts:/etc/hosts",
+      "/state/pods/u/volumes/data:/data",
+      "/srv/etc:/etc/app:ro",
+      "/state/pods/u/volumes/data/a/b:/sub",
     ]);
   });
 
   it("leaves the image's entrypoint and cmd alone when the spec sets neither", () => {
     const plain = makePod("q", { containers: [{ name: "app", image: "img:1" }] }, "n");
-    const o = appContainerOptions({ pod: plain, container: plain.spec!.containers[0]!, sandboxId: "s", podIp: "", hostIp: "", podDir: "/d", labels: {}, name: "x" });
+    const o = appContainerOptions({
+      pod: plain,
+      container: plain.spec!.containers[0]!,
+      sandboxId: "s",
+      podIp: "",
+      hostIp: "",
+      podDir: "/d",
+      labels: {},
+      name: "x",
+    });
     assert.equal(o.Entrypoint, undefined);
     assert.equal(o.Cmd, undefined);
     assert.equal(o.HostConfig!.NanoCpus, undefined);

@@ -5,7 +5,12 @@ import { LOCAL_IMAGES } from "../../images/types.js";
 import type { PodNetwork } from "../../net/types.js";
 import {
   RuntimeRequestError,
-  type ExecResult, type LogOptions, type PodRuntimeStatus, type Runtime, type RuntimeListener, type RuntimePod,
+  type ExecResult,
+  type LogOptions,
+  type PodRuntimeStatus,
+  type Runtime,
+  type RuntimeListener,
+  type RuntimePod,
 } from "../runtime.js";
 import { dockerMessage, removeQuietly, statusCode, stopQuietly } from "./engine.js";
 import { EventFollower, type ContainerEvent } from "./events.js";
@@ -61,7 +66,10 @@ export class DockerRuntime implements Runtime {
     this.docker = opts.docker ?? new Dockerode();
     this.log = opts.log;
     this.launcher = new Launcher({
-      docker: this.docker, node: opts.node, hostIp: opts.hostIp ?? "", log: opts.log,
+      docker: this.docker,
+      node: opts.node,
+      hostIp: opts.hostIp ?? "",
+      log: opts.log,
       backoff: opts.pullBackoff ?? { initialMs: 1000, maxMs: 300_000 },
       holds: (p) => this.pods.get(p.ref.uid) === p,
       changed: (p) => this.changed(p),
@@ -70,7 +78,9 @@ export class DockerRuntime implements Runtime {
 
   async init(): Promise<void> {
     if (!(await imagePresent(this.docker, LOCAL_IMAGES.pause))) {
-      throw new Error(`the pod sandbox image ${LOCAL_IMAGES.pause} is missing from the Docker engine: build choreo's local images first (npm start does; see infra/images)`);
+      throw new Error(
+        `the pod sandbox image ${LOCAL_IMAGES.pause} is missing from the Docker engine: build choreo's local images first (npm start does; see infra/images)`,
+      );
     }
     await this.opts.network.init();
     // Following events before the scan: nothing that happens in between is missed.
@@ -117,8 +127,17 @@ export class DockerRuntime implements Runtime {
     const containers = new Map<string, ContainerRecord>();
     for (const c of pod.spec?.containers ?? []) containers.set(c.name, newContainerRecord(c.name, c.image, c));
     return {
-      ref, pod, sandboxId: sandbox.id, podIp: sandbox.podIp, hostNetwork: Boolean(pod.spec?.hostNetwork), startedAt: sandbox.startedAt, podDir,
-      containers, stopping: false, inflight: new Set(), lastSeen: "",
+      ref,
+      pod,
+      sandboxId: sandbox.id,
+      podIp: sandbox.podIp,
+      hostNetwork: Boolean(pod.spec?.hostNetwork),
+      startedAt: sandbox.startedAt,
+      podDir,
+      containers,
+      stopping: false,
+      inflight: new Set(),
+      lastSeen: "",
     };
   }
 
@@ -130,7 +149,10 @@ export class DockerRuntime implements Runtime {
    * them back in the new ones).
    */
   private async ensureSandbox(p: PodRecord): Promise<void> {
-    const info = await this.docker.getContainer(p.sandboxId).inspect().catch(() => undefined);
+    const info = await this.docker
+      .getContainer(p.sandboxId)
+      .inspect()
+      .catch(() => undefined);
     if (info?.State.Running || !p.pod) return;
     this.log.info({ pod: p.ref, node: this.opts.node }, "recreating the pod sandbox");
     await this.stopApps(p, 0);
@@ -159,7 +181,10 @@ export class DockerRuntime implements Runtime {
       for (const c of p.containers.values()) this.launcher.cancel(c);
       await Promise.allSettled([...p.inflight]);
     }
-    const { docker, opts: { network, node, stateDir } } = this;
+    const {
+      docker,
+      opts: { network, node, stateDir },
+    } = this;
     await removePod({ docker, network, node, stateDir }, pod.uid, p, gracePeriodSeconds);
     if (this.pods.get(pod.uid) === p) this.pods.delete(pod.uid);
   }

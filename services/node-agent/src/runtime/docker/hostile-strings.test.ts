@@ -16,7 +16,11 @@ describe("DockerRuntime hostile strings", { skip }, () => {
     try {
       const env = hostileEnv(h);
       const argv = ["sh", "-c", "sleep 300; :", ...h.values];
-      const pod = makePod("hostile", { hostname: h.hostname, containers: [sh("c", "", { command: argv.slice(0, 3), args: h.values, env, workingDir: h.workingDir })] }, node);
+      const pod = makePod(
+        "hostile",
+        { hostname: h.hostname, containers: [sh("c", "", { command: argv.slice(0, 3), args: h.values, env, workingDir: h.workingDir })] },
+        node,
+      );
       const uid = pod.metadata!.uid;
       const st = await rt.startPod(pod);
       assert.ok(st.containerStatuses[0]?.state?.running, "running");

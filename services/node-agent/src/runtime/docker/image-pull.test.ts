@@ -43,7 +43,10 @@ describe("DockerRuntime image pulls", { skip }, () => {
       for (const p of rt.listPods()) await rt.stopPod(p, 0);
     } finally {
       await rt.close();
-      await docker.getImage(tag).remove().catch(() => undefined);
+      await docker
+        .getImage(tag)
+        .remove()
+        .catch(() => undefined);
       await cleanup(node, stateDir);
     }
   });
@@ -53,7 +56,10 @@ describe("DockerRuntime image pulls", { skip }, () => {
     const { rt, stateDir } = await newRuntime(node, { pullBackoff: { initialMs: 200, maxMs: 400 } });
     try {
       const never = await rt.startPod(makePod("never", { containers: [{ name: "app", image: MISSING, imagePullPolicy: "Never" }] }, node));
-      assert.deepEqual(never.containerStatuses[0]!.state!.waiting, { reason: "ErrImageNeverPull", message: `Container image "${MISSING}" is not present with pull policy of Never` });
+      assert.deepEqual(never.containerStatuses[0]!.state!.waiting, {
+        reason: "ErrImageNeverPull",
+        message: `Container image "${MISSING}" is not present with pull policy of Never`,
+      });
       const neverLocal = await rt.startPod(makePod("never-local", { containers: [sh("app", "sleep 1000", { imagePullPolicy: "Never" })] }, node));
       assert.ok(neverLocal.containerStatuses[0]!.state!.running);
       const always = await rt.startPod(makePod("always", { containers: [sh("app", "sleep 1000", { imagePullPolicy: "Always" })] }, node));

@@ -55,13 +55,21 @@ export async function scanNode(docker: Dockerode, node: string, stateDir: string
     const sandboxInfo = await docker.getContainer(sandbox.Id).inspect();
     const record: PodRecord = {
       ref: { uid, namespace: owner.namespace, name: owner.name },
-      pod: undefined, sandboxId: sandbox.Id, podIp, hostNetwork,
-      startedAt: dockerTime(sandboxInfo.State.StartedAt), podDir,
-      containers: new Map(), stopping: false, inflight: new Set(), lastSeen: "",
+      pod: undefined,
+      sandboxId: sandbox.Id,
+      podIp,
+      hostNetwork,
+      startedAt: dockerTime(sandboxInfo.State.StartedAt),
+      podDir,
+      containers: new Map(),
+      stopping: false,
+      inflight: new Set(),
+      lastSeen: "",
     };
     const apps = summaries.filter((s) => s !== sandbox);
     for (const name of new Set(apps.map((s) => podOfLabels(s.Labels)!.container))) {
-      const runs = apps.filter((s) => podOfLabels(s.Labels)!.container === name)
+      const runs = apps
+        .filter((s) => podOfLabels(s.Labels)!.container === name)
         .sort((a, b) => podOfLabels(b.Labels)!.restartCount - podOfLabels(a.Labels)!.restartCount);
       const [current, previous, ...older] = runs;
       inv.stale.push(...older.map((s) => s.Id));

@@ -90,7 +90,17 @@ export class Launcher {
     const labels = podLabels({ node, pod: p.ref, container: c.name, restartCount: c.restartCount, podIp: p.podIp });
     // Every (re)create walks subPaths and hostPaths again: a container of the pod may have swapped one for a symlink since the last run.
     const volumes = await prepareBinds(p.pod!, c.spec!, p.podDir);
-    const opts = appContainerOptions({ pod: p.pod!, container: c.spec!, sandboxId: p.sandboxId, podIp: p.podIp, hostIp, podDir: p.podDir, labels, name, volumes });
+    const opts = appContainerOptions({
+      pod: p.pod!,
+      container: c.spec!,
+      sandboxId: p.sandboxId,
+      podIp: p.podIp,
+      hostIp,
+      podDir: p.podDir,
+      labels,
+      name,
+      volumes,
+    });
     const container = await createOrTakeOver(docker, opts, p.ref.uid);
     c.waiting = undefined;
     c.current = instanceFromInspect(await container.inspect(), c.restartCount);
@@ -108,11 +118,14 @@ export class Launcher {
     const delay = this.nextBackoff(c);
     this.wait(p, c, { reason: "ErrImagePull", message });
     // ErrImagePull for the first half of the back-off, ImagePullBackOff for the rest, then a retry.
-    c.timer = setTimeout(() => {
-      this.wait(p, c, { reason: "ImagePullBackOff", message: `Back-off pulling image "${c.spec?.image ?? c.image}"` });
-      c.timer = setTimeout(() => void this.launch(p, c), delay - Math.floor(delay / 2));
-      c.timer.unref();
-    }, Math.floor(delay / 2));
+    c.timer = setTimeout(
+      () => {
+        this.wait(p, c, { reason: "ImagePullBackOff", message: `Back-off pulling image "${c.spec?.image ?? c.image}"` });
+        c.timer = setTimeout(() => void this.launch(p, c), delay - Math.floor(delay / 2));
+        c.timer.unref();
+      },
+      Math.floor(delay / 2),
+    );
     c.timer.unref();
   }
 

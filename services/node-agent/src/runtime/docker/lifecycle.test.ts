@@ -22,8 +22,10 @@ describe("DockerRuntime container lifecycle", { skip }, () => {
       rt.onChange((p) => changed.push(p.uid));
       const first = (await rt.startPod(pod)).containerStatuses[0]!;
       assert.ok(first.state?.running);
-      await assert.rejects(collect(rt.logs(uid, logOpts({ previous: true }), never)), (err: unknown) =>
-        err instanceof RuntimeRequestError && err.message === `previous terminated container "app" in pod "killme" not found`);
+      await assert.rejects(
+        collect(rt.logs(uid, logOpts({ previous: true }), never)),
+        (err: unknown) => err instanceof RuntimeRequestError && err.message === `previous terminated container "app" in pod "killme" not found`,
+      );
 
       await docker.getContainer(first.containerId.replace("docker://", "")).kill();
       const term = await waitFor(() => rt.podStatus(uid)?.containerStatuses[0]?.state?.terminated, { message: "terminated" });
@@ -82,7 +84,11 @@ describe("DockerRuntime container lifecycle", { skip }, () => {
     const node = testNode("logs");
     const { rt, stateDir } = await newRuntime(node);
     try {
-      const pod = makePod("logs", { containers: [sh("app", "for i in 1 2 3 4 5; do echo line-$i; done; echo oops >&2; i=0; while true; do i=$((i+1)); echo tick-$i; sleep 0.2; done")] }, node);
+      const pod = makePod(
+        "logs",
+        { containers: [sh("app", "for i in 1 2 3 4 5; do echo line-$i; done; echo oops >&2; i=0; while true; do i=$((i+1)); echo tick-$i; sleep 0.2; done")] },
+        node,
+      );
       const uid = pod.metadata!.uid;
       await rt.startPod(pod);
       await waitFor(async () => (await collect(rt.logs(uid, logOpts(), never))).includes("tick-1"));
@@ -101,7 +107,10 @@ describe("DockerRuntime container lifecycle", { skip }, () => {
         lines.push(...Buffer.from(chunk).toString().split("\n").filter(Boolean));
         if (lines.length >= 2) ac.abort();
       }
-      assert.ok(lines.every((l) => l.startsWith("tick-")), lines.join(","));
+      assert.ok(
+        lines.every((l) => l.startsWith("tick-")),
+        lines.join(","),
+      );
 
       const ok = await rt.exec(uid, "app", ["sh", "-c", "echo out; echo err >&2; exit 3"], 5000);
       assert.equal(ok.exitCode, 3);

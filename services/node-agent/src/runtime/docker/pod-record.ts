@@ -33,7 +33,17 @@ export interface PodRecord {
 
 /** A container record with no instance yet. */
 export function newContainerRecord(name: string, image: string, spec: Container | undefined): ContainerRecord {
-  return { name, image, restartCount: 0, current: undefined, previous: undefined, waiting: { reason: "ContainerCreating", message: "" }, spec, timer: undefined, backoffMs: 0 };
+  return {
+    name,
+    image,
+    restartCount: 0,
+    current: undefined,
+    previous: undefined,
+    waiting: { reason: "ContainerCreating", message: "" },
+    spec,
+    timer: undefined,
+    backoffMs: 0,
+  };
 }
 
 /** The pod's runtime status; containers in spec order when the spec is known. */

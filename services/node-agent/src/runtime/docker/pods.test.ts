@@ -18,18 +18,33 @@ describe("DockerRuntime pods", { skip }, () => {
     const hostDir = await mkdtemp(path.join(os.tmpdir(), "choreo-hostpath-"));
     await writeFile(path.join(hostDir, "hello"), "from-host\n");
     try {
-      const pod = makePod("sidecar", {
-        volumes: [{ name: "shared", emptyDir: {} }, { name: "mem", emptyDir: { medium: "Memory", sizeLimit: "8Mi" } }, { name: "host", hostPath: { path: hostDir } }],
-        containers: [
-          sh("writer", "echo hello-from-writer > /data/msg; mkdir -p /www; echo served > /www/index.html; exec httpd -f -p 8080 -h /www", {
-            volumeMounts: [{ name: "shared", mountPath: "/data" }],
-          }),
-          sh("reader", "while true; do cat /data/msg 2>/dev/null && wget -q -O - http://localhost:8080/ 2>/dev/null; sleep 0.2; done", {
-            volumeMounts: [{ name: "shared", mountPath: "/data", readOnly: true }, { name: "mem", mountPath: "/mem" }, { name: "host", mountPath: "/host", readOnly: true }],
-            env: [{ name: "POD_NAME", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } }, { name: "POD_IP", valueFrom: { fieldRef: { fieldPath: "status.podIP" } } }],
-          }),
-        ],
-      }, node);
+      const pod = makePod(
+        "sidecar",
+        {
+          volumes: [
+            { name: "shared", emptyDir: {} },
+            { name: "mem", emptyDir: { medium: "Memory", sizeLimit: "8Mi" } },
+            { name: "host", hostPath: { path: hostDir } },
+          ],
+          containers: [
+            sh("writer", "echo hello-from-writer > /data/msg; mkdir -p /www; echo served > /www/index.html; exec httpd -f -p 8080 -h /www", {
+              volumeMounts: [{ name: "shared", mountPath: "/data" }],
+            }),
+            sh("reader", "while true; do cat /data/msg 2>/dev/null && wget -q -O - http://localhost:8080/ 2>/dev/null; sleep 0.2; done", {
+              volumeMounts: [
+                { name: "shared", mountPath: "/data", readOnly: true },
+                { name: "mem", mountPath: "/mem" },
+                { name: "host", mountPath: "/host", readOnly: true },
+              ],
+              env: [
+                { name: "POD_NAME", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } },
+                { name: "POD_IP", valueFrom: { fieldRef: { fieldPath: "status.podIP" } } },
+              ],
+            }),
+          ],
+        },
+        node,
+      );
       const uid = pod.metadata!.uid;
       const status = await rt.startPod(pod);
       assert.match(status.podIp, /^10\.99\.0\.\d+$/);
@@ -39,10 +54,13 @@ describe("DockerRuntime pods", { skip }, () => {
         assert.match(cs.containerId, /^docker:\/\/[0-9a-f]{64}$/);
         assert.equal(cs.ready, true);
       }
-      const out = await waitFor(async () => {
-        const text = await collect(rt.logs(uid, { container: "reader", follow: false, timestamps: false, previous: false }, new AbortController().signal));
-        return text.includes("hello-from-writer") && text.includes("served") ? text : undefined;
-      }, { message: "reader sees the file and the server" });
+      const out = await waitFor(
+        async () => {
+          const text = await collect(rt.logs(uid, { container: "reader", follow: false, timestamps: false, previous: false }, new AbortController().signal));
+          return text.includes("hello-from-writer") && text.includes("served") ? text : undefined;
+        },
+        { message: "reader sees the file and the server" },
+      );
       assert.ok(out);
 
       const env = await rt.exec(uid, "reader", ["sh", "-c", "echo $POD_NAME $POD_IP; cat /etc/hosts /etc/resolv.conf; hostname"], 5000);
@@ -82,20 +100,30 @@ describe("DockerRuntime pods", { skip }, () => {
     const node = testNode("oom");
     const { rt, stateDir } = await newRuntime(node);
     try {
-      const pod = makePod("oom", {
-        containers: [sh("app", "x=aaaaaaaa; while :; do x=$x$x; done", { resources: { limits: { memory: "20Mi" } } })],
-      }, node);
+      const pod = makePod(
+        "oom",
+        {
+          containers: [sh("app", "x=aaaaaaaa; while :; do x=$x$x; done", { resources: { limits: { memory: "20Mi" } } })],
+        },
+        node,
+      );
       const uid = pod.metadata!.uid;
       const changed: RuntimePod[] = [];
       rt.onChange((p) => changed.push(p));
       await rt.startPod(pod);
       // docker's oom event may come just after the exit: the status settles on OOMKilled.
-      const term = await waitFor(() => {
-        const t = rt.podStatus(uid)?.containerStatuses[0]?.state?.terminated;
-        return t?.reason === "OOMKilled" ? t : undefined;
-      }, { message: "terminated with OOMKilled", timeoutMs: 30_000 });
+      const term = await waitFor(
+        () => {
+          const t = rt.podStatus(uid)?.containerStatuses[0]?.state?.terminated;
+          return t?.reason === "OOMKilled" ? t : undefined;
+        },
+        { message: "terminated with OOMKilled", timeoutMs: 30_000 },
+      );
       assert.equal(term.exitCode, 137);
-      assert.ok(changed.some((p) => p.uid === uid), "listener called");
+      assert.ok(
+        changed.some((p) => p.uid === uid),
+        "listener called",
+      );
       const info = await docker.getContainer(term.containerId.replace("docker://", "")).inspect();
       assert.equal(info.HostConfig.Memory, 20 * 1024 * 1024);
       await rt.stopPod({ uid, namespace: node, name: "oom" }, 0);

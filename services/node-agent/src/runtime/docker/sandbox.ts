@@ -62,7 +62,10 @@ export async function writeHosts(podDir: string, podIp: string, hostname: string
 /** Mount points at or below `dir` (tmpfs emptyDirs), deepest first. */
 async function mountsUnder(dir: string): Promise<string[]> {
   const text = await readFile("/proc/self/mounts", "utf8").catch(() => "");
-  const points = text.split("\n").map((l) => l.split(" ")[1] ?? "").map((p) => p.replace(/\\040/g, " "));
+  const points = text
+    .split("\n")
+    .map((l) => l.split(" ")[1] ?? "")
+    .map((p) => p.replace(/\\040/g, " "));
   return points.filter((p) => p === dir || p.startsWith(`${dir}/`)).sort((a, b) => b.length - a.length);
 }
 

@@ -5,8 +5,16 @@ import { Demuxer, demuxAll } from "./demux.js";
 import { imageAction, withTag } from "./images.js";
 
 const base: Instance = {
-  id: "abc", restartCount: 0, imageId: "sha256:1", status: "running", exitCode: 0, oomKilled: false, error: "",
-  startedAt: "2026-01-01T00:00:00Z", finishedAt: "", removed: false,
+  id: "abc",
+  restartCount: 0,
+  imageId: "sha256:1",
+  status: "running",
+  exitCode: 0,
+  oomKilled: false,
+  error: "",
+  startedAt: "2026-01-01T00:00:00Z",
+  finishedAt: "",
+  removed: false,
 };
 
 describe("docker status mapping", () => {
@@ -24,7 +32,8 @@ describe("docker status mapping", () => {
     assert.equal(running.containerId, "docker://abc");
     assert.equal(running.imageId, "docker://sha256:1");
 
-    const exited = (o: Partial<Instance>) => containerStatus({ name: "app", image: "img", restartCount: 0, current: { ...base, status: "exited", finishedAt: "2026-01-01T00:01:00Z", ...o } });
+    const exited = (o: Partial<Instance>) =>
+      containerStatus({ name: "app", image: "img", restartCount: 0, current: { ...base, status: "exited", finishedAt: "2026-01-01T00:01:00Z", ...o } });
     assert.equal(exited({ exitCode: 0 }).state?.terminated?.reason, "Completed");
     assert.equal(exited({ exitCode: 2 }).state?.terminated?.reason, "Error");
     assert.equal(exited({ exitCode: 137, oomKilled: true }).state?.terminated?.reason, "OOMKilled");
@@ -32,7 +41,13 @@ describe("docker status mapping", () => {
     const cannot = exited({ status: "created", exitCode: 127, error: "exec: nope: not found" }).state?.terminated;
     assert.deepEqual([cannot?.reason, cannot?.exitCode, cannot?.message], ["ContainerCannotRun", 127, "exec: nope: not found"]);
 
-    const waiting = containerStatus({ name: "app", image: "img", restartCount: 1, previous: { ...base, status: "exited", exitCode: 1 }, waiting: { reason: "ErrImagePull", message: "no" } });
+    const waiting = containerStatus({
+      name: "app",
+      image: "img",
+      restartCount: 1,
+      previous: { ...base, status: "exited", exitCode: 1 },
+      waiting: { reason: "ErrImagePull", message: "no" },
+    });
     assert.deepEqual(waiting.state, { waiting: { reason: "ErrImagePull", message: "no" } });
     assert.equal(waiting.lastState?.terminated?.reason, "Error");
     assert.equal(waiting.containerId, "");

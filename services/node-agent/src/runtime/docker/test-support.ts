@@ -47,11 +47,14 @@ export function testNode(what: string): string {
  * side must not share a namespace/name.
  */
 export function makePod(name: string, spec: Record<string, unknown>, node: string): Pod {
-  return unwrap(fromKubeJson({
-    apiVersion: "v1", kind: "Pod",
-    metadata: { name, namespace: node, uid: randomUUID() },
-    spec: { nodeName: node, restartPolicy: "Always", ...spec },
-  })) as Pod;
+  return unwrap(
+    fromKubeJson({
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: { name, namespace: node, uid: randomUUID() },
+      spec: { nodeName: node, restartPolicy: "Always", ...spec },
+    }),
+  ) as Pod;
 }
 
 /** A busybox container running `script` with sh -c. */
@@ -75,8 +78,16 @@ export async function nodeContainers(node: string): Promise<Dockerode.ContainerI
 
 /** Removes whatever the test left on its node, then asserts nothing is left. */
 export async function cleanup(node: string, stateDir?: string): Promise<void> {
-  for (const c of await nodeContainers(node)) await docker.getContainer(c.Id).remove({ force: true, v: true }).catch(() => undefined);
-  assert.deepEqual((await nodeContainers(node)).map((c) => c.Names), [], "no containers left");
+  for (const c of await nodeContainers(node))
+    await docker
+      .getContainer(c.Id)
+      .remove({ force: true, v: true })
+      .catch(() => undefined);
+  assert.deepEqual(
+    (await nodeContainers(node)).map((c) => c.Names),
+    [],
+    "no containers left",
+  );
   if (stateDir) await rm(stateDir, { recursive: true, force: true });
 }
 

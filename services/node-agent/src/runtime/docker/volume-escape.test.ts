@@ -21,16 +21,23 @@ describe("DockerRuntime safe volume paths", { skip }, () => {
     const marker = `/tmp/choreo-escape-marker-${randomUUID()}`;
     fs.writeFileSync(marker, "host");
     try {
-      const pod = makePod("escape", {
-        volumes: [{ name: "vol", emptyDir: {} }],
-        containers: [
-          sh("a", "exec sleep 1000", { volumeMounts: [{ name: "vol", mountPath: "/vol" }] }),
-          sh("b", "exec sleep 1000", { volumeMounts: [{ name: "vol", mountPath: "/sub", subPath: "x" }] }),
-        ],
-      }, node);
+      const pod = makePod(
+        "escape",
+        {
+          volumes: [{ name: "vol", emptyDir: {} }],
+          containers: [
+            sh("a", "exec sleep 1000", { volumeMounts: [{ name: "vol", mountPath: "/vol" }] }),
+            sh("b", "exec sleep 1000", { volumeMounts: [{ name: "vol", mountPath: "/sub", subPath: "x" }] }),
+          ],
+        },
+        node,
+      );
       const uid = pod.metadata!.uid;
       const started = await rt.startPod(pod);
-      assert.ok(started.containerStatuses.every((c) => c.state?.running), "both run");
+      assert.ok(
+        started.containerStatuses.every((c) => c.state?.running),
+        "both run",
+      );
       // The subPath works as before: made in the volume, shared with `a`.
       assert.equal((await rt.exec(uid, "b", ["sh", "-c", "echo from-b > /sub/f"], 5000)).exitCode, 0);
       assert.equal((await rt.exec(uid, "a", ["cat", "/vol/x/f"], 5000)).output, "from-b\n");
@@ -76,13 +83,25 @@ describe("DockerRuntime safe volume paths", { skip }, () => {
     fs.writeFileSync(path.join(hostDir, "plain/hello"), "from-host\n");
     fs.symlinkSync("/", path.join(hostDir, "link"));
     try {
-      const pod = makePod("hp", {
-        volumes: [{ name: "bad", hostPath: { path: path.join(hostDir, "link/etc") } }, { name: "good", hostPath: { path: path.join(hostDir, "plain") } }],
-        containers: [
-          sh("bad", "exec sleep 1000", { volumeMounts: [{ name: "bad", mountPath: "/h" }] }),
-          sh("good", "exec sleep 1000", { volumeMounts: [{ name: "good", mountPath: "/h", readOnly: true }, { name: "good", mountPath: "/f", subPath: "hello" }] }),
-        ],
-      }, node);
+      const pod = makePod(
+        "hp",
+        {
+          volumes: [
+            { name: "bad", hostPath: { path: path.join(hostDir, "link/etc") } },
+            { name: "good", hostPath: { path: path.join(hostDir, "plain") } },
+          ],
+          containers: [
+            sh("bad", "exec sleep 1000", { volumeMounts: [{ name: "bad", mountPath: "/h" }] }),
+            sh("good", "exec sleep 1000", {
+              volumeMounts: [
+                { name: "good", mountPath: "/h", readOnly: true },
+                { name: "good", mountPath: "/f", subPath: "hello" },
+              ],
+            }),
+          ],
+        },
+        node,
+      );
       const uid = pod.metadata!.uid;
       const st = (await rt.startPod(pod)).containerStatuses;
       const bad = st.find((c) => c.name === "bad")!.state?.waiting;

@@ -132,7 +132,10 @@ function quotaUs(milli: bigint): number {
 
 function subdirs(d: string): string[] {
   try {
-    return fs.readdirSync(d, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name);
+    return fs
+      .readdirSync(d, { withFileTypes: true })
+      .filter((e) => e.isDirectory())
+      .map((e) => e.name);
   } catch {
     return [];
   }

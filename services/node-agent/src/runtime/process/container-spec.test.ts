@@ -9,11 +9,14 @@ import { containerArgv, containerEnv, containerLimits } from "./container-spec.j
 import { shq } from "./proc.js";
 
 function pod(container: Record<string, unknown>, volumes: unknown[] = []): Pod {
-  return unwrap(fromKubeJson({
-    apiVersion: "v1", kind: "Pod",
-    metadata: { name: "web-1", namespace: "shop", uid: "u-1", labels: { app: "web" } },
-    spec: { nodeName: "n1", volumes, containers: [{ name: "c", image: "local/busybox:1.35", ...container }] },
-  })) as Pod;
+  return unwrap(
+    fromKubeJson({
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: { name: "web-1", namespace: "shop", uid: "u-1", labels: { app: "web" } },
+      spec: { nodeName: "n1", volumes, containers: [{ name: "c", image: "local/busybox:1.35", ...container }] },
+    }),
+  ) as Pod;
 }
 
 const facts = { podIp: "10.244.0.7", hostIp: "172.16.0.1", nodeName: "n1" };
@@ -36,26 +39,42 @@ describe("container spec", () => {
       env: [
         { name: "A", value: "1" },
         { name: "B", value: "$(A)-2" },
-        ...["metadata.name", "metadata.namespace", "metadata.uid", "spec.nodeName", "status.podIP", "status.hostIP", "metadata.labels['app']"]
-          .map((f, i) => ({ name: `F${i}`, valueFrom: { fieldRef: { fieldPath: f } } })),
+        ...["metadata.name", "metadata.namespace", "metadata.uid", "spec.nodeName", "status.podIP", "status.hostIP", "metadata.labels['app']"].map((f, i) => ({
+          name: `F${i}`,
+          valueFrom: { fieldRef: { fieldPath: f } },
+        })),
       ],
     });
     const env = containerEnv(p, p.spec!.containers[0]!, facts);
     assert.equal(env.get("PATH"), "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
     assert.equal(env.get("HOSTNAME"), "web-1");
     assert.equal(env.get("B"), "1-2");
-    assert.deepEqual([0, 1, 2, 3, 4, 5, 6].map((i) => env.get(`F${i}`)), ["web-1", "shop", "u-1", "n1", "10.244.0.7", "172.16.0.1", "web"]);
+    assert.deepEqual(
+      [0, 1, 2, 3, 4, 5, 6].map((i) => env.get(`F${i}`)),
+      ["web-1", "shop", "u-1", "n1", "10.244.0.7", "172.16.0.1", "web"],
+    );
   });
 
   it("turns limits into bytes and millicores, and nothing when unset", () => {
-    assert.deepEqual(containerLimits(pod({ resources: { limits: { memory: "64Mi", cpu: "250m" } } }).spec!.containers[0]!), { memoryBytes: 67108864n, cpuMilli: 250n });
+    assert.deepEqual(containerLimits(pod({ resources: { limits: { memory: "64Mi", cpu: "250m" } } }).spec!.containers[0]!), {
+      memoryBytes: 67108864n,
+      cpuMilli: 250n,
+    });
     assert.deepEqual(containerLimits(pod({}).spec!.containers[0]!), { memoryBytes: undefined, cpuMilli: undefined });
   });
 
   it("binds emptyDirs from the pod dir and hostPaths from the host, with subPath and readOnly", () => {
     const p = pod(
-      { volumeMounts: [{ name: "cache", mountPath: "/cache/" }, { name: "logs", mountPath: "/var/log", subPath: "web", readOnly: true }] },
-      [{ name: "cache", emptyDir: {} }, { name: "logs", hostPath: { path: "/var/log/pods" } }],
+      {
+        volumeMounts: [
+          { name: "cache", mountPath: "/cache/" },
+          { name: "logs", mountPath: "/var/log", subPath: "web", readOnly: true },
+        ],
+      },
+      [
+        { name: "cache", emptyDir: {} },
+        { name: "logs", hostPath: { path: "/var/log/pods" } },
+      ],
     );
     assert.deepEqual(volumeBinds(p, p.spec!.containers[0]!, "/state/pods/u-1"), [
       { source: "/state/pods/u-1/volumes/cache", target: "/cache/", readOnly: false },

@@ -28,7 +28,11 @@ export function containerArgv(c: Container, env: ReadonlyMap<string, string>): s
 
 /** The container's environment, in order: PATH, HOSTNAME and HOME defaults, then the spec's (fieldRef resolved, `$(VAR)` expanded). */
 export function containerEnv(pod: Pod, c: Container, facts: PodFacts): Map<string, string> {
-  return specEnv(pod, c, facts, [["PATH", DEFAULT_PATH], ["HOSTNAME", podHostname(pod)], ["HOME", "/root"]]);
+  return specEnv(pod, c, facts, [
+    ["PATH", DEFAULT_PATH],
+    ["HOSTNAME", podHostname(pod)],
+    ["HOME", "/root"],
+  ]);
 }
 
 /** limits.memory and limits.cpu as cgroup values (requests are the scheduler's business). */

@@ -19,7 +19,14 @@ describe("ProcessRuntime containers", () => {
   it("a container allocating past its memory limit is OOMKilled", async () => {
     r = await rig();
     const pod = r.pod("oom", {
-      containers: [{ name: "hog", image: BUSYBOX, command: ["sh", "-c", "echo start; x=aaaaaaaa; while :; do x=$x$x; done"], resources: { limits: { memory: "32Mi", cpu: "500m" } } }],
+      containers: [
+        {
+          name: "hog",
+          image: BUSYBOX,
+          command: ["sh", "-c", "echo start; x=aaaaaaaa; while :; do x=$x$x; done"],
+          resources: { limits: { memory: "32Mi", cpu: "500m" } },
+        },
+      ],
     });
     const uid = pod.metadata!.uid;
     await r.rt.startPod(pod);
@@ -59,7 +66,9 @@ describe("ProcessRuntime containers", () => {
 
   it("restartContainer: restartCount 1, the run before in lastState and in the previous log", async () => {
     r = await rig();
-    const pod = r.pod("restart", { containers: [{ name: "c", image: BUSYBOX, command: ["sh", "-c", "echo run-$(cat /tmp/n 2>/dev/null || echo fresh); echo 1 > /tmp/n; exit 3"] }] });
+    const pod = r.pod("restart", {
+      containers: [{ name: "c", image: BUSYBOX, command: ["sh", "-c", "echo run-$(cat /tmp/n 2>/dev/null || echo fresh); echo 1 > /tmp/n; exit 3"] }],
+    });
     const uid = pod.metadata!.uid;
     await r.rt.startPod(pod);
     const first = await waitStatus(r, uid, "c", (c) => Boolean(c.state?.terminated));
@@ -79,7 +88,9 @@ describe("ProcessRuntime containers", () => {
     r = await rig();
     const wait = (f: string) => `until [ -f /tmp/${f} ]; do sleep 0.05; done`;
     const pod = r.pod("logs", {
-      containers: [{ name: "c", image: BUSYBOX, command: ["sh", "-c", `for i in 1 2 3 4 5; do echo line$i; done; ${wait("a")}; echo oops >&2; ${wait("b")}; echo late`] }],
+      containers: [
+        { name: "c", image: BUSYBOX, command: ["sh", "-c", `for i in 1 2 3 4 5; do echo line$i; done; ${wait("a")}; echo oops >&2; ${wait("b")}; echo late`] },
+      ],
     });
     const uid = pod.metadata!.uid;
     await r.rt.startPod(pod);
@@ -95,7 +106,11 @@ describe("ProcessRuntime containers", () => {
     assert.equal(stamped[1], "oops\n");
     const got: string[] = [];
     const follow = (async () => {
-      for await (const chunk of r!.rt.logs(uid, { container: "c", follow: true, timestamps: false, previous: false, tailLines: 1 }, AbortSignal.timeout(20_000))) {
+      for await (const chunk of r!.rt.logs(
+        uid,
+        { container: "c", follow: true, timestamps: false, previous: false, tailLines: 1 },
+        AbortSignal.timeout(20_000),
+      )) {
         got.push(Buffer.from(chunk).toString("utf8"));
       }
     })();
@@ -107,7 +122,9 @@ describe("ProcessRuntime containers", () => {
 
   it("rotates a container's log past logMaxBytes, keeping logMaxFiles, and reads across the rotation", async () => {
     r = await rig({ logMaxBytes: 300, logMaxFiles: 2 });
-    const pod = r.pod("chatty", { containers: [{ name: "c", image: BUSYBOX, command: ["sh", "-c", "for i in $(seq 1 20); do echo line$i; done; exec sleep 300"] }] });
+    const pod = r.pod("chatty", {
+      containers: [{ name: "c", image: BUSYBOX, command: ["sh", "-c", "for i in $(seq 1 20); do echo line$i; done; exec sleep 300"] }],
+    });
     const uid = pod.metadata!.uid;
     await r.rt.startPod(pod);
     await trackPids(r, uid, "c");
@@ -120,7 +137,10 @@ describe("ProcessRuntime containers", () => {
   it("a second runtime on the same state dir (agent restart) adopts the running pod: same processes, no restart", async () => {
     r = await rig();
     const pod = r.pod("adopted", {
-      containers: [{ name: "long", image: BUSYBOX, command: ["sleep", "300"] }, { name: "short", image: BUSYBOX, command: ["sleep", "300"] }],
+      containers: [
+        { name: "long", image: BUSYBOX, command: ["sleep", "300"] },
+        { name: "short", image: BUSYBOX, command: ["sleep", "300"] },
+      ],
     });
     const uid = pod.metadata!.uid;
     const before = await r.rt.startPod(pod);

@@ -10,8 +10,18 @@ import { BUSYBOX, rig, trackPids, type TestRig } from "./test-helpers.js";
 
 /** Docker's default capabilities less NET_RAW and MKNOD, as /proc/PID/status prints a set. */
 const KEPT = [0, 1, 3, 4, 5, 6, 7, 8, 10, 18, 29, 31]; // CHOWN DAC_OVERRIDE FOWNER FSETID KILL SETGID SETUID SETPCAP NET_BIND_SERVICE SYS_CHROOT AUDIT_WRITE SETFCAP
-const KEPT_HEX = KEPT.reduce((m, c) => m | (1n << BigInt(c)), 0n).toString(16).padStart(16, "0");
-const CONFINED = { CapInh: "0000000000000000", CapPrm: KEPT_HEX, CapEff: KEPT_HEX, CapBnd: KEPT_HEX, CapAmb: "0000000000000000", NoNewPrivs: "1", Seccomp: "2" };
+const KEPT_HEX = KEPT.reduce((m, c) => m | (1n << BigInt(c)), 0n)
+  .toString(16)
+  .padStart(16, "0");
+const CONFINED = {
+  CapInh: "0000000000000000",
+  CapPrm: KEPT_HEX,
+  CapEff: KEPT_HEX,
+  CapBnd: KEPT_HEX,
+  CapAmb: "0000000000000000",
+  NoNewPrivs: "1",
+  Seccomp: "2",
+};
 const MINIMAL_DEV = ["fd", "full", "null", "ptmx", "pts", "random", "shm", "stderr", "stdin", "stdout", "tty", "urandom", "zero"];
 
 /** The confinement fields of a /proc/PID/status. */
@@ -59,10 +69,24 @@ describe("ProcessRuntime isolation", () => {
     const probe = `for p in /tmp/${m} /../../tmp/${m} /proc/self/root/../../tmp/${m} /proc/1/root/tmp/${m} /proc/1/cwd/tmp/${m}; do [ -e "$p" ] && echo "found $p"; done; cd /; cd ../../..; pwd; ls -a | grep -c oldroot`;
     assert.equal((await sh(uid, c, probe)).output, "/\n0\n", "the host's marker is nowhere in reach, `..` of / is /");
     // The container's mount table: nothing on the host's root file system, no old root left (pivot_root, detached).
-    const hostRootDev = fs.readFileSync("/proc/self/mountinfo", "utf8").split("\n").map((l) => l.split(" ")).find((f) => f[4] === "/")?.[2];
-    const inside = (await sh(uid, c, "cat /proc/self/mountinfo")).output.trim().split("\n").map((l) => l.split(" "));
-    assert.deepEqual(inside.filter((f) => f[2] === hostRootDev && f[4] === "/"), [], "the root is not the host's");
-    assert.ok(inside.every((f) => !/^\/(run|\.oldroot|var\/lib)/.test(f[4] ?? "")), "no host mount points");
+    const hostRootDev = fs
+      .readFileSync("/proc/self/mountinfo", "utf8")
+      .split("\n")
+      .map((l) => l.split(" "))
+      .find((f) => f[4] === "/")?.[2];
+    const inside = (await sh(uid, c, "cat /proc/self/mountinfo")).output
+      .trim()
+      .split("\n")
+      .map((l) => l.split(" "));
+    assert.deepEqual(
+      inside.filter((f) => f[2] === hostRootDev && f[4] === "/"),
+      [],
+      "the root is not the host's",
+    );
+    assert.ok(
+      inside.every((f) => !/^\/(run|\.oldroot|var\/lib)/.test(f[4] ?? "")),
+      "no host mount points",
+    );
     assert.equal(fs.existsSync(marker), true, "the marker is still there on the host");
   }
 
@@ -100,7 +124,12 @@ describe("ProcessRuntime isolation", () => {
     const uid = pod.metadata!.uid;
     await r.rt.startPod(pod);
     const { mainPid } = await trackPids(r, uid, "--help");
-    const expectedEnv = ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", `HOSTNAME=${h.hostname}`, "HOME=/root", ...env.map((e) => `${e.name}=${e.value}`)];
+    const expectedEnv = [
+      "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+      `HOSTNAME=${h.hostname}`,
+      "HOME=/root",
+      ...env.map((e) => `${e.name}=${e.value}`),
+    ];
     assert.deepEqual(nulList(fs.readFileSync(`/proc/${mainPid}/cmdline`, "utf8")), argv, "the command's argv, verbatim");
     assert.deepEqual(nulList(fs.readFileSync(`/proc/${mainPid}/environ`, "utf8")), expectedEnv, "the command's env, verbatim and nothing else");
     const ex = await r.rt.exec(uid, "--help", ["cat", "/proc/self/environ"], 5000);

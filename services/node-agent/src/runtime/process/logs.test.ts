@@ -35,9 +35,15 @@ describe("container logs", () => {
     }
     fs.appendFileSync(log, line(n++));
     assert.equal(rotateIfNeeded(log, 100, 3), false, "under the size: left alone");
-    assert.deepEqual(logFiles(log, 3).map((f) => path.basename(f)), ["0.log.2", "0.log.1", "0.log"]);
+    assert.deepEqual(
+      logFiles(log, 3).map((f) => path.basename(f)),
+      ["0.log.2", "0.log.1", "0.log"],
+    );
     const all = await text(readLog(log, 3, { timestamps: false, follow: false, running: () => false }, new AbortController().signal));
-    assert.deepEqual(all.trim().split("\n"), [10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20].map((i) => `line${i}`));
+    assert.deepEqual(
+      all.trim().split("\n"),
+      [10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20].map((i) => `line${i}`),
+    );
     const tail = await text(readLog(log, 3, { tailLines: 2, timestamps: false, follow: false, running: () => false }, new AbortController().signal));
     assert.equal(tail, "line19\nline20\n");
   });
@@ -48,7 +54,8 @@ describe("container logs", () => {
     let running = true;
     const got: string[] = [];
     const done = (async () => {
-      for await (const c of readLog(log, 2, { timestamps: false, follow: true, running: () => running }, AbortSignal.timeout(20_000))) got.push(Buffer.from(c).toString());
+      for await (const c of readLog(log, 2, { timestamps: false, follow: true, running: () => running }, AbortSignal.timeout(20_000)))
+        got.push(Buffer.from(c).toString());
     })();
     const until = async (s: string) => {
       while (!got.join("").endsWith(s)) await new Promise((r) => setTimeout(r, 10));

@@ -71,11 +71,19 @@ export async function* readLog(log: string, maxFiles: number, o: ReadLogOptions,
     for (const l of whole.split("\n")) if (l) lines.push(l);
   }
   const picked = o.tailLines !== undefined ? lines.slice(Math.max(0, lines.length - o.tailLines)) : lines;
-  const first = picked.map((l) => formatLine(l, o.timestamps, sinceMs)).filter((x) => x !== undefined).join("");
+  const first = picked
+    .map((l) => formatLine(l, o.timestamps, sinceMs))
+    .filter((x) => x !== undefined)
+    .join("");
   if (first) yield Buffer.from(first);
   if (!o.follow) return;
   const format = (chunk: string): string =>
-    chunk.split("\n").filter(Boolean).map((l) => formatLine(l, o.timestamps, undefined)).filter((x) => x !== undefined).join("");
+    chunk
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => formatLine(l, o.timestamps, undefined))
+      .filter((x) => x !== undefined)
+      .join("");
   for (;;) {
     const ended = !o.running(); // before reading: an ended run's log is complete on disk
     const { chunk, next } = readFrom(log, offset);

@@ -17,19 +17,30 @@ describe("ProcessRuntime on the bridge network", () => {
     const network = new BridgeNetwork({ node, podCidr: `10.245.${octet}.0/24`, log: silentLogger() });
     const r = await rig({ node, network, dnsServer: network.gateway });
     try {
-      const server = r.pod("server", { containers: [{ name: "web", image: BUSYBOX, command: ["sh", "-c", "mkdir -p /srv && hostname > /srv/index.html && exec httpd -f -p 8080 -h /srv"] }] });
+      const server = r.pod("server", {
+        containers: [{ name: "web", image: BUSYBOX, command: ["sh", "-c", "mkdir -p /srv && hostname > /srv/index.html && exec httpd -f -p 8080 -h /srv"] }],
+      });
       const serverIp = (await r.rt.startPod(server)).podIp;
       assert.equal(serverIp, `10.245.${octet}.2`);
       await trackPids(r, server.metadata!.uid, "web");
       const client = r.pod("client", {
-        containers: [{ name: "c", image: BUSYBOX, command: ["sh", "-c", `until wget -q -O - http://${serverIp}:8080/; do sleep 0.1; done; cat /etc/resolv.conf; exec sleep 300`] }],
+        containers: [
+          {
+            name: "c",
+            image: BUSYBOX,
+            command: ["sh", "-c", `until wget -q -O - http://${serverIp}:8080/; do sleep 0.1; done; cat /etc/resolv.conf; exec sleep 300`],
+          },
+        ],
       });
       await r.rt.startPod(client);
       await trackPids(r, client.metadata!.uid, "c");
-      const log = await waitFor(async () => {
-        const t = await logText(r, client.metadata!.uid, { container: "c" });
-        return t.includes("nameserver") ? t : undefined;
-      }, { message: "the client reached the server" });
+      const log = await waitFor(
+        async () => {
+          const t = await logText(r, client.metadata!.uid, { container: "c" });
+          return t.includes("nameserver") ? t : undefined;
+        },
+        { message: "the client reached the server" },
+      );
       assert.match(log, /^server\n/);
       assert.match(log, new RegExp(`nameserver ${network.gateway.replace(/\./g, "\\.")}`));
       assert.equal(await wget(`http://${serverIp}:8080/`), "server\n", "the host reaches the pod");

@@ -32,7 +32,10 @@ export function buildContainerSpec(b: BuildEnv, pod: Pod, c: Container, facts: P
   const binds: BindMount[] = (volumes ?? volumeBinds(pod, c, p.dir)).map((m) => ({ ...m, file: isFile(m.source) }));
   // An image's root gets the pod's resolv.conf and hosts as files in its overlay's upper dir (two mounts fewer per
   // start); on the host's filesystem /etc is the host's, read-only: its files are covered by binds if they are plain files.
-  const etc = [{ source: p.resolvConf, target: "/etc/resolv.conf" }, { source: p.hosts, target: "/etc/hosts" }];
+  const etc = [
+    { source: p.resolvConf, target: "/etc/resolv.conf" },
+    { source: p.hosts, target: "/etc/hosts" },
+  ];
   if (!useImage) for (const f of etc) if (isPlainFile(f.target)) binds.push({ ...f, readOnly: false, file: true });
   const env = containerEnv(pod, c, facts);
   const dirs = b.cgroups.containerDirs(b.node, uid, c.name);

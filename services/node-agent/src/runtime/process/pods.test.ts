@@ -19,18 +19,35 @@ describe("ProcessRuntime pods", () => {
     const pod = r.pod("sidecar", {
       volumes: [{ name: "shared", emptyDir: {} }],
       containers: [
-        { name: "writer", image: BUSYBOX, command: ["sh", "-c", "echo hello-from-writer > /data/msg; exec sleep 300"], volumeMounts: [{ name: "shared", mountPath: "/data" }] },
-        { name: "reader", image: BUSYBOX, command: ["sh", "-c", "until [ -f /in/msg ]; do sleep 0.1; done; cat /in/msg; exec sleep 300"], volumeMounts: [{ name: "shared", mountPath: "/in", readOnly: true }] },
+        {
+          name: "writer",
+          image: BUSYBOX,
+          command: ["sh", "-c", "echo hello-from-writer > /data/msg; exec sleep 300"],
+          volumeMounts: [{ name: "shared", mountPath: "/data" }],
+        },
+        {
+          name: "reader",
+          image: BUSYBOX,
+          command: ["sh", "-c", "until [ -f /in/msg ]; do sleep 0.1; done; cat /in/msg; exec sleep 300"],
+          volumeMounts: [{ name: "shared", mountPath: "/in", readOnly: true }],
+        },
       ],
     });
     const uid = pod.metadata!.uid;
     const st = await r.rt.startPod(pod);
     assert.match(st.podIp, /^10\.231\./);
-    assert.deepEqual(st.containerStatuses.map((c) => [c.name, Boolean(c.state?.running)]), [["writer", true], ["reader", true]]);
+    assert.deepEqual(
+      st.containerStatuses.map((c) => [c.name, Boolean(c.state?.running)]),
+      [
+        ["writer", true],
+        ["reader", true],
+      ],
+    );
     await trackPids(r, uid, "writer");
     await trackPids(r, uid, "reader");
     await waitFor(async () => (await logText(r!, uid, { container: "reader" })).includes("hello-from-writer"), { message: "reader saw the writer's file" });
-    const ns = async (c: string) => (await r!.rt.exec(uid, c, ["sh", "-c", "for n in ipc uts net pid; do readlink /proc/self/ns/$n; done; hostname"], 5000)).output;
+    const ns = async (c: string) =>
+      (await r!.rt.exec(uid, c, ["sh", "-c", "for n in ipc uts net pid; do readlink /proc/self/ns/$n; done; hostname"], 5000)).output;
     const [w, rd] = [(await ns("writer")).split("\n"), (await ns("reader")).split("\n")];
     assert.deepEqual(w.slice(0, 3), rd.slice(0, 3), "ipc, uts and net namespaces are the pod's");
     assert.notEqual(w[3], rd[3], "each container has its own pid namespace");
@@ -65,7 +82,15 @@ describe("ProcessRuntime pods", () => {
       const pod = r.pod("env", {
         containers: [
           { name: "plain", image: BUSYBOX, command: ["env"], env: [{ name: "GREETING", value: "it's $HOME" }] },
-          { name: "dotted", image: BUSYBOX, command: ["env"], env: [{ name: "my.setting", value: "a b" }, { name: "X", value: "1" }] },
+          {
+            name: "dotted",
+            image: BUSYBOX,
+            command: ["env"],
+            env: [
+              { name: "my.setting", value: "a b" },
+              { name: "X", value: "1" },
+            ],
+          },
         ],
         restartPolicy: "Never",
       });
@@ -73,7 +98,12 @@ describe("ProcessRuntime pods", () => {
       await r.rt.startPod(pod);
       for (const c of ["plain", "dotted"]) await waitStatus(r, uid, c, (s) => s.state?.terminated?.exitCode === 0, `${c} ran`);
       // env itself, not a shell: a shell would add PWD and SHLVL, and busybox's drops names like my.setting.
-      const names = (text: string) => text.trim().split("\n").map((l) => l.split("=")[0]).sort();
+      const names = (text: string) =>
+        text
+          .trim()
+          .split("\n")
+          .map((l) => l.split("=")[0])
+          .sort();
       const plain = await logText(r, uid, { container: "plain" });
       assert.deepEqual(names(plain), ["GREETING", "HOME", "HOSTNAME", "PATH"]);
       assert.match(plain, /^GREETING=it's \$HOME$/m, "values reach the command unexpanded");
@@ -89,7 +119,19 @@ describe("ProcessRuntime pods", () => {
   it("exec runs in the container's root with its env, and kills a command that overruns its timeout", async () => {
     r = await rig();
     const pod = r.pod("exec", {
-      containers: [{ name: "c", image: BUSYBOX, workingDir: "/work", command: ["sleep", "300"], resources: { limits: { cpu: "250m", memory: "64Mi" } }, env: [{ name: "GREETING", value: "hi" }, { name: "POD_IP", valueFrom: { fieldRef: { fieldPath: "status.podIP" } } }] }],
+      containers: [
+        {
+          name: "c",
+          image: BUSYBOX,
+          workingDir: "/work",
+          command: ["sleep", "300"],
+          resources: { limits: { cpu: "250m", memory: "64Mi" } },
+          env: [
+            { name: "GREETING", value: "hi" },
+            { name: "POD_IP", valueFrom: { fieldRef: { fieldPath: "status.podIP" } } },
+          ],
+        },
+      ],
     });
     const uid = pod.metadata!.uid;
     const st = await r.rt.startPod(pod);
@@ -112,7 +154,9 @@ describe("ProcessRuntime pods", () => {
 
   it("runs on the host's filesystem when the image has no rootfs in the store", async () => {
     r = await rig();
-    const pod = r.pod("host-fs", { containers: [{ name: "c", image: "debian:bookworm", command: ["sh", "-c", "cat /etc/debian_version; ls /root 2>&1 | head -1; ls /; exec sleep 300"] }] });
+    const pod = r.pod("host-fs", {
+      containers: [{ name: "c", image: "debian:bookworm", command: ["sh", "-c", "cat /etc/debian_version; ls /root 2>&1 | head -1; ls /; exec sleep 300"] }],
+    });
     const uid = pod.metadata!.uid;
     const st = await r.rt.startPod(pod);
     assert.equal(st.containerStatuses[0]!.imageId, "process://host");
@@ -141,7 +185,9 @@ describe("ProcessRuntime pods", () => {
 
   it("stopPod gives SIGTERM to the command (PID 1 forwards it) and leaves no processes, netns, mounts, cgroups or files", async () => {
     r = await rig();
-    const pod = r.pod("graceful", { containers: [{ name: "c", image: BUSYBOX, command: ["sh", "-c", "trap 'echo got-term; exit 0' TERM; while true; do sleep 0.1; done"] }] });
+    const pod = r.pod("graceful", {
+      containers: [{ name: "c", image: BUSYBOX, command: ["sh", "-c", "trap 'echo got-term; exit 0' TERM; while true; do sleep 0.1; done"] }],
+    });
     const uid = pod.metadata!.uid;
     await r.rt.startPod(pod);
     await trackPids(r, uid, "c");

@@ -9,7 +9,13 @@ import { volumeBinds } from "../pod-spec.js";
 import { bindTarget, bindWalked, walkedMounts } from "../safe-binds.js";
 import { isUnsafePath } from "../safe-path.js";
 import {
-  RuntimeRequestError, type ExecResult, type LogOptions, type PodRuntimeStatus, type Runtime, type RuntimeListener, type RuntimePod,
+  RuntimeRequestError,
+  type ExecResult,
+  type LogOptions,
+  type PodRuntimeStatus,
+  type Runtime,
+  type RuntimeListener,
+  type RuntimePod,
 } from "../runtime.js";
 import { Cgroups } from "./cgroups.js";
 import { removeRunDirs, startRun, writeScripts } from "./container.js";
@@ -75,7 +81,13 @@ export class ProcessRuntime implements Runtime {
 
   constructor(private readonly o: ProcessRuntimeOptions) {
     this.cgroups = new Cgroups(o.cgroupRoot);
-    this.sandboxEnv = { stateDir: o.stateDir, network: o.network, dnsServer: o.dnsServer, clusterDomain: o.clusterDomain, hostIp: o.hostIp ?? o.network.gateway };
+    this.sandboxEnv = {
+      stateDir: o.stateDir,
+      network: o.network,
+      dnsServer: o.dnsServer,
+      clusterDomain: o.clusterDomain,
+      hostIp: o.hostIp ?? o.network.gateway,
+    };
     this.maxBytes = o.logMaxBytes ?? 10 * 1024 * 1024;
     this.maxFiles = Math.max(1, o.logMaxFiles ?? 5);
   }
@@ -107,7 +119,13 @@ export class ProcessRuntime implements Runtime {
     try {
       ip = await createSandbox(this.sandboxEnv, pod);
       const rec: PodRecord = {
-        uid, namespace: meta?.namespace ?? "", name: meta?.name ?? "", ip, hostNetwork: Boolean(pod.spec?.hostNetwork), startedAt: nowRfc3339(), containers: [],
+        uid,
+        namespace: meta?.namespace ?? "",
+        name: meta?.name ?? "",
+        ip,
+        hostNetwork: Boolean(pod.spec?.hostNetwork),
+        startedAt: nowRfc3339(),
+        containers: [],
       };
       const hp: HeldPod = { rec, containers: new Map() };
       writePodRecord(this.o.stateDir, rec); // from here on a restarted agent finds the sandbox (and its IP) to free
@@ -124,10 +142,19 @@ export class ProcessRuntime implements Runtime {
         this.cgroups.create(this.o.node, uid, c.name, limits);
         const hc: HeldContainer = {
           rec: {
-            name: c.name, image: c.image, root: spec.lowerdir ? "image" : "host", restartCount: 0, shimPid: 0, shimStart: "", startedAt: "",
-            spec: storeSpec(spec), volumes: walked, limits: { memoryBytes: limits.memoryBytes?.toString(), cpuMilli: limits.cpuMilli?.toString() },
+            name: c.name,
+            image: c.image,
+            root: spec.lowerdir ? "image" : "host",
+            restartCount: 0,
+            shimPid: 0,
+            shimStart: "",
+            startedAt: "",
+            spec: storeSpec(spec),
+            volumes: walked,
+            limits: { memoryBytes: limits.memoryBytes?.toString(), cpuMilli: limits.cpuMilli?.toString() },
           },
-          exit: undefined, watcher: undefined,
+          exit: undefined,
+          watcher: undefined,
         };
         await this.runContainer(hp, hc, 0);
         hp.containers.set(c.name, hc);
@@ -171,7 +198,8 @@ export class ProcessRuntime implements Runtime {
     for (const f of fs.readdirSync(spec.dir)) if (f.startsWith(`${prev - 1}.`)) fs.rmSync(path.join(spec.dir, f), { recursive: true, force: true });
     const l = hc.rec.limits;
     this.cgroups.create(this.o.node, uid, container, {
-      memoryBytes: l.memoryBytes !== undefined ? BigInt(l.memoryBytes) : undefined, cpuMilli: l.cpuMilli !== undefined ? BigInt(l.cpuMilli) : undefined,
+      memoryBytes: l.memoryBytes !== undefined ? BigInt(l.memoryBytes) : undefined,
+      cpuMilli: l.cpuMilli !== undefined ? BigInt(l.cpuMilli) : undefined,
     });
     hc.exit = undefined;
     await this.runContainer(hp, hc, prev + 1);
@@ -216,21 +244,23 @@ export class ProcessRuntime implements Runtime {
     const w = hc.waiting;
     if (!w || w.retrying || hp.stopping || Date.now() < w.retryAt) return;
     w.retrying = true;
-    const work = this.runContainer(hp, hc, hc.rec.restartCount).then(
-      () => {
-        if (hc.waiting) return;
-        writePodRecord(this.o.stateDir, hp.rec);
-        this.watch(hp, hc);
-        this.emit(hp);
-      },
-      (err: unknown) => {
-        this.o.log.warn({ pod: `${hp.rec.namespace}/${hp.rec.name}`, container: hc.rec.name, err }, "container start failed");
-        w.retryAt = Date.now() + w.backoffMs;
-      },
-    ).finally(() => {
-      w.retrying = false;
-      hp.inflight?.delete(work);
-    });
+    const work = this.runContainer(hp, hc, hc.rec.restartCount)
+      .then(
+        () => {
+          if (hc.waiting) return;
+          writePodRecord(this.o.stateDir, hp.rec);
+          this.watch(hp, hc);
+          this.emit(hp);
+        },
+        (err: unknown) => {
+          this.o.log.warn({ pod: `${hp.rec.namespace}/${hp.rec.name}`, container: hc.rec.name, err }, "container start failed");
+          w.retryAt = Date.now() + w.backoffMs;
+        },
+      )
+      .finally(() => {
+        w.retrying = false;
+        hp.inflight?.delete(work);
+      });
     (hp.inflight ??= new Set()).add(work);
   }
 
@@ -432,7 +462,9 @@ export class ProcessRuntime implements Runtime {
 
   private statusOf(hp: HeldPod): PodRuntimeStatus {
     return {
-      uid: hp.rec.uid, podIp: hp.rec.ip, startedAt: hp.rec.startedAt,
+      uid: hp.rec.uid,
+      podIp: hp.rec.ip,
+      startedAt: hp.rec.startedAt,
       containerStatuses: [...hp.containers.values()].map((hc) => containerStatus(hp.rec.uid, hc)),
     };
   }

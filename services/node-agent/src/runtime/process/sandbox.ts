@@ -55,9 +55,12 @@ export async function createSandbox(env: SandboxEnv, pod: Pod): Promise<string> 
   const ip = hostNetwork ? env.hostIp : await env.network.attach(uid, netnsPath(uid));
   const dnsPolicy = pod.spec?.dnsPolicy || "ClusterFirst";
   const clusterDns = dnsPolicy === "ClusterFirstWithHostNet" || (dnsPolicy === "ClusterFirst" && !hostNetwork);
-  fs.writeFileSync(p.resolvConf, clusterDns
-    ? resolvConf({ namespace: pod.metadata?.namespace ?? "default", nameserver: env.dnsServer, clusterDomain: env.clusterDomain })
-    : hostResolvConf());
+  fs.writeFileSync(
+    p.resolvConf,
+    clusterDns
+      ? resolvConf({ namespace: pod.metadata?.namespace ?? "default", nameserver: env.dnsServer, clusterDomain: env.clusterDomain })
+      : hostResolvConf(),
+  );
   fs.writeFileSync(p.hosts, etcHosts({ podIp: ip, hostname: podHostname(pod) }));
   return ip;
 }

@@ -58,10 +58,11 @@ export function shimScript(s: ContainerScriptSpec): string {
   const ns = [...(s.netns ? [`--net=${s.netns}`] : []), `--ipc=${s.ipcFile}`, `--uts=${s.utsFile}`].map(shq).join(" ");
   // Kernels before 4.13 have no oom_kill count: v1's memory.failcnt (limit hits) stands in, trusted only with a SIGKILL exit.
   const failcnt = path.join(path.dirname(s.oomFile), "memory.failcnt");
-  const oom = (v: string): string => [
-    `${v}=; if [ -r ${shq(s.oomFile)} ]; then while read -r k x; do [ "$k" = oom_kill ] && ${v}=$x; done < ${shq(s.oomFile)}; fi`,
-    `if [ -z "$${v}" ]; then ${v}=0; f=1; if [ -r ${shq(failcnt)} ]; then read -r ${v} < ${shq(failcnt)} || ${v}=0; fi; fi`,
-  ].join("\n");
+  const oom = (v: string): string =>
+    [
+      `${v}=; if [ -r ${shq(s.oomFile)} ]; then while read -r k x; do [ "$k" = oom_kill ] && ${v}=$x; done < ${shq(s.oomFile)}; fi`,
+      `if [ -z "$${v}" ]; then ${v}=0; f=1; if [ -r ${shq(failcnt)} ]; then read -r ${v} < ${shq(failcnt)} || ${v}=0; fi; fi`,
+    ].join("\n");
   const awk = (stream: string): string => `mawk -W interactive -v st=${stream} -v b="$b" -v f="$d/$n.log" ${shq(TIMESTAMPER)}`;
   return `#!/bin/sh
 # choreo process-runtime shim: ${s.title.replace(/\n/g, " ")}

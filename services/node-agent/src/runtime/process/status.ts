@@ -45,8 +45,15 @@ export function containerStatus(uid: string, c: HeldContainer): ContainerStatus 
   const r = c.rec;
   if (c.waiting) {
     return {
-      name: r.name, state: { waiting: c.waiting.state }, lastState: r.last ? { terminated: r.last } : undefined,
-      ready: false, restartCount: r.restartCount, image: r.image, imageId: "", containerId: "", started: false,
+      name: r.name,
+      state: { waiting: c.waiting.state },
+      lastState: r.last ? { terminated: r.last } : undefined,
+      ready: false,
+      restartCount: r.restartCount,
+      image: r.image,
+      imageId: "",
+      containerId: "",
+      started: false,
     };
   }
   const state = c.exit ? { terminated: terminated(uid, c, c.exit) } : { running: { startedAt: r.startedAt } };

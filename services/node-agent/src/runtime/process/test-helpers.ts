@@ -40,12 +40,23 @@ export async function rig(extra: Partial<ProcessRuntimeOptions> = {}): Promise<T
   const node = `t${process.pid}-${++seq}`;
   const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), "choreo-prt-"));
   const opts: ProcessRuntimeOptions = {
-    node, network: new LoopbackNetwork(`10.231.${seq % 250}.0/24`), stateDir, dnsServer: "10.231.0.1", log: silentLogger(), pollMs: 200, ...extra,
+    node,
+    network: new LoopbackNetwork(`10.231.${seq % 250}.0/24`),
+    stateDir,
+    dnsServer: "10.231.0.1",
+    log: silentLogger(),
+    pollMs: 200,
+    ...extra,
   };
   const rt = new ProcessRuntime(opts);
   await rt.init();
   const r: TestRig = {
-    node, stateDir, rt, opts, pids: new Map(), pods: [],
+    node,
+    stateDir,
+    rt,
+    opts,
+    pids: new Map(),
+    pods: [],
     pod(name, spec) {
       const p = unwrap(fromKubeJson({ apiVersion: "v1", kind: "Pod", metadata: { name, namespace: "default", uid: randomUUID() }, spec })) as Pod;
       r.pods.push(p);
@@ -70,22 +81,28 @@ export async function assertNothingLeft(r: TestRig): Promise<void> {
   assert.equal(mounts.includes(r.stateDir), false, "mounts left under the state dir");
   assert.equal(new Cgroups().nodeExists(r.node), false, "cgroups left");
   assert.deepEqual(fs.readdirSync(path.join(r.stateDir, "pods")), [], "pod dirs left");
-  const stray = fs.readdirSync("/proc").filter((d) => /^\d+$/.test(d)).filter((d) => {
-    try {
-      return fs.readFileSync(`/proc/${d}/cmdline`, "utf8").includes(r.stateDir);
-    } catch {
-      return false;
-    }
-  });
+  const stray = fs
+    .readdirSync("/proc")
+    .filter((d) => /^\d+$/.test(d))
+    .filter((d) => {
+      try {
+        return fs.readFileSync(`/proc/${d}/cmdline`, "utf8").includes(r.stateDir);
+      } catch {
+        return false;
+      }
+    });
   assert.deepEqual(stray, [], "processes of the state dir left");
 }
 
 /** A container's status once `pred` holds. */
 export function waitStatus(r: TestRig, uid: string, container: string, pred: (s: PodRuntimeStatus["containerStatuses"][number]) => boolean, message?: string) {
-  return waitFor(() => {
-    const s = r.rt.podStatus(uid)?.containerStatuses.find((c) => c.name === container);
-    return s && pred(s) ? s : undefined;
-  }, { timeoutMs: 15_000, message });
+  return waitFor(
+    () => {
+      const s = r.rt.podStatus(uid)?.containerStatuses.find((c) => c.name === container);
+      return s && pred(s) ? s : undefined;
+    },
+    { timeoutMs: 15_000, message },
+  );
 }
 
 /** The whole (non-followed) log of a container as text. */
@@ -99,10 +116,13 @@ export async function logText(r: TestRig, uid: string, o: Partial<LogOptions> & 
 
 /** Records the container's pids for the end-of-test check, and returns them. */
 export async function trackPids(r: TestRig, uid: string, container: string): Promise<{ shimPid: number; initPid: number; mainPid: number }> {
-  const p = await waitFor(() => {
-    const x = r.rt.processes(uid, container);
-    return x?.initPid && x.mainPid ? { shimPid: x.shimPid, initPid: x.initPid, mainPid: x.mainPid } : undefined;
-  }, { timeoutMs: 10_000, message: `pids of ${container}` });
+  const p = await waitFor(
+    () => {
+      const x = r.rt.processes(uid, container);
+      return x?.initPid && x.mainPid ? { shimPid: x.shimPid, initPid: x.initPid, mainPid: x.mainPid } : undefined;
+    },
+    { timeoutMs: 10_000, message: `pids of ${container}` },
+  );
   for (const pid of [p.shimPid, p.initPid, p.mainPid]) r.pids.set(pid, procStartTime(pid));
   return p;
 }

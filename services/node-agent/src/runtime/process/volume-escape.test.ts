@@ -39,7 +39,10 @@ describe("ProcessRuntime safe volume paths", () => {
     });
     const uid = pod.metadata!.uid;
     const st = await r.rt.startPod(pod);
-    assert.ok(st.containerStatuses.every((c) => c.state?.running), "both run");
+    assert.ok(
+      st.containerStatuses.every((c) => c.state?.running),
+      "both run",
+    );
     await trackPids(r, uid, "a");
     await trackPids(r, uid, "b");
     assert.equal((await r.rt.exec(uid, "b", ["sh", "-c", "echo from-b > /sub/f"], 5000)).exitCode, 0);
@@ -83,12 +86,20 @@ describe("ProcessRuntime safe volume paths", () => {
     fs.writeFileSync(path.join(hostDir, "plain/hello"), "from-host\n");
     fs.symlinkSync("/", path.join(hostDir, "link"));
     const pod = r.pod("hp", {
-      volumes: [{ name: "bad", hostPath: { path: path.join(hostDir, "link/etc") } }, { name: "good", hostPath: { path: path.join(hostDir, "plain") } }],
+      volumes: [
+        { name: "bad", hostPath: { path: path.join(hostDir, "link/etc") } },
+        { name: "good", hostPath: { path: path.join(hostDir, "plain") } },
+      ],
       containers: [
         { name: "bad", image: BUSYBOX, command: ["sh", "-c", "exec sleep 300"], volumeMounts: [{ name: "bad", mountPath: "/h" }] },
         {
-          name: "good", image: BUSYBOX, command: ["sh", "-c", "exec sleep 300"],
-          volumeMounts: [{ name: "good", mountPath: "/h", readOnly: true }, { name: "good", mountPath: "/f", subPath: "hello" }],
+          name: "good",
+          image: BUSYBOX,
+          command: ["sh", "-c", "exec sleep 300"],
+          volumeMounts: [
+            { name: "good", mountPath: "/h", readOnly: true },
+            { name: "good", mountPath: "/f", subPath: "hello" },
+          ],
         },
       ],
     });
