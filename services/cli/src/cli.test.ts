@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { kindByResource, type KindInfo } from "@choreo/kit";
+import { KINDS, kindByResource, type KindInfo } from "@choreo/kit";
 import { LAST_APPLIED } from "./apply-patch.js";
 import { runCli, splitCommand } from "./main.js";
 import { FakeApi, status } from "./testing/fake-api.js";
@@ -303,8 +303,9 @@ describe("version, api-resources, kubeconfig and auth", () => {
     assert.match(lines[0] ?? "", /^NAME\s+SHORTNAMES\s+APIVERSION\s+NAMESPACED\s+KIND$/);
     assert.ok(lines.some((l) => /^pods\s+po\s+v1\s+true\s+Pod$/.test(l)));
     assert.ok(lines.some((l) => /^daemonsets\s+ds\s+apps\/v1\s+true\s+DaemonSet$/.test(l)));
+    assert.ok(lines.some((l) => /^configmaps\s+cm\s+v1\s+true\s+ConfigMap$/.test(l)));
     assert.ok(!r.out.includes("pods/status"));
-    assert.equal(lines.length, 11);
+    assert.equal(lines.length, KINDS.length + 1, "a header and one line per kind, no subresources");
     assert.match((await run(["api-resources", "-o", "name", "--namespaced=false"])).out, /^namespaces\nnodes\n$/);
   });
 
