@@ -5,15 +5,9 @@ import { ApiError, BindingRefusal, bindingRefusalOf, unwrap } from "@choreo/kit"
 import { fromKubeJson, toKubeJson } from "@choreo/kit/kube-json";
 import type { Pod, ReplicationController } from "@choreo/kit/gen/choreo/core/v1/core";
 import { startStack, type Stack } from "../testing/stack.js";
+import { testPod } from "../testing/objects.js";
 
-const pod = (name: string, extra: Record<string, unknown> = {}, ns = "default") =>
-  fromKubeJson({
-    apiVersion: "v1",
-    kind: "Pod",
-    metadata: { name, namespace: ns, labels: { app: "web" } },
-    spec: { containers: [{ name: "c", image: "nginx:1.25" }] },
-    ...extra,
-  });
+const pod = testPod;
 
 async function rejects(p: Promise<unknown>, code: number, reason: string, message?: RegExp): Promise<ApiError> {
   try {

@@ -1,6 +1,6 @@
 import type { NatsConnection } from "@nats-io/transport-node";
 import { ApiError, failure, unavailable, timeout as timeoutError } from "../api/errors.js";
-import { kindByCase, unwrap, wrap, type KindCase, type KindValue } from "../api/kinds.js";
+import { emptyMeta, kindByCase, unwrap, wrap, type KindCase, type KindValue } from "../api/kinds.js";
 import { apiSubject } from "../bus/subjects.js";
 import { Reply, type Object as ApiObject, type ObjectList } from "../gen/choreo/api/v1/api.js";
 import type { Scale } from "../gen/choreo/autoscaling/v1/autoscaling.js";
@@ -114,20 +114,7 @@ export class ApiClient {
         binding: {
           apiVersion: "v1",
           kind: "Binding",
-          metadata: {
-            name,
-            namespace,
-            uid,
-            generateName: "",
-            resourceVersion: "",
-            generation: 0,
-            creationTimestamp: "",
-            deletionTimestamp: "",
-            labels: {},
-            annotations: {},
-            ownerReferences: [],
-            finalizers: [],
-          },
+          metadata: emptyMeta({ name, namespace, uid }),
           target: { kind: "Node", name: node, namespace: "", uid: "", apiVersion: "v1", resourceVersion: "", fieldPath: "" },
         },
       }),

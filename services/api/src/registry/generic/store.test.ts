@@ -5,15 +5,9 @@ import { fromKubeJson } from "@choreo/kit/kube-json";
 import type { Pod } from "@choreo/kit/gen/choreo/core/v1/core";
 import { rejects } from "../../testing/api-assert.js";
 import { startMemoryRegistry, type MemoryRegistry } from "../../testing/memory-registry.js";
+import { testPod } from "../../testing/objects.js";
 
-const pod = (name: string, extra: Record<string, unknown> = {}, ns = "default") =>
-  fromKubeJson({
-    apiVersion: "v1",
-    kind: "Pod",
-    metadata: { name, namespace: ns, labels: { app: "web" } },
-    spec: { containers: [{ name: "c", image: "nginx:1.25" }] },
-    ...extra,
-  });
+const pod = testPod;
 
 describe("the generic store: finalizers, paging", () => {
   // On the in-memory storage: the shared verbs, no server needed.

@@ -1,19 +1,12 @@
 import assert from "node:assert/strict";
 import { before, describe, it } from "node:test";
 import { unwrap } from "@choreo/kit";
-import { fromKubeJson } from "@choreo/kit/kube-json";
 import type { Pod } from "@choreo/kit/gen/choreo/core/v1/core";
 import { rejects } from "../../testing/api-assert.js";
 import { startMemoryRegistry, type MemoryRegistry } from "../../testing/memory-registry.js";
+import { testPod } from "../../testing/objects.js";
 
-const pod = (name: string, extra: Record<string, unknown> = {}, ns = "default") =>
-  fromKubeJson({
-    apiVersion: "v1",
-    kind: "Pod",
-    metadata: { name, namespace: ns, labels: { app: "web" } },
-    spec: { containers: [{ name: "c", image: "nginx:1.25" }] },
-    ...extra,
-  });
+const pod = testPod;
 
 describe("pod graceful deletion", () => {
   // On the in-memory storage: the deletion hooks are the pod strategy's, no server needed.

@@ -2,7 +2,7 @@ import type { DaemonSet } from "@choreo/kit/gen/choreo/apps/v1/apps";
 import type { Job } from "@choreo/kit/gen/choreo/batch/v1/batch";
 import type { ReplicationController } from "@choreo/kit/gen/choreo/core/v1/core";
 import { selectorFromLabelSelector, SelectorParseError } from "@choreo/kit/apimachinery";
-import type { LabelSelector } from "@choreo/kit";
+import { emptyMeta, type LabelSelector } from "@choreo/kit";
 import type { Strategy } from "../generic/strategy.js";
 import { defaultPodSpec, validateTemplate } from "../pods/pod-spec.js";
 import { Errors } from "../shared/validation.js";
@@ -94,20 +94,7 @@ export const jobStrategy: Strategy<Job> = {
     spec.suspend ??= false;
     const uid = job.metadata?.uid ?? "";
     if (!spec.manualSelector && spec.template) {
-      spec.template.metadata ??= {
-        name: "",
-        generateName: "",
-        namespace: "",
-        uid: "",
-        resourceVersion: "",
-        generation: 0,
-        creationTimestamp: "",
-        deletionTimestamp: "",
-        labels: {},
-        annotations: {},
-        ownerReferences: [],
-        finalizers: [],
-      };
+      spec.template.metadata ??= emptyMeta();
       const name = job.metadata?.name ?? "";
       Object.assign(spec.template.metadata.labels, {
         "controller-uid": uid,
