@@ -62,6 +62,27 @@ export function readBody(req: IncomingMessage, limit = MAX_BODY): Promise<string
   });
 }
 
+/**
+ * Resolves once the request body is read to its end (readBody keeps
+ * draining it after a 413), its socket is closed, or after `ms`. A 413
+ * written before then would close the connection under a client still
+ * sending, which then sees EPIPE instead of the answer.
+ */
+export function bodyDrained(req: IncomingMessage, ms: number): Promise<void> {
+  if (req.readableEnded || req.destroyed) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = (): void => {
+      clearTimeout(timer);
+      req.off("end", done);
+      req.off("close", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    req.once("end", done);
+    req.once("close", done);
+  });
+}
+
 /** Parses a JSON or YAML body by its Content-Type; 415 for protobuf and unknown types, 400 when malformed. */
 export function decodeBody(req: IncomingMessage, text: string): unknown {
   const type = mediaType(req);

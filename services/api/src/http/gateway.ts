@@ -7,6 +7,7 @@ import { methodNotAllowed, statusOf } from "@choreo/kit";
 import type { Logger } from "@choreo/kit/log";
 import { Histogram, type Registry } from "prom-client";
 import type { ApiHandlers, LogsHandler } from "../handlers/api-handlers.js";
+import { bodyDrained } from "./body.js";
 import { authenticator } from "./auth.js";
 import { flag, type RequestContext } from "./context.js";
 import { apiGroup, apiGroupList, apiResourceList, apiVersions, versionInfo } from "./discovery.js";
@@ -198,9 +199,11 @@ export function createGateway(opts: GatewayOptions): Gateway {
       latency?.observe({ verb, resource: r, code: String(code) }, seconds);
       log.debug({ method: req.method, path: url.pathname, verb, resource: r, code, ms: Math.round(seconds * 1000) }, "http request");
     });
-    serve(req, res, url, (r) => (route = r)).catch((err: unknown) => {
+    serve(req, res, url, (r) => (route = r)).catch(async (err: unknown) => {
       const code = codeOf(statusOf(err));
       if (code >= 500) log.warn({ err, method: req.method, path: url.pathname }, "http request failed");
+      // The client is still sending the oversized body: answer once it is drained (bounded), so it reads the 413.
+      if (code === 413) await bodyDrained(req, 10_000);
       sendError(res, err, code === 413 ? { Connection: "close" } : {});
     });
   }
