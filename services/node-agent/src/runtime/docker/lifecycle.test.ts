@@ -65,9 +65,11 @@ describe("DockerRuntime container lifecycle", { skip }, () => {
     const node = testNode("term");
     const { rt, stateDir } = await newRuntime(node);
     try {
-      const pod = makePod("term", { containers: [sh("app", "trap 'echo got-term; exit 0' TERM; while true; do sleep 0.1; done")] }, node);
+      const pod = makePod("term", { containers: [sh("app", "trap 'echo got-term; exit 0' TERM; echo armed; while true; do sleep 0.1; done")] }, node);
       const uid = pod.metadata!.uid;
       await rt.startPod(pod);
+      // Signal only once the trap is set: before that, a SIGTERM ends the shell with 143 (seen on a loaded machine).
+      await waitFor(async () => (await collect(rt.logs(uid, logOpts(), never))).includes("armed"), { message: "the trap is set" });
       await rt.killContainer(uid, "app", 30);
       const term = rt.podStatus(uid)!.containerStatuses[0]!.state!.terminated!;
       assert.equal(term.exitCode, 0);
