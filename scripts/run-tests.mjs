@@ -1,5 +1,5 @@
 // Runs the test files (node:test through tsx) and prints "N passed, N failed".
-// Usage: node scripts/run-tests.mjs [--tier fast|servers] [dir ...]
+// Usage: node scripts/run-tests.mjs [--tier fast|servers] [dir|file ...]
 //        (default dirs: services integration-tests scripts; default tier: all)
 //
 // Test tiers. A test file whose FIRST LINE is exactly
@@ -55,7 +55,10 @@ function walk(dir) {
     else if (name.endsWith(".test.ts")) files.push(p);
   }
 }
-for (const r of roots) walk(r);
+for (const r of roots) {
+  if (statSync(r).isDirectory()) walk(r);
+  else files.push(r); // one file, named: npm run test:integration -- integration-tests/x.test.ts
+}
 const selected = files.filter((f) => tier === "all" || (tier === "servers") === needsServers(f)).sort();
 
 const env = { ...process.env, CHOREO_LOG_LEVEL: process.env.CHOREO_LOG_LEVEL ?? "warn" };

@@ -73,7 +73,7 @@ export async function startCluster(
     return await bringUp(dir, opts, started);
   } catch (err) {
     for (const s of started.reverse()) await s.stop().catch(() => undefined);
-    rmSync(dir, { recursive: true, force: true });
+    removeUnlessKept(dir);
     throw err;
   }
 }
@@ -180,7 +180,16 @@ async function bringUp(dir: string, opts: Parameters<typeof startCluster>[0] & o
       await Promise.all(apis.map((a) => a.process?.stop(10_000)));
       await nc.close().catch(() => undefined);
       await Promise.all([nats.stop(), redis.stop()]);
-      rmSync(dir, { recursive: true, force: true });
+      removeUnlessKept(dir);
     },
   };
+}
+
+/** CHOREO_IT_KEEP=1 keeps a cluster's directory (every process's log) for a post-mortem; its path is printed. */
+function removeUnlessKept(dir: string): void {
+  if (process.env.CHOREO_IT_KEEP) {
+    console.error(`choreo test cluster kept: ${dir}`);
+    return;
+  }
+  rmSync(dir, { recursive: true, force: true });
 }
