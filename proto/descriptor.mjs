@@ -1,5 +1,6 @@
 // Writes a protobufjs JSON descriptor of the given protos (paths relative to
-// proto/), used at run time to walk messages field by field.
+// proto/), used at run time to walk messages field by field. Comments are kept
+// (`//` ones too: alternateCommentMode): they are the OpenAPI descriptions.
 import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -7,8 +8,13 @@ import protobuf from "protobufjs";
 
 const [out, ...files] = process.argv.slice(2);
 const here = path.dirname(fileURLToPath(import.meta.url));
+// choreo/meta/v1/options.proto extends FieldOptions; protobufjs bundles no
+// descriptor.proto, so a stub (no fields, the extension range) stands in.
+protobuf.common("descriptor", { FieldOptions: { fields: {}, extensions: [[1000, 536870911]] } });
 const root = new protobuf.Root();
 root.resolvePath = (_origin, target) => path.join(here, target);
-root.loadSync(files, { keepCase: false });
+root.loadSync(files, { keepCase: false, alternateCommentMode: true });
 root.resolveAll();
-writeFileSync(out, JSON.stringify(root.toJSON({ keepComments: false }), null, 1) + "\n");
+// protobufjs writes `"comment": null` for every uncommented element: dropped.
+const json = JSON.stringify(root.toJSON({ keepComments: true }), (k, v) => (k === "comment" && v === null ? undefined : v), 1);
+writeFileSync(out, json + "\n");
