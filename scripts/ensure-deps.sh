@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what a fresh Debian 12 machine lacks to run choreo and its tests:
-# OS packages (nats-server, redis-server, kubectl, openssl, the Docker engine
+# OS packages (nats-server, redis-server, kubectl, python3-kubernetes, openssl, the Docker engine
 # and docker-compose, static busybox for the local images, iptables, iproute2,
 # debootstrap for the offline base image, …) and npm deps; then starts dockerd
 # when it is installed but not running (scripts/ensure-docker.sh).
@@ -26,6 +26,8 @@ command -v docker-compose >/dev/null || need_rec+=(docker-compose)
 command -v debootstrap >/dev/null || need+=(debootstrap)
 # The local busybox image needs a static busybox (Debian's `busybox` is dynamic).
 [[ $(dpkg-query -W -f='${Status}' busybox-static 2>/dev/null) == "install ok installed" ]] || need+=(busybox-static)
+# The official Python client, run with Debian's /usr/bin/python3 by the official-clients test.
+[[ $(dpkg-query -W -f='${Status}' python3-kubernetes 2>/dev/null) == "install ok installed" ]] || need+=(python3-kubernetes)
 
 if ((${#need[@]} + ${#need_rec[@]})); then
   if [[ $(id -u) -ne 0 ]]; then
