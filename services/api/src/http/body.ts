@@ -11,7 +11,7 @@ const MAX_DRAIN = 16 * 1024 * 1024;
 export const PATCH_TYPES = ["application/json-patch+json", "application/merge-patch+json", "application/strategic-merge-patch+json"] as const;
 export const APPLY_PATCH = "application/apply-patch+yaml";
 const PROTOBUF = "application/vnd.kubernetes.protobuf";
-const YAML_TYPES = new Set(["application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml"]);
+export const YAML_TYPES = new Set(["application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml"]);
 
 /** The media type of the request body, lower case, without parameters ("" when absent). */
 export function mediaType(req: IncomingMessage): string {
@@ -107,7 +107,8 @@ export function parseJsonText(text: string): unknown {
 
 function parseYamlText(text: string): unknown {
   try {
-    return parseYaml(text, { maxAliasCount: 100 }) as unknown;
+    // Duplicate keys are fieldValidation's business (field-validation.ts), not a syntax error.
+    return parseYaml(text, { maxAliasCount: 100, uniqueKeys: false }) as unknown;
   } catch (err) {
     throw badRequest(`the request body is not valid YAML: ${(err as Error).message}`);
   }

@@ -87,7 +87,7 @@ describe("CRUD", () => {
     assert.deepEqual(nf.json["details"], { name: "nope", kind: "pods" });
 
     assertStatus(await t.call("POST", PODS, { body: "{not json", headers: { "Content-Type": "application/json" } }), 400, "BadRequest");
-    const unknown = await t.call("POST", PODS, { body: { ...pod("x"), spec: { containers: [], foo: 1 } } });
+    const unknown = await t.call("POST", `${PODS}?fieldValidation=Strict`, { body: { ...pod("x"), spec: { containers: [], foo: 1 } } });
     assertStatus(unknown, 400, "BadRequest");
     assert.match(unknown.json["message"] as string, /unknown field "spec.foo"/);
     const wrongKind = await t.call("POST", PODS, { body: { apiVersion: "v1", kind: "Service", metadata: { name: "s" } } });

@@ -1,17 +1,21 @@
 // Writes: POST (create), PUT (update, update status), PATCH, DELETE, DELETE on a collection.
 import { badRequest, emptyMeta, failure, methodNotAllowed, unwrap, ApiError, Reason, type ApiObject, type DeleteOptions, type KindInfo } from "@choreo/kit";
 import { fromKubeJson, kindOfKubeJson, listToKubeJson, messageFromKubeJson, toKubeJson } from "@choreo/kit/kube-json";
-import { decodeBody, parseJsonText, patchTypeOf, readBody } from "./body.js";
+import { decodeBody, mediaType, parseJsonText, patchTypeOf, readBody, YAML_TYPES } from "./body.js";
 import { dryRunOf, intParam, param, type RequestContext } from "./context.js";
+import { duplicateJsonFields, duplicateYamlFields, fieldProblems, fieldValidationOf, reportFieldProblems } from "./field-validation.js";
 import { sendJson } from "./respond.js";
 
 /**
  * Decodes an object body for `info`: JSON or YAML, apiVersion/kind defaulted
- * from the path when both are missing, 400 for another kind, unknown fields
- * refused unless `fieldValidation=Ignore`.
+ * from the path when both are missing, 400 for another kind. Unknown and
+ * duplicate fields per `fieldValidation`: dropped (Ignore), dropped with a
+ * Warning header each (Warn, the default), or 400 listing them (Strict).
  */
 export async function readObject(ctx: RequestContext, info: KindInfo): Promise<ApiObject> {
-  const json = decodeBody(ctx.req, await readBody(ctx.req));
+  const text = await readBody(ctx.req);
+  const mode = fieldValidationOf(ctx.url);
+  const json = decodeBody(ctx.req, text);
   if (typeof json !== "object" || json === null || Array.isArray(json))
     throw badRequest(`the request body must be a JSON object, not ${Array.isArray(json) ? "an array" : typeof json}`);
   const body = json as Record<string, unknown>;
@@ -23,7 +27,11 @@ export async function readObject(ctx: RequestContext, info: KindInfo): Promise<A
   if (declared !== info) {
     throw badRequest(`the body is a ${declared.kind} (${declared.apiVersion}) but the request is for ${info.resource} (${info.kind}, ${info.apiVersion})`);
   }
-  return fromKubeJson(body, { strict: ctx.url.searchParams.get("fieldValidation") !== "Ignore" });
+  const unknown: string[] = [];
+  const obj = fromKubeJson(body, { unknownFields: unknown });
+  const duplicates = mode === "Ignore" ? [] : YAML_TYPES.has(mediaType(ctx.req)) ? duplicateYamlFields(text) : duplicateJsonFields(text);
+  reportFieldProblems(ctx.res, mode, fieldProblems(duplicates, unknown), { kind: info.kind, version: info.apiVersion.split("/").pop()! });
+  return obj;
 }
 
 /** Checks (or defaults) the object's namespace against the path. */
