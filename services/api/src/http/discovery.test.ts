@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
+import { KINDS } from "@choreo/kit";
 import { Registry } from "prom-client";
 import { parseRoute } from "./routes.js";
 import { startTestGateway, type TestGateway } from "./testing/harness.js";
@@ -81,12 +82,8 @@ describe("discovery", () => {
       versions: ["v1"],
       serverAddressByClientCIDRs: [{ clientCIDR: "0.0.0.0/0", serverAddress: "10.0.0.1:6443" }],
     });
-    const apis = await t.call("GET", "/apis", {
-      headers: {
-        Accept:
-          "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json",
-      },
-    });
+    // kubectl 1.20 asks for plain JSON (`application/json, */*`): the legacy documents.
+    const apis = await t.call("GET", "/apis", { headers: { Accept: "application/json, */*" } });
     assert.equal(apis.status, 200);
     assert.equal(apis.json["kind"], "APIGroupList");
     const groups = apis.json["groups"] as { name: string; preferredVersion: { groupVersion: string } }[];
@@ -94,6 +91,59 @@ describe("discovery", () => {
     assert.deepEqual(groups.find((g) => g.name === "apps")!.preferredVersion, { groupVersion: "apps/v1", version: "v1" });
     const g = await t.call("GET", "/apis/batch");
     assert.equal(g.json["kind"], "APIGroup");
+  });
+
+  it("serves aggregated discovery when asked for (v2, v2beta1), Content-Type echoing the negotiated type", async () => {
+    const KUBECTL_132 =
+      "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json";
+    type Res = {
+      resource: string;
+      scope: string;
+      singularResource: string;
+      verbs: string[];
+      shortNames?: string[];
+      categories?: string[];
+      responseKind: { kind: string };
+      subresources?: { subresource: string; responseKind: { group: string; kind: string }; verbs: string[] }[];
+    };
+    type Group = { metadata: { name?: string }; versions: { version: string; resources: Res[]; freshness: string }[] };
+    const core = await t.call("GET", "/api", { headers: { Accept: KUBECTL_132 } });
+    assert.equal(core.status, 200);
+    assert.equal(core.headers["content-type"], "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList");
+    assert.equal(core.json["kind"], "APIGroupDiscoveryList");
+    assert.equal(core.json["apiVersion"], "apidiscovery.k8s.io/v2");
+    const [coreGroup] = core.json["items"] as Group[];
+    assert.equal(coreGroup?.metadata.name, undefined);
+    const v1 = coreGroup?.versions[0];
+    assert.equal(v1?.version, "v1");
+    assert.equal(v1?.freshness, "Current");
+    const pods = v1?.resources.find((r) => r.resource === "pods");
+    assert.deepEqual(
+      { scope: pods?.scope, singular: pods?.singularResource, short: pods?.shortNames, categories: pods?.categories, kind: pods?.responseKind.kind },
+      { scope: "Namespaced", singular: "pod", short: ["po"], categories: ["all"], kind: "Pod" },
+    );
+    assert.deepEqual(pods?.subresources?.map((s) => s.subresource).sort(), ["binding", "log", "status"]);
+    const nodes = v1?.resources.find((r) => r.resource === "nodes");
+    assert.equal(nodes?.scope, "Cluster");
+    const rcScale = v1?.resources.find((r) => r.resource === "replicationcontrollers")?.subresources?.find((s) => s.subresource === "scale");
+    assert.deepEqual(rcScale?.responseKind, { group: "autoscaling", version: "v1", kind: "Scale" });
+    // Every kind of the core group is listed, nothing else.
+    assert.deepEqual(
+      v1?.resources.map((r) => r.resource).sort(),
+      KINDS.filter((k) => k.group === "")
+        .map((k) => k.resource)
+        .sort(),
+    );
+
+    const beta = await t.call("GET", "/apis", { headers: { Accept: "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList" } });
+    assert.equal(beta.headers["content-type"], "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList");
+    const groups = beta.json["items"] as Group[];
+    assert.deepEqual(groups.map((g) => g.metadata.name).sort(), ["apps", "autoscaling", "batch", "coordination.k8s.io"]);
+    const ds = groups.find((g) => g.metadata.name === "apps")?.versions[0]?.resources[0];
+    assert.deepEqual([ds?.resource, ds?.shortNames, ds?.categories], ["daemonsets", ["ds"], ["all"]]);
+    // Plain JSON first wins over an aggregated type listed later.
+    const plain = await t.call("GET", "/apis", { headers: { Accept: `application/json,${KUBECTL_132}` } });
+    assert.equal(plain.json["kind"], "APIGroupList");
   });
 
   it("serves resource lists with subresources", async () => {
@@ -147,9 +197,9 @@ describe("discovery", () => {
     for (const p of ["/readyz", "/livez"]) assert.equal((await t.call("GET", p)).status, 200);
     const o = await t.call("GET", "/openapi/v2");
     assert.equal(o.status, 200);
-    assert.equal(o.headers["content-type"], "application/octet-stream");
-    assert.equal(o.text, "");
-    assert.equal((await t.call("GET", "/openapi/v3")).status, 404);
+    assert.equal(o.headers["content-type"], "application/json");
+    assert.equal(o.json["swagger"], "2.0");
+    assert.equal((await t.call("GET", "/openapi/v3")).status, 200);
   });
 
   it("answers unknown paths and methods with a Status", async () => {

@@ -1,5 +1,9 @@
-// Discovery documents: /api, /apis, /apis/G, /api/v1 and /apis/G/V, /version.
+// Discovery documents: /api, /apis, /apis/G, /api/v1 and /apis/G/V, /version;
+// /api and /apis also in the aggregated form (apidiscovery.k8s.io v2 and
+// v2beta1) when the Accept header asks for it. All derived from the kinds table.
+import type { IncomingMessage, ServerResponse } from "node:http";
 import { KINDS, type KindInfo } from "@choreo/kit";
+import { sendJson } from "./respond.js";
 import { groupVersions } from "./routes.js";
 
 const VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
@@ -33,6 +37,30 @@ export function apiGroup(group: string): Record<string, unknown> {
   return { kind: "APIGroup", apiVersion: "v1", ...groupEntry(group) };
 }
 
+interface Gvk {
+  group: string;
+  version: string;
+  kind: string;
+}
+
+/** One subresource of a kind as discovery lists it. */
+interface Sub {
+  name: string;
+  kind: Gvk;
+  verbs: string[];
+}
+
+/** The subresources of a kind with what they answer and their verbs. */
+function subresources(k: KindInfo): Sub[] {
+  const own = { group: k.group, version: k.version, kind: k.kind };
+  const out: Sub[] = [];
+  if (k.resource === "pods") out.push({ name: "binding", kind: { group: "", version: "v1", kind: "Binding" }, verbs: ["create"] });
+  if (k.resource === "pods") out.push({ name: "log", kind: own, verbs: ["get"] });
+  if (k.hasScale) out.push({ name: "scale", kind: { group: "autoscaling", version: "v1", kind: "Scale" }, verbs: ["get", "patch", "update"] });
+  if (k.hasStatus) out.push({ name: "status", kind: own, verbs: ["get", "patch", "update"] });
+  return out;
+}
+
 /** The discovery entries of one kind: the resource and its subresources. */
 export function resourceEntries(k: KindInfo): Record<string, unknown>[] {
   const out: Record<string, unknown>[] = [
@@ -46,13 +74,73 @@ export function resourceEntries(k: KindInfo): Record<string, unknown>[] {
       ...(k.categories.length ? { categories: [...k.categories] } : {}),
     },
   ];
-  const sub = (name: string, kind: string, verbs: string[], extra: Record<string, unknown> = {}) =>
-    out.push({ name: `${k.resource}/${name}`, singularName: "", namespaced: k.namespaced, ...extra, kind, verbs });
-  if (k.resource === "pods") sub("binding", "Binding", ["create"]);
-  if (k.resource === "pods") sub("log", "Pod", ["get"]);
-  if (k.hasScale) sub("scale", "Scale", ["get", "patch", "update"], { group: "autoscaling", version: "v1" });
-  if (k.hasStatus) sub("status", k.kind, ["get", "patch", "update"]);
+  for (const s of subresources(k)) {
+    const other = s.kind.group !== k.group || s.kind.version !== k.version ? { group: s.kind.group, version: s.kind.version } : {};
+    out.push({ name: `${k.resource}/${s.name}`, singularName: "", namespaced: k.namespaced, ...other, kind: s.kind.kind, verbs: s.verbs });
+  }
   return out;
+}
+
+// ---- aggregated discovery (apidiscovery.k8s.io) -----------------------------
+
+/** APIResourceDiscovery of one kind. */
+function aggregatedResource(k: KindInfo): Record<string, unknown> {
+  return {
+    resource: k.resource,
+    responseKind: { group: k.group, version: k.version, kind: k.kind },
+    scope: k.namespaced ? "Namespaced" : "Cluster",
+    singularResource: k.singular,
+    verbs: VERBS,
+    ...(k.shortNames.length ? { shortNames: [...k.shortNames] } : {}),
+    ...(k.categories.length ? { categories: [...k.categories] } : {}),
+    ...(subresources(k).length ? { subresources: subresources(k).map((s) => ({ subresource: s.name, responseKind: s.kind, verbs: s.verbs })) } : {}),
+  };
+}
+
+/** APIGroupDiscovery of one group ("" for core): every served version, preferred first. */
+function aggregatedGroup(group: string): Record<string, unknown> {
+  const versions = groupVersions()
+    .filter((gv) => gv.group === group)
+    .map((gv) => ({
+      version: gv.version,
+      resources: KINDS.filter((k) => k.group === group && k.version === gv.version).map(aggregatedResource),
+      freshness: "Current",
+    }));
+  return { metadata: { ...(group ? { name: group } : {}), creationTimestamp: null }, versions };
+}
+
+/** The aggregated document of `/api` (core group) or `/apis` (every other group). */
+export function aggregatedDiscovery(which: "" | "apis", version: "v2" | "v2beta1"): Record<string, unknown> {
+  const groups = which === "" ? [""] : [...new Set(groupVersions().map((gv) => gv.group))].filter((g) => g !== "");
+  return { kind: "APIGroupDiscoveryList", apiVersion: `apidiscovery.k8s.io/${version}`, metadata: {}, items: groups.map(aggregatedGroup) };
+}
+
+/** The aggregated discovery version an Accept header asks for first, if any (plain JSON first → undefined). */
+export function aggregatedVersionOf(accept: string): "v2" | "v2beta1" | undefined {
+  for (const entry of accept.split(",")) {
+    const [type, ...params] = entry.split(";").map((x) => x.trim());
+    const p = new Map(params.map((kv) => [kv.slice(0, kv.indexOf("=")).trim().toLowerCase(), kv.slice(kv.indexOf("=") + 1).trim()] as const));
+    const t = (type ?? "").toLowerCase();
+    if (t !== "application/json" && t !== "*/*" && t !== "application/*") continue;
+    const v = p.get("v");
+    if (p.get("g") === "apidiscovery.k8s.io" && p.get("as") === "APIGroupDiscoveryList" && (v === "v2" || v === "v2beta1")) return v;
+    if (!p.has("as")) return undefined;
+  }
+  return undefined;
+}
+
+/** GET /api or /apis: aggregated when asked for (Content-Type echoes the negotiated type), the legacy document otherwise. */
+export function serveDiscovery(req: IncomingMessage, res: ServerResponse, which: "" | "apis", legacy: Record<string, unknown>): void {
+  const version = aggregatedVersionOf(String(req.headers["accept"] ?? ""));
+  if (!version) return sendJson(res, 200, legacy);
+  const text = JSON.stringify(aggregatedDiscovery(which, version));
+  res.writeHead(200, {
+    "Content-Type": `application/json;g=apidiscovery.k8s.io;v=${version};as=APIGroupDiscoveryList`,
+    "Content-Length": Buffer.byteLength(text),
+    "Cache-Control": "no-cache, private",
+    Vary: "Accept",
+  });
+  res.end(text);
 }
 
 /** GET /api/v1 or /apis/G/V (the route parser has checked the group/version is served). */

@@ -10,12 +10,13 @@ import type { ApiHandlers, LogsHandler } from "../handlers/api-handlers.js";
 import { bodyDrained } from "./body.js";
 import { authenticator } from "./auth.js";
 import { flag, type RequestContext } from "./context.js";
-import { apiGroup, apiGroupList, apiResourceList, apiVersions, versionInfo } from "./discovery.js";
+import { apiGroup, apiGroupList, apiResourceList, apiVersions, serveDiscovery, versionInfo } from "./discovery.js";
+import { serveOpenApiV2, serveOpenApiV3 } from "./openapi/serve.js";
 import { binding, podLog, scale } from "./handlers-sub.js";
 import { getObject, listObjects } from "./handlers-read.js";
 import { createObject, deleteCollection, deleteObject, patchObject, updateObject } from "./handlers-write.js";
 import { codeOf, sendError, sendJson } from "./respond.js";
-import { parseRoute, pathNotFound, type ResourceRoute, type Route } from "./routes.js";
+import { parseRoute, type ResourceRoute, type Route } from "./routes.js";
 import { watch } from "./watch.js";
 
 /** Options of the gateway. */
@@ -126,15 +127,11 @@ function nonResource(route: Exclude<Route, ResourceRoute>, req: IncomingMessage,
       res.end("ok");
       return;
     case "openapi":
-      // No schemas: kubectl then skips client-side validation.
-      if (route.version === "v3") throw pathNotFound();
-      res.writeHead(200, { "Content-Type": "application/octet-stream", "Content-Length": 0 });
-      res.end();
-      return;
+      return route.version === "v2" ? serveOpenApiV2(req, res) : serveOpenApiV3(req, res, route.path);
     case "apiVersions":
-      return sendJson(res, 200, apiVersions(serverAddress ?? String(req.headers.host ?? "")));
+      return serveDiscovery(req, res, "", apiVersions(serverAddress ?? String(req.headers.host ?? "")));
     case "apiGroupList":
-      return sendJson(res, 200, apiGroupList());
+      return serveDiscovery(req, res, "apis", apiGroupList());
     case "apiGroup":
       return sendJson(res, 200, apiGroup(route.group));
     case "resourceList":

@@ -6,7 +6,8 @@ import { ApiError, failure, Reason } from "@choreo/kit";
 /** What a path addresses. */
 export type Route =
   | { type: "open"; what: "healthz" | "readyz" | "livez" | "version" }
-  | { type: "openapi"; version: "v2" | "v3" }
+  /** `path`: the v3 group-version (`api/v1`, `apis/apps/v1`), "" for the index and v2. */
+  | { type: "openapi"; version: "v2" | "v3"; path: string }
   | { type: "apiVersions" }
   | { type: "apiGroupList" }
   | { type: "apiGroup"; group: string }
@@ -83,8 +84,9 @@ export function parseRoute(pathname: string): Route {
   const trimmed = pathname.length > 1 ? trimTrailingSlashes(pathname) : pathname;
   const open = OPEN[trimmed];
   if (open) return { type: "open", what: open };
-  if (trimmed === "/openapi/v2") return { type: "openapi", version: "v2" };
-  if (trimmed === "/openapi/v3") return { type: "openapi", version: "v3" };
+  if (trimmed === "/openapi/v2") return { type: "openapi", version: "v2", path: "" };
+  if (trimmed === "/openapi/v3") return { type: "openapi", version: "v3", path: "" };
+  if (trimmed.startsWith("/openapi/v3/")) return { type: "openapi", version: "v3", path: trimmed.slice("/openapi/v3/".length) };
   const seg = trimmed
     .split("/")
     .filter((s) => s !== "")

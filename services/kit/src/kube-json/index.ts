@@ -11,3 +11,5 @@ export {
   kindOfKubeJson,
 } from "./codec.js";
 export type { KubeJson, DecodeOptions } from "./codec.js";
+export { planOf } from "./schema.js";
+export type { FieldPlan, MessagePlan } from "./schema.js";
