@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -41,6 +41,8 @@ export interface TestCluster {
   /** Starts api i again (same ports) and waits until it answers. */
   startApi(i: number, env?: Record<string, string>): Promise<void>;
   stop(): Promise<void>;
+  /** The last `lines` lines of every process's log (api, actors, node agents): what a failed scenario's message carries. */
+  logTails(lines?: number): string;
 }
 
 async function answers(client: ApiClient): Promise<boolean> {
@@ -175,6 +177,7 @@ async function bringUp(dir: string, opts: Parameters<typeof startCluster>[0] & o
       const a = apis[i];
       if (a) await launch(a, env);
     },
+    logTails: (lines = 30) => logTails(dir, lines),
     async stop() {
       await Promise.all([...actors.values()].map((p) => p.stop(5_000)));
       await Promise.all(apis.map((a) => a.process?.stop(10_000)));
@@ -192,4 +195,32 @@ function removeUnlessKept(dir: string): void {
     return;
   }
   rmSync(dir, { recursive: true, force: true });
+}
+
+/** The tail of each `*.log` in `dir`, headed by its name. */
+export function logTails(dir: string, lines: number): string {
+  const out: string[] = [];
+  for (const f of readdirSync(dir)
+    .filter((n) => n.endsWith(".log"))
+    .sort()) {
+    let text = "";
+    try {
+      text = readFileSync(path.join(dir, f), "utf8");
+    } catch {
+      continue;
+    }
+    const tail = text.trimEnd().split("\n").slice(-lines);
+    out.push(`--- ${f} (last ${tail.length} lines)`, ...tail);
+  }
+  return out.join("\n");
+}
+
+/** Runs `fn`; a failure's message gains the cluster's log tails (a scenario's post-mortem in the test report itself). */
+export async function withLogsOnFailure<T>(c: Pick<TestCluster, "logTails">, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (err instanceof Error) err.message += `\n${c.logTails()}`;
+    throw err;
+  }
 }

@@ -11,7 +11,7 @@ import { unwrap } from "@choreo/kit";
 import type { Pod } from "@choreo/kit/gen/choreo/core/v1/core";
 import { waitFor, type ManagedProcess } from "@choreo/kit/testing";
 import { LABELS, NAMES } from "@choreo/node-agent/net/types";
-import { startCluster, type TestCluster } from "./cluster.js";
+import { startCluster, withLogsOnFailure, type TestCluster } from "./cluster.js";
 import { writeKubeconfig } from "./kubectl.js";
 
 /** The runtimes scenarios run on; "hollow" (simulated pods, no processes) is the benchmarks' control-plane baseline. */
@@ -103,7 +103,12 @@ export async function startRealCluster(runtime: RealRuntime, opts: { nodes?: num
       nodes[i],
     );
   for (let i = 0; i < count; i++) await startNode(i);
-  await waitFor(async () => (await c.client.list("nodes")).items.length === count, { timeoutMs: 60_000, message: `${count} nodes registered` });
+  await withLogsOnFailure(c, () =>
+    waitFor(async () => (await c.client.list("nodes")).items.length === count, { timeoutMs: 60_000, message: `${count} nodes registered` }),
+  ).catch(async (err: unknown) => {
+    await c.stop();
+    throw err;
+  });
   const kubeconfig = writeKubeconfig(c);
   const stopCluster = c.stop.bind(c);
   return {

@@ -8,7 +8,7 @@ import { after, before, describe, it } from "node:test";
 import type { Pod } from "@choreo/kit/gen/choreo/core/v1/core";
 import { waitFor } from "@choreo/kit/testing";
 import { NAMES } from "@choreo/node-agent/net/types";
-import { ROOT } from "./cluster.js";
+import { ROOT, withLogsOnFailure } from "./cluster.js";
 import { run } from "./kubectl.js";
 import { dockerAvailable, startRealCluster, type RealCluster, type RealRuntime } from "./real-cluster.js";
 
@@ -99,6 +99,10 @@ export function realPodScenarios(runtime: RealRuntime): void {
   const skip = runtime === "docker" && !dockerAvailable() ? "no Docker engine answers on this machine" : false;
   describe(`real pods on the ${runtime} runtime`, { skip }, () => {
     let c: RealCluster;
+    /** A scenario whose failure message carries the cluster's log tails. */
+    const scenario = (name: string, fn: () => Promise<void>): void => {
+      it(name, () => withLogsOnFailure(c, fn));
+    };
     const kubectl = async (...args: string[]) => {
       const r = await run("kubectl", args, c.kubeconfig);
       assert.equal(r.code, 0, `kubectl ${args.join(" ")}: ${r.stderr}`);
@@ -128,7 +132,7 @@ export function realPodScenarios(runtime: RealRuntime): void {
       assert.deepEqual(c.leftovers(), [], "nothing of the cluster is left on the machine");
     });
 
-    it("an RC of 3 web pods behind a Service: 300 requests from another pod to web.default.svc.cluster.local reach all 3, none fails", async () => {
+    scenario("an RC of 3 web pods behind a Service: 300 requests from another pod to web.default.svc.cluster.local reach all 3, none fails", async () => {
       await apply("web.yaml", webRc("web", 3, { app: "web", stage: "production" }) + "---\n" + service("web", { app: "web", stage: "production" }));
       const pods = await waitFor(
         async () => {
@@ -156,29 +160,32 @@ export function realPodScenarios(runtime: RealRuntime): void {
       assert.deepEqual([...answeredBy].sort(), pods.map((p) => p.metadata?.name).sort(), "every pod answered");
     });
 
-    it("quarantine: remove stage=production from one pod → it is replaced, still answers on its pod IP, and the Service no longer sends it traffic", async () => {
-      const [victim] = await runningPods("app=web,stage=production");
-      const name = victim!.metadata!.name;
-      const ip = victim!.status!.podIp;
-      await kubectl("label", "pod", name, "stage-");
-      await waitFor(
-        async () =>
-          (await runningPods("app=web,stage=production")).length === 3 && (await readyIps("web")).length === 3 && !(await readyIps("web")).includes(ip),
-        { ...WAIT, message: "a replacement in the endpoints, the quarantined pod out" },
-      );
-      assert.match((await get(`http://${ip}:8080/`)) ?? "", new RegExp(`${name}$`), "the quarantined pod still answers on its IP");
-      const vip = await clusterIp("web");
-      const seen = new Set<string>();
-      for (let i = 0; i < 60; i++) {
-        const body = await get(`http://${vip}:80/`);
-        assert.ok(body, "every request through the ClusterIP is answered");
-        seen.add(body.split(" ")[1]!);
-      }
-      assert.ok(!seen.has(name), "the quarantined pod gets no traffic from the Service");
-      await kubectl("delete", "pod", name, "--wait=false");
-    });
+    scenario(
+      "quarantine: remove stage=production from one pod → it is replaced, still answers on its pod IP, and the Service no longer sends it traffic",
+      async () => {
+        const [victim] = await runningPods("app=web,stage=production");
+        const name = victim!.metadata!.name;
+        const ip = victim!.status!.podIp;
+        await kubectl("label", "pod", name, "stage-");
+        await waitFor(
+          async () =>
+            (await runningPods("app=web,stage=production")).length === 3 && (await readyIps("web")).length === 3 && !(await readyIps("web")).includes(ip),
+          { ...WAIT, message: "a replacement in the endpoints, the quarantined pod out" },
+        );
+        assert.match((await get(`http://${ip}:8080/`)) ?? "", new RegExp(`${name}$`), "the quarantined pod still answers on its IP");
+        const vip = await clusterIp("web");
+        const seen = new Set<string>();
+        for (let i = 0; i < 60; i++) {
+          const body = await get(`http://${vip}:80/`);
+          assert.ok(body, "every request through the ClusterIP is answered");
+          seen.add(body.split(" ")[1]!);
+        }
+        assert.ok(!seen.has(name), "the quarantined pod gets no traffic from the Service");
+        await kubectl("delete", "pod", name, "--wait=false");
+      },
+    );
 
-    it("rolling update v1 → v2 with two RCs while a client sends requests: no request fails", async () => {
+    scenario("rolling update v1 → v2 with two RCs while a client sends requests: no request fails", async () => {
       await apply("web-v1.yaml", webRc("roll-v1", 3, { app: "roll", version: "v1" }) + "---\n" + service("roll", { app: "roll" }));
       await waitFor(async () => (await readyIps("roll")).length === 3, { ...WAIT, message: "v1 ready" });
       const vip = await clusterIp("roll");
@@ -219,7 +226,7 @@ export function realPodScenarios(runtime: RealRuntime): void {
       assert.deepEqual([...versions].sort(), ["v1", "v2"]);
     });
 
-    it("sidecar: a writer and a reader share an emptyDir; ambassador: an app reaches its proxy on localhost", async () => {
+    scenario("sidecar: a writer and a reader share an emptyDir; ambassador: an app reaches its proxy on localhost", async () => {
       await kubectl("apply", "-f", path.join(ROOT, "examples/sidecar.yaml"));
       await waitFor(
         async () => {
@@ -253,19 +260,21 @@ spec:
       );
     });
 
-    it("a liveness probe that starts failing → restarted, restartCount and back-off grow; a failing readiness probe takes the pod out of the endpoints and back", async () => {
-      await apply(
-        "probes.yaml",
-        `${shellPod(
-          "liveness",
-          "echo ok > /www/healthz; httpd -f -p 8080 -h /www & sleep 3; rm /www/healthz; wait",
-          `    ports: [{containerPort: 8080}]
+    scenario(
+      "a liveness probe that starts failing → restarted, restartCount and back-off grow; a failing readiness probe takes the pod out of the endpoints and back",
+      async () => {
+        await apply(
+          "probes.yaml",
+          `${shellPod(
+            "liveness",
+            "echo ok > /www/healthz; httpd -f -p 8080 -h /www & sleep 3; rm /www/healthz; wait",
+            `    ports: [{containerPort: 8080}]
     livenessProbe:
       httpGet: {path: /healthz, port: 8080}
       periodSeconds: 1
       failureThreshold: 1
 `,
-        ).replace("restartPolicy: Never", "restartPolicy: Always")}---
+          ).replace("restartPolicy: Never", "restartPolicy: Always")}---
 apiVersion: v1
 kind: Pod
 metadata:
@@ -282,65 +291,69 @@ spec:
       periodSeconds: 1
 ---
 ${service("flappy", { app: "flappy" })}`,
-      );
-      const restarted = await waitFor(
-        async () => {
-          const p = await c.pod("liveness");
-          return (p.status?.containerStatuses[0]?.restartCount ?? 0) >= 2 ? p : undefined;
-        },
-        { ...WAIT, message: "liveness restarted it twice" },
-      );
-      assert.ok(restarted.status?.containerStatuses[0]?.lastState?.terminated, "the killed run is the lastState");
-      const events = await kubectl("get", "events", "--field-selector", "involvedObject.name=liveness", "-o", "jsonpath={.items[*].reason}");
-      assert.match(events, /Unhealthy/);
-      assert.match(events, /Killing/);
-      // Back-off grows: the kubelet's doubling (1 s base here) shows as CrashLoopBackOff between restarts.
-      await waitFor(async () => (await c.pod("liveness")).status?.containerStatuses[0]?.state?.waiting?.reason === "CrashLoopBackOff", {
-        ...WAIT,
-        message: "CrashLoopBackOff while backing off",
-      });
-      const flappy = await waitFor(async () => (await c.pod("flappy")).status?.podIp || undefined, { ...WAIT, message: "flappy has an IP" });
-      await waitFor(async () => (await readyIps("flappy")).includes(flappy), { ...WAIT, message: "flappy ready in the endpoints" });
-      await waitFor(async () => !(await readyIps("flappy")).includes(flappy), { ...WAIT, message: "flappy leaves the endpoints" });
-      await waitFor(async () => (await readyIps("flappy")).includes(flappy), { ...WAIT, message: "flappy comes back" });
-      await kubectl("delete", "pod", "liveness", "flappy", "--wait=false");
-    });
+        );
+        const restarted = await waitFor(
+          async () => {
+            const p = await c.pod("liveness");
+            return (p.status?.containerStatuses[0]?.restartCount ?? 0) >= 2 ? p : undefined;
+          },
+          { ...WAIT, message: "liveness restarted it twice" },
+        );
+        assert.ok(restarted.status?.containerStatuses[0]?.lastState?.terminated, "the killed run is the lastState");
+        const events = await kubectl("get", "events", "--field-selector", "involvedObject.name=liveness", "-o", "jsonpath={.items[*].reason}");
+        assert.match(events, /Unhealthy/);
+        assert.match(events, /Killing/);
+        // Back-off grows: the kubelet's doubling (1 s base here) shows as CrashLoopBackOff between restarts.
+        await waitFor(async () => (await c.pod("liveness")).status?.containerStatuses[0]?.state?.waiting?.reason === "CrashLoopBackOff", {
+          ...WAIT,
+          message: "CrashLoopBackOff while backing off",
+        });
+        const flappy = await waitFor(async () => (await c.pod("flappy")).status?.podIp || undefined, { ...WAIT, message: "flappy has an IP" });
+        await waitFor(async () => (await readyIps("flappy")).includes(flappy), { ...WAIT, message: "flappy ready in the endpoints" });
+        await waitFor(async () => !(await readyIps("flappy")).includes(flappy), { ...WAIT, message: "flappy leaves the endpoints" });
+        await waitFor(async () => (await readyIps("flappy")).includes(flappy), { ...WAIT, message: "flappy comes back" });
+        await kubectl("delete", "pod", "liveness", "flappy", "--wait=false");
+      },
+    );
 
-    it("a container killed from outside is restarted per restartPolicy; a node agent killed -9 leaves its pods running and adopts them on restart", async () => {
-      await apply("victim.yaml", shellPod("victim", "exec httpd -f -p 8080 -h /www").replace("restartPolicy: Never", "restartPolicy: Always"));
-      const before = await waitFor(
-        async () => {
-          const p = await c.pod("victim");
-          return p.status?.containerStatuses[0]?.state?.running ? p : undefined;
-        },
-        { ...WAIT, message: "victim running" },
-      );
-      killContainerFromOutside(runtime, before);
-      const after = await waitFor(
-        async () => {
-          const p = await c.pod("victim");
-          const cs = p.status?.containerStatuses[0];
-          return cs?.restartCount === 1 && cs.state?.running ? p : undefined;
-        },
-        { ...WAIT, message: "victim restarted once" },
-      );
-      assert.equal(after.status?.containerStatuses[0]?.lastState?.terminated?.exitCode, 137);
-      const nodeIndex = c.nodes.indexOf(after.spec!.nodeName);
-      const containerId = after.status!.containerStatuses[0]!.containerId;
-      await c.killNode(nodeIndex);
-      assert.match((await get(`http://${after.status!.podIp}:8080/`)) ?? "missing", /./, "the pod keeps serving while its agent is dead");
-      await c.startNode(nodeIndex);
-      await new Promise((r) => setTimeout(r, 3_000));
-      const adopted = await c.pod("victim");
-      const cs = adopted.status!.containerStatuses[0]!;
-      assert.equal(cs.containerId, containerId, "same container: adopted, not restarted");
-      assert.equal(cs.restartCount, 1);
-      assert.equal(adopted.status?.podIp, after.status?.podIp);
-      assert.equal((await runningPods("app!=nothing")).filter((p) => p.metadata?.name === "victim").length, 1, "no duplicate");
-      await kubectl("delete", "pod", "victim", "--wait=false");
-    });
+    scenario(
+      "a container killed from outside is restarted per restartPolicy; a node agent killed -9 leaves its pods running and adopts them on restart",
+      async () => {
+        await apply("victim.yaml", shellPod("victim", "exec httpd -f -p 8080 -h /www").replace("restartPolicy: Never", "restartPolicy: Always"));
+        const before = await waitFor(
+          async () => {
+            const p = await c.pod("victim");
+            return p.status?.containerStatuses[0]?.state?.running ? p : undefined;
+          },
+          { ...WAIT, message: "victim running" },
+        );
+        killContainerFromOutside(runtime, before);
+        const after = await waitFor(
+          async () => {
+            const p = await c.pod("victim");
+            const cs = p.status?.containerStatuses[0];
+            return cs?.restartCount === 1 && cs.state?.running ? p : undefined;
+          },
+          { ...WAIT, message: "victim restarted once" },
+        );
+        assert.equal(after.status?.containerStatuses[0]?.lastState?.terminated?.exitCode, 137);
+        const nodeIndex = c.nodes.indexOf(after.spec!.nodeName);
+        const containerId = after.status!.containerStatuses[0]!.containerId;
+        await c.killNode(nodeIndex);
+        assert.match((await get(`http://${after.status!.podIp}:8080/`)) ?? "missing", /./, "the pod keeps serving while its agent is dead");
+        await c.startNode(nodeIndex);
+        await new Promise((r) => setTimeout(r, 3_000));
+        const adopted = await c.pod("victim");
+        const cs = adopted.status!.containerStatuses[0]!;
+        assert.equal(cs.containerId, containerId, "same container: adopted, not restarted");
+        assert.equal(cs.restartCount, 1);
+        assert.equal(adopted.status?.podIp, after.status?.podIp);
+        assert.equal((await runningPods("app!=nothing")).filter((p) => p.metadata?.name === "victim").length, 1, "no duplicate");
+        await kubectl("delete", "pod", "victim", "--wait=false");
+      },
+    );
 
-    it("a container allocating past its memory limit is reported OOMKilled", async () => {
+    scenario("a container allocating past its memory limit is reported OOMKilled", async () => {
       // The shell doubles a string in its own memory: a fault in user space, so the OOM killer kills
       // exactly this process (SIGKILL, 137). A pipeline such as `head -c 200m /dev/zero | tail` faults
       // inside read(): the kernel may kill another member first and tail then exits 1 (seen in CI).
