@@ -52,6 +52,7 @@ export interface DaemonSetStatus {
   conditions: DaemonSetCondition[];
 }
 
+/** DaemonSet represents the configuration of a daemon set: one pod on each eligible node. */
 export interface DaemonSet {
   apiVersion: string;
   kind: string;

@@ -48,6 +48,7 @@ export interface JobStatus {
   ready?: number | undefined;
 }
 
+/** Job represents the configuration of a single job: pods run to completion. */
 export interface Job {
   apiVersion: string;
   kind: string;

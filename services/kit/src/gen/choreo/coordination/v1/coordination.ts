@@ -22,6 +22,7 @@ export interface LeaseSpec {
   leaseTransitions?: number | undefined;
 }
 
+/** Lease defines a lease concept (leader election, node heartbeats). */
 export interface Lease {
   apiVersion: string;
   kind: string;

@@ -30,6 +30,7 @@ export interface NamespaceStatus {
   phase: string;
 }
 
+/** Namespace provides a scope for Names. Use of multiple namespaces is optional. */
 export interface Namespace {
   apiVersion: string;
   kind: string;
@@ -108,6 +109,7 @@ export interface NodeStatus_AllocatableEntry {
   value: string;
 }
 
+/** Node is a worker node. Each node has a unique name in the cache (i.e. in etcd). */
 export interface Node {
   apiVersion: string;
   kind: string;
@@ -178,15 +180,44 @@ export interface TCPSocketAction {
   host: string;
 }
 
+/**
+ * Probe describes a health check to be performed against a container to determine
+ * whether it is alive or ready to receive traffic. Exactly one of exec, httpGet,
+ * tcpSocket (or grpc) is set.
+ */
 export interface Probe {
-  exec?: ExecAction | undefined;
-  httpGet?: HTTPGetAction | undefined;
-  tcpSocket?: TCPSocketAction | undefined;
+  /** Exec specifies a command to execute in the container; exit status 0 is healthy. */
+  exec?:
+    | ExecAction
+    | undefined;
+  /** HTTPGet specifies an HTTP GET request to perform; a status from 200 to 399 is healthy. */
+  httpGet?:
+    | HTTPGetAction
+    | undefined;
+  /** TCPSocket specifies a connection to a TCP port; an accepted connection is healthy. */
+  tcpSocket?:
+    | TCPSocketAction
+    | undefined;
+  /** Number of seconds after the container has started before probes are initiated. */
   initialDelaySeconds: number;
+  /** Number of seconds after which the probe times out. Defaults to 1 second. Minimum value is 1. */
   timeoutSeconds: number;
+  /** How often (in seconds) to perform the probe. Default to 10 seconds. Minimum value is 1. */
   periodSeconds: number;
+  /**
+   * Minimum consecutive successes for the probe to be considered successful after
+   * having failed. Defaults to 1. Must be 1 for liveness and startup. Minimum value is 1.
+   */
   successThreshold: number;
+  /**
+   * Minimum consecutive failures for the probe to be considered failed after having
+   * succeeded. Defaults to 3. Minimum value is 1.
+   */
   failureThreshold: number;
+  /**
+   * Optional duration in seconds the pod needs to terminate gracefully upon probe
+   * failure; overrides the pod's terminationGracePeriodSeconds.
+   */
   terminationGracePeriodSeconds?: number | undefined;
 }
 
@@ -197,18 +228,55 @@ export interface VolumeMount {
   subPath: string;
 }
 
+/** A single application container to run within a pod. */
 export interface Container {
+  /** Name of the container, a DNS label unique within the pod. Cannot be updated. */
   name: string;
+  /** Container image name (nginx:1.27, registry/app@sha256:...). */
   image: string;
+  /**
+   * Entrypoint array, not run in a shell. The image's ENTRYPOINT is used if not provided.
+   * Cannot be updated.
+   */
   command: string[];
+  /** Arguments to the entrypoint. The image's CMD is used if not provided. Cannot be updated. */
   args: string[];
+  /** The container's working directory; the image's default if not specified. */
   workingDir: string;
+  /**
+   * List of ports to expose from the container. Informational: any port the
+   * container listens on is reachable from the network.
+   */
   ports: ContainerPort[];
+  /** List of environment variables to set in the container. Cannot be updated. */
   env: EnvVar[];
-  resources?: ResourceRequirements | undefined;
+  /**
+   * Compute resources (cpu, memory) required by this container: requests reserve
+   * capacity for scheduling, limits cap what the container may use.
+   */
+  resources?:
+    | ResourceRequirements
+    | undefined;
+  /** Pod volumes to mount into the container's filesystem. Cannot be updated. */
   volumeMounts: VolumeMount[];
-  livenessProbe?: Probe | undefined;
-  readinessProbe?: Probe | undefined;
+  /**
+   * Periodic probe of container liveness. The container is restarted if the probe
+   * fails. Cannot be updated.
+   */
+  livenessProbe?:
+    | Probe
+    | undefined;
+  /**
+   * Periodic probe of container service readiness. The container is removed from
+   * service endpoints if the probe fails. Cannot be updated.
+   */
+  readinessProbe?:
+    | Probe
+    | undefined;
+  /**
+   * StartupProbe indicates that the pod has successfully initialized. Until it
+   * succeeds no other probe runs; if it fails the container is restarted.
+   */
   startupProbe?: Probe | undefined;
   terminationMessagePath: string;
   /** File or FallbackToLogsOnError. */
@@ -245,25 +313,42 @@ export interface Toleration {
   tolerationSeconds?: number | undefined;
 }
 
+/** PodSpec is a description of a pod. */
 export interface PodSpec {
+  /** List of volumes that can be mounted by containers belonging to the pod. */
   volumes: Volume[];
+  /**
+   * List of initialization containers belonging to the pod. They run in order, each
+   * to completion, before the app containers start.
+   */
   initContainers: Container[];
+  /**
+   * List of containers belonging to the pod. There must be at least one container
+   * in a Pod. Cannot be updated.
+   */
   containers: Container[];
   /** Always, OnFailure, Never. */
   restartPolicy: string;
+  /**
+   * Seconds the pod needs to terminate gracefully: the time between the TERM signal
+   * and the KILL signal. Defaults to 30.
+   */
   terminationGracePeriodSeconds?: number | undefined;
   activeDeadlineSeconds?:
     | number
     | undefined;
   /** ClusterFirst, Default, None. */
   dnsPolicy: string;
+  /** A selector which must match a node's labels for the pod to be scheduled on that node. */
   nodeSelector: { [key: string]: string };
   serviceAccountName: string;
+  /** The node this pod is bound to; set by the scheduler (or by the client to bypass it). */
   nodeName: string;
   hostNetwork: boolean;
   hostname: string;
   subdomain: string;
   schedulerName: string;
+  /** The pod's tolerations of node taints. */
   tolerations: Toleration[];
   priorityClassName: string;
   priority?:
@@ -347,6 +432,10 @@ export interface PodStatus {
   qosClass: string;
 }
 
+/**
+ * Pod is a collection of containers that can run on a host. This resource is created
+ * by clients and scheduled onto hosts.
+ */
 export interface Pod {
   apiVersion: string;
   kind: string;
@@ -387,9 +476,13 @@ export interface ServicePort {
   nodePort: number;
 }
 
+/** ServiceSpec describes the attributes that a user creates on a service. */
 export interface ServiceSpec {
+  /** The list of ports that are exposed by this service. */
   ports: ServicePort[];
+  /** Route service traffic to pods with label keys and values matching this selector. */
   selector: { [key: string]: string };
+  /** The IP address of the service, allocated by the cluster; "None" makes a headless service. */
   clusterIp: string;
   clusterIps: string[];
   /** ClusterIP (the only type choreo serves), or None-headless via clusterIP. */
@@ -410,6 +503,11 @@ export interface ServiceStatus {
   conditions: NodeCondition[];
 }
 
+/**
+ * Service is a named abstraction of software service (for example, mysql) consisting
+ * of local port (for example 3306) that the proxy listens on, and the selector that
+ * determines which pods will answer requests sent through the proxy.
+ */
 export interface Service {
   apiVersion: string;
   kind: string;
@@ -437,6 +535,7 @@ export interface EndpointSubset {
   ports: EndpointPort[];
 }
 
+/** Endpoints is a collection of endpoints that implement the actual service. */
 export interface Endpoints {
   apiVersion: string;
   kind: string;
@@ -473,6 +572,10 @@ export interface ReplicationControllerStatus {
   conditions: ReplicationControllerCondition[];
 }
 
+/**
+ * ReplicationController represents the configuration of a replication controller:
+ * it keeps the desired number of pods matching its selector running.
+ */
 export interface ReplicationController {
   apiVersion: string;
   kind: string;
@@ -486,6 +589,7 @@ export interface EventSource {
   host: string;
 }
 
+/** Event is a report of an event somewhere in the cluster. */
 export interface Event {
   apiVersion: string;
   kind: string;

@@ -24,20 +24,52 @@ export interface OwnerReference {
   blockOwnerDeletion?: boolean | undefined;
 }
 
+/**
+ * ObjectMeta is metadata that all persisted resources must have, which includes all
+ * objects users must create.
+ */
 export interface ObjectMeta {
+  /** Name must be unique within a namespace. Cannot be updated. */
   name: string;
+  /**
+   * An optional prefix, used by the server, to generate a unique name ONLY IF the
+   * name field has not been provided.
+   */
   generateName: string;
+  /**
+   * Namespace defines the space within which each name must be unique. Empty for
+   * cluster-scoped kinds. Cannot be updated.
+   */
   namespace: string;
+  /** UID is the unique in time and space value for this object, set by the server. Read-only. */
   uid: string;
   /** The cluster-wide revision of the write that produced this version. */
   resourceVersion: string;
+  /** A sequence number representing a specific generation of the desired state. Read-only. */
   generation: number;
+  /** When this object was created, set by the server. Read-only. */
   creationTimestamp: string;
+  /** When this object will be deleted (set when a graceful deletion is requested). Read-only. */
   deletionTimestamp: string;
-  deletionGracePeriodSeconds?: number | undefined;
+  deletionGracePeriodSeconds?:
+    | number
+    | undefined;
+  /**
+   * Map of string keys and values that can be used to organize and categorize
+   * (scope and select) objects.
+   */
   labels: { [key: string]: string };
+  /**
+   * Unstructured key value map stored with a resource that may be set by external
+   * tools to store and retrieve arbitrary metadata. Not queryable.
+   */
   annotations: { [key: string]: string };
+  /**
+   * List of objects depended by this object. If all of them are deleted, this object
+   * is garbage collected.
+   */
   ownerReferences: OwnerReference[];
+  /** Must be empty before the object is deleted from the registry. */
   finalizers: string[];
 }
 
