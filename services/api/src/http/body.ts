@@ -2,6 +2,7 @@
 import type { IncomingMessage } from "node:http";
 import { parse as parseYaml } from "yaml";
 import { ApiError, badRequest, failure, Reason, tooLarge, unsupportedMediaType } from "@choreo/kit";
+import { keepProtobufBody, protobufBodyToJson } from "./protobuf.js";
 
 /** Largest request body accepted (Kubernetes' limit): 3 MiB. */
 export const MAX_BODY = 3 * 1024 * 1024;
@@ -55,7 +56,10 @@ export function readBody(req: IncomingMessage, limit = MAX_BODY): Promise<string
       chunks.push(c);
     });
     req.on("end", () => {
-      if (!failed) resolve(Buffer.concat(chunks).toString("utf8"));
+      if (failed) return;
+      const bytes = Buffer.concat(chunks);
+      if (mediaType(req) === PROTOBUF) keepProtobufBody(req, bytes);
+      resolve(bytes.toString("utf8"));
     });
     req.on("error", (err) => fail(badRequest(`reading the request body: ${err.message}`)));
     req.on("aborted", () => fail(badRequest("the client aborted the request")));
@@ -86,14 +90,14 @@ export function bodyDrained(req: IncomingMessage, ms: number): Promise<void> {
 /** Parses a JSON or YAML body by its Content-Type; 415 for protobuf and unknown types, 400 when malformed. */
 export function decodeBody(req: IncomingMessage, text: string): unknown {
   const type = mediaType(req);
-  if (type === PROTOBUF)
-    throw unsupportedMediaType(
-      `the body of the request was in an unknown format - accepted media types include: application/json, application/yaml (${PROTOBUF} is not supported)`,
-    );
+  // Protobuf: the envelope transcoded to Kubernetes JSON (readBody kept the bytes).
+  if (type === PROTOBUF) return protobufBodyToJson(req);
   if (text.trim() === "") throw badRequest("the request body is empty");
   if (YAML_TYPES.has(type)) return parseYamlText(text);
   if (type === "" || type === "application/json" || type === "*/*" || PATCH_TYPES.includes(type as (typeof PATCH_TYPES)[number])) return parseJsonText(text);
-  throw unsupportedMediaType(`the body of the request was in an unknown format - accepted media types include: application/json, application/yaml`);
+  throw unsupportedMediaType(
+    `the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, ${PROTOBUF}`,
+  );
 }
 
 /** JSON.parse with Kubernetes-like 400 wording. */
@@ -147,6 +151,11 @@ export function negotiate(req: IncomingMessage): Negotiated {
       }),
     );
     const t = (type ?? "").toLowerCase();
+    // Plain protobuf is answered (protobuf.ts); a protobuf Table is not.
+    if (t === PROTOBUF && !p.has("as")) {
+      jsonOk = true;
+      break;
+    }
     if (t !== "application/json" && t !== "*/*" && t !== "application/*" && !YAML_TYPES.has(t)) continue;
     const as = p.get("as");
     if (as === undefined) {
@@ -159,7 +168,11 @@ export function negotiate(req: IncomingMessage): Negotiated {
   }
   if (!jsonOk)
     throw new ApiError(
-      failure(406, Reason.NotAcceptable, `only the following media types are accepted: application/json, application/json;as=Table;v=v1;g=meta.k8s.io`),
+      failure(
+        406,
+        Reason.NotAcceptable,
+        `only the following media types are accepted: application/json, ${PROTOBUF}, application/json;as=Table;v=v1;g=meta.k8s.io`,
+      ),
     );
   return {};
 }

@@ -18,6 +18,7 @@ import { createObject, deleteCollection, deleteObject, patchObject, updateObject
 import { codeOf, sendError, sendJson } from "./respond.js";
 import { parseRoute, type ResourceRoute, type Route } from "./routes.js";
 import { watch } from "./watch.js";
+import { answerInProtobuf, wantsProtobuf } from "./protobuf.js";
 
 /** Options of the gateway. */
 export interface GatewayOptions {
@@ -154,6 +155,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
     const route = parseRoute(url.pathname);
     setRoute(route);
     if (route.type !== "resource") return nonResource(route, req, res, opts.serverAddress);
+    if (wantsProtobuf(req)) answerInProtobuf(res);
     const ctx: RequestContext = {
       req,
       res,

@@ -2,14 +2,16 @@
 import type { ServerResponse } from "node:http";
 import { statusOf, type Status } from "@choreo/kit";
 import { statusToKubeJson } from "@choreo/kit/kube-json";
+import { inProtobuf, sendProtobuf } from "./protobuf.js";
 
-/** Writes a JSON body with its length. */
+/** Writes a JSON body with its length (protobuf when the request asked for it and the kind has a protobuf form). */
 export function sendJson(res: ServerResponse, code: number, body: unknown): void {
-  const text = JSON.stringify(body);
   if (res.headersSent) {
     res.end();
     return;
   }
+  if (inProtobuf(res, body)) return sendProtobuf(res, code, body as Record<string, unknown>);
+  const text = JSON.stringify(body);
   res.writeHead(code, { "Content-Type": "application/json", "Content-Length": Buffer.byteLength(text), "Cache-Control": "no-cache, private" });
   res.end(text);
 }

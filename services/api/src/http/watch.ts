@@ -5,6 +5,7 @@ import { negotiate } from "./body.js";
 import { flag, intParam, param, type RequestContext } from "./context.js";
 import { drained } from "./handlers-sub.js";
 import { sendError } from "./respond.js";
+import { encodeWatchFrame, protobufAsked, PROTOBUF_WATCH } from "./protobuf.js";
 import { buildTable, includeObjectOf } from "./table.js";
 
 /** Without timeoutSeconds a watch ends after a random 30–60 minutes (like kube-apiserver). */
@@ -57,7 +58,9 @@ export async function watch(ctx: RequestContext): Promise<void> {
       sendError(res, early.error);
       return;
     }
-    res.writeHead(200, { "Content-Type": "application/json", "Transfer-Encoding": "chunked", "Cache-Control": "no-cache, private" });
+    // Protobuf: length-prefixed WatchEvent frames (Tables stay JSON).
+    const proto = protobufAsked(res) && !want.table;
+    res.writeHead(200, { "Content-Type": proto ? PROTOBUF_WATCH : "application/json", "Transfer-Encoding": "chunked", "Cache-Control": "no-cache, private" });
     res.flushHeaders();
 
     const line = async (ev: WatchEvent): Promise<void> => {
@@ -69,10 +72,12 @@ export async function watch(ctx: RequestContext): Promise<void> {
         const objects = ev.type === "BOOKMARK" ? [] : [out.object];
         out = { type: out.type, object: await buildTable(info, objects, { includeObject, resourceVersion: rv }, want.table) };
       }
-      if (!res.write(`${JSON.stringify(out)}\n`)) await drained(ctx, signal);
+      const chunk = proto ? encodeWatchFrame(out.type, out.object as Record<string, unknown>) : `${JSON.stringify(out)}\n`;
+      if (!res.write(chunk)) await drained(ctx, signal);
     };
     const errorLine = (err: unknown) => {
-      res.write(`${JSON.stringify({ type: "ERROR", object: statusToKubeJson(statusOf(err)) })}\n`);
+      const status = statusToKubeJson(statusOf(err));
+      res.write(proto ? encodeWatchFrame("ERROR", status) : `${JSON.stringify({ type: "ERROR", object: status })}\n`);
     };
 
     try {
