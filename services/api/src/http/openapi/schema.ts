@@ -24,13 +24,15 @@ export const MICRO_TIME = `${META}.MicroTime`;
 // Resource maps hold quantities (the codec's QUANTITY_MAPS, the same fact).
 const QUANTITY_MAPS = new Set(["limits", "requests", "capacity", "allocatable"]);
 
-// Kubernetes' conventional descriptions of the fields every object has, for
-// the proto messages that leave them uncommented.
+// Kubernetes' conventional descriptions of the fields every object of a kind
+// has, for the proto messages that leave them uncommented.
 const COMMON: Record<string, string> = {
   apiVersion:
     "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values.",
   kind: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase.",
   metadata: "Standard object's metadata.",
+  spec: "Specification of the desired behavior of the object.",
+  status: "Most recently observed status of the object. Populated by the system. Read-only.",
 };
 
 interface DescriptorNode {
@@ -156,10 +158,12 @@ function messageSchema(plan: MessagePlan, need: (p: MessagePlan) => string): Sch
   const name = definitionName(plan.fullName);
   const desc = node(plan.fullName);
   const properties: Record<string, Schema> = {};
+  // An object of a kind (apiVersion and kind at the top): the conventional descriptions apply.
+  const topLevel = plan.byJson.has("apiVersion") && plan.byJson.has("kind");
   for (const fp of plan.fields) {
     const value = valueSchema(fp, need);
     let s: Schema = fp.kind === "repeated" ? { type: "array", items: value } : fp.kind === "map" ? { type: "object", additionalProperties: value } : value;
-    const description = describe(desc?.fields?.[fp.tsName]?.comment) ?? COMMON[fp.jsonName];
+    const description = describe(desc?.fields?.[fp.tsName]?.comment) ?? (topLevel ? COMMON[fp.jsonName] : undefined);
     if (description) s = { description, ...s };
     const mergeKey = MERGE_KEYS[fp.jsonName];
     if (fp.kind === "repeated" && fp.message && mergeKey && fp.message.byJson.has(mergeKey)) {
