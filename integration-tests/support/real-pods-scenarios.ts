@@ -327,6 +327,9 @@ ${service("flappy", { app: "flappy" })}`,
           },
           { ...WAIT, message: "victim running" },
         );
+        // Running is reported once the container's start is under way; until its command serves, the start
+        // may still be forking, and a kill of the processes listed would miss one forked after the listing.
+        await waitFor(() => get(`http://${before.status!.podIp}:8080/`), { ...WAIT, message: "victim serving" });
         killContainerFromOutside(runtime, before);
         const after = await waitFor(
           async () => {
