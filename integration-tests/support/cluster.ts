@@ -115,7 +115,7 @@ async function bringUp(dir: string, opts: Parameters<typeof startCluster>[0] & o
         CHOREO_API_GRPC_PORT: String(a.grpcPort),
         CHOREO_API_METRICS_PORT: String(a.metricsPort),
         CHOREO_REPLICA_ID: `api-${a.index}`,
-        CHOREO_LOG_LEVEL: "warn",
+        CHOREO_LOG_LEVEL: process.env.CHOREO_LOG_LEVEL ?? "warn",
         ...opts.env,
         ...env,
       },
