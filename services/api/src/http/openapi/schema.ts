@@ -95,15 +95,21 @@ const REQUIRED: Record<string, string[]> = {
   [`${META}.LabelSelectorRequirement`]: ["key", "operator"],
 };
 
-// Strategic-merge keys of the lists kubectl merges by key (docs/kube-api-notes.md, writes).
+// Strategic-merge keys of the lists merged by key (`x-kubernetes-patch-merge-key`,
+// docs/kube-api-notes.md, writes), by definition and field.
 const MERGE_KEYS: Record<string, string> = {
-  containers: "name",
-  initContainers: "name",
-  env: "name",
-  volumes: "name",
-  ports: "containerPort",
-  volumeMounts: "mountPath",
-  conditions: "type",
+  "io.k8s.api.core.v1.PodSpec.containers": "name",
+  "io.k8s.api.core.v1.PodSpec.initContainers": "name",
+  "io.k8s.api.core.v1.PodSpec.volumes": "name",
+  "io.k8s.api.core.v1.Container.env": "name",
+  "io.k8s.api.core.v1.Container.ports": "containerPort",
+  "io.k8s.api.core.v1.Container.volumeMounts": "mountPath",
+  "io.k8s.api.core.v1.ServiceSpec.ports": "port",
+  "io.k8s.api.core.v1.PodStatus.conditions": "type",
+  "io.k8s.api.core.v1.NodeStatus.conditions": "type",
+  "io.k8s.api.core.v1.ReplicationControllerStatus.conditions": "type",
+  "io.k8s.api.apps.v1.DaemonSetStatus.conditions": "type",
+  "io.k8s.api.batch.v1.JobStatus.conditions": "type",
 };
 
 function ref(name: string): Schema {
@@ -165,16 +171,8 @@ function messageSchema(plan: MessagePlan, need: (p: MessagePlan) => string): Sch
     let s: Schema = fp.kind === "repeated" ? { type: "array", items: value } : fp.kind === "map" ? { type: "object", additionalProperties: value } : value;
     const description = describe(desc?.fields?.[fp.tsName]?.comment) ?? (topLevel ? COMMON[fp.jsonName] : undefined);
     if (description) s = { description, ...s };
-    const mergeKey = MERGE_KEYS[fp.jsonName];
-    if (fp.kind === "repeated" && fp.message && mergeKey && fp.message.byJson.has(mergeKey)) {
-      s = {
-        ...s,
-        "x-kubernetes-list-map-keys": [mergeKey],
-        "x-kubernetes-list-type": "map",
-        "x-kubernetes-patch-merge-key": mergeKey,
-        "x-kubernetes-patch-strategy": "merge",
-      };
-    }
+    const mergeKey = MERGE_KEYS[`${name}.${fp.jsonName}`];
+    if (mergeKey) s = { ...s, "x-kubernetes-patch-merge-key": mergeKey, "x-kubernetes-patch-strategy": "merge" };
     properties[fp.jsonName] = s;
   }
   const out: Schema = { type: "object", properties };
