@@ -107,8 +107,8 @@ describe("CRUD", () => {
 
     assertStatus(
       await t.call("POST", PODS, { body: Buffer.from([0x6b, 0x38, 0x73, 0]), headers: { "Content-Type": "application/vnd.kubernetes.protobuf" } }),
-      415,
-      "UnsupportedMediaType",
+      400,
+      "BadRequest",
     );
     assertStatus(await t.call("POST", PODS, { body: "x", headers: { "Content-Type": "text/plain" } }), 415, "UnsupportedMediaType");
 
@@ -230,7 +230,7 @@ describe("CRUD", () => {
     assert.equal(beta.json["apiVersion"], "meta.k8s.io/v1beta1");
     const plain = await t.call("GET", `${PODS}/p`, { headers: { Accept: "application/json" } });
     assert.equal(plain.json["kind"], "Pod");
-    assertStatus(await t.call("GET", `${PODS}/p`, { headers: { Accept: "application/vnd.kubernetes.protobuf" } }), 406, "NotAcceptable");
+    assertStatus(await t.call("GET", `${PODS}/p`, { headers: { Accept: "application/vnd.kubernetes.protobuf;as=Table;v=v1;g=meta.k8s.io" } }), 406, "NotAcceptable");
   });
 
   it("serves the scale subresource", async () => {
