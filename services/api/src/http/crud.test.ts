@@ -230,7 +230,11 @@ describe("CRUD", () => {
     assert.equal(beta.json["apiVersion"], "meta.k8s.io/v1beta1");
     const plain = await t.call("GET", `${PODS}/p`, { headers: { Accept: "application/json" } });
     assert.equal(plain.json["kind"], "Pod");
-    assertStatus(await t.call("GET", `${PODS}/p`, { headers: { Accept: "application/vnd.kubernetes.protobuf;as=Table;v=v1;g=meta.k8s.io" } }), 406, "NotAcceptable");
+    assertStatus(
+      await t.call("GET", `${PODS}/p`, { headers: { Accept: "application/vnd.kubernetes.protobuf;as=Table;v=v1;g=meta.k8s.io" } }),
+      406,
+      "NotAcceptable",
+    );
   });
 
   it("serves the scale subresource", async () => {
