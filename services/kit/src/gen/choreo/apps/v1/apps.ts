@@ -23,9 +23,20 @@ export interface DaemonSetUpdateStrategy {
   rollingUpdate?: RollingUpdateDaemonSet | undefined;
 }
 
+/** DaemonSetSpec is the specification of a daemon set. */
 export interface DaemonSetSpec {
-  selector?: LabelSelector | undefined;
-  template?: PodTemplateSpec | undefined;
+  /**
+   * A label query over pods that are managed by the daemon set. Must match the
+   * pod template's labels.
+   */
+  selector?:
+    | LabelSelector
+    | undefined;
+  /** An object that describes the pod that will be created on every eligible node. */
+  template?:
+    | PodTemplateSpec
+    | undefined;
+  /** An update strategy to replace existing DaemonSet pods with new pods. */
   updateStrategy?: DaemonSetUpdateStrategy | undefined;
   minReadySeconds: number;
   revisionHistoryLimit?: number | undefined;

@@ -12,13 +12,27 @@ import { LabelSelector, ObjectMeta } from "../../meta/v1/meta.js";
 
 /** batch/v1 kinds: Job (pods that run to completion). */
 
+/** JobSpec describes how the job execution will look like. */
 export interface JobSpec {
-  parallelism?: number | undefined;
+  /** The maximum desired number of pods the job should run at any given time. */
+  parallelism?:
+    | number
+    | undefined;
+  /** The desired number of successfully finished pods the job should be run with. */
   completions?: number | undefined;
-  activeDeadlineSeconds?: number | undefined;
+  activeDeadlineSeconds?:
+    | number
+    | undefined;
+  /** The number of retries before marking this job failed. Defaults to 6. */
   backoffLimit?: number | undefined;
   selector?: LabelSelector | undefined;
-  manualSelector?: boolean | undefined;
+  manualSelector?:
+    | boolean
+    | undefined;
+  /**
+   * Describes the pod that will be created when executing a job. Its restartPolicy
+   * is Never or OnFailure.
+   */
   template?: PodTemplateSpec | undefined;
   ttlSecondsAfterFinished?:
     | number

@@ -127,23 +127,44 @@ export interface EnvVarSource {
   fieldRef?: ObjectFieldSelector | undefined;
 }
 
+/** EnvVar represents an environment variable present in a Container. */
 export interface EnvVar {
+  /** Name of the environment variable. */
   name: string;
+  /** The variable's value; $(VAR_NAME) references to earlier variables are expanded. */
   value: string;
+  /** Source for the environment variable's value. Cannot be used if value is not empty. */
   valueFrom?: EnvVarSource | undefined;
 }
 
+/** ContainerPort represents a network port in a single container. */
 export interface ContainerPort {
+  /**
+   * If specified, an IANA_SVC_NAME unique within the pod, by which services can
+   * refer to the port.
+   */
   name: string;
+  /** Number of the port to expose on the host, if any. */
   hostPort: number;
+  /** Number of the port to expose on the pod's IP address (0 < x < 65536). */
   containerPort: number;
   /** TCP, UDP, SCTP. */
   protocol: string;
+  /** What host IP to bind the external port to. */
   hostIp: string;
 }
 
+/** ResourceRequirements describes the compute resource requirements. */
 export interface ResourceRequirements {
+  /**
+   * Limits describes the maximum amount of compute resources allowed (cpu: "500m",
+   * memory: "128Mi").
+   */
   limits: { [key: string]: string };
+  /**
+   * Requests describes the minimum amount of compute resources required; defaults
+   * to limits when omitted.
+   */
   requests: { [key: string]: string };
 }
 
@@ -157,7 +178,12 @@ export interface ResourceRequirements_RequestsEntry {
   value: string;
 }
 
+/** ExecAction describes a "run in container" action. */
 export interface ExecAction {
+  /**
+   * The command line to execute inside the container, not run in a shell; exit
+   * status 0 is treated as live/healthy.
+   */
   command: string[];
 }
 
@@ -166,17 +192,29 @@ export interface HTTPHeader {
   value: string;
 }
 
+/** HTTPGetAction describes an action based on HTTP Get requests. */
 export interface HTTPGetAction {
+  /** Path to access on the HTTP server. */
   path: string;
-  port?: IntOrString | undefined;
+  /** Name or number of the port to access on the container. */
+  port?:
+    | IntOrString
+    | undefined;
+  /** Host name to connect to, defaults to the pod IP. */
   host: string;
   /** HTTP or HTTPS. */
   scheme: string;
+  /** Custom headers to set in the request. */
   httpHeaders: HTTPHeader[];
 }
 
+/** TCPSocketAction describes an action based on opening a socket. */
 export interface TCPSocketAction {
-  port?: IntOrString | undefined;
+  /** Number or name of the port to access on the container. */
+  port?:
+    | IntOrString
+    | undefined;
+  /** Optional: Host name to connect to, defaults to the pod IP. */
   host: string;
 }
 
@@ -221,10 +259,18 @@ export interface Probe {
   terminationGracePeriodSeconds?: number | undefined;
 }
 
+/** VolumeMount describes a mounting of a Volume within a container. */
 export interface VolumeMount {
+  /** This must match the Name of a Volume. */
   name: string;
+  /** Mounted read-only if true, read-write otherwise (false or unspecified). */
   readOnly: boolean;
+  /** Path within the container at which the volume should be mounted. */
   mountPath: string;
+  /**
+   * Path within the volume from which the container's volume should be mounted.
+   * Defaults to "" (volume's root).
+   */
   subPath: string;
 }
 
@@ -298,7 +344,9 @@ export interface HostPathVolumeSource {
   type: string;
 }
 
+/** Volume represents a named volume in a pod that may be accessed by any container in the pod. */
 export interface Volume {
+  /** Name of the volume, a DNS label unique within the pod. */
   name: string;
   emptyDir?: EmptyDirVolumeSource | undefined;
   hostPath?: HostPathVolumeSource | undefined;
@@ -399,12 +447,19 @@ export interface ContainerState {
   terminated?: ContainerStateTerminated | undefined;
 }
 
+/** ContainerStatus contains details for the current status of this container. */
 export interface ContainerStatus {
+  /** The name of the container, as in the pod's spec. */
   name: string;
   state?: ContainerState | undefined;
-  lastState?: ContainerState | undefined;
+  lastState?:
+    | ContainerState
+    | undefined;
+  /** Whether the container is currently passing its readiness check. */
   ready: boolean;
+  /** The number of times the container has been restarted. */
   restartCount: number;
+  /** The name of the container image that the container is running. */
   image: string;
   imageId: string;
   containerId: string;
@@ -415,18 +470,29 @@ export interface PodIP {
   ip: string;
 }
 
+/**
+ * PodStatus represents information about the status of a pod. Status may trail the
+ * actual state of a system.
+ */
 export interface PodStatus {
   /** Pending, Running, Succeeded, Failed, Unknown. */
   phase: string;
+  /** Current service state of pod. */
   conditions: PodCondition[];
+  /** A human readable message indicating details about why the pod is in this condition. */
   message: string;
+  /** A brief CamelCase message indicating details about why the pod is in this state. */
   reason: string;
   nominatedNodeName: string;
+  /** The IP address of the host to which the pod is assigned. */
   hostIp: string;
+  /** The IP address allocated to the pod. Routable at least within the cluster. */
   podIp: string;
   podIps: PodIP[];
+  /** RFC 3339 date and time at which the object was acknowledged by the node. */
   startTime: string;
   initContainerStatuses: ContainerStatus[];
+  /** The status of each container in the pod, one per container in the manifest. */
   containerStatuses: ContainerStatus[];
   /** Guaranteed, Burstable, BestEffort. */
   qosClass: string;
@@ -467,11 +533,18 @@ export interface ObjectReference {
   fieldPath: string;
 }
 
+/** ServicePort contains information on service's port. */
 export interface ServicePort {
+  /** The name of this port within the service; required when there are several ports. */
   name: string;
   /** TCP, UDP, SCTP. */
   protocol: string;
+  /** The port that will be exposed by this service. */
   port: number;
+  /**
+   * Number or name of the port to access on the pods targeted by the service.
+   * Defaults to port.
+   */
   targetPort?: IntOrString | undefined;
   nodePort: number;
 }
@@ -543,10 +616,20 @@ export interface Endpoints {
   subsets: EndpointSubset[];
 }
 
+/** ReplicationControllerSpec is the specification of a replication controller. */
 export interface ReplicationControllerSpec {
+  /** The number of desired replicas. Defaults to 1. */
   replicas?: number | undefined;
   minReadySeconds: number;
+  /**
+   * A label query over pods that should match the replicas count; defaults to the
+   * template's labels.
+   */
   selector: { [key: string]: string };
+  /**
+   * The object that describes the pod that will be created if insufficient replicas
+   * are detected.
+   */
   template?: PodTemplateSpec | undefined;
 }
 
@@ -564,6 +647,7 @@ export interface ReplicationControllerCondition {
 }
 
 export interface ReplicationControllerStatus {
+  /** The most recently observed number of replicas. */
   replicas: number;
   fullyLabeledReplicas: number;
   readyReplicas: number;
