@@ -67,8 +67,15 @@ export function nodeStatus(cfg: NodeConfig, now: string, prev?: NodeStatus): Nod
       kubeletVersion: KUBELET_VERSION,
       operatingSystem: "linux",
       architecture: "amd64",
+      systemUuid: "",
+      bootId: "",
+      kubeProxyVersion: "",
     },
     daemonEndpoints: undefined,
+    phase: "",
+    images: [],
+    volumesInUse: [],
+    volumesAttached: [],
   };
 }
 
@@ -78,7 +85,14 @@ export function buildNode(cfg: NodeConfig, now: string): Node {
     apiVersion: "v1",
     kind: "Node",
     metadata: emptyMeta({ name: cfg.name, labels: nodeLabels(cfg) }),
-    spec: { podCidr: cfg.podCidr, podCidrs: [cfg.podCidr], unschedulable: false, taints: [], providerId: `${cfg.runtimeVersion.split(":")[0]}://${cfg.name}` },
+    spec: {
+      podCidr: cfg.podCidr,
+      podCidrs: [cfg.podCidr],
+      unschedulable: false,
+      taints: [],
+      providerId: `${cfg.runtimeVersion.split(":")[0]}://${cfg.name}`,
+      externalId: "",
+    },
     status: nodeStatus(cfg, now),
   };
 }
@@ -108,6 +122,7 @@ export async function registerNode(client: ApiClient, cfg: NodeConfig): Promise<
         unschedulable: spec?.unschedulable ?? false,
         taints: spec?.taints ?? [],
         providerId: spec?.providerId ?? "",
+        externalId: "",
       };
       node = await nodes.update(next);
     }

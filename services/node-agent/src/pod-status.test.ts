@@ -11,6 +11,9 @@ const running = (name: string, ready = true): ContainerStatus => ({
   restartCount: 0,
   image: "nginx",
   imageId: "hollow://nginx",
+  allocatedResources: {},
+  volumeMounts: [],
+  allocatedResourcesStatus: [],
   containerId: `hollow://u/${name}/0`,
   started: true,
   lastState: undefined,
@@ -59,6 +62,10 @@ function pod(policy = "Always"): Pod {
     initContainerStatuses: [],
     containerStatuses: [],
     qosClass: "BestEffort",
+    hostIps: [],
+    ephemeralContainerStatuses: [],
+    resize: "",
+    resourceClaimStatuses: [],
   };
   return p;
 }

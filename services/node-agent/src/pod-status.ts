@@ -80,6 +80,10 @@ export function buildPodStatus(pod: Pod, rt: PodRuntimeStatus, inputs: StatusInp
     initContainerStatuses: [],
     containerStatuses,
     qosClass: old?.qosClass ?? "",
+    hostIps: [],
+    ephemeralContainerStatuses: [],
+    resize: "",
+    resourceClaimStatuses: [],
   };
 }
 

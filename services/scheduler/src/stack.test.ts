@@ -81,6 +81,10 @@ describe("schedule (pure)", () => {
       initContainerStatuses: [],
       containerStatuses: [],
       qosClass: "",
+      hostIps: [],
+      ephemeralContainerStatuses: [],
+      resize: "",
+      resourceClaimStatuses: [],
     };
     c.setPod(finished);
     assert.equal(c.node("a")!.requested.milliCpu, 0);

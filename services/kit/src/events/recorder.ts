@@ -40,6 +40,8 @@ export function newEvent(ref: ObjectReference, type: EventType, reason: string, 
     source: { component, host: "" },
     reportingComponent: component,
     reportingInstance: "",
+    eventTime: "",
+    action: "",
   };
 }
 

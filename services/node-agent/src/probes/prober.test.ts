@@ -47,6 +47,10 @@ function container(probes: Partial<Pick<Container, "livenessProbe" | "readinessP
     imagePullPolicy: "",
     stdin: false,
     tty: false,
+    envFrom: [],
+    resizePolicy: [],
+    volumeDevices: [],
+    stdinOnce: false,
     ...probes,
   };
 }
@@ -69,6 +73,9 @@ function running(containerId = "c-1"): PodRuntimeStatus {
     restartCount: 0,
     image: "x",
     imageId: "",
+    allocatedResources: {},
+    volumeMounts: [],
+    allocatedResourcesStatus: [],
     containerId,
     started: true,
   };

@@ -117,6 +117,10 @@ describe("HollowRuntime", () => {
       initContainerStatuses: [],
       containerStatuses: st.containerStatuses,
       qosClass: "",
+      hostIps: [],
+      ephemeralContainerStatuses: [],
+      resize: "",
+      resourceClaimStatuses: [],
     };
     const second = new HollowRuntime({ podCidr: "10.244.7.0/24", startDelayMs: 5 });
     assert.deepEqual(await second.adoptPod(p), st);

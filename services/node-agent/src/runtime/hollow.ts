@@ -368,6 +368,9 @@ function containerStatus(uid: string, c: HollowContainer): ContainerStatus {
     restartCount: c.restartCount,
     image: c.image,
     imageId: `hollow://${c.image}`,
+    allocatedResources: {},
+    volumeMounts: [],
+    allocatedResourcesStatus: [],
     containerId: c.state === "waiting" ? "" : containerId(uid, c),
     started: c.state === "running",
   };

@@ -65,5 +65,6 @@ export function jobStatus(job: Job, a: JobAssessment, now: string): JobStatus {
     succeeded: a.succeeded,
     failed: a.failed,
     ready: a.ready,
+    completedIndexes: prev?.completedIndexes ?? "",
   };
 }

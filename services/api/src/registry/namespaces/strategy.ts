@@ -7,7 +7,7 @@ export const namespaceStrategy: Strategy<Namespace> = {
   nameRule: "label",
   prepareCreate(ns) {
     ns.spec ??= { finalizers: [] };
-    ns.status = { phase: "Active" };
+    ns.status = { phase: "Active", conditions: [] };
     if (ns.metadata) ns.metadata.labels["kubernetes.io/metadata.name"] = ns.metadata.name;
   },
   prepareUpdate(ns, old) {

@@ -56,6 +56,10 @@ async function bindTo(store: GenericStore, pod: Pod, node: string, cur: Current)
     initContainerStatuses: [],
     containerStatuses: [],
     qosClass: "",
+    hostIps: [],
+    ephemeralContainerStatuses: [],
+    resize: "",
+    resourceClaimStatuses: [],
   });
   status.conditions = [
     ...status.conditions.filter((c) => c.type !== "PodScheduled"),

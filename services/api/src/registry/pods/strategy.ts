@@ -54,6 +54,10 @@ export const podStrategy: Strategy<Pod> = {
       initContainerStatuses: [],
       containerStatuses: [],
       qosClass: pod.spec ? qosClass(pod.spec) : "BestEffort",
+      hostIps: [],
+      ephemeralContainerStatuses: [],
+      resize: "",
+      resourceClaimStatuses: [],
     };
   },
   prepareUpdate(pod, old) {

@@ -127,6 +127,9 @@ export function containerStatus(v: ContainerView): ContainerStatus {
     restartCount: v.restartCount,
     image: v.image,
     imageId: shown ? `docker://${shown.imageId}` : "",
+    allocatedResources: {},
+    volumeMounts: [],
+    allocatedResourcesStatus: [],
     containerId: shown ? containerId(shown) : "",
     started: running,
   };

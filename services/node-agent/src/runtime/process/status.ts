@@ -52,6 +52,9 @@ export function containerStatus(uid: string, c: HeldContainer): ContainerStatus 
       restartCount: r.restartCount,
       image: r.image,
       imageId: "",
+      allocatedResources: {},
+      volumeMounts: [],
+      allocatedResourcesStatus: [],
       containerId: "",
       started: false,
     };
@@ -65,6 +68,9 @@ export function containerStatus(uid: string, c: HeldContainer): ContainerStatus 
     restartCount: r.restartCount,
     image: r.image,
     imageId: r.root === "image" ? `process://${r.image}` : "process://host",
+    allocatedResources: {},
+    volumeMounts: [],
+    allocatedResourcesStatus: [],
     containerId: containerId(uid, r.name, r.restartCount),
     started: !c.exit,
   };

@@ -12,6 +12,40 @@ import { LabelSelector, ObjectMeta } from "../../meta/v1/meta.js";
 
 /** batch/v1 kinds: Job (pods that run to completion). */
 
+export interface PodFailurePolicyOnExitCodesRequirement {
+  containerName?:
+    | string
+    | undefined;
+  /** In or NotIn. */
+  operator: string;
+  values: number[];
+}
+
+export interface PodFailurePolicyOnPodConditionsPattern {
+  type: string;
+  status: string;
+}
+
+export interface PodFailurePolicyRule {
+  /** FailJob, FailIndex, Ignore, Count. */
+  action: string;
+  onExitCodes?: PodFailurePolicyOnExitCodesRequirement | undefined;
+  onPodConditions: PodFailurePolicyOnPodConditionsPattern[];
+}
+
+export interface PodFailurePolicy {
+  rules: PodFailurePolicyRule[];
+}
+
+export interface SuccessPolicyRule {
+  succeededIndexes?: string | undefined;
+  succeededCount?: number | undefined;
+}
+
+export interface SuccessPolicy {
+  rules: SuccessPolicyRule[];
+}
+
 /** JobSpec describes how the job execution will look like. */
 export interface JobSpec {
   /** The maximum desired number of pods the job should run at any given time. */
@@ -40,6 +74,15 @@ export interface JobSpec {
   /** NonIndexed or Indexed. */
   completionMode: string;
   suspend?: boolean | undefined;
+  podFailurePolicy?: PodFailurePolicy | undefined;
+  successPolicy?: SuccessPolicy | undefined;
+  backoffLimitPerIndex?: number | undefined;
+  maxFailedIndexes?:
+    | number
+    | undefined;
+  /** TerminatingOrFailed or Failed. */
+  podReplacementPolicy?: string | undefined;
+  managedBy?: string | undefined;
 }
 
 export interface JobCondition {
@@ -52,6 +95,11 @@ export interface JobCondition {
   message: string;
 }
 
+export interface UncountedTerminatedPods {
+  succeeded: string[];
+  failed: string[];
+}
+
 export interface JobStatus {
   conditions: JobCondition[];
   startTime: string;
@@ -60,6 +108,10 @@ export interface JobStatus {
   succeeded: number;
   failed: number;
   ready?: number | undefined;
+  terminating?: number | undefined;
+  completedIndexes: string;
+  failedIndexes?: string | undefined;
+  uncountedTerminatedPods?: UncountedTerminatedPods | undefined;
 }
 
 /** Job represents the configuration of a single job: pods run to completion. */
@@ -70,6 +122,429 @@ export interface Job {
   spec?: JobSpec | undefined;
   status?: JobStatus | undefined;
 }
+
+function createBasePodFailurePolicyOnExitCodesRequirement(): PodFailurePolicyOnExitCodesRequirement {
+  return { containerName: undefined, operator: "", values: [] };
+}
+
+export const PodFailurePolicyOnExitCodesRequirement: MessageFns<PodFailurePolicyOnExitCodesRequirement> = {
+  encode(message: PodFailurePolicyOnExitCodesRequirement, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.containerName !== undefined) {
+      writer.uint32(10).string(message.containerName);
+    }
+    if (message.operator !== "") {
+      writer.uint32(18).string(message.operator);
+    }
+    for (const v of message.values) {
+      writer.uint32(24).int32(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PodFailurePolicyOnExitCodesRequirement {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePodFailurePolicyOnExitCodesRequirement();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.containerName = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.operator = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag === 24) {
+              message.values.push(reader.int32());
+
+              continue;
+            }
+
+            if (tag === 26) {
+              const end2 = reader.uint32() + reader.pos;
+              while (reader.pos < end2) {
+                message.values.push(reader.int32());
+              }
+
+              continue;
+            }
+
+            break;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<PodFailurePolicyOnExitCodesRequirement>, I>>(
+    base?: I,
+  ): PodFailurePolicyOnExitCodesRequirement {
+    return PodFailurePolicyOnExitCodesRequirement.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PodFailurePolicyOnExitCodesRequirement>, I>>(
+    object: I,
+  ): PodFailurePolicyOnExitCodesRequirement {
+    const message = createBasePodFailurePolicyOnExitCodesRequirement();
+    message.containerName = object.containerName ?? undefined;
+    message.operator = object.operator ?? "";
+    message.values = object.values?.map((e) => e) || [];
+    return message;
+  },
+};
+
+function createBasePodFailurePolicyOnPodConditionsPattern(): PodFailurePolicyOnPodConditionsPattern {
+  return { type: "", status: "" };
+}
+
+export const PodFailurePolicyOnPodConditionsPattern: MessageFns<PodFailurePolicyOnPodConditionsPattern> = {
+  encode(message: PodFailurePolicyOnPodConditionsPattern, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.type !== "") {
+      writer.uint32(10).string(message.type);
+    }
+    if (message.status !== "") {
+      writer.uint32(18).string(message.status);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PodFailurePolicyOnPodConditionsPattern {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePodFailurePolicyOnPodConditionsPattern();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.type = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.status = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<PodFailurePolicyOnPodConditionsPattern>, I>>(
+    base?: I,
+  ): PodFailurePolicyOnPodConditionsPattern {
+    return PodFailurePolicyOnPodConditionsPattern.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PodFailurePolicyOnPodConditionsPattern>, I>>(
+    object: I,
+  ): PodFailurePolicyOnPodConditionsPattern {
+    const message = createBasePodFailurePolicyOnPodConditionsPattern();
+    message.type = object.type ?? "";
+    message.status = object.status ?? "";
+    return message;
+  },
+};
+
+function createBasePodFailurePolicyRule(): PodFailurePolicyRule {
+  return { action: "", onExitCodes: undefined, onPodConditions: [] };
+}
+
+export const PodFailurePolicyRule: MessageFns<PodFailurePolicyRule> = {
+  encode(message: PodFailurePolicyRule, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.action !== "") {
+      writer.uint32(10).string(message.action);
+    }
+    if (message.onExitCodes !== undefined) {
+      PodFailurePolicyOnExitCodesRequirement.encode(message.onExitCodes, writer.uint32(18).fork()).join();
+    }
+    for (const v of message.onPodConditions) {
+      PodFailurePolicyOnPodConditionsPattern.encode(v!, writer.uint32(26).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PodFailurePolicyRule {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePodFailurePolicyRule();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.action = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.onExitCodes = PodFailurePolicyOnExitCodesRequirement.decode(reader, reader.uint32());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.onPodConditions.push(PodFailurePolicyOnPodConditionsPattern.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<PodFailurePolicyRule>, I>>(base?: I): PodFailurePolicyRule {
+    return PodFailurePolicyRule.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PodFailurePolicyRule>, I>>(object: I): PodFailurePolicyRule {
+    const message = createBasePodFailurePolicyRule();
+    message.action = object.action ?? "";
+    message.onExitCodes = (object.onExitCodes !== undefined && object.onExitCodes !== null)
+      ? PodFailurePolicyOnExitCodesRequirement.fromPartial(object.onExitCodes)
+      : undefined;
+    message.onPodConditions =
+      object.onPodConditions?.map((e) => PodFailurePolicyOnPodConditionsPattern.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBasePodFailurePolicy(): PodFailurePolicy {
+  return { rules: [] };
+}
+
+export const PodFailurePolicy: MessageFns<PodFailurePolicy> = {
+  encode(message: PodFailurePolicy, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.rules) {
+      PodFailurePolicyRule.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PodFailurePolicy {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePodFailurePolicy();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.rules.push(PodFailurePolicyRule.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<PodFailurePolicy>, I>>(base?: I): PodFailurePolicy {
+    return PodFailurePolicy.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PodFailurePolicy>, I>>(object: I): PodFailurePolicy {
+    const message = createBasePodFailurePolicy();
+    message.rules = object.rules?.map((e) => PodFailurePolicyRule.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseSuccessPolicyRule(): SuccessPolicyRule {
+  return { succeededIndexes: undefined, succeededCount: undefined };
+}
+
+export const SuccessPolicyRule: MessageFns<SuccessPolicyRule> = {
+  encode(message: SuccessPolicyRule, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.succeededIndexes !== undefined) {
+      writer.uint32(10).string(message.succeededIndexes);
+    }
+    if (message.succeededCount !== undefined) {
+      writer.uint32(16).int32(message.succeededCount);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SuccessPolicyRule {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSuccessPolicyRule();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.succeededIndexes = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.succeededCount = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<SuccessPolicyRule>, I>>(base?: I): SuccessPolicyRule {
+    return SuccessPolicyRule.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SuccessPolicyRule>, I>>(object: I): SuccessPolicyRule {
+    const message = createBaseSuccessPolicyRule();
+    message.succeededIndexes = object.succeededIndexes ?? undefined;
+    message.succeededCount = object.succeededCount ?? undefined;
+    return message;
+  },
+};
+
+function createBaseSuccessPolicy(): SuccessPolicy {
+  return { rules: [] };
+}
+
+export const SuccessPolicy: MessageFns<SuccessPolicy> = {
+  encode(message: SuccessPolicy, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.rules) {
+      SuccessPolicyRule.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SuccessPolicy {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSuccessPolicy();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.rules.push(SuccessPolicyRule.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<SuccessPolicy>, I>>(base?: I): SuccessPolicy {
+    return SuccessPolicy.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SuccessPolicy>, I>>(object: I): SuccessPolicy {
+    const message = createBaseSuccessPolicy();
+    message.rules = object.rules?.map((e) => SuccessPolicyRule.fromPartial(e)) || [];
+    return message;
+  },
+};
 
 function createBaseJobSpec(): JobSpec {
   return {
@@ -83,6 +558,12 @@ function createBaseJobSpec(): JobSpec {
     ttlSecondsAfterFinished: undefined,
     completionMode: "",
     suspend: undefined,
+    podFailurePolicy: undefined,
+    successPolicy: undefined,
+    backoffLimitPerIndex: undefined,
+    maxFailedIndexes: undefined,
+    podReplacementPolicy: undefined,
+    managedBy: undefined,
   };
 }
 
@@ -117,6 +598,24 @@ export const JobSpec: MessageFns<JobSpec> = {
     }
     if (message.suspend !== undefined) {
       writer.uint32(80).bool(message.suspend);
+    }
+    if (message.podFailurePolicy !== undefined) {
+      PodFailurePolicy.encode(message.podFailurePolicy, writer.uint32(90).fork()).join();
+    }
+    if (message.successPolicy !== undefined) {
+      SuccessPolicy.encode(message.successPolicy, writer.uint32(98).fork()).join();
+    }
+    if (message.backoffLimitPerIndex !== undefined) {
+      writer.uint32(104).int32(message.backoffLimitPerIndex);
+    }
+    if (message.maxFailedIndexes !== undefined) {
+      writer.uint32(112).int32(message.maxFailedIndexes);
+    }
+    if (message.podReplacementPolicy !== undefined) {
+      writer.uint32(122).string(message.podReplacementPolicy);
+    }
+    if (message.managedBy !== undefined) {
+      writer.uint32(130).string(message.managedBy);
     }
     return writer;
   },
@@ -214,6 +713,54 @@ export const JobSpec: MessageFns<JobSpec> = {
             message.suspend = reader.bool();
             continue;
           }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.podFailurePolicy = PodFailurePolicy.decode(reader, reader.uint32());
+            continue;
+          }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            message.successPolicy = SuccessPolicy.decode(reader, reader.uint32());
+            continue;
+          }
+          case 13: {
+            if (tag !== 104) {
+              break;
+            }
+
+            message.backoffLimitPerIndex = reader.int32();
+            continue;
+          }
+          case 14: {
+            if (tag !== 112) {
+              break;
+            }
+
+            message.maxFailedIndexes = reader.int32();
+            continue;
+          }
+          case 15: {
+            if (tag !== 122) {
+              break;
+            }
+
+            message.podReplacementPolicy = reader.string();
+            continue;
+          }
+          case 16: {
+            if (tag !== 130) {
+              break;
+            }
+
+            message.managedBy = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -245,6 +792,16 @@ export const JobSpec: MessageFns<JobSpec> = {
     message.ttlSecondsAfterFinished = object.ttlSecondsAfterFinished ?? undefined;
     message.completionMode = object.completionMode ?? "";
     message.suspend = object.suspend ?? undefined;
+    message.podFailurePolicy = (object.podFailurePolicy !== undefined && object.podFailurePolicy !== null)
+      ? PodFailurePolicy.fromPartial(object.podFailurePolicy)
+      : undefined;
+    message.successPolicy = (object.successPolicy !== undefined && object.successPolicy !== null)
+      ? SuccessPolicy.fromPartial(object.successPolicy)
+      : undefined;
+    message.backoffLimitPerIndex = object.backoffLimitPerIndex ?? undefined;
+    message.maxFailedIndexes = object.maxFailedIndexes ?? undefined;
+    message.podReplacementPolicy = object.podReplacementPolicy ?? undefined;
+    message.managedBy = object.managedBy ?? undefined;
     return message;
   },
 };
@@ -364,8 +921,87 @@ export const JobCondition: MessageFns<JobCondition> = {
   },
 };
 
+function createBaseUncountedTerminatedPods(): UncountedTerminatedPods {
+  return { succeeded: [], failed: [] };
+}
+
+export const UncountedTerminatedPods: MessageFns<UncountedTerminatedPods> = {
+  encode(message: UncountedTerminatedPods, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.succeeded) {
+      writer.uint32(10).string(v!);
+    }
+    for (const v of message.failed) {
+      writer.uint32(18).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UncountedTerminatedPods {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUncountedTerminatedPods();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.succeeded.push(reader.string());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.failed.push(reader.string());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<UncountedTerminatedPods>, I>>(base?: I): UncountedTerminatedPods {
+    return UncountedTerminatedPods.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<UncountedTerminatedPods>, I>>(object: I): UncountedTerminatedPods {
+    const message = createBaseUncountedTerminatedPods();
+    message.succeeded = object.succeeded?.map((e) => e) || [];
+    message.failed = object.failed?.map((e) => e) || [];
+    return message;
+  },
+};
+
 function createBaseJobStatus(): JobStatus {
-  return { conditions: [], startTime: "", completionTime: "", active: 0, succeeded: 0, failed: 0, ready: undefined };
+  return {
+    conditions: [],
+    startTime: "",
+    completionTime: "",
+    active: 0,
+    succeeded: 0,
+    failed: 0,
+    ready: undefined,
+    terminating: undefined,
+    completedIndexes: "",
+    failedIndexes: undefined,
+    uncountedTerminatedPods: undefined,
+  };
 }
 
 export const JobStatus: MessageFns<JobStatus> = {
@@ -390,6 +1026,18 @@ export const JobStatus: MessageFns<JobStatus> = {
     }
     if (message.ready !== undefined) {
       writer.uint32(56).int32(message.ready);
+    }
+    if (message.terminating !== undefined) {
+      writer.uint32(64).int32(message.terminating);
+    }
+    if (message.completedIndexes !== "") {
+      writer.uint32(74).string(message.completedIndexes);
+    }
+    if (message.failedIndexes !== undefined) {
+      writer.uint32(82).string(message.failedIndexes);
+    }
+    if (message.uncountedTerminatedPods !== undefined) {
+      UncountedTerminatedPods.encode(message.uncountedTerminatedPods, writer.uint32(90).fork()).join();
     }
     return writer;
   },
@@ -463,6 +1111,38 @@ export const JobStatus: MessageFns<JobStatus> = {
             message.ready = reader.int32();
             continue;
           }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.terminating = reader.int32();
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.completedIndexes = reader.string();
+            continue;
+          }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.failedIndexes = reader.string();
+            continue;
+          }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.uncountedTerminatedPods = UncountedTerminatedPods.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -487,6 +1167,13 @@ export const JobStatus: MessageFns<JobStatus> = {
     message.succeeded = object.succeeded ?? 0;
     message.failed = object.failed ?? 0;
     message.ready = object.ready ?? undefined;
+    message.terminating = object.terminating ?? undefined;
+    message.completedIndexes = object.completedIndexes ?? "";
+    message.failedIndexes = object.failedIndexes ?? undefined;
+    message.uncountedTerminatedPods =
+      (object.uncountedTerminatedPods !== undefined && object.uncountedTerminatedPods !== null)
+        ? UncountedTerminatedPods.fromPartial(object.uncountedTerminatedPods)
+        : undefined;
     return message;
   },
 };

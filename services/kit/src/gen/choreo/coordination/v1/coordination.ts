@@ -20,6 +20,8 @@ export interface LeaseSpec {
   acquireTime: string;
   renewTime: string;
   leaseTransitions?: number | undefined;
+  strategy?: string | undefined;
+  preferredHolder?: string | undefined;
 }
 
 /** Lease defines a lease concept (leader election, node heartbeats). */
@@ -37,6 +39,8 @@ function createBaseLeaseSpec(): LeaseSpec {
     acquireTime: "",
     renewTime: "",
     leaseTransitions: undefined,
+    strategy: undefined,
+    preferredHolder: undefined,
   };
 }
 
@@ -56,6 +60,12 @@ export const LeaseSpec: MessageFns<LeaseSpec> = {
     }
     if (message.leaseTransitions !== undefined) {
       writer.uint32(40).int32(message.leaseTransitions);
+    }
+    if (message.strategy !== undefined) {
+      writer.uint32(50).string(message.strategy);
+    }
+    if (message.preferredHolder !== undefined) {
+      writer.uint32(58).string(message.preferredHolder);
     }
     return writer;
   },
@@ -113,6 +123,22 @@ export const LeaseSpec: MessageFns<LeaseSpec> = {
             message.leaseTransitions = reader.int32();
             continue;
           }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.strategy = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.preferredHolder = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -135,6 +161,8 @@ export const LeaseSpec: MessageFns<LeaseSpec> = {
     message.acquireTime = object.acquireTime ?? "";
     message.renewTime = object.renewTime ?? "";
     message.leaseTransitions = object.leaseTransitions ?? undefined;
+    message.strategy = object.strategy ?? undefined;
+    message.preferredHolder = object.preferredHolder ?? undefined;
     return message;
   },
 };

@@ -7,7 +7,7 @@
 
 /* eslint-disable */
 import { BinaryReader, BinaryWriter } from "@bufbuild/protobuf/wire";
-import { ObjectMeta } from "../../meta/v1/meta.js";
+import { LabelSelector, ObjectMeta } from "../../meta/v1/meta.js";
 
 /**
  * Core kinds (Kubernetes "v1"): Namespace, Node, Pod, Service, Endpoints,
@@ -28,6 +28,15 @@ export interface NamespaceSpec {
 export interface NamespaceStatus {
   /** Active or Terminating. */
   phase: string;
+  conditions: NamespaceCondition[];
+}
+
+export interface NamespaceCondition {
+  type: string;
+  status: string;
+  lastTransitionTime: string;
+  reason: string;
+  message: string;
 }
 
 /** Namespace provides a scope for Names. Use of multiple namespaces is optional. */
@@ -53,6 +62,8 @@ export interface NodeSpec {
   unschedulable: boolean;
   taints: Taint[];
   providerId: string;
+  /** Deprecated in Kubernetes; stored only. */
+  externalId: string;
 }
 
 export interface NodeCondition {
@@ -80,14 +91,28 @@ export interface NodeSystemInfo {
   kubeletVersion: string;
   operatingSystem: string;
   architecture: string;
+  systemUuid: string;
+  bootId: string;
+  kubeProxyVersion: string;
 }
 
 export interface DaemonEndpoint {
+  /** Kubernetes spells it with a capital P. */
   port: number;
 }
 
 export interface NodeDaemonEndpoints {
   kubeletEndpoint?: DaemonEndpoint | undefined;
+}
+
+export interface ContainerImage {
+  names: string[];
+  sizeBytes: number;
+}
+
+export interface AttachedVolume {
+  name: string;
+  devicePath: string;
 }
 
 export interface NodeStatus {
@@ -96,7 +121,14 @@ export interface NodeStatus {
   conditions: NodeCondition[];
   addresses: NodeAddress[];
   nodeInfo?: NodeSystemInfo | undefined;
-  daemonEndpoints?: NodeDaemonEndpoints | undefined;
+  daemonEndpoints?:
+    | NodeDaemonEndpoints
+    | undefined;
+  /** Pending, Running, Terminated (deprecated in Kubernetes). */
+  phase: string;
+  images: ContainerImage[];
+  volumesInUse: string[];
+  volumesAttached: AttachedVolume[];
 }
 
 export interface NodeStatus_CapacityEntry {
@@ -123,8 +155,50 @@ export interface ObjectFieldSelector {
   fieldPath: string;
 }
 
+export interface ResourceFieldSelector {
+  containerName: string;
+  resource: string;
+  /** A quantity. */
+  divisor: string;
+}
+
+export interface ConfigMapKeySelector {
+  name: string;
+  key: string;
+  optional?: boolean | undefined;
+}
+
+export interface SecretKeySelector {
+  name: string;
+  key: string;
+  optional?: boolean | undefined;
+}
+
+export interface LocalObjectReference {
+  name: string;
+}
+
+export interface ConfigMapEnvSource {
+  name: string;
+  optional?: boolean | undefined;
+}
+
+export interface SecretEnvSource {
+  name: string;
+  optional?: boolean | undefined;
+}
+
+export interface EnvFromSource {
+  prefix: string;
+  configMapRef?: ConfigMapEnvSource | undefined;
+  secretRef?: SecretEnvSource | undefined;
+}
+
 export interface EnvVarSource {
   fieldRef?: ObjectFieldSelector | undefined;
+  resourceFieldRef?: ResourceFieldSelector | undefined;
+  configMapKeyRef?: ConfigMapKeySelector | undefined;
+  secretKeyRef?: SecretKeySelector | undefined;
 }
 
 /** EnvVar represents an environment variable present in a Container. */
@@ -166,6 +240,7 @@ export interface ResourceRequirements {
    * to limits when omitted.
    */
   requests: { [key: string]: string };
+  claims: ResourceClaim[];
 }
 
 export interface ResourceRequirements_LimitsEntry {
@@ -176,6 +251,11 @@ export interface ResourceRequirements_LimitsEntry {
 export interface ResourceRequirements_RequestsEntry {
   key: string;
   value: string;
+}
+
+export interface ResourceClaim {
+  name: string;
+  request: string;
 }
 
 /** ExecAction describes a "run in container" action. */
@@ -218,6 +298,108 @@ export interface TCPSocketAction {
   host: string;
 }
 
+export interface GRPCAction {
+  port: number;
+  service?: string | undefined;
+}
+
+export interface SleepAction {
+  seconds: number;
+}
+
+export interface LifecycleHandler {
+  exec?: ExecAction | undefined;
+  httpGet?: HTTPGetAction | undefined;
+  tcpSocket?: TCPSocketAction | undefined;
+  sleep?: SleepAction | undefined;
+}
+
+export interface Lifecycle {
+  postStart?: LifecycleHandler | undefined;
+  preStop?: LifecycleHandler | undefined;
+}
+
+export interface Capabilities {
+  add: string[];
+  drop: string[];
+}
+
+export interface SELinuxOptions {
+  user: string;
+  role: string;
+  type: string;
+  level: string;
+}
+
+export interface WindowsSecurityContextOptions {
+  gmsaCredentialSpecName?: string | undefined;
+  gmsaCredentialSpec?: string | undefined;
+  runAsUserName?: string | undefined;
+  hostProcess?: boolean | undefined;
+}
+
+export interface SeccompProfile {
+  /** RuntimeDefault, Unconfined, Localhost. */
+  type: string;
+  localhostProfile?: string | undefined;
+}
+
+export interface AppArmorProfile {
+  /** RuntimeDefault, Unconfined, Localhost. */
+  type: string;
+  localhostProfile?: string | undefined;
+}
+
+/**
+ * A container's security context. Stored; the fields that ask for less
+ * privilege than choreo's runtimes give are refused (docs/stored-only-fields.md).
+ */
+export interface SecurityContext {
+  capabilities?: Capabilities | undefined;
+  privileged?: boolean | undefined;
+  seLinuxOptions?: SELinuxOptions | undefined;
+  windowsOptions?: WindowsSecurityContextOptions | undefined;
+  runAsUser?: number | undefined;
+  runAsGroup?: number | undefined;
+  runAsNonRoot?: boolean | undefined;
+  readOnlyRootFilesystem?: boolean | undefined;
+  allowPrivilegeEscalation?: boolean | undefined;
+  procMount?: string | undefined;
+  seccompProfile?: SeccompProfile | undefined;
+  appArmorProfile?: AppArmorProfile | undefined;
+}
+
+export interface Sysctl {
+  name: string;
+  value: string;
+}
+
+export interface PodSecurityContext {
+  seLinuxOptions?: SELinuxOptions | undefined;
+  windowsOptions?: WindowsSecurityContextOptions | undefined;
+  runAsUser?: number | undefined;
+  runAsGroup?: number | undefined;
+  runAsNonRoot?: boolean | undefined;
+  supplementalGroups: number[];
+  supplementalGroupsPolicy?: string | undefined;
+  fsGroup?: number | undefined;
+  sysctls: Sysctl[];
+  fsGroupChangePolicy?: string | undefined;
+  seccompProfile?: SeccompProfile | undefined;
+  appArmorProfile?: AppArmorProfile | undefined;
+  seLinuxChangePolicy?: string | undefined;
+}
+
+export interface ContainerResizePolicy {
+  resourceName: string;
+  restartPolicy: string;
+}
+
+export interface VolumeDevice {
+  name: string;
+  devicePath: string;
+}
+
 /**
  * Probe describes a health check to be performed against a container to determine
  * whether it is alive or ready to receive traffic. Exactly one of exec, httpGet,
@@ -257,6 +439,7 @@ export interface Probe {
    * failure; overrides the pod's terminationGracePeriodSeconds.
    */
   terminationGracePeriodSeconds?: number | undefined;
+  grpc?: GRPCAction | undefined;
 }
 
 /** VolumeMount describes a mounting of a Volume within a container. */
@@ -272,6 +455,9 @@ export interface VolumeMount {
    * Defaults to "" (volume's root).
    */
   subPath: string;
+  recursiveReadOnly?: string | undefined;
+  mountPropagation?: string | undefined;
+  subPathExpr: string;
 }
 
 /** A single application container to run within a pod. */
@@ -331,6 +517,14 @@ export interface Container {
   imagePullPolicy: string;
   stdin: boolean;
   tty: boolean;
+  envFrom: EnvFromSource[];
+  resizePolicy: ContainerResizePolicy[];
+  /** Always (sidecar init containers). */
+  restartPolicy?: string | undefined;
+  volumeDevices: VolumeDevice[];
+  lifecycle?: Lifecycle | undefined;
+  securityContext?: SecurityContext | undefined;
+  stdinOnce: boolean;
 }
 
 export interface EmptyDirVolumeSource {
@@ -344,12 +538,88 @@ export interface HostPathVolumeSource {
   type: string;
 }
 
+export interface KeyToPath {
+  key: string;
+  path: string;
+  mode?: number | undefined;
+}
+
+export interface ConfigMapVolumeSource {
+  name: string;
+  items: KeyToPath[];
+  defaultMode?: number | undefined;
+  optional?: boolean | undefined;
+}
+
+export interface SecretVolumeSource {
+  secretName: string;
+  items: KeyToPath[];
+  defaultMode?: number | undefined;
+  optional?: boolean | undefined;
+}
+
+export interface PersistentVolumeClaimVolumeSource {
+  claimName: string;
+  readOnly: boolean;
+}
+
+export interface DownwardAPIVolumeFile {
+  path: string;
+  fieldRef?: ObjectFieldSelector | undefined;
+  resourceFieldRef?: ResourceFieldSelector | undefined;
+  mode?: number | undefined;
+}
+
+export interface DownwardAPIVolumeSource {
+  items: DownwardAPIVolumeFile[];
+  defaultMode?: number | undefined;
+}
+
+export interface SecretProjection {
+  name: string;
+  items: KeyToPath[];
+  optional?: boolean | undefined;
+}
+
+export interface ConfigMapProjection {
+  name: string;
+  items: KeyToPath[];
+  optional?: boolean | undefined;
+}
+
+export interface DownwardAPIProjection {
+  items: DownwardAPIVolumeFile[];
+}
+
+export interface ServiceAccountTokenProjection {
+  audience: string;
+  expirationSeconds?: number | undefined;
+  path: string;
+}
+
+export interface VolumeProjection {
+  secret?: SecretProjection | undefined;
+  downwardApi?: DownwardAPIProjection | undefined;
+  configMap?: ConfigMapProjection | undefined;
+  serviceAccountToken?: ServiceAccountTokenProjection | undefined;
+}
+
+export interface ProjectedVolumeSource {
+  sources: VolumeProjection[];
+  defaultMode?: number | undefined;
+}
+
 /** Volume represents a named volume in a pod that may be accessed by any container in the pod. */
 export interface Volume {
   /** Name of the volume, a DNS label unique within the pod. */
   name: string;
   emptyDir?: EmptyDirVolumeSource | undefined;
   hostPath?: HostPathVolumeSource | undefined;
+  configMap?: ConfigMapVolumeSource | undefined;
+  secret?: SecretVolumeSource | undefined;
+  persistentVolumeClaim?: PersistentVolumeClaimVolumeSource | undefined;
+  downwardApi?: DownwardAPIVolumeSource | undefined;
+  projected?: ProjectedVolumeSource | undefined;
 }
 
 export interface Toleration {
@@ -359,6 +629,108 @@ export interface Toleration {
   value: string;
   effect: string;
   tolerationSeconds?: number | undefined;
+}
+
+export interface NodeSelectorRequirement {
+  key: string;
+  /** In, NotIn, Exists, DoesNotExist, Gt, Lt. */
+  operator: string;
+  values: string[];
+}
+
+export interface NodeSelectorTerm {
+  matchExpressions: NodeSelectorRequirement[];
+  matchFields: NodeSelectorRequirement[];
+}
+
+export interface NodeSelector {
+  nodeSelectorTerms: NodeSelectorTerm[];
+}
+
+export interface PreferredSchedulingTerm {
+  weight: number;
+  preference?: NodeSelectorTerm | undefined;
+}
+
+export interface NodeAffinity {
+  requiredDuringSchedulingIgnoredDuringExecution?: NodeSelector | undefined;
+  preferredDuringSchedulingIgnoredDuringExecution: PreferredSchedulingTerm[];
+}
+
+export interface PodAffinityTerm {
+  labelSelector?: LabelSelector | undefined;
+  namespaces: string[];
+  topologyKey: string;
+  namespaceSelector?: LabelSelector | undefined;
+  matchLabelKeys: string[];
+  mismatchLabelKeys: string[];
+}
+
+export interface WeightedPodAffinityTerm {
+  weight: number;
+  podAffinityTerm?: PodAffinityTerm | undefined;
+}
+
+export interface PodAffinity {
+  requiredDuringSchedulingIgnoredDuringExecution: PodAffinityTerm[];
+  preferredDuringSchedulingIgnoredDuringExecution: WeightedPodAffinityTerm[];
+}
+
+export interface PodAntiAffinity {
+  requiredDuringSchedulingIgnoredDuringExecution: PodAffinityTerm[];
+  preferredDuringSchedulingIgnoredDuringExecution: WeightedPodAffinityTerm[];
+}
+
+export interface Affinity {
+  nodeAffinity?: NodeAffinity | undefined;
+  podAffinity?: PodAffinity | undefined;
+  podAntiAffinity?: PodAntiAffinity | undefined;
+}
+
+export interface HostAlias {
+  ip: string;
+  hostnames: string[];
+}
+
+export interface PodDNSConfigOption {
+  name: string;
+  value?: string | undefined;
+}
+
+export interface PodDNSConfig {
+  nameservers: string[];
+  searches: string[];
+  options: PodDNSConfigOption[];
+}
+
+export interface PodReadinessGate {
+  conditionType: string;
+}
+
+export interface TopologySpreadConstraint {
+  maxSkew: number;
+  topologyKey: string;
+  /** DoNotSchedule or ScheduleAnyway. */
+  whenUnsatisfiable: string;
+  labelSelector?: LabelSelector | undefined;
+  minDomains?: number | undefined;
+  nodeAffinityPolicy?: string | undefined;
+  nodeTaintsPolicy?: string | undefined;
+  matchLabelKeys: string[];
+}
+
+export interface PodOS {
+  name: string;
+}
+
+export interface PodSchedulingGate {
+  name: string;
+}
+
+export interface PodResourceClaim {
+  name: string;
+  resourceClaimName?: string | undefined;
+  resourceClaimTemplateName?: string | undefined;
 }
 
 /** PodSpec is a description of a pod. */
@@ -405,9 +777,35 @@ export interface PodSpec {
   /** PreemptLowerPriority or Never. */
   preemptionPolicy: string;
   enableServiceLinks: boolean;
+  /** Deprecated alias of service_account_name. */
+  serviceAccount: string;
+  automountServiceAccountToken?: boolean | undefined;
+  hostPid: boolean;
+  hostIpc: boolean;
+  shareProcessNamespace?: boolean | undefined;
+  securityContext?: PodSecurityContext | undefined;
+  imagePullSecrets: LocalObjectReference[];
+  affinity?: Affinity | undefined;
+  hostAliases: HostAlias[];
+  dnsConfig?: PodDNSConfig | undefined;
+  readinessGates: PodReadinessGate[];
+  runtimeClassName?: string | undefined;
+  overhead: { [key: string]: string };
+  topologySpreadConstraints: TopologySpreadConstraint[];
+  setHostnameAsFqdn?: boolean | undefined;
+  os?: PodOS | undefined;
+  hostUsers?: boolean | undefined;
+  schedulingGates: PodSchedulingGate[];
+  resourceClaims: PodResourceClaim[];
+  resources?: ResourceRequirements | undefined;
 }
 
 export interface PodSpec_NodeSelectorEntry {
+  key: string;
+  value: string;
+}
+
+export interface PodSpec_OverheadEntry {
   key: string;
   value: string;
 }
@@ -447,6 +845,42 @@ export interface ContainerState {
   terminated?: ContainerStateTerminated | undefined;
 }
 
+export interface VolumeMountStatus {
+  name: string;
+  mountPath: string;
+  readOnly: boolean;
+  recursiveReadOnly?: string | undefined;
+}
+
+export interface LinuxContainerUser {
+  uid: number;
+  gid: number;
+  supplementalGroups: number[];
+}
+
+export interface ContainerUser {
+  linux?: LinuxContainerUser | undefined;
+}
+
+export interface ResourceHealth {
+  resourceId: string;
+  health: string;
+}
+
+export interface ResourceStatus {
+  name: string;
+  resources: ResourceHealth[];
+}
+
+export interface HostIP {
+  ip: string;
+}
+
+export interface PodResourceClaimStatus {
+  name: string;
+  resourceClaimName?: string | undefined;
+}
+
 /** ContainerStatus contains details for the current status of this container. */
 export interface ContainerStatus {
   /** The name of the container, as in the pod's spec. */
@@ -464,6 +898,16 @@ export interface ContainerStatus {
   imageId: string;
   containerId: string;
   started?: boolean | undefined;
+  allocatedResources: { [key: string]: string };
+  resources?: ResourceRequirements | undefined;
+  volumeMounts: VolumeMountStatus[];
+  user?: ContainerUser | undefined;
+  allocatedResourcesStatus: ResourceStatus[];
+}
+
+export interface ContainerStatus_AllocatedResourcesEntry {
+  key: string;
+  value: string;
 }
 
 export interface PodIP {
@@ -496,6 +940,10 @@ export interface PodStatus {
   containerStatuses: ContainerStatus[];
   /** Guaranteed, Burstable, BestEffort. */
   qosClass: string;
+  hostIps: HostIP[];
+  ephemeralContainerStatuses: ContainerStatus[];
+  resize: string;
+  resourceClaimStatuses: PodResourceClaimStatus[];
 }
 
 /**
@@ -547,6 +995,32 @@ export interface ServicePort {
    */
   targetPort?: IntOrString | undefined;
   nodePort: number;
+  appProtocol?: string | undefined;
+}
+
+export interface ClientIPConfig {
+  timeoutSeconds?: number | undefined;
+}
+
+export interface SessionAffinityConfig {
+  clientIp?: ClientIPConfig | undefined;
+}
+
+export interface PortStatus {
+  port: number;
+  protocol: string;
+  error?: string | undefined;
+}
+
+export interface LoadBalancerIngress {
+  ip: string;
+  hostname: string;
+  ipMode?: string | undefined;
+  ports: PortStatus[];
+}
+
+export interface LoadBalancerStatus {
+  ingress: LoadBalancerIngress[];
 }
 
 /** ServiceSpec describes the attributes that a user creates on a service. */
@@ -565,6 +1039,18 @@ export interface ServiceSpec {
   ipFamilies: string[];
   ipFamilyPolicy: string;
   internalTrafficPolicy: string;
+  externalIps: string[];
+  loadBalancerIp: string;
+  loadBalancerSourceRanges: string[];
+  externalName: string;
+  /** Cluster or Local. */
+  externalTrafficPolicy: string;
+  healthCheckNodePort: number;
+  publishNotReadyAddresses: boolean;
+  sessionAffinityConfig?: SessionAffinityConfig | undefined;
+  allocateLoadBalancerNodePorts?: boolean | undefined;
+  loadBalancerClass?: string | undefined;
+  trafficDistribution?: string | undefined;
 }
 
 export interface ServiceSpec_SelectorEntry {
@@ -574,6 +1060,7 @@ export interface ServiceSpec_SelectorEntry {
 
 export interface ServiceStatus {
   conditions: NodeCondition[];
+  loadBalancer?: LoadBalancerStatus | undefined;
 }
 
 /**
@@ -600,6 +1087,7 @@ export interface EndpointPort {
   name: string;
   port: number;
   protocol: string;
+  appProtocol?: string | undefined;
 }
 
 export interface EndpointSubset {
@@ -673,6 +1161,12 @@ export interface EventSource {
   host: string;
 }
 
+export interface EventSeries {
+  count: number;
+  /** RFC 3339 with microseconds, as Kubernetes' MicroTime. */
+  lastObservedTime: string;
+}
+
 /** Event is a report of an event somewhere in the cluster. */
 export interface Event {
   apiVersion: string;
@@ -689,6 +1183,11 @@ export interface Event {
   type: string;
   reportingComponent: string;
   reportingInstance: string;
+  /** RFC 3339 with microseconds, as Kubernetes' MicroTime. */
+  eventTime: string;
+  series?: EventSeries | undefined;
+  action: string;
+  related?: ObjectReference | undefined;
 }
 
 /**
@@ -852,13 +1351,16 @@ export const NamespaceSpec: MessageFns<NamespaceSpec> = {
 };
 
 function createBaseNamespaceStatus(): NamespaceStatus {
-  return { phase: "" };
+  return { phase: "", conditions: [] };
 }
 
 export const NamespaceStatus: MessageFns<NamespaceStatus> = {
   encode(message: NamespaceStatus, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     if (message.phase !== "") {
       writer.uint32(10).string(message.phase);
+    }
+    for (const v of message.conditions) {
+      NamespaceCondition.encode(v!, writer.uint32(18).fork()).join();
     }
     return writer;
   },
@@ -884,6 +1386,14 @@ export const NamespaceStatus: MessageFns<NamespaceStatus> = {
             message.phase = reader.string();
             continue;
           }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.conditions.push(NamespaceCondition.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -902,6 +1412,110 @@ export const NamespaceStatus: MessageFns<NamespaceStatus> = {
   fromPartial<I extends Exact<DeepPartial<NamespaceStatus>, I>>(object: I): NamespaceStatus {
     const message = createBaseNamespaceStatus();
     message.phase = object.phase ?? "";
+    message.conditions = object.conditions?.map((e) => NamespaceCondition.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseNamespaceCondition(): NamespaceCondition {
+  return { type: "", status: "", lastTransitionTime: "", reason: "", message: "" };
+}
+
+export const NamespaceCondition: MessageFns<NamespaceCondition> = {
+  encode(message: NamespaceCondition, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.type !== "") {
+      writer.uint32(10).string(message.type);
+    }
+    if (message.status !== "") {
+      writer.uint32(18).string(message.status);
+    }
+    if (message.lastTransitionTime !== "") {
+      writer.uint32(26).string(message.lastTransitionTime);
+    }
+    if (message.reason !== "") {
+      writer.uint32(34).string(message.reason);
+    }
+    if (message.message !== "") {
+      writer.uint32(42).string(message.message);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): NamespaceCondition {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseNamespaceCondition();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.type = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.status = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.lastTransitionTime = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.reason = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.message = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<NamespaceCondition>, I>>(base?: I): NamespaceCondition {
+    return NamespaceCondition.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<NamespaceCondition>, I>>(object: I): NamespaceCondition {
+    const message = createBaseNamespaceCondition();
+    message.type = object.type ?? "";
+    message.status = object.status ?? "";
+    message.lastTransitionTime = object.lastTransitionTime ?? "";
+    message.reason = object.reason ?? "";
+    message.message = object.message ?? "";
     return message;
   },
 };
@@ -1107,7 +1721,7 @@ export const Taint: MessageFns<Taint> = {
 };
 
 function createBaseNodeSpec(): NodeSpec {
-  return { podCidr: "", podCidrs: [], unschedulable: false, taints: [], providerId: "" };
+  return { podCidr: "", podCidrs: [], unschedulable: false, taints: [], providerId: "", externalId: "" };
 }
 
 export const NodeSpec: MessageFns<NodeSpec> = {
@@ -1126,6 +1740,9 @@ export const NodeSpec: MessageFns<NodeSpec> = {
     }
     if (message.providerId !== "") {
       writer.uint32(42).string(message.providerId);
+    }
+    if (message.externalId !== "") {
+      writer.uint32(50).string(message.externalId);
     }
     return writer;
   },
@@ -1183,6 +1800,14 @@ export const NodeSpec: MessageFns<NodeSpec> = {
             message.providerId = reader.string();
             continue;
           }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.externalId = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1205,6 +1830,7 @@ export const NodeSpec: MessageFns<NodeSpec> = {
     message.unschedulable = object.unschedulable ?? false;
     message.taints = object.taints?.map((e) => Taint.fromPartial(e)) || [];
     message.providerId = object.providerId ?? "";
+    message.externalId = object.externalId ?? "";
     return message;
   },
 };
@@ -1400,6 +2026,9 @@ function createBaseNodeSystemInfo(): NodeSystemInfo {
     kubeletVersion: "",
     operatingSystem: "",
     architecture: "",
+    systemUuid: "",
+    bootId: "",
+    kubeProxyVersion: "",
   };
 }
 
@@ -1425,6 +2054,15 @@ export const NodeSystemInfo: MessageFns<NodeSystemInfo> = {
     }
     if (message.architecture !== "") {
       writer.uint32(58).string(message.architecture);
+    }
+    if (message.systemUuid !== "") {
+      writer.uint32(66).string(message.systemUuid);
+    }
+    if (message.bootId !== "") {
+      writer.uint32(74).string(message.bootId);
+    }
+    if (message.kubeProxyVersion !== "") {
+      writer.uint32(82).string(message.kubeProxyVersion);
     }
     return writer;
   },
@@ -1498,6 +2136,30 @@ export const NodeSystemInfo: MessageFns<NodeSystemInfo> = {
             message.architecture = reader.string();
             continue;
           }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.systemUuid = reader.string();
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.bootId = reader.string();
+            continue;
+          }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.kubeProxyVersion = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1522,6 +2184,9 @@ export const NodeSystemInfo: MessageFns<NodeSystemInfo> = {
     message.kubeletVersion = object.kubeletVersion ?? "";
     message.operatingSystem = object.operatingSystem ?? "";
     message.architecture = object.architecture ?? "";
+    message.systemUuid = object.systemUuid ?? "";
+    message.bootId = object.bootId ?? "";
+    message.kubeProxyVersion = object.kubeProxyVersion ?? "";
     return message;
   },
 };
@@ -1638,6 +2303,140 @@ export const NodeDaemonEndpoints: MessageFns<NodeDaemonEndpoints> = {
   },
 };
 
+function createBaseContainerImage(): ContainerImage {
+  return { names: [], sizeBytes: 0 };
+}
+
+export const ContainerImage: MessageFns<ContainerImage> = {
+  encode(message: ContainerImage, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.names) {
+      writer.uint32(10).string(v!);
+    }
+    if (message.sizeBytes !== 0) {
+      writer.uint32(16).int64(message.sizeBytes);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ContainerImage {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseContainerImage();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.names.push(reader.string());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.sizeBytes = longToNumber(reader.int64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<ContainerImage>, I>>(base?: I): ContainerImage {
+    return ContainerImage.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ContainerImage>, I>>(object: I): ContainerImage {
+    const message = createBaseContainerImage();
+    message.names = object.names?.map((e) => e) || [];
+    message.sizeBytes = object.sizeBytes ?? 0;
+    return message;
+  },
+};
+
+function createBaseAttachedVolume(): AttachedVolume {
+  return { name: "", devicePath: "" };
+}
+
+export const AttachedVolume: MessageFns<AttachedVolume> = {
+  encode(message: AttachedVolume, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    if (message.devicePath !== "") {
+      writer.uint32(18).string(message.devicePath);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AttachedVolume {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAttachedVolume();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.devicePath = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<AttachedVolume>, I>>(base?: I): AttachedVolume {
+    return AttachedVolume.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<AttachedVolume>, I>>(object: I): AttachedVolume {
+    const message = createBaseAttachedVolume();
+    message.name = object.name ?? "";
+    message.devicePath = object.devicePath ?? "";
+    return message;
+  },
+};
+
 function createBaseNodeStatus(): NodeStatus {
   return {
     capacity: {},
@@ -1646,6 +2445,10 @@ function createBaseNodeStatus(): NodeStatus {
     addresses: [],
     nodeInfo: undefined,
     daemonEndpoints: undefined,
+    phase: "",
+    images: [],
+    volumesInUse: [],
+    volumesAttached: [],
   };
 }
 
@@ -1668,6 +2471,18 @@ export const NodeStatus: MessageFns<NodeStatus> = {
     }
     if (message.daemonEndpoints !== undefined) {
       NodeDaemonEndpoints.encode(message.daemonEndpoints, writer.uint32(50).fork()).join();
+    }
+    if (message.phase !== "") {
+      writer.uint32(58).string(message.phase);
+    }
+    for (const v of message.images) {
+      ContainerImage.encode(v!, writer.uint32(66).fork()).join();
+    }
+    for (const v of message.volumesInUse) {
+      writer.uint32(74).string(v!);
+    }
+    for (const v of message.volumesAttached) {
+      AttachedVolume.encode(v!, writer.uint32(82).fork()).join();
     }
     return writer;
   },
@@ -1739,6 +2554,38 @@ export const NodeStatus: MessageFns<NodeStatus> = {
             message.daemonEndpoints = NodeDaemonEndpoints.decode(reader, reader.uint32());
             continue;
           }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.phase = reader.string();
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.images.push(ContainerImage.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.volumesInUse.push(reader.string());
+            continue;
+          }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.volumesAttached.push(AttachedVolume.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1782,6 +2629,10 @@ export const NodeStatus: MessageFns<NodeStatus> = {
     message.daemonEndpoints = (object.daemonEndpoints !== undefined && object.daemonEndpoints !== null)
       ? NodeDaemonEndpoints.fromPartial(object.daemonEndpoints)
       : undefined;
+    message.phase = object.phase ?? "";
+    message.images = object.images?.map((e) => ContainerImage.fromPartial(e)) || [];
+    message.volumesInUse = object.volumesInUse?.map((e) => e) || [];
+    message.volumesAttached = object.volumesAttached?.map((e) => AttachedVolume.fromPartial(e)) || [];
     return message;
   },
 };
@@ -2094,14 +2945,532 @@ export const ObjectFieldSelector: MessageFns<ObjectFieldSelector> = {
   },
 };
 
+function createBaseResourceFieldSelector(): ResourceFieldSelector {
+  return { containerName: "", resource: "", divisor: "" };
+}
+
+export const ResourceFieldSelector: MessageFns<ResourceFieldSelector> = {
+  encode(message: ResourceFieldSelector, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.containerName !== "") {
+      writer.uint32(10).string(message.containerName);
+    }
+    if (message.resource !== "") {
+      writer.uint32(18).string(message.resource);
+    }
+    if (message.divisor !== "") {
+      writer.uint32(26).string(message.divisor);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ResourceFieldSelector {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseResourceFieldSelector();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.containerName = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.resource = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.divisor = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<ResourceFieldSelector>, I>>(base?: I): ResourceFieldSelector {
+    return ResourceFieldSelector.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ResourceFieldSelector>, I>>(object: I): ResourceFieldSelector {
+    const message = createBaseResourceFieldSelector();
+    message.containerName = object.containerName ?? "";
+    message.resource = object.resource ?? "";
+    message.divisor = object.divisor ?? "";
+    return message;
+  },
+};
+
+function createBaseConfigMapKeySelector(): ConfigMapKeySelector {
+  return { name: "", key: "", optional: undefined };
+}
+
+export const ConfigMapKeySelector: MessageFns<ConfigMapKeySelector> = {
+  encode(message: ConfigMapKeySelector, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    if (message.key !== "") {
+      writer.uint32(18).string(message.key);
+    }
+    if (message.optional !== undefined) {
+      writer.uint32(24).bool(message.optional);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ConfigMapKeySelector {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseConfigMapKeySelector();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.optional = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<ConfigMapKeySelector>, I>>(base?: I): ConfigMapKeySelector {
+    return ConfigMapKeySelector.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ConfigMapKeySelector>, I>>(object: I): ConfigMapKeySelector {
+    const message = createBaseConfigMapKeySelector();
+    message.name = object.name ?? "";
+    message.key = object.key ?? "";
+    message.optional = object.optional ?? undefined;
+    return message;
+  },
+};
+
+function createBaseSecretKeySelector(): SecretKeySelector {
+  return { name: "", key: "", optional: undefined };
+}
+
+export const SecretKeySelector: MessageFns<SecretKeySelector> = {
+  encode(message: SecretKeySelector, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    if (message.key !== "") {
+      writer.uint32(18).string(message.key);
+    }
+    if (message.optional !== undefined) {
+      writer.uint32(24).bool(message.optional);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SecretKeySelector {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSecretKeySelector();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.optional = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<SecretKeySelector>, I>>(base?: I): SecretKeySelector {
+    return SecretKeySelector.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SecretKeySelector>, I>>(object: I): SecretKeySelector {
+    const message = createBaseSecretKeySelector();
+    message.name = object.name ?? "";
+    message.key = object.key ?? "";
+    message.optional = object.optional ?? undefined;
+    return message;
+  },
+};
+
+function createBaseLocalObjectReference(): LocalObjectReference {
+  return { name: "" };
+}
+
+export const LocalObjectReference: MessageFns<LocalObjectReference> = {
+  encode(message: LocalObjectReference, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): LocalObjectReference {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseLocalObjectReference();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<LocalObjectReference>, I>>(base?: I): LocalObjectReference {
+    return LocalObjectReference.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<LocalObjectReference>, I>>(object: I): LocalObjectReference {
+    const message = createBaseLocalObjectReference();
+    message.name = object.name ?? "";
+    return message;
+  },
+};
+
+function createBaseConfigMapEnvSource(): ConfigMapEnvSource {
+  return { name: "", optional: undefined };
+}
+
+export const ConfigMapEnvSource: MessageFns<ConfigMapEnvSource> = {
+  encode(message: ConfigMapEnvSource, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    if (message.optional !== undefined) {
+      writer.uint32(16).bool(message.optional);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ConfigMapEnvSource {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseConfigMapEnvSource();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.optional = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<ConfigMapEnvSource>, I>>(base?: I): ConfigMapEnvSource {
+    return ConfigMapEnvSource.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ConfigMapEnvSource>, I>>(object: I): ConfigMapEnvSource {
+    const message = createBaseConfigMapEnvSource();
+    message.name = object.name ?? "";
+    message.optional = object.optional ?? undefined;
+    return message;
+  },
+};
+
+function createBaseSecretEnvSource(): SecretEnvSource {
+  return { name: "", optional: undefined };
+}
+
+export const SecretEnvSource: MessageFns<SecretEnvSource> = {
+  encode(message: SecretEnvSource, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    if (message.optional !== undefined) {
+      writer.uint32(16).bool(message.optional);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SecretEnvSource {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSecretEnvSource();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.optional = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<SecretEnvSource>, I>>(base?: I): SecretEnvSource {
+    return SecretEnvSource.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SecretEnvSource>, I>>(object: I): SecretEnvSource {
+    const message = createBaseSecretEnvSource();
+    message.name = object.name ?? "";
+    message.optional = object.optional ?? undefined;
+    return message;
+  },
+};
+
+function createBaseEnvFromSource(): EnvFromSource {
+  return { prefix: "", configMapRef: undefined, secretRef: undefined };
+}
+
+export const EnvFromSource: MessageFns<EnvFromSource> = {
+  encode(message: EnvFromSource, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.prefix !== "") {
+      writer.uint32(10).string(message.prefix);
+    }
+    if (message.configMapRef !== undefined) {
+      ConfigMapEnvSource.encode(message.configMapRef, writer.uint32(18).fork()).join();
+    }
+    if (message.secretRef !== undefined) {
+      SecretEnvSource.encode(message.secretRef, writer.uint32(26).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): EnvFromSource {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseEnvFromSource();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.prefix = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.configMapRef = ConfigMapEnvSource.decode(reader, reader.uint32());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.secretRef = SecretEnvSource.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<EnvFromSource>, I>>(base?: I): EnvFromSource {
+    return EnvFromSource.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<EnvFromSource>, I>>(object: I): EnvFromSource {
+    const message = createBaseEnvFromSource();
+    message.prefix = object.prefix ?? "";
+    message.configMapRef = (object.configMapRef !== undefined && object.configMapRef !== null)
+      ? ConfigMapEnvSource.fromPartial(object.configMapRef)
+      : undefined;
+    message.secretRef = (object.secretRef !== undefined && object.secretRef !== null)
+      ? SecretEnvSource.fromPartial(object.secretRef)
+      : undefined;
+    return message;
+  },
+};
+
 function createBaseEnvVarSource(): EnvVarSource {
-  return { fieldRef: undefined };
+  return { fieldRef: undefined, resourceFieldRef: undefined, configMapKeyRef: undefined, secretKeyRef: undefined };
 }
 
 export const EnvVarSource: MessageFns<EnvVarSource> = {
   encode(message: EnvVarSource, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     if (message.fieldRef !== undefined) {
       ObjectFieldSelector.encode(message.fieldRef, writer.uint32(10).fork()).join();
+    }
+    if (message.resourceFieldRef !== undefined) {
+      ResourceFieldSelector.encode(message.resourceFieldRef, writer.uint32(18).fork()).join();
+    }
+    if (message.configMapKeyRef !== undefined) {
+      ConfigMapKeySelector.encode(message.configMapKeyRef, writer.uint32(26).fork()).join();
+    }
+    if (message.secretKeyRef !== undefined) {
+      SecretKeySelector.encode(message.secretKeyRef, writer.uint32(34).fork()).join();
     }
     return writer;
   },
@@ -2127,6 +3496,30 @@ export const EnvVarSource: MessageFns<EnvVarSource> = {
             message.fieldRef = ObjectFieldSelector.decode(reader, reader.uint32());
             continue;
           }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.resourceFieldRef = ResourceFieldSelector.decode(reader, reader.uint32());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.configMapKeyRef = ConfigMapKeySelector.decode(reader, reader.uint32());
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.secretKeyRef = SecretKeySelector.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2146,6 +3539,15 @@ export const EnvVarSource: MessageFns<EnvVarSource> = {
     const message = createBaseEnvVarSource();
     message.fieldRef = (object.fieldRef !== undefined && object.fieldRef !== null)
       ? ObjectFieldSelector.fromPartial(object.fieldRef)
+      : undefined;
+    message.resourceFieldRef = (object.resourceFieldRef !== undefined && object.resourceFieldRef !== null)
+      ? ResourceFieldSelector.fromPartial(object.resourceFieldRef)
+      : undefined;
+    message.configMapKeyRef = (object.configMapKeyRef !== undefined && object.configMapKeyRef !== null)
+      ? ConfigMapKeySelector.fromPartial(object.configMapKeyRef)
+      : undefined;
+    message.secretKeyRef = (object.secretKeyRef !== undefined && object.secretKeyRef !== null)
+      ? SecretKeySelector.fromPartial(object.secretKeyRef)
       : undefined;
     return message;
   },
@@ -2336,7 +3738,7 @@ export const ContainerPort: MessageFns<ContainerPort> = {
 };
 
 function createBaseResourceRequirements(): ResourceRequirements {
-  return { limits: {}, requests: {} };
+  return { limits: {}, requests: {}, claims: [] };
 }
 
 export const ResourceRequirements: MessageFns<ResourceRequirements> = {
@@ -2347,6 +3749,9 @@ export const ResourceRequirements: MessageFns<ResourceRequirements> = {
     globalThis.Object.entries(message.requests).forEach(([key, value]: [string, string]) => {
       ResourceRequirements_RequestsEntry.encode({ key: key as any, value }, writer.uint32(18).fork()).join();
     });
+    for (const v of message.claims) {
+      ResourceClaim.encode(v!, writer.uint32(26).fork()).join();
+    }
     return writer;
   },
 
@@ -2385,6 +3790,14 @@ export const ResourceRequirements: MessageFns<ResourceRequirements> = {
             }
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.claims.push(ResourceClaim.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2420,6 +3833,7 @@ export const ResourceRequirements: MessageFns<ResourceRequirements> = {
       },
       {},
     );
+    message.claims = object.claims?.map((e) => ResourceClaim.fromPartial(e)) || [];
     return message;
   },
 };
@@ -2562,6 +3976,73 @@ export const ResourceRequirements_RequestsEntry: MessageFns<ResourceRequirements
     const message = createBaseResourceRequirements_RequestsEntry();
     message.key = object.key ?? "";
     message.value = object.value ?? "";
+    return message;
+  },
+};
+
+function createBaseResourceClaim(): ResourceClaim {
+  return { name: "", request: "" };
+}
+
+export const ResourceClaim: MessageFns<ResourceClaim> = {
+  encode(message: ResourceClaim, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    if (message.request !== "") {
+      writer.uint32(18).string(message.request);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ResourceClaim {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseResourceClaim();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.request = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<ResourceClaim>, I>>(base?: I): ResourceClaim {
+    return ResourceClaim.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ResourceClaim>, I>>(object: I): ResourceClaim {
+    const message = createBaseResourceClaim();
+    message.name = object.name ?? "";
+    message.request = object.request ?? "";
     return message;
   },
 };
@@ -2862,6 +4343,1334 @@ export const TCPSocketAction: MessageFns<TCPSocketAction> = {
   },
 };
 
+function createBaseGRPCAction(): GRPCAction {
+  return { port: 0, service: undefined };
+}
+
+export const GRPCAction: MessageFns<GRPCAction> = {
+  encode(message: GRPCAction, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.port !== 0) {
+      writer.uint32(8).int32(message.port);
+    }
+    if (message.service !== undefined) {
+      writer.uint32(18).string(message.service);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GRPCAction {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGRPCAction();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.port = reader.int32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.service = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<GRPCAction>, I>>(base?: I): GRPCAction {
+    return GRPCAction.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GRPCAction>, I>>(object: I): GRPCAction {
+    const message = createBaseGRPCAction();
+    message.port = object.port ?? 0;
+    message.service = object.service ?? undefined;
+    return message;
+  },
+};
+
+function createBaseSleepAction(): SleepAction {
+  return { seconds: 0 };
+}
+
+export const SleepAction: MessageFns<SleepAction> = {
+  encode(message: SleepAction, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.seconds !== 0) {
+      writer.uint32(8).int64(message.seconds);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SleepAction {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSleepAction();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.seconds = longToNumber(reader.int64());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<SleepAction>, I>>(base?: I): SleepAction {
+    return SleepAction.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SleepAction>, I>>(object: I): SleepAction {
+    const message = createBaseSleepAction();
+    message.seconds = object.seconds ?? 0;
+    return message;
+  },
+};
+
+function createBaseLifecycleHandler(): LifecycleHandler {
+  return { exec: undefined, httpGet: undefined, tcpSocket: undefined, sleep: undefined };
+}
+
+export const LifecycleHandler: MessageFns<LifecycleHandler> = {
+  encode(message: LifecycleHandler, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.exec !== undefined) {
+      ExecAction.encode(message.exec, writer.uint32(10).fork()).join();
+    }
+    if (message.httpGet !== undefined) {
+      HTTPGetAction.encode(message.httpGet, writer.uint32(18).fork()).join();
+    }
+    if (message.tcpSocket !== undefined) {
+      TCPSocketAction.encode(message.tcpSocket, writer.uint32(26).fork()).join();
+    }
+    if (message.sleep !== undefined) {
+      SleepAction.encode(message.sleep, writer.uint32(34).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): LifecycleHandler {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseLifecycleHandler();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.exec = ExecAction.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.httpGet = HTTPGetAction.decode(reader, reader.uint32());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.tcpSocket = TCPSocketAction.decode(reader, reader.uint32());
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.sleep = SleepAction.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<LifecycleHandler>, I>>(base?: I): LifecycleHandler {
+    return LifecycleHandler.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<LifecycleHandler>, I>>(object: I): LifecycleHandler {
+    const message = createBaseLifecycleHandler();
+    message.exec = (object.exec !== undefined && object.exec !== null)
+      ? ExecAction.fromPartial(object.exec)
+      : undefined;
+    message.httpGet = (object.httpGet !== undefined && object.httpGet !== null)
+      ? HTTPGetAction.fromPartial(object.httpGet)
+      : undefined;
+    message.tcpSocket = (object.tcpSocket !== undefined && object.tcpSocket !== null)
+      ? TCPSocketAction.fromPartial(object.tcpSocket)
+      : undefined;
+    message.sleep = (object.sleep !== undefined && object.sleep !== null)
+      ? SleepAction.fromPartial(object.sleep)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseLifecycle(): Lifecycle {
+  return { postStart: undefined, preStop: undefined };
+}
+
+export const Lifecycle: MessageFns<Lifecycle> = {
+  encode(message: Lifecycle, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.postStart !== undefined) {
+      LifecycleHandler.encode(message.postStart, writer.uint32(10).fork()).join();
+    }
+    if (message.preStop !== undefined) {
+      LifecycleHandler.encode(message.preStop, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Lifecycle {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseLifecycle();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.postStart = LifecycleHandler.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.preStop = LifecycleHandler.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<Lifecycle>, I>>(base?: I): Lifecycle {
+    return Lifecycle.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Lifecycle>, I>>(object: I): Lifecycle {
+    const message = createBaseLifecycle();
+    message.postStart = (object.postStart !== undefined && object.postStart !== null)
+      ? LifecycleHandler.fromPartial(object.postStart)
+      : undefined;
+    message.preStop = (object.preStop !== undefined && object.preStop !== null)
+      ? LifecycleHandler.fromPartial(object.preStop)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseCapabilities(): Capabilities {
+  return { add: [], drop: [] };
+}
+
+export const Capabilities: MessageFns<Capabilities> = {
+  encode(message: Capabilities, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.add) {
+      writer.uint32(10).string(v!);
+    }
+    for (const v of message.drop) {
+      writer.uint32(18).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Capabilities {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCapabilities();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.add.push(reader.string());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.drop.push(reader.string());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<Capabilities>, I>>(base?: I): Capabilities {
+    return Capabilities.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Capabilities>, I>>(object: I): Capabilities {
+    const message = createBaseCapabilities();
+    message.add = object.add?.map((e) => e) || [];
+    message.drop = object.drop?.map((e) => e) || [];
+    return message;
+  },
+};
+
+function createBaseSELinuxOptions(): SELinuxOptions {
+  return { user: "", role: "", type: "", level: "" };
+}
+
+export const SELinuxOptions: MessageFns<SELinuxOptions> = {
+  encode(message: SELinuxOptions, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.user !== "") {
+      writer.uint32(10).string(message.user);
+    }
+    if (message.role !== "") {
+      writer.uint32(18).string(message.role);
+    }
+    if (message.type !== "") {
+      writer.uint32(26).string(message.type);
+    }
+    if (message.level !== "") {
+      writer.uint32(34).string(message.level);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SELinuxOptions {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSELinuxOptions();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.user = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.role = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.type = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.level = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<SELinuxOptions>, I>>(base?: I): SELinuxOptions {
+    return SELinuxOptions.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SELinuxOptions>, I>>(object: I): SELinuxOptions {
+    const message = createBaseSELinuxOptions();
+    message.user = object.user ?? "";
+    message.role = object.role ?? "";
+    message.type = object.type ?? "";
+    message.level = object.level ?? "";
+    return message;
+  },
+};
+
+function createBaseWindowsSecurityContextOptions(): WindowsSecurityContextOptions {
+  return {
+    gmsaCredentialSpecName: undefined,
+    gmsaCredentialSpec: undefined,
+    runAsUserName: undefined,
+    hostProcess: undefined,
+  };
+}
+
+export const WindowsSecurityContextOptions: MessageFns<WindowsSecurityContextOptions> = {
+  encode(message: WindowsSecurityContextOptions, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.gmsaCredentialSpecName !== undefined) {
+      writer.uint32(10).string(message.gmsaCredentialSpecName);
+    }
+    if (message.gmsaCredentialSpec !== undefined) {
+      writer.uint32(18).string(message.gmsaCredentialSpec);
+    }
+    if (message.runAsUserName !== undefined) {
+      writer.uint32(26).string(message.runAsUserName);
+    }
+    if (message.hostProcess !== undefined) {
+      writer.uint32(32).bool(message.hostProcess);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): WindowsSecurityContextOptions {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseWindowsSecurityContextOptions();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.gmsaCredentialSpecName = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.gmsaCredentialSpec = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.runAsUserName = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.hostProcess = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<WindowsSecurityContextOptions>, I>>(base?: I): WindowsSecurityContextOptions {
+    return WindowsSecurityContextOptions.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<WindowsSecurityContextOptions>, I>>(
+    object: I,
+  ): WindowsSecurityContextOptions {
+    const message = createBaseWindowsSecurityContextOptions();
+    message.gmsaCredentialSpecName = object.gmsaCredentialSpecName ?? undefined;
+    message.gmsaCredentialSpec = object.gmsaCredentialSpec ?? undefined;
+    message.runAsUserName = object.runAsUserName ?? undefined;
+    message.hostProcess = object.hostProcess ?? undefined;
+    return message;
+  },
+};
+
+function createBaseSeccompProfile(): SeccompProfile {
+  return { type: "", localhostProfile: undefined };
+}
+
+export const SeccompProfile: MessageFns<SeccompProfile> = {
+  encode(message: SeccompProfile, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.type !== "") {
+      writer.uint32(10).string(message.type);
+    }
+    if (message.localhostProfile !== undefined) {
+      writer.uint32(18).string(message.localhostProfile);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SeccompProfile {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSeccompProfile();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.type = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.localhostProfile = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<SeccompProfile>, I>>(base?: I): SeccompProfile {
+    return SeccompProfile.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SeccompProfile>, I>>(object: I): SeccompProfile {
+    const message = createBaseSeccompProfile();
+    message.type = object.type ?? "";
+    message.localhostProfile = object.localhostProfile ?? undefined;
+    return message;
+  },
+};
+
+function createBaseAppArmorProfile(): AppArmorProfile {
+  return { type: "", localhostProfile: undefined };
+}
+
+export const AppArmorProfile: MessageFns<AppArmorProfile> = {
+  encode(message: AppArmorProfile, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.type !== "") {
+      writer.uint32(10).string(message.type);
+    }
+    if (message.localhostProfile !== undefined) {
+      writer.uint32(18).string(message.localhostProfile);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): AppArmorProfile {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAppArmorProfile();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.type = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.localhostProfile = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<AppArmorProfile>, I>>(base?: I): AppArmorProfile {
+    return AppArmorProfile.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<AppArmorProfile>, I>>(object: I): AppArmorProfile {
+    const message = createBaseAppArmorProfile();
+    message.type = object.type ?? "";
+    message.localhostProfile = object.localhostProfile ?? undefined;
+    return message;
+  },
+};
+
+function createBaseSecurityContext(): SecurityContext {
+  return {
+    capabilities: undefined,
+    privileged: undefined,
+    seLinuxOptions: undefined,
+    windowsOptions: undefined,
+    runAsUser: undefined,
+    runAsGroup: undefined,
+    runAsNonRoot: undefined,
+    readOnlyRootFilesystem: undefined,
+    allowPrivilegeEscalation: undefined,
+    procMount: undefined,
+    seccompProfile: undefined,
+    appArmorProfile: undefined,
+  };
+}
+
+export const SecurityContext: MessageFns<SecurityContext> = {
+  encode(message: SecurityContext, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.capabilities !== undefined) {
+      Capabilities.encode(message.capabilities, writer.uint32(10).fork()).join();
+    }
+    if (message.privileged !== undefined) {
+      writer.uint32(16).bool(message.privileged);
+    }
+    if (message.seLinuxOptions !== undefined) {
+      SELinuxOptions.encode(message.seLinuxOptions, writer.uint32(26).fork()).join();
+    }
+    if (message.windowsOptions !== undefined) {
+      WindowsSecurityContextOptions.encode(message.windowsOptions, writer.uint32(34).fork()).join();
+    }
+    if (message.runAsUser !== undefined) {
+      writer.uint32(40).int64(message.runAsUser);
+    }
+    if (message.runAsGroup !== undefined) {
+      writer.uint32(48).int64(message.runAsGroup);
+    }
+    if (message.runAsNonRoot !== undefined) {
+      writer.uint32(56).bool(message.runAsNonRoot);
+    }
+    if (message.readOnlyRootFilesystem !== undefined) {
+      writer.uint32(64).bool(message.readOnlyRootFilesystem);
+    }
+    if (message.allowPrivilegeEscalation !== undefined) {
+      writer.uint32(72).bool(message.allowPrivilegeEscalation);
+    }
+    if (message.procMount !== undefined) {
+      writer.uint32(82).string(message.procMount);
+    }
+    if (message.seccompProfile !== undefined) {
+      SeccompProfile.encode(message.seccompProfile, writer.uint32(90).fork()).join();
+    }
+    if (message.appArmorProfile !== undefined) {
+      AppArmorProfile.encode(message.appArmorProfile, writer.uint32(98).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SecurityContext {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSecurityContext();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.capabilities = Capabilities.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.privileged = reader.bool();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.seLinuxOptions = SELinuxOptions.decode(reader, reader.uint32());
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.windowsOptions = WindowsSecurityContextOptions.decode(reader, reader.uint32());
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.runAsUser = longToNumber(reader.int64());
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.runAsGroup = longToNumber(reader.int64());
+            continue;
+          }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.runAsNonRoot = reader.bool();
+            continue;
+          }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.readOnlyRootFilesystem = reader.bool();
+            continue;
+          }
+          case 9: {
+            if (tag !== 72) {
+              break;
+            }
+
+            message.allowPrivilegeEscalation = reader.bool();
+            continue;
+          }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.procMount = reader.string();
+            continue;
+          }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.seccompProfile = SeccompProfile.decode(reader, reader.uint32());
+            continue;
+          }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            message.appArmorProfile = AppArmorProfile.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<SecurityContext>, I>>(base?: I): SecurityContext {
+    return SecurityContext.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SecurityContext>, I>>(object: I): SecurityContext {
+    const message = createBaseSecurityContext();
+    message.capabilities = (object.capabilities !== undefined && object.capabilities !== null)
+      ? Capabilities.fromPartial(object.capabilities)
+      : undefined;
+    message.privileged = object.privileged ?? undefined;
+    message.seLinuxOptions = (object.seLinuxOptions !== undefined && object.seLinuxOptions !== null)
+      ? SELinuxOptions.fromPartial(object.seLinuxOptions)
+      : undefined;
+    message.windowsOptions = (object.windowsOptions !== undefined && object.windowsOptions !== null)
+      ? WindowsSecurityContextOptions.fromPartial(object.windowsOptions)
+      : undefined;
+    message.runAsUser = object.runAsUser ?? undefined;
+    message.runAsGroup = object.runAsGroup ?? undefined;
+    message.runAsNonRoot = object.runAsNonRoot ?? undefined;
+    message.readOnlyRootFilesystem = object.readOnlyRootFilesystem ?? undefined;
+    message.allowPrivilegeEscalation = object.allowPrivilegeEscalation ?? undefined;
+    message.procMount = object.procMount ?? undefined;
+    message.seccompProfile = (object.seccompProfile !== undefined && object.seccompProfile !== null)
+      ? SeccompProfile.fromPartial(object.seccompProfile)
+      : undefined;
+    message.appArmorProfile = (object.appArmorProfile !== undefined && object.appArmorProfile !== null)
+      ? AppArmorProfile.fromPartial(object.appArmorProfile)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseSysctl(): Sysctl {
+  return { name: "", value: "" };
+}
+
+export const Sysctl: MessageFns<Sysctl> = {
+  encode(message: Sysctl, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    if (message.value !== "") {
+      writer.uint32(18).string(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Sysctl {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSysctl();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.value = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<Sysctl>, I>>(base?: I): Sysctl {
+    return Sysctl.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Sysctl>, I>>(object: I): Sysctl {
+    const message = createBaseSysctl();
+    message.name = object.name ?? "";
+    message.value = object.value ?? "";
+    return message;
+  },
+};
+
+function createBasePodSecurityContext(): PodSecurityContext {
+  return {
+    seLinuxOptions: undefined,
+    windowsOptions: undefined,
+    runAsUser: undefined,
+    runAsGroup: undefined,
+    runAsNonRoot: undefined,
+    supplementalGroups: [],
+    supplementalGroupsPolicy: undefined,
+    fsGroup: undefined,
+    sysctls: [],
+    fsGroupChangePolicy: undefined,
+    seccompProfile: undefined,
+    appArmorProfile: undefined,
+    seLinuxChangePolicy: undefined,
+  };
+}
+
+export const PodSecurityContext: MessageFns<PodSecurityContext> = {
+  encode(message: PodSecurityContext, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.seLinuxOptions !== undefined) {
+      SELinuxOptions.encode(message.seLinuxOptions, writer.uint32(10).fork()).join();
+    }
+    if (message.windowsOptions !== undefined) {
+      WindowsSecurityContextOptions.encode(message.windowsOptions, writer.uint32(18).fork()).join();
+    }
+    if (message.runAsUser !== undefined) {
+      writer.uint32(24).int64(message.runAsUser);
+    }
+    if (message.runAsGroup !== undefined) {
+      writer.uint32(32).int64(message.runAsGroup);
+    }
+    if (message.runAsNonRoot !== undefined) {
+      writer.uint32(40).bool(message.runAsNonRoot);
+    }
+    if (message.supplementalGroups.length !== 0) {
+      writer.uint32(50).fork();
+      for (const v of message.supplementalGroups) {
+        writer.int64(v);
+      }
+      writer.join();
+    }
+    if (message.supplementalGroupsPolicy !== undefined) {
+      writer.uint32(58).string(message.supplementalGroupsPolicy);
+    }
+    if (message.fsGroup !== undefined) {
+      writer.uint32(64).int64(message.fsGroup);
+    }
+    for (const v of message.sysctls) {
+      Sysctl.encode(v!, writer.uint32(74).fork()).join();
+    }
+    if (message.fsGroupChangePolicy !== undefined) {
+      writer.uint32(82).string(message.fsGroupChangePolicy);
+    }
+    if (message.seccompProfile !== undefined) {
+      SeccompProfile.encode(message.seccompProfile, writer.uint32(90).fork()).join();
+    }
+    if (message.appArmorProfile !== undefined) {
+      AppArmorProfile.encode(message.appArmorProfile, writer.uint32(98).fork()).join();
+    }
+    if (message.seLinuxChangePolicy !== undefined) {
+      writer.uint32(106).string(message.seLinuxChangePolicy);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PodSecurityContext {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePodSecurityContext();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.seLinuxOptions = SELinuxOptions.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.windowsOptions = WindowsSecurityContextOptions.decode(reader, reader.uint32());
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.runAsUser = longToNumber(reader.int64());
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.runAsGroup = longToNumber(reader.int64());
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.runAsNonRoot = reader.bool();
+            continue;
+          }
+          case 6: {
+            if (tag === 48) {
+              message.supplementalGroups.push(longToNumber(reader.int64()));
+
+              continue;
+            }
+
+            if (tag === 50) {
+              const end2 = reader.uint32() + reader.pos;
+              while (reader.pos < end2) {
+                message.supplementalGroups.push(longToNumber(reader.int64()));
+              }
+
+              continue;
+            }
+
+            break;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.supplementalGroupsPolicy = reader.string();
+            continue;
+          }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.fsGroup = longToNumber(reader.int64());
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.sysctls.push(Sysctl.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.fsGroupChangePolicy = reader.string();
+            continue;
+          }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.seccompProfile = SeccompProfile.decode(reader, reader.uint32());
+            continue;
+          }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            message.appArmorProfile = AppArmorProfile.decode(reader, reader.uint32());
+            continue;
+          }
+          case 13: {
+            if (tag !== 106) {
+              break;
+            }
+
+            message.seLinuxChangePolicy = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<PodSecurityContext>, I>>(base?: I): PodSecurityContext {
+    return PodSecurityContext.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PodSecurityContext>, I>>(object: I): PodSecurityContext {
+    const message = createBasePodSecurityContext();
+    message.seLinuxOptions = (object.seLinuxOptions !== undefined && object.seLinuxOptions !== null)
+      ? SELinuxOptions.fromPartial(object.seLinuxOptions)
+      : undefined;
+    message.windowsOptions = (object.windowsOptions !== undefined && object.windowsOptions !== null)
+      ? WindowsSecurityContextOptions.fromPartial(object.windowsOptions)
+      : undefined;
+    message.runAsUser = object.runAsUser ?? undefined;
+    message.runAsGroup = object.runAsGroup ?? undefined;
+    message.runAsNonRoot = object.runAsNonRoot ?? undefined;
+    message.supplementalGroups = object.supplementalGroups?.map((e) => e) || [];
+    message.supplementalGroupsPolicy = object.supplementalGroupsPolicy ?? undefined;
+    message.fsGroup = object.fsGroup ?? undefined;
+    message.sysctls = object.sysctls?.map((e) => Sysctl.fromPartial(e)) || [];
+    message.fsGroupChangePolicy = object.fsGroupChangePolicy ?? undefined;
+    message.seccompProfile = (object.seccompProfile !== undefined && object.seccompProfile !== null)
+      ? SeccompProfile.fromPartial(object.seccompProfile)
+      : undefined;
+    message.appArmorProfile = (object.appArmorProfile !== undefined && object.appArmorProfile !== null)
+      ? AppArmorProfile.fromPartial(object.appArmorProfile)
+      : undefined;
+    message.seLinuxChangePolicy = object.seLinuxChangePolicy ?? undefined;
+    return message;
+  },
+};
+
+function createBaseContainerResizePolicy(): ContainerResizePolicy {
+  return { resourceName: "", restartPolicy: "" };
+}
+
+export const ContainerResizePolicy: MessageFns<ContainerResizePolicy> = {
+  encode(message: ContainerResizePolicy, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.resourceName !== "") {
+      writer.uint32(10).string(message.resourceName);
+    }
+    if (message.restartPolicy !== "") {
+      writer.uint32(18).string(message.restartPolicy);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ContainerResizePolicy {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseContainerResizePolicy();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.resourceName = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.restartPolicy = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<ContainerResizePolicy>, I>>(base?: I): ContainerResizePolicy {
+    return ContainerResizePolicy.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ContainerResizePolicy>, I>>(object: I): ContainerResizePolicy {
+    const message = createBaseContainerResizePolicy();
+    message.resourceName = object.resourceName ?? "";
+    message.restartPolicy = object.restartPolicy ?? "";
+    return message;
+  },
+};
+
+function createBaseVolumeDevice(): VolumeDevice {
+  return { name: "", devicePath: "" };
+}
+
+export const VolumeDevice: MessageFns<VolumeDevice> = {
+  encode(message: VolumeDevice, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    if (message.devicePath !== "") {
+      writer.uint32(18).string(message.devicePath);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): VolumeDevice {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseVolumeDevice();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.devicePath = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<VolumeDevice>, I>>(base?: I): VolumeDevice {
+    return VolumeDevice.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<VolumeDevice>, I>>(object: I): VolumeDevice {
+    const message = createBaseVolumeDevice();
+    message.name = object.name ?? "";
+    message.devicePath = object.devicePath ?? "";
+    return message;
+  },
+};
+
 function createBaseProbe(): Probe {
   return {
     exec: undefined,
@@ -2873,6 +5682,7 @@ function createBaseProbe(): Probe {
     successThreshold: 0,
     failureThreshold: 0,
     terminationGracePeriodSeconds: undefined,
+    grpc: undefined,
   };
 }
 
@@ -2904,6 +5714,9 @@ export const Probe: MessageFns<Probe> = {
     }
     if (message.terminationGracePeriodSeconds !== undefined) {
       writer.uint32(72).int64(message.terminationGracePeriodSeconds);
+    }
+    if (message.grpc !== undefined) {
+      GRPCAction.encode(message.grpc, writer.uint32(82).fork()).join();
     }
     return writer;
   },
@@ -2993,6 +5806,14 @@ export const Probe: MessageFns<Probe> = {
             message.terminationGracePeriodSeconds = longToNumber(reader.int64());
             continue;
           }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.grpc = GRPCAction.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3025,12 +5846,23 @@ export const Probe: MessageFns<Probe> = {
     message.successThreshold = object.successThreshold ?? 0;
     message.failureThreshold = object.failureThreshold ?? 0;
     message.terminationGracePeriodSeconds = object.terminationGracePeriodSeconds ?? undefined;
+    message.grpc = (object.grpc !== undefined && object.grpc !== null)
+      ? GRPCAction.fromPartial(object.grpc)
+      : undefined;
     return message;
   },
 };
 
 function createBaseVolumeMount(): VolumeMount {
-  return { name: "", readOnly: false, mountPath: "", subPath: "" };
+  return {
+    name: "",
+    readOnly: false,
+    mountPath: "",
+    subPath: "",
+    recursiveReadOnly: undefined,
+    mountPropagation: undefined,
+    subPathExpr: "",
+  };
 }
 
 export const VolumeMount: MessageFns<VolumeMount> = {
@@ -3046,6 +5878,15 @@ export const VolumeMount: MessageFns<VolumeMount> = {
     }
     if (message.subPath !== "") {
       writer.uint32(34).string(message.subPath);
+    }
+    if (message.recursiveReadOnly !== undefined) {
+      writer.uint32(42).string(message.recursiveReadOnly);
+    }
+    if (message.mountPropagation !== undefined) {
+      writer.uint32(50).string(message.mountPropagation);
+    }
+    if (message.subPathExpr !== "") {
+      writer.uint32(58).string(message.subPathExpr);
     }
     return writer;
   },
@@ -3095,6 +5936,30 @@ export const VolumeMount: MessageFns<VolumeMount> = {
             message.subPath = reader.string();
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.recursiveReadOnly = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.mountPropagation = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.subPathExpr = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3116,6 +5981,9 @@ export const VolumeMount: MessageFns<VolumeMount> = {
     message.readOnly = object.readOnly ?? false;
     message.mountPath = object.mountPath ?? "";
     message.subPath = object.subPath ?? "";
+    message.recursiveReadOnly = object.recursiveReadOnly ?? undefined;
+    message.mountPropagation = object.mountPropagation ?? undefined;
+    message.subPathExpr = object.subPathExpr ?? "";
     return message;
   },
 };
@@ -3139,6 +6007,13 @@ function createBaseContainer(): Container {
     imagePullPolicy: "",
     stdin: false,
     tty: false,
+    envFrom: [],
+    resizePolicy: [],
+    restartPolicy: undefined,
+    volumeDevices: [],
+    lifecycle: undefined,
+    securityContext: undefined,
+    stdinOnce: false,
   };
 }
 
@@ -3194,6 +6069,27 @@ export const Container: MessageFns<Container> = {
     }
     if (message.tty !== false) {
       writer.uint32(136).bool(message.tty);
+    }
+    for (const v of message.envFrom) {
+      EnvFromSource.encode(v!, writer.uint32(146).fork()).join();
+    }
+    for (const v of message.resizePolicy) {
+      ContainerResizePolicy.encode(v!, writer.uint32(154).fork()).join();
+    }
+    if (message.restartPolicy !== undefined) {
+      writer.uint32(162).string(message.restartPolicy);
+    }
+    for (const v of message.volumeDevices) {
+      VolumeDevice.encode(v!, writer.uint32(170).fork()).join();
+    }
+    if (message.lifecycle !== undefined) {
+      Lifecycle.encode(message.lifecycle, writer.uint32(178).fork()).join();
+    }
+    if (message.securityContext !== undefined) {
+      SecurityContext.encode(message.securityContext, writer.uint32(186).fork()).join();
+    }
+    if (message.stdinOnce !== false) {
+      writer.uint32(192).bool(message.stdinOnce);
     }
     return writer;
   },
@@ -3347,6 +6243,62 @@ export const Container: MessageFns<Container> = {
             message.tty = reader.bool();
             continue;
           }
+          case 18: {
+            if (tag !== 146) {
+              break;
+            }
+
+            message.envFrom.push(EnvFromSource.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 19: {
+            if (tag !== 154) {
+              break;
+            }
+
+            message.resizePolicy.push(ContainerResizePolicy.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 20: {
+            if (tag !== 162) {
+              break;
+            }
+
+            message.restartPolicy = reader.string();
+            continue;
+          }
+          case 21: {
+            if (tag !== 170) {
+              break;
+            }
+
+            message.volumeDevices.push(VolumeDevice.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 22: {
+            if (tag !== 178) {
+              break;
+            }
+
+            message.lifecycle = Lifecycle.decode(reader, reader.uint32());
+            continue;
+          }
+          case 23: {
+            if (tag !== 186) {
+              break;
+            }
+
+            message.securityContext = SecurityContext.decode(reader, reader.uint32());
+            continue;
+          }
+          case 24: {
+            if (tag !== 192) {
+              break;
+            }
+
+            message.stdinOnce = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3389,6 +6341,17 @@ export const Container: MessageFns<Container> = {
     message.imagePullPolicy = object.imagePullPolicy ?? "";
     message.stdin = object.stdin ?? false;
     message.tty = object.tty ?? false;
+    message.envFrom = object.envFrom?.map((e) => EnvFromSource.fromPartial(e)) || [];
+    message.resizePolicy = object.resizePolicy?.map((e) => ContainerResizePolicy.fromPartial(e)) || [];
+    message.restartPolicy = object.restartPolicy ?? undefined;
+    message.volumeDevices = object.volumeDevices?.map((e) => VolumeDevice.fromPartial(e)) || [];
+    message.lifecycle = (object.lifecycle !== undefined && object.lifecycle !== null)
+      ? Lifecycle.fromPartial(object.lifecycle)
+      : undefined;
+    message.securityContext = (object.securityContext !== undefined && object.securityContext !== null)
+      ? SecurityContext.fromPartial(object.securityContext)
+      : undefined;
+    message.stdinOnce = object.stdinOnce ?? false;
     return message;
   },
 };
@@ -3527,8 +6490,971 @@ export const HostPathVolumeSource: MessageFns<HostPathVolumeSource> = {
   },
 };
 
+function createBaseKeyToPath(): KeyToPath {
+  return { key: "", path: "", mode: undefined };
+}
+
+export const KeyToPath: MessageFns<KeyToPath> = {
+  encode(message: KeyToPath, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.path !== "") {
+      writer.uint32(18).string(message.path);
+    }
+    if (message.mode !== undefined) {
+      writer.uint32(24).int32(message.mode);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): KeyToPath {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseKeyToPath();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.path = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.mode = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<KeyToPath>, I>>(base?: I): KeyToPath {
+    return KeyToPath.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<KeyToPath>, I>>(object: I): KeyToPath {
+    const message = createBaseKeyToPath();
+    message.key = object.key ?? "";
+    message.path = object.path ?? "";
+    message.mode = object.mode ?? undefined;
+    return message;
+  },
+};
+
+function createBaseConfigMapVolumeSource(): ConfigMapVolumeSource {
+  return { name: "", items: [], defaultMode: undefined, optional: undefined };
+}
+
+export const ConfigMapVolumeSource: MessageFns<ConfigMapVolumeSource> = {
+  encode(message: ConfigMapVolumeSource, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    for (const v of message.items) {
+      KeyToPath.encode(v!, writer.uint32(18).fork()).join();
+    }
+    if (message.defaultMode !== undefined) {
+      writer.uint32(24).int32(message.defaultMode);
+    }
+    if (message.optional !== undefined) {
+      writer.uint32(32).bool(message.optional);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ConfigMapVolumeSource {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseConfigMapVolumeSource();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.items.push(KeyToPath.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.defaultMode = reader.int32();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.optional = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<ConfigMapVolumeSource>, I>>(base?: I): ConfigMapVolumeSource {
+    return ConfigMapVolumeSource.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ConfigMapVolumeSource>, I>>(object: I): ConfigMapVolumeSource {
+    const message = createBaseConfigMapVolumeSource();
+    message.name = object.name ?? "";
+    message.items = object.items?.map((e) => KeyToPath.fromPartial(e)) || [];
+    message.defaultMode = object.defaultMode ?? undefined;
+    message.optional = object.optional ?? undefined;
+    return message;
+  },
+};
+
+function createBaseSecretVolumeSource(): SecretVolumeSource {
+  return { secretName: "", items: [], defaultMode: undefined, optional: undefined };
+}
+
+export const SecretVolumeSource: MessageFns<SecretVolumeSource> = {
+  encode(message: SecretVolumeSource, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.secretName !== "") {
+      writer.uint32(10).string(message.secretName);
+    }
+    for (const v of message.items) {
+      KeyToPath.encode(v!, writer.uint32(18).fork()).join();
+    }
+    if (message.defaultMode !== undefined) {
+      writer.uint32(24).int32(message.defaultMode);
+    }
+    if (message.optional !== undefined) {
+      writer.uint32(32).bool(message.optional);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SecretVolumeSource {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSecretVolumeSource();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.secretName = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.items.push(KeyToPath.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.defaultMode = reader.int32();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.optional = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<SecretVolumeSource>, I>>(base?: I): SecretVolumeSource {
+    return SecretVolumeSource.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SecretVolumeSource>, I>>(object: I): SecretVolumeSource {
+    const message = createBaseSecretVolumeSource();
+    message.secretName = object.secretName ?? "";
+    message.items = object.items?.map((e) => KeyToPath.fromPartial(e)) || [];
+    message.defaultMode = object.defaultMode ?? undefined;
+    message.optional = object.optional ?? undefined;
+    return message;
+  },
+};
+
+function createBasePersistentVolumeClaimVolumeSource(): PersistentVolumeClaimVolumeSource {
+  return { claimName: "", readOnly: false };
+}
+
+export const PersistentVolumeClaimVolumeSource: MessageFns<PersistentVolumeClaimVolumeSource> = {
+  encode(message: PersistentVolumeClaimVolumeSource, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.claimName !== "") {
+      writer.uint32(10).string(message.claimName);
+    }
+    if (message.readOnly !== false) {
+      writer.uint32(16).bool(message.readOnly);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PersistentVolumeClaimVolumeSource {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePersistentVolumeClaimVolumeSource();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.claimName = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.readOnly = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<PersistentVolumeClaimVolumeSource>, I>>(
+    base?: I,
+  ): PersistentVolumeClaimVolumeSource {
+    return PersistentVolumeClaimVolumeSource.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PersistentVolumeClaimVolumeSource>, I>>(
+    object: I,
+  ): PersistentVolumeClaimVolumeSource {
+    const message = createBasePersistentVolumeClaimVolumeSource();
+    message.claimName = object.claimName ?? "";
+    message.readOnly = object.readOnly ?? false;
+    return message;
+  },
+};
+
+function createBaseDownwardAPIVolumeFile(): DownwardAPIVolumeFile {
+  return { path: "", fieldRef: undefined, resourceFieldRef: undefined, mode: undefined };
+}
+
+export const DownwardAPIVolumeFile: MessageFns<DownwardAPIVolumeFile> = {
+  encode(message: DownwardAPIVolumeFile, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.path !== "") {
+      writer.uint32(10).string(message.path);
+    }
+    if (message.fieldRef !== undefined) {
+      ObjectFieldSelector.encode(message.fieldRef, writer.uint32(18).fork()).join();
+    }
+    if (message.resourceFieldRef !== undefined) {
+      ResourceFieldSelector.encode(message.resourceFieldRef, writer.uint32(26).fork()).join();
+    }
+    if (message.mode !== undefined) {
+      writer.uint32(32).int32(message.mode);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DownwardAPIVolumeFile {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDownwardAPIVolumeFile();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.path = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.fieldRef = ObjectFieldSelector.decode(reader, reader.uint32());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.resourceFieldRef = ResourceFieldSelector.decode(reader, reader.uint32());
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.mode = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<DownwardAPIVolumeFile>, I>>(base?: I): DownwardAPIVolumeFile {
+    return DownwardAPIVolumeFile.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<DownwardAPIVolumeFile>, I>>(object: I): DownwardAPIVolumeFile {
+    const message = createBaseDownwardAPIVolumeFile();
+    message.path = object.path ?? "";
+    message.fieldRef = (object.fieldRef !== undefined && object.fieldRef !== null)
+      ? ObjectFieldSelector.fromPartial(object.fieldRef)
+      : undefined;
+    message.resourceFieldRef = (object.resourceFieldRef !== undefined && object.resourceFieldRef !== null)
+      ? ResourceFieldSelector.fromPartial(object.resourceFieldRef)
+      : undefined;
+    message.mode = object.mode ?? undefined;
+    return message;
+  },
+};
+
+function createBaseDownwardAPIVolumeSource(): DownwardAPIVolumeSource {
+  return { items: [], defaultMode: undefined };
+}
+
+export const DownwardAPIVolumeSource: MessageFns<DownwardAPIVolumeSource> = {
+  encode(message: DownwardAPIVolumeSource, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.items) {
+      DownwardAPIVolumeFile.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.defaultMode !== undefined) {
+      writer.uint32(16).int32(message.defaultMode);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DownwardAPIVolumeSource {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDownwardAPIVolumeSource();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.items.push(DownwardAPIVolumeFile.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.defaultMode = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<DownwardAPIVolumeSource>, I>>(base?: I): DownwardAPIVolumeSource {
+    return DownwardAPIVolumeSource.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<DownwardAPIVolumeSource>, I>>(object: I): DownwardAPIVolumeSource {
+    const message = createBaseDownwardAPIVolumeSource();
+    message.items = object.items?.map((e) => DownwardAPIVolumeFile.fromPartial(e)) || [];
+    message.defaultMode = object.defaultMode ?? undefined;
+    return message;
+  },
+};
+
+function createBaseSecretProjection(): SecretProjection {
+  return { name: "", items: [], optional: undefined };
+}
+
+export const SecretProjection: MessageFns<SecretProjection> = {
+  encode(message: SecretProjection, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    for (const v of message.items) {
+      KeyToPath.encode(v!, writer.uint32(18).fork()).join();
+    }
+    if (message.optional !== undefined) {
+      writer.uint32(24).bool(message.optional);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SecretProjection {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSecretProjection();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.items.push(KeyToPath.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.optional = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<SecretProjection>, I>>(base?: I): SecretProjection {
+    return SecretProjection.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SecretProjection>, I>>(object: I): SecretProjection {
+    const message = createBaseSecretProjection();
+    message.name = object.name ?? "";
+    message.items = object.items?.map((e) => KeyToPath.fromPartial(e)) || [];
+    message.optional = object.optional ?? undefined;
+    return message;
+  },
+};
+
+function createBaseConfigMapProjection(): ConfigMapProjection {
+  return { name: "", items: [], optional: undefined };
+}
+
+export const ConfigMapProjection: MessageFns<ConfigMapProjection> = {
+  encode(message: ConfigMapProjection, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    for (const v of message.items) {
+      KeyToPath.encode(v!, writer.uint32(18).fork()).join();
+    }
+    if (message.optional !== undefined) {
+      writer.uint32(24).bool(message.optional);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ConfigMapProjection {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseConfigMapProjection();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.items.push(KeyToPath.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.optional = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<ConfigMapProjection>, I>>(base?: I): ConfigMapProjection {
+    return ConfigMapProjection.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ConfigMapProjection>, I>>(object: I): ConfigMapProjection {
+    const message = createBaseConfigMapProjection();
+    message.name = object.name ?? "";
+    message.items = object.items?.map((e) => KeyToPath.fromPartial(e)) || [];
+    message.optional = object.optional ?? undefined;
+    return message;
+  },
+};
+
+function createBaseDownwardAPIProjection(): DownwardAPIProjection {
+  return { items: [] };
+}
+
+export const DownwardAPIProjection: MessageFns<DownwardAPIProjection> = {
+  encode(message: DownwardAPIProjection, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.items) {
+      DownwardAPIVolumeFile.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DownwardAPIProjection {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDownwardAPIProjection();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.items.push(DownwardAPIVolumeFile.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<DownwardAPIProjection>, I>>(base?: I): DownwardAPIProjection {
+    return DownwardAPIProjection.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<DownwardAPIProjection>, I>>(object: I): DownwardAPIProjection {
+    const message = createBaseDownwardAPIProjection();
+    message.items = object.items?.map((e) => DownwardAPIVolumeFile.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseServiceAccountTokenProjection(): ServiceAccountTokenProjection {
+  return { audience: "", expirationSeconds: undefined, path: "" };
+}
+
+export const ServiceAccountTokenProjection: MessageFns<ServiceAccountTokenProjection> = {
+  encode(message: ServiceAccountTokenProjection, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.audience !== "") {
+      writer.uint32(10).string(message.audience);
+    }
+    if (message.expirationSeconds !== undefined) {
+      writer.uint32(16).int64(message.expirationSeconds);
+    }
+    if (message.path !== "") {
+      writer.uint32(26).string(message.path);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ServiceAccountTokenProjection {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseServiceAccountTokenProjection();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.audience = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.expirationSeconds = longToNumber(reader.int64());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.path = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<ServiceAccountTokenProjection>, I>>(base?: I): ServiceAccountTokenProjection {
+    return ServiceAccountTokenProjection.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ServiceAccountTokenProjection>, I>>(
+    object: I,
+  ): ServiceAccountTokenProjection {
+    const message = createBaseServiceAccountTokenProjection();
+    message.audience = object.audience ?? "";
+    message.expirationSeconds = object.expirationSeconds ?? undefined;
+    message.path = object.path ?? "";
+    return message;
+  },
+};
+
+function createBaseVolumeProjection(): VolumeProjection {
+  return { secret: undefined, downwardApi: undefined, configMap: undefined, serviceAccountToken: undefined };
+}
+
+export const VolumeProjection: MessageFns<VolumeProjection> = {
+  encode(message: VolumeProjection, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.secret !== undefined) {
+      SecretProjection.encode(message.secret, writer.uint32(10).fork()).join();
+    }
+    if (message.downwardApi !== undefined) {
+      DownwardAPIProjection.encode(message.downwardApi, writer.uint32(18).fork()).join();
+    }
+    if (message.configMap !== undefined) {
+      ConfigMapProjection.encode(message.configMap, writer.uint32(26).fork()).join();
+    }
+    if (message.serviceAccountToken !== undefined) {
+      ServiceAccountTokenProjection.encode(message.serviceAccountToken, writer.uint32(34).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): VolumeProjection {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseVolumeProjection();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.secret = SecretProjection.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.downwardApi = DownwardAPIProjection.decode(reader, reader.uint32());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.configMap = ConfigMapProjection.decode(reader, reader.uint32());
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.serviceAccountToken = ServiceAccountTokenProjection.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<VolumeProjection>, I>>(base?: I): VolumeProjection {
+    return VolumeProjection.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<VolumeProjection>, I>>(object: I): VolumeProjection {
+    const message = createBaseVolumeProjection();
+    message.secret = (object.secret !== undefined && object.secret !== null)
+      ? SecretProjection.fromPartial(object.secret)
+      : undefined;
+    message.downwardApi = (object.downwardApi !== undefined && object.downwardApi !== null)
+      ? DownwardAPIProjection.fromPartial(object.downwardApi)
+      : undefined;
+    message.configMap = (object.configMap !== undefined && object.configMap !== null)
+      ? ConfigMapProjection.fromPartial(object.configMap)
+      : undefined;
+    message.serviceAccountToken = (object.serviceAccountToken !== undefined && object.serviceAccountToken !== null)
+      ? ServiceAccountTokenProjection.fromPartial(object.serviceAccountToken)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseProjectedVolumeSource(): ProjectedVolumeSource {
+  return { sources: [], defaultMode: undefined };
+}
+
+export const ProjectedVolumeSource: MessageFns<ProjectedVolumeSource> = {
+  encode(message: ProjectedVolumeSource, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.sources) {
+      VolumeProjection.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.defaultMode !== undefined) {
+      writer.uint32(16).int32(message.defaultMode);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ProjectedVolumeSource {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseProjectedVolumeSource();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.sources.push(VolumeProjection.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.defaultMode = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<ProjectedVolumeSource>, I>>(base?: I): ProjectedVolumeSource {
+    return ProjectedVolumeSource.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ProjectedVolumeSource>, I>>(object: I): ProjectedVolumeSource {
+    const message = createBaseProjectedVolumeSource();
+    message.sources = object.sources?.map((e) => VolumeProjection.fromPartial(e)) || [];
+    message.defaultMode = object.defaultMode ?? undefined;
+    return message;
+  },
+};
+
 function createBaseVolume(): Volume {
-  return { name: "", emptyDir: undefined, hostPath: undefined };
+  return {
+    name: "",
+    emptyDir: undefined,
+    hostPath: undefined,
+    configMap: undefined,
+    secret: undefined,
+    persistentVolumeClaim: undefined,
+    downwardApi: undefined,
+    projected: undefined,
+  };
 }
 
 export const Volume: MessageFns<Volume> = {
@@ -3541,6 +7467,21 @@ export const Volume: MessageFns<Volume> = {
     }
     if (message.hostPath !== undefined) {
       HostPathVolumeSource.encode(message.hostPath, writer.uint32(26).fork()).join();
+    }
+    if (message.configMap !== undefined) {
+      ConfigMapVolumeSource.encode(message.configMap, writer.uint32(34).fork()).join();
+    }
+    if (message.secret !== undefined) {
+      SecretVolumeSource.encode(message.secret, writer.uint32(42).fork()).join();
+    }
+    if (message.persistentVolumeClaim !== undefined) {
+      PersistentVolumeClaimVolumeSource.encode(message.persistentVolumeClaim, writer.uint32(50).fork()).join();
+    }
+    if (message.downwardApi !== undefined) {
+      DownwardAPIVolumeSource.encode(message.downwardApi, writer.uint32(58).fork()).join();
+    }
+    if (message.projected !== undefined) {
+      ProjectedVolumeSource.encode(message.projected, writer.uint32(66).fork()).join();
     }
     return writer;
   },
@@ -3582,6 +7523,46 @@ export const Volume: MessageFns<Volume> = {
             message.hostPath = HostPathVolumeSource.decode(reader, reader.uint32());
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.configMap = ConfigMapVolumeSource.decode(reader, reader.uint32());
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.secret = SecretVolumeSource.decode(reader, reader.uint32());
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.persistentVolumeClaim = PersistentVolumeClaimVolumeSource.decode(reader, reader.uint32());
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.downwardApi = DownwardAPIVolumeSource.decode(reader, reader.uint32());
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.projected = ProjectedVolumeSource.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -3605,6 +7586,22 @@ export const Volume: MessageFns<Volume> = {
       : undefined;
     message.hostPath = (object.hostPath !== undefined && object.hostPath !== null)
       ? HostPathVolumeSource.fromPartial(object.hostPath)
+      : undefined;
+    message.configMap = (object.configMap !== undefined && object.configMap !== null)
+      ? ConfigMapVolumeSource.fromPartial(object.configMap)
+      : undefined;
+    message.secret = (object.secret !== undefined && object.secret !== null)
+      ? SecretVolumeSource.fromPartial(object.secret)
+      : undefined;
+    message.persistentVolumeClaim =
+      (object.persistentVolumeClaim !== undefined && object.persistentVolumeClaim !== null)
+        ? PersistentVolumeClaimVolumeSource.fromPartial(object.persistentVolumeClaim)
+        : undefined;
+    message.downwardApi = (object.downwardApi !== undefined && object.downwardApi !== null)
+      ? DownwardAPIVolumeSource.fromPartial(object.downwardApi)
+      : undefined;
+    message.projected = (object.projected !== undefined && object.projected !== null)
+      ? ProjectedVolumeSource.fromPartial(object.projected)
       : undefined;
     return message;
   },
@@ -3713,6 +7710,1386 @@ export const Toleration: MessageFns<Toleration> = {
   },
 };
 
+function createBaseNodeSelectorRequirement(): NodeSelectorRequirement {
+  return { key: "", operator: "", values: [] };
+}
+
+export const NodeSelectorRequirement: MessageFns<NodeSelectorRequirement> = {
+  encode(message: NodeSelectorRequirement, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.operator !== "") {
+      writer.uint32(18).string(message.operator);
+    }
+    for (const v of message.values) {
+      writer.uint32(26).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): NodeSelectorRequirement {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseNodeSelectorRequirement();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.operator = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.values.push(reader.string());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<NodeSelectorRequirement>, I>>(base?: I): NodeSelectorRequirement {
+    return NodeSelectorRequirement.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<NodeSelectorRequirement>, I>>(object: I): NodeSelectorRequirement {
+    const message = createBaseNodeSelectorRequirement();
+    message.key = object.key ?? "";
+    message.operator = object.operator ?? "";
+    message.values = object.values?.map((e) => e) || [];
+    return message;
+  },
+};
+
+function createBaseNodeSelectorTerm(): NodeSelectorTerm {
+  return { matchExpressions: [], matchFields: [] };
+}
+
+export const NodeSelectorTerm: MessageFns<NodeSelectorTerm> = {
+  encode(message: NodeSelectorTerm, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.matchExpressions) {
+      NodeSelectorRequirement.encode(v!, writer.uint32(10).fork()).join();
+    }
+    for (const v of message.matchFields) {
+      NodeSelectorRequirement.encode(v!, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): NodeSelectorTerm {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseNodeSelectorTerm();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.matchExpressions.push(NodeSelectorRequirement.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.matchFields.push(NodeSelectorRequirement.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<NodeSelectorTerm>, I>>(base?: I): NodeSelectorTerm {
+    return NodeSelectorTerm.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<NodeSelectorTerm>, I>>(object: I): NodeSelectorTerm {
+    const message = createBaseNodeSelectorTerm();
+    message.matchExpressions = object.matchExpressions?.map((e) => NodeSelectorRequirement.fromPartial(e)) || [];
+    message.matchFields = object.matchFields?.map((e) => NodeSelectorRequirement.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseNodeSelector(): NodeSelector {
+  return { nodeSelectorTerms: [] };
+}
+
+export const NodeSelector: MessageFns<NodeSelector> = {
+  encode(message: NodeSelector, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.nodeSelectorTerms) {
+      NodeSelectorTerm.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): NodeSelector {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseNodeSelector();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.nodeSelectorTerms.push(NodeSelectorTerm.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<NodeSelector>, I>>(base?: I): NodeSelector {
+    return NodeSelector.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<NodeSelector>, I>>(object: I): NodeSelector {
+    const message = createBaseNodeSelector();
+    message.nodeSelectorTerms = object.nodeSelectorTerms?.map((e) => NodeSelectorTerm.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBasePreferredSchedulingTerm(): PreferredSchedulingTerm {
+  return { weight: 0, preference: undefined };
+}
+
+export const PreferredSchedulingTerm: MessageFns<PreferredSchedulingTerm> = {
+  encode(message: PreferredSchedulingTerm, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.weight !== 0) {
+      writer.uint32(8).int32(message.weight);
+    }
+    if (message.preference !== undefined) {
+      NodeSelectorTerm.encode(message.preference, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PreferredSchedulingTerm {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePreferredSchedulingTerm();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.weight = reader.int32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.preference = NodeSelectorTerm.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<PreferredSchedulingTerm>, I>>(base?: I): PreferredSchedulingTerm {
+    return PreferredSchedulingTerm.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PreferredSchedulingTerm>, I>>(object: I): PreferredSchedulingTerm {
+    const message = createBasePreferredSchedulingTerm();
+    message.weight = object.weight ?? 0;
+    message.preference = (object.preference !== undefined && object.preference !== null)
+      ? NodeSelectorTerm.fromPartial(object.preference)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseNodeAffinity(): NodeAffinity {
+  return {
+    requiredDuringSchedulingIgnoredDuringExecution: undefined,
+    preferredDuringSchedulingIgnoredDuringExecution: [],
+  };
+}
+
+export const NodeAffinity: MessageFns<NodeAffinity> = {
+  encode(message: NodeAffinity, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.requiredDuringSchedulingIgnoredDuringExecution !== undefined) {
+      NodeSelector.encode(message.requiredDuringSchedulingIgnoredDuringExecution, writer.uint32(10).fork()).join();
+    }
+    for (const v of message.preferredDuringSchedulingIgnoredDuringExecution) {
+      PreferredSchedulingTerm.encode(v!, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): NodeAffinity {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseNodeAffinity();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.requiredDuringSchedulingIgnoredDuringExecution = NodeSelector.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.preferredDuringSchedulingIgnoredDuringExecution.push(
+              PreferredSchedulingTerm.decode(reader, reader.uint32()),
+            );
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<NodeAffinity>, I>>(base?: I): NodeAffinity {
+    return NodeAffinity.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<NodeAffinity>, I>>(object: I): NodeAffinity {
+    const message = createBaseNodeAffinity();
+    message.requiredDuringSchedulingIgnoredDuringExecution =
+      (object.requiredDuringSchedulingIgnoredDuringExecution !== undefined &&
+          object.requiredDuringSchedulingIgnoredDuringExecution !== null)
+        ? NodeSelector.fromPartial(object.requiredDuringSchedulingIgnoredDuringExecution)
+        : undefined;
+    message.preferredDuringSchedulingIgnoredDuringExecution =
+      object.preferredDuringSchedulingIgnoredDuringExecution?.map((e) => PreferredSchedulingTerm.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBasePodAffinityTerm(): PodAffinityTerm {
+  return {
+    labelSelector: undefined,
+    namespaces: [],
+    topologyKey: "",
+    namespaceSelector: undefined,
+    matchLabelKeys: [],
+    mismatchLabelKeys: [],
+  };
+}
+
+export const PodAffinityTerm: MessageFns<PodAffinityTerm> = {
+  encode(message: PodAffinityTerm, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.labelSelector !== undefined) {
+      LabelSelector.encode(message.labelSelector, writer.uint32(10).fork()).join();
+    }
+    for (const v of message.namespaces) {
+      writer.uint32(18).string(v!);
+    }
+    if (message.topologyKey !== "") {
+      writer.uint32(26).string(message.topologyKey);
+    }
+    if (message.namespaceSelector !== undefined) {
+      LabelSelector.encode(message.namespaceSelector, writer.uint32(34).fork()).join();
+    }
+    for (const v of message.matchLabelKeys) {
+      writer.uint32(42).string(v!);
+    }
+    for (const v of message.mismatchLabelKeys) {
+      writer.uint32(50).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PodAffinityTerm {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePodAffinityTerm();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.labelSelector = LabelSelector.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.namespaces.push(reader.string());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.topologyKey = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.namespaceSelector = LabelSelector.decode(reader, reader.uint32());
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.matchLabelKeys.push(reader.string());
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.mismatchLabelKeys.push(reader.string());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<PodAffinityTerm>, I>>(base?: I): PodAffinityTerm {
+    return PodAffinityTerm.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PodAffinityTerm>, I>>(object: I): PodAffinityTerm {
+    const message = createBasePodAffinityTerm();
+    message.labelSelector = (object.labelSelector !== undefined && object.labelSelector !== null)
+      ? LabelSelector.fromPartial(object.labelSelector)
+      : undefined;
+    message.namespaces = object.namespaces?.map((e) => e) || [];
+    message.topologyKey = object.topologyKey ?? "";
+    message.namespaceSelector = (object.namespaceSelector !== undefined && object.namespaceSelector !== null)
+      ? LabelSelector.fromPartial(object.namespaceSelector)
+      : undefined;
+    message.matchLabelKeys = object.matchLabelKeys?.map((e) => e) || [];
+    message.mismatchLabelKeys = object.mismatchLabelKeys?.map((e) => e) || [];
+    return message;
+  },
+};
+
+function createBaseWeightedPodAffinityTerm(): WeightedPodAffinityTerm {
+  return { weight: 0, podAffinityTerm: undefined };
+}
+
+export const WeightedPodAffinityTerm: MessageFns<WeightedPodAffinityTerm> = {
+  encode(message: WeightedPodAffinityTerm, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.weight !== 0) {
+      writer.uint32(8).int32(message.weight);
+    }
+    if (message.podAffinityTerm !== undefined) {
+      PodAffinityTerm.encode(message.podAffinityTerm, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): WeightedPodAffinityTerm {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseWeightedPodAffinityTerm();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.weight = reader.int32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.podAffinityTerm = PodAffinityTerm.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<WeightedPodAffinityTerm>, I>>(base?: I): WeightedPodAffinityTerm {
+    return WeightedPodAffinityTerm.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<WeightedPodAffinityTerm>, I>>(object: I): WeightedPodAffinityTerm {
+    const message = createBaseWeightedPodAffinityTerm();
+    message.weight = object.weight ?? 0;
+    message.podAffinityTerm = (object.podAffinityTerm !== undefined && object.podAffinityTerm !== null)
+      ? PodAffinityTerm.fromPartial(object.podAffinityTerm)
+      : undefined;
+    return message;
+  },
+};
+
+function createBasePodAffinity(): PodAffinity {
+  return { requiredDuringSchedulingIgnoredDuringExecution: [], preferredDuringSchedulingIgnoredDuringExecution: [] };
+}
+
+export const PodAffinity: MessageFns<PodAffinity> = {
+  encode(message: PodAffinity, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.requiredDuringSchedulingIgnoredDuringExecution) {
+      PodAffinityTerm.encode(v!, writer.uint32(10).fork()).join();
+    }
+    for (const v of message.preferredDuringSchedulingIgnoredDuringExecution) {
+      WeightedPodAffinityTerm.encode(v!, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PodAffinity {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePodAffinity();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.requiredDuringSchedulingIgnoredDuringExecution.push(
+              PodAffinityTerm.decode(reader, reader.uint32()),
+            );
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.preferredDuringSchedulingIgnoredDuringExecution.push(
+              WeightedPodAffinityTerm.decode(reader, reader.uint32()),
+            );
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<PodAffinity>, I>>(base?: I): PodAffinity {
+    return PodAffinity.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PodAffinity>, I>>(object: I): PodAffinity {
+    const message = createBasePodAffinity();
+    message.requiredDuringSchedulingIgnoredDuringExecution =
+      object.requiredDuringSchedulingIgnoredDuringExecution?.map((e) => PodAffinityTerm.fromPartial(e)) || [];
+    message.preferredDuringSchedulingIgnoredDuringExecution =
+      object.preferredDuringSchedulingIgnoredDuringExecution?.map((e) => WeightedPodAffinityTerm.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBasePodAntiAffinity(): PodAntiAffinity {
+  return { requiredDuringSchedulingIgnoredDuringExecution: [], preferredDuringSchedulingIgnoredDuringExecution: [] };
+}
+
+export const PodAntiAffinity: MessageFns<PodAntiAffinity> = {
+  encode(message: PodAntiAffinity, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.requiredDuringSchedulingIgnoredDuringExecution) {
+      PodAffinityTerm.encode(v!, writer.uint32(10).fork()).join();
+    }
+    for (const v of message.preferredDuringSchedulingIgnoredDuringExecution) {
+      WeightedPodAffinityTerm.encode(v!, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PodAntiAffinity {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePodAntiAffinity();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.requiredDuringSchedulingIgnoredDuringExecution.push(
+              PodAffinityTerm.decode(reader, reader.uint32()),
+            );
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.preferredDuringSchedulingIgnoredDuringExecution.push(
+              WeightedPodAffinityTerm.decode(reader, reader.uint32()),
+            );
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<PodAntiAffinity>, I>>(base?: I): PodAntiAffinity {
+    return PodAntiAffinity.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PodAntiAffinity>, I>>(object: I): PodAntiAffinity {
+    const message = createBasePodAntiAffinity();
+    message.requiredDuringSchedulingIgnoredDuringExecution =
+      object.requiredDuringSchedulingIgnoredDuringExecution?.map((e) => PodAffinityTerm.fromPartial(e)) || [];
+    message.preferredDuringSchedulingIgnoredDuringExecution =
+      object.preferredDuringSchedulingIgnoredDuringExecution?.map((e) => WeightedPodAffinityTerm.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseAffinity(): Affinity {
+  return { nodeAffinity: undefined, podAffinity: undefined, podAntiAffinity: undefined };
+}
+
+export const Affinity: MessageFns<Affinity> = {
+  encode(message: Affinity, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.nodeAffinity !== undefined) {
+      NodeAffinity.encode(message.nodeAffinity, writer.uint32(10).fork()).join();
+    }
+    if (message.podAffinity !== undefined) {
+      PodAffinity.encode(message.podAffinity, writer.uint32(18).fork()).join();
+    }
+    if (message.podAntiAffinity !== undefined) {
+      PodAntiAffinity.encode(message.podAntiAffinity, writer.uint32(26).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Affinity {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseAffinity();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.nodeAffinity = NodeAffinity.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.podAffinity = PodAffinity.decode(reader, reader.uint32());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.podAntiAffinity = PodAntiAffinity.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<Affinity>, I>>(base?: I): Affinity {
+    return Affinity.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Affinity>, I>>(object: I): Affinity {
+    const message = createBaseAffinity();
+    message.nodeAffinity = (object.nodeAffinity !== undefined && object.nodeAffinity !== null)
+      ? NodeAffinity.fromPartial(object.nodeAffinity)
+      : undefined;
+    message.podAffinity = (object.podAffinity !== undefined && object.podAffinity !== null)
+      ? PodAffinity.fromPartial(object.podAffinity)
+      : undefined;
+    message.podAntiAffinity = (object.podAntiAffinity !== undefined && object.podAntiAffinity !== null)
+      ? PodAntiAffinity.fromPartial(object.podAntiAffinity)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseHostAlias(): HostAlias {
+  return { ip: "", hostnames: [] };
+}
+
+export const HostAlias: MessageFns<HostAlias> = {
+  encode(message: HostAlias, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.ip !== "") {
+      writer.uint32(10).string(message.ip);
+    }
+    for (const v of message.hostnames) {
+      writer.uint32(18).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): HostAlias {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseHostAlias();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.ip = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.hostnames.push(reader.string());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<HostAlias>, I>>(base?: I): HostAlias {
+    return HostAlias.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<HostAlias>, I>>(object: I): HostAlias {
+    const message = createBaseHostAlias();
+    message.ip = object.ip ?? "";
+    message.hostnames = object.hostnames?.map((e) => e) || [];
+    return message;
+  },
+};
+
+function createBasePodDNSConfigOption(): PodDNSConfigOption {
+  return { name: "", value: undefined };
+}
+
+export const PodDNSConfigOption: MessageFns<PodDNSConfigOption> = {
+  encode(message: PodDNSConfigOption, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    if (message.value !== undefined) {
+      writer.uint32(18).string(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PodDNSConfigOption {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePodDNSConfigOption();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.value = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<PodDNSConfigOption>, I>>(base?: I): PodDNSConfigOption {
+    return PodDNSConfigOption.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PodDNSConfigOption>, I>>(object: I): PodDNSConfigOption {
+    const message = createBasePodDNSConfigOption();
+    message.name = object.name ?? "";
+    message.value = object.value ?? undefined;
+    return message;
+  },
+};
+
+function createBasePodDNSConfig(): PodDNSConfig {
+  return { nameservers: [], searches: [], options: [] };
+}
+
+export const PodDNSConfig: MessageFns<PodDNSConfig> = {
+  encode(message: PodDNSConfig, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.nameservers) {
+      writer.uint32(10).string(v!);
+    }
+    for (const v of message.searches) {
+      writer.uint32(18).string(v!);
+    }
+    for (const v of message.options) {
+      PodDNSConfigOption.encode(v!, writer.uint32(26).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PodDNSConfig {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePodDNSConfig();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.nameservers.push(reader.string());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.searches.push(reader.string());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.options.push(PodDNSConfigOption.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<PodDNSConfig>, I>>(base?: I): PodDNSConfig {
+    return PodDNSConfig.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PodDNSConfig>, I>>(object: I): PodDNSConfig {
+    const message = createBasePodDNSConfig();
+    message.nameservers = object.nameservers?.map((e) => e) || [];
+    message.searches = object.searches?.map((e) => e) || [];
+    message.options = object.options?.map((e) => PodDNSConfigOption.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBasePodReadinessGate(): PodReadinessGate {
+  return { conditionType: "" };
+}
+
+export const PodReadinessGate: MessageFns<PodReadinessGate> = {
+  encode(message: PodReadinessGate, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.conditionType !== "") {
+      writer.uint32(10).string(message.conditionType);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PodReadinessGate {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePodReadinessGate();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.conditionType = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<PodReadinessGate>, I>>(base?: I): PodReadinessGate {
+    return PodReadinessGate.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PodReadinessGate>, I>>(object: I): PodReadinessGate {
+    const message = createBasePodReadinessGate();
+    message.conditionType = object.conditionType ?? "";
+    return message;
+  },
+};
+
+function createBaseTopologySpreadConstraint(): TopologySpreadConstraint {
+  return {
+    maxSkew: 0,
+    topologyKey: "",
+    whenUnsatisfiable: "",
+    labelSelector: undefined,
+    minDomains: undefined,
+    nodeAffinityPolicy: undefined,
+    nodeTaintsPolicy: undefined,
+    matchLabelKeys: [],
+  };
+}
+
+export const TopologySpreadConstraint: MessageFns<TopologySpreadConstraint> = {
+  encode(message: TopologySpreadConstraint, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.maxSkew !== 0) {
+      writer.uint32(8).int32(message.maxSkew);
+    }
+    if (message.topologyKey !== "") {
+      writer.uint32(18).string(message.topologyKey);
+    }
+    if (message.whenUnsatisfiable !== "") {
+      writer.uint32(26).string(message.whenUnsatisfiable);
+    }
+    if (message.labelSelector !== undefined) {
+      LabelSelector.encode(message.labelSelector, writer.uint32(34).fork()).join();
+    }
+    if (message.minDomains !== undefined) {
+      writer.uint32(40).int32(message.minDomains);
+    }
+    if (message.nodeAffinityPolicy !== undefined) {
+      writer.uint32(50).string(message.nodeAffinityPolicy);
+    }
+    if (message.nodeTaintsPolicy !== undefined) {
+      writer.uint32(58).string(message.nodeTaintsPolicy);
+    }
+    for (const v of message.matchLabelKeys) {
+      writer.uint32(66).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): TopologySpreadConstraint {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseTopologySpreadConstraint();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.maxSkew = reader.int32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.topologyKey = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.whenUnsatisfiable = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.labelSelector = LabelSelector.decode(reader, reader.uint32());
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.minDomains = reader.int32();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.nodeAffinityPolicy = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.nodeTaintsPolicy = reader.string();
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.matchLabelKeys.push(reader.string());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<TopologySpreadConstraint>, I>>(base?: I): TopologySpreadConstraint {
+    return TopologySpreadConstraint.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<TopologySpreadConstraint>, I>>(object: I): TopologySpreadConstraint {
+    const message = createBaseTopologySpreadConstraint();
+    message.maxSkew = object.maxSkew ?? 0;
+    message.topologyKey = object.topologyKey ?? "";
+    message.whenUnsatisfiable = object.whenUnsatisfiable ?? "";
+    message.labelSelector = (object.labelSelector !== undefined && object.labelSelector !== null)
+      ? LabelSelector.fromPartial(object.labelSelector)
+      : undefined;
+    message.minDomains = object.minDomains ?? undefined;
+    message.nodeAffinityPolicy = object.nodeAffinityPolicy ?? undefined;
+    message.nodeTaintsPolicy = object.nodeTaintsPolicy ?? undefined;
+    message.matchLabelKeys = object.matchLabelKeys?.map((e) => e) || [];
+    return message;
+  },
+};
+
+function createBasePodOS(): PodOS {
+  return { name: "" };
+}
+
+export const PodOS: MessageFns<PodOS> = {
+  encode(message: PodOS, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PodOS {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePodOS();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<PodOS>, I>>(base?: I): PodOS {
+    return PodOS.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PodOS>, I>>(object: I): PodOS {
+    const message = createBasePodOS();
+    message.name = object.name ?? "";
+    return message;
+  },
+};
+
+function createBasePodSchedulingGate(): PodSchedulingGate {
+  return { name: "" };
+}
+
+export const PodSchedulingGate: MessageFns<PodSchedulingGate> = {
+  encode(message: PodSchedulingGate, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PodSchedulingGate {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePodSchedulingGate();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<PodSchedulingGate>, I>>(base?: I): PodSchedulingGate {
+    return PodSchedulingGate.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PodSchedulingGate>, I>>(object: I): PodSchedulingGate {
+    const message = createBasePodSchedulingGate();
+    message.name = object.name ?? "";
+    return message;
+  },
+};
+
+function createBasePodResourceClaim(): PodResourceClaim {
+  return { name: "", resourceClaimName: undefined, resourceClaimTemplateName: undefined };
+}
+
+export const PodResourceClaim: MessageFns<PodResourceClaim> = {
+  encode(message: PodResourceClaim, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    if (message.resourceClaimName !== undefined) {
+      writer.uint32(18).string(message.resourceClaimName);
+    }
+    if (message.resourceClaimTemplateName !== undefined) {
+      writer.uint32(26).string(message.resourceClaimTemplateName);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PodResourceClaim {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePodResourceClaim();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.resourceClaimName = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.resourceClaimTemplateName = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<PodResourceClaim>, I>>(base?: I): PodResourceClaim {
+    return PodResourceClaim.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PodResourceClaim>, I>>(object: I): PodResourceClaim {
+    const message = createBasePodResourceClaim();
+    message.name = object.name ?? "";
+    message.resourceClaimName = object.resourceClaimName ?? undefined;
+    message.resourceClaimTemplateName = object.resourceClaimTemplateName ?? undefined;
+    return message;
+  },
+};
+
 function createBasePodSpec(): PodSpec {
   return {
     volumes: [],
@@ -3734,6 +9111,26 @@ function createBasePodSpec(): PodSpec {
     priority: undefined,
     preemptionPolicy: "",
     enableServiceLinks: false,
+    serviceAccount: "",
+    automountServiceAccountToken: undefined,
+    hostPid: false,
+    hostIpc: false,
+    shareProcessNamespace: undefined,
+    securityContext: undefined,
+    imagePullSecrets: [],
+    affinity: undefined,
+    hostAliases: [],
+    dnsConfig: undefined,
+    readinessGates: [],
+    runtimeClassName: undefined,
+    overhead: {},
+    topologySpreadConstraints: [],
+    setHostnameAsFqdn: undefined,
+    os: undefined,
+    hostUsers: undefined,
+    schedulingGates: [],
+    resourceClaims: [],
+    resources: undefined,
   };
 }
 
@@ -3795,6 +9192,66 @@ export const PodSpec: MessageFns<PodSpec> = {
     }
     if (message.enableServiceLinks !== false) {
       writer.uint32(152).bool(message.enableServiceLinks);
+    }
+    if (message.serviceAccount !== "") {
+      writer.uint32(162).string(message.serviceAccount);
+    }
+    if (message.automountServiceAccountToken !== undefined) {
+      writer.uint32(168).bool(message.automountServiceAccountToken);
+    }
+    if (message.hostPid !== false) {
+      writer.uint32(176).bool(message.hostPid);
+    }
+    if (message.hostIpc !== false) {
+      writer.uint32(184).bool(message.hostIpc);
+    }
+    if (message.shareProcessNamespace !== undefined) {
+      writer.uint32(192).bool(message.shareProcessNamespace);
+    }
+    if (message.securityContext !== undefined) {
+      PodSecurityContext.encode(message.securityContext, writer.uint32(202).fork()).join();
+    }
+    for (const v of message.imagePullSecrets) {
+      LocalObjectReference.encode(v!, writer.uint32(210).fork()).join();
+    }
+    if (message.affinity !== undefined) {
+      Affinity.encode(message.affinity, writer.uint32(218).fork()).join();
+    }
+    for (const v of message.hostAliases) {
+      HostAlias.encode(v!, writer.uint32(226).fork()).join();
+    }
+    if (message.dnsConfig !== undefined) {
+      PodDNSConfig.encode(message.dnsConfig, writer.uint32(234).fork()).join();
+    }
+    for (const v of message.readinessGates) {
+      PodReadinessGate.encode(v!, writer.uint32(242).fork()).join();
+    }
+    if (message.runtimeClassName !== undefined) {
+      writer.uint32(250).string(message.runtimeClassName);
+    }
+    globalThis.Object.entries(message.overhead).forEach(([key, value]: [string, string]) => {
+      PodSpec_OverheadEntry.encode({ key: key as any, value }, writer.uint32(258).fork()).join();
+    });
+    for (const v of message.topologySpreadConstraints) {
+      TopologySpreadConstraint.encode(v!, writer.uint32(266).fork()).join();
+    }
+    if (message.setHostnameAsFqdn !== undefined) {
+      writer.uint32(272).bool(message.setHostnameAsFqdn);
+    }
+    if (message.os !== undefined) {
+      PodOS.encode(message.os, writer.uint32(282).fork()).join();
+    }
+    if (message.hostUsers !== undefined) {
+      writer.uint32(288).bool(message.hostUsers);
+    }
+    for (const v of message.schedulingGates) {
+      PodSchedulingGate.encode(v!, writer.uint32(298).fork()).join();
+    }
+    for (const v of message.resourceClaims) {
+      PodResourceClaim.encode(v!, writer.uint32(306).fork()).join();
+    }
+    if (message.resources !== undefined) {
+      ResourceRequirements.encode(message.resources, writer.uint32(314).fork()).join();
     }
     return writer;
   },
@@ -3967,6 +9424,169 @@ export const PodSpec: MessageFns<PodSpec> = {
             message.enableServiceLinks = reader.bool();
             continue;
           }
+          case 20: {
+            if (tag !== 162) {
+              break;
+            }
+
+            message.serviceAccount = reader.string();
+            continue;
+          }
+          case 21: {
+            if (tag !== 168) {
+              break;
+            }
+
+            message.automountServiceAccountToken = reader.bool();
+            continue;
+          }
+          case 22: {
+            if (tag !== 176) {
+              break;
+            }
+
+            message.hostPid = reader.bool();
+            continue;
+          }
+          case 23: {
+            if (tag !== 184) {
+              break;
+            }
+
+            message.hostIpc = reader.bool();
+            continue;
+          }
+          case 24: {
+            if (tag !== 192) {
+              break;
+            }
+
+            message.shareProcessNamespace = reader.bool();
+            continue;
+          }
+          case 25: {
+            if (tag !== 202) {
+              break;
+            }
+
+            message.securityContext = PodSecurityContext.decode(reader, reader.uint32());
+            continue;
+          }
+          case 26: {
+            if (tag !== 210) {
+              break;
+            }
+
+            message.imagePullSecrets.push(LocalObjectReference.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 27: {
+            if (tag !== 218) {
+              break;
+            }
+
+            message.affinity = Affinity.decode(reader, reader.uint32());
+            continue;
+          }
+          case 28: {
+            if (tag !== 226) {
+              break;
+            }
+
+            message.hostAliases.push(HostAlias.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 29: {
+            if (tag !== 234) {
+              break;
+            }
+
+            message.dnsConfig = PodDNSConfig.decode(reader, reader.uint32());
+            continue;
+          }
+          case 30: {
+            if (tag !== 242) {
+              break;
+            }
+
+            message.readinessGates.push(PodReadinessGate.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 31: {
+            if (tag !== 250) {
+              break;
+            }
+
+            message.runtimeClassName = reader.string();
+            continue;
+          }
+          case 32: {
+            if (tag !== 258) {
+              break;
+            }
+
+            const entry32 = PodSpec_OverheadEntry.decode(reader, reader.uint32());
+            if (entry32.value !== undefined) {
+              message.overhead[entry32.key] = entry32.value;
+            }
+            continue;
+          }
+          case 33: {
+            if (tag !== 266) {
+              break;
+            }
+
+            message.topologySpreadConstraints.push(TopologySpreadConstraint.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 34: {
+            if (tag !== 272) {
+              break;
+            }
+
+            message.setHostnameAsFqdn = reader.bool();
+            continue;
+          }
+          case 35: {
+            if (tag !== 282) {
+              break;
+            }
+
+            message.os = PodOS.decode(reader, reader.uint32());
+            continue;
+          }
+          case 36: {
+            if (tag !== 288) {
+              break;
+            }
+
+            message.hostUsers = reader.bool();
+            continue;
+          }
+          case 37: {
+            if (tag !== 298) {
+              break;
+            }
+
+            message.schedulingGates.push(PodSchedulingGate.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 38: {
+            if (tag !== 306) {
+              break;
+            }
+
+            message.resourceClaims.push(PodResourceClaim.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 39: {
+            if (tag !== 314) {
+              break;
+            }
+
+            message.resources = ResourceRequirements.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4011,6 +9631,43 @@ export const PodSpec: MessageFns<PodSpec> = {
     message.priority = object.priority ?? undefined;
     message.preemptionPolicy = object.preemptionPolicy ?? "";
     message.enableServiceLinks = object.enableServiceLinks ?? false;
+    message.serviceAccount = object.serviceAccount ?? "";
+    message.automountServiceAccountToken = object.automountServiceAccountToken ?? undefined;
+    message.hostPid = object.hostPid ?? false;
+    message.hostIpc = object.hostIpc ?? false;
+    message.shareProcessNamespace = object.shareProcessNamespace ?? undefined;
+    message.securityContext = (object.securityContext !== undefined && object.securityContext !== null)
+      ? PodSecurityContext.fromPartial(object.securityContext)
+      : undefined;
+    message.imagePullSecrets = object.imagePullSecrets?.map((e) => LocalObjectReference.fromPartial(e)) || [];
+    message.affinity = (object.affinity !== undefined && object.affinity !== null)
+      ? Affinity.fromPartial(object.affinity)
+      : undefined;
+    message.hostAliases = object.hostAliases?.map((e) => HostAlias.fromPartial(e)) || [];
+    message.dnsConfig = (object.dnsConfig !== undefined && object.dnsConfig !== null)
+      ? PodDNSConfig.fromPartial(object.dnsConfig)
+      : undefined;
+    message.readinessGates = object.readinessGates?.map((e) => PodReadinessGate.fromPartial(e)) || [];
+    message.runtimeClassName = object.runtimeClassName ?? undefined;
+    message.overhead = (globalThis.Object.entries(object.overhead ?? {}) as [string, string][]).reduce(
+      (acc: { [key: string]: string }, [key, value]: [string, string]) => {
+        if (value !== undefined) {
+          acc[key] = globalThis.String(value);
+        }
+        return acc;
+      },
+      {},
+    );
+    message.topologySpreadConstraints =
+      object.topologySpreadConstraints?.map((e) => TopologySpreadConstraint.fromPartial(e)) || [];
+    message.setHostnameAsFqdn = object.setHostnameAsFqdn ?? undefined;
+    message.os = (object.os !== undefined && object.os !== null) ? PodOS.fromPartial(object.os) : undefined;
+    message.hostUsers = object.hostUsers ?? undefined;
+    message.schedulingGates = object.schedulingGates?.map((e) => PodSchedulingGate.fromPartial(e)) || [];
+    message.resourceClaims = object.resourceClaims?.map((e) => PodResourceClaim.fromPartial(e)) || [];
+    message.resources = (object.resources !== undefined && object.resources !== null)
+      ? ResourceRequirements.fromPartial(object.resources)
+      : undefined;
     return message;
   },
 };
@@ -4076,6 +9733,73 @@ export const PodSpec_NodeSelectorEntry: MessageFns<PodSpec_NodeSelectorEntry> = 
   },
   fromPartial<I extends Exact<DeepPartial<PodSpec_NodeSelectorEntry>, I>>(object: I): PodSpec_NodeSelectorEntry {
     const message = createBasePodSpec_NodeSelectorEntry();
+    message.key = object.key ?? "";
+    message.value = object.value ?? "";
+    return message;
+  },
+};
+
+function createBasePodSpec_OverheadEntry(): PodSpec_OverheadEntry {
+  return { key: "", value: "" };
+}
+
+export const PodSpec_OverheadEntry: MessageFns<PodSpec_OverheadEntry> = {
+  encode(message: PodSpec_OverheadEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.value !== "") {
+      writer.uint32(18).string(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PodSpec_OverheadEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePodSpec_OverheadEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.value = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<PodSpec_OverheadEntry>, I>>(base?: I): PodSpec_OverheadEntry {
+    return PodSpec_OverheadEntry.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PodSpec_OverheadEntry>, I>>(object: I): PodSpec_OverheadEntry {
+    const message = createBasePodSpec_OverheadEntry();
     message.key = object.key ?? "";
     message.value = object.value ?? "";
     return message;
@@ -4531,6 +10255,503 @@ export const ContainerState: MessageFns<ContainerState> = {
   },
 };
 
+function createBaseVolumeMountStatus(): VolumeMountStatus {
+  return { name: "", mountPath: "", readOnly: false, recursiveReadOnly: undefined };
+}
+
+export const VolumeMountStatus: MessageFns<VolumeMountStatus> = {
+  encode(message: VolumeMountStatus, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    if (message.mountPath !== "") {
+      writer.uint32(18).string(message.mountPath);
+    }
+    if (message.readOnly !== false) {
+      writer.uint32(24).bool(message.readOnly);
+    }
+    if (message.recursiveReadOnly !== undefined) {
+      writer.uint32(34).string(message.recursiveReadOnly);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): VolumeMountStatus {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseVolumeMountStatus();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.mountPath = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.readOnly = reader.bool();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.recursiveReadOnly = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<VolumeMountStatus>, I>>(base?: I): VolumeMountStatus {
+    return VolumeMountStatus.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<VolumeMountStatus>, I>>(object: I): VolumeMountStatus {
+    const message = createBaseVolumeMountStatus();
+    message.name = object.name ?? "";
+    message.mountPath = object.mountPath ?? "";
+    message.readOnly = object.readOnly ?? false;
+    message.recursiveReadOnly = object.recursiveReadOnly ?? undefined;
+    return message;
+  },
+};
+
+function createBaseLinuxContainerUser(): LinuxContainerUser {
+  return { uid: 0, gid: 0, supplementalGroups: [] };
+}
+
+export const LinuxContainerUser: MessageFns<LinuxContainerUser> = {
+  encode(message: LinuxContainerUser, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.uid !== 0) {
+      writer.uint32(8).int64(message.uid);
+    }
+    if (message.gid !== 0) {
+      writer.uint32(16).int64(message.gid);
+    }
+    if (message.supplementalGroups.length !== 0) {
+      writer.uint32(26).fork();
+      for (const v of message.supplementalGroups) {
+        writer.int64(v);
+      }
+      writer.join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): LinuxContainerUser {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseLinuxContainerUser();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.uid = longToNumber(reader.int64());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.gid = longToNumber(reader.int64());
+            continue;
+          }
+          case 3: {
+            if (tag === 24) {
+              message.supplementalGroups.push(longToNumber(reader.int64()));
+
+              continue;
+            }
+
+            if (tag === 26) {
+              const end2 = reader.uint32() + reader.pos;
+              while (reader.pos < end2) {
+                message.supplementalGroups.push(longToNumber(reader.int64()));
+              }
+
+              continue;
+            }
+
+            break;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<LinuxContainerUser>, I>>(base?: I): LinuxContainerUser {
+    return LinuxContainerUser.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<LinuxContainerUser>, I>>(object: I): LinuxContainerUser {
+    const message = createBaseLinuxContainerUser();
+    message.uid = object.uid ?? 0;
+    message.gid = object.gid ?? 0;
+    message.supplementalGroups = object.supplementalGroups?.map((e) => e) || [];
+    return message;
+  },
+};
+
+function createBaseContainerUser(): ContainerUser {
+  return { linux: undefined };
+}
+
+export const ContainerUser: MessageFns<ContainerUser> = {
+  encode(message: ContainerUser, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.linux !== undefined) {
+      LinuxContainerUser.encode(message.linux, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ContainerUser {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseContainerUser();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.linux = LinuxContainerUser.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<ContainerUser>, I>>(base?: I): ContainerUser {
+    return ContainerUser.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ContainerUser>, I>>(object: I): ContainerUser {
+    const message = createBaseContainerUser();
+    message.linux = (object.linux !== undefined && object.linux !== null)
+      ? LinuxContainerUser.fromPartial(object.linux)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseResourceHealth(): ResourceHealth {
+  return { resourceId: "", health: "" };
+}
+
+export const ResourceHealth: MessageFns<ResourceHealth> = {
+  encode(message: ResourceHealth, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.resourceId !== "") {
+      writer.uint32(10).string(message.resourceId);
+    }
+    if (message.health !== "") {
+      writer.uint32(18).string(message.health);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ResourceHealth {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseResourceHealth();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.resourceId = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.health = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<ResourceHealth>, I>>(base?: I): ResourceHealth {
+    return ResourceHealth.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ResourceHealth>, I>>(object: I): ResourceHealth {
+    const message = createBaseResourceHealth();
+    message.resourceId = object.resourceId ?? "";
+    message.health = object.health ?? "";
+    return message;
+  },
+};
+
+function createBaseResourceStatus(): ResourceStatus {
+  return { name: "", resources: [] };
+}
+
+export const ResourceStatus: MessageFns<ResourceStatus> = {
+  encode(message: ResourceStatus, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    for (const v of message.resources) {
+      ResourceHealth.encode(v!, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ResourceStatus {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseResourceStatus();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.resources.push(ResourceHealth.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<ResourceStatus>, I>>(base?: I): ResourceStatus {
+    return ResourceStatus.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ResourceStatus>, I>>(object: I): ResourceStatus {
+    const message = createBaseResourceStatus();
+    message.name = object.name ?? "";
+    message.resources = object.resources?.map((e) => ResourceHealth.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseHostIP(): HostIP {
+  return { ip: "" };
+}
+
+export const HostIP: MessageFns<HostIP> = {
+  encode(message: HostIP, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.ip !== "") {
+      writer.uint32(10).string(message.ip);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): HostIP {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseHostIP();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.ip = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<HostIP>, I>>(base?: I): HostIP {
+    return HostIP.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<HostIP>, I>>(object: I): HostIP {
+    const message = createBaseHostIP();
+    message.ip = object.ip ?? "";
+    return message;
+  },
+};
+
+function createBasePodResourceClaimStatus(): PodResourceClaimStatus {
+  return { name: "", resourceClaimName: undefined };
+}
+
+export const PodResourceClaimStatus: MessageFns<PodResourceClaimStatus> = {
+  encode(message: PodResourceClaimStatus, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    if (message.resourceClaimName !== undefined) {
+      writer.uint32(18).string(message.resourceClaimName);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PodResourceClaimStatus {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePodResourceClaimStatus();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.resourceClaimName = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<PodResourceClaimStatus>, I>>(base?: I): PodResourceClaimStatus {
+    return PodResourceClaimStatus.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PodResourceClaimStatus>, I>>(object: I): PodResourceClaimStatus {
+    const message = createBasePodResourceClaimStatus();
+    message.name = object.name ?? "";
+    message.resourceClaimName = object.resourceClaimName ?? undefined;
+    return message;
+  },
+};
+
 function createBaseContainerStatus(): ContainerStatus {
   return {
     name: "",
@@ -4542,6 +10763,11 @@ function createBaseContainerStatus(): ContainerStatus {
     imageId: "",
     containerId: "",
     started: undefined,
+    allocatedResources: {},
+    resources: undefined,
+    volumeMounts: [],
+    user: undefined,
+    allocatedResourcesStatus: [],
   };
 }
 
@@ -4573,6 +10799,21 @@ export const ContainerStatus: MessageFns<ContainerStatus> = {
     }
     if (message.started !== undefined) {
       writer.uint32(72).bool(message.started);
+    }
+    globalThis.Object.entries(message.allocatedResources).forEach(([key, value]: [string, string]) => {
+      ContainerStatus_AllocatedResourcesEntry.encode({ key: key as any, value }, writer.uint32(82).fork()).join();
+    });
+    if (message.resources !== undefined) {
+      ResourceRequirements.encode(message.resources, writer.uint32(90).fork()).join();
+    }
+    for (const v of message.volumeMounts) {
+      VolumeMountStatus.encode(v!, writer.uint32(98).fork()).join();
+    }
+    if (message.user !== undefined) {
+      ContainerUser.encode(message.user, writer.uint32(106).fork()).join();
+    }
+    for (const v of message.allocatedResourcesStatus) {
+      ResourceStatus.encode(v!, writer.uint32(114).fork()).join();
     }
     return writer;
   },
@@ -4662,6 +10903,49 @@ export const ContainerStatus: MessageFns<ContainerStatus> = {
             message.started = reader.bool();
             continue;
           }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            const entry10 = ContainerStatus_AllocatedResourcesEntry.decode(reader, reader.uint32());
+            if (entry10.value !== undefined) {
+              message.allocatedResources[entry10.key] = entry10.value;
+            }
+            continue;
+          }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.resources = ResourceRequirements.decode(reader, reader.uint32());
+            continue;
+          }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            message.volumeMounts.push(VolumeMountStatus.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 13: {
+            if (tag !== 106) {
+              break;
+            }
+
+            message.user = ContainerUser.decode(reader, reader.uint32());
+            continue;
+          }
+          case 14: {
+            if (tag !== 114) {
+              break;
+            }
+
+            message.allocatedResourcesStatus.push(ResourceStatus.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4692,6 +10976,92 @@ export const ContainerStatus: MessageFns<ContainerStatus> = {
     message.imageId = object.imageId ?? "";
     message.containerId = object.containerId ?? "";
     message.started = object.started ?? undefined;
+    message.allocatedResources = (globalThis.Object.entries(object.allocatedResources ?? {}) as [string, string][])
+      .reduce((acc: { [key: string]: string }, [key, value]: [string, string]) => {
+        if (value !== undefined) {
+          acc[key] = globalThis.String(value);
+        }
+        return acc;
+      }, {});
+    message.resources = (object.resources !== undefined && object.resources !== null)
+      ? ResourceRequirements.fromPartial(object.resources)
+      : undefined;
+    message.volumeMounts = object.volumeMounts?.map((e) => VolumeMountStatus.fromPartial(e)) || [];
+    message.user = (object.user !== undefined && object.user !== null)
+      ? ContainerUser.fromPartial(object.user)
+      : undefined;
+    message.allocatedResourcesStatus = object.allocatedResourcesStatus?.map((e) => ResourceStatus.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseContainerStatus_AllocatedResourcesEntry(): ContainerStatus_AllocatedResourcesEntry {
+  return { key: "", value: "" };
+}
+
+export const ContainerStatus_AllocatedResourcesEntry: MessageFns<ContainerStatus_AllocatedResourcesEntry> = {
+  encode(message: ContainerStatus_AllocatedResourcesEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.value !== "") {
+      writer.uint32(18).string(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ContainerStatus_AllocatedResourcesEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseContainerStatus_AllocatedResourcesEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.value = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<ContainerStatus_AllocatedResourcesEntry>, I>>(
+    base?: I,
+  ): ContainerStatus_AllocatedResourcesEntry {
+    return ContainerStatus_AllocatedResourcesEntry.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ContainerStatus_AllocatedResourcesEntry>, I>>(
+    object: I,
+  ): ContainerStatus_AllocatedResourcesEntry {
+    const message = createBaseContainerStatus_AllocatedResourcesEntry();
+    message.key = object.key ?? "";
+    message.value = object.value ?? "";
     return message;
   },
 };
@@ -4765,6 +11135,10 @@ function createBasePodStatus(): PodStatus {
     initContainerStatuses: [],
     containerStatuses: [],
     qosClass: "",
+    hostIps: [],
+    ephemeralContainerStatuses: [],
+    resize: "",
+    resourceClaimStatuses: [],
   };
 }
 
@@ -4805,6 +11179,18 @@ export const PodStatus: MessageFns<PodStatus> = {
     }
     if (message.qosClass !== "") {
       writer.uint32(98).string(message.qosClass);
+    }
+    for (const v of message.hostIps) {
+      HostIP.encode(v!, writer.uint32(106).fork()).join();
+    }
+    for (const v of message.ephemeralContainerStatuses) {
+      ContainerStatus.encode(v!, writer.uint32(114).fork()).join();
+    }
+    if (message.resize !== "") {
+      writer.uint32(122).string(message.resize);
+    }
+    for (const v of message.resourceClaimStatuses) {
+      PodResourceClaimStatus.encode(v!, writer.uint32(130).fork()).join();
     }
     return writer;
   },
@@ -4918,6 +11304,38 @@ export const PodStatus: MessageFns<PodStatus> = {
             message.qosClass = reader.string();
             continue;
           }
+          case 13: {
+            if (tag !== 106) {
+              break;
+            }
+
+            message.hostIps.push(HostIP.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 14: {
+            if (tag !== 114) {
+              break;
+            }
+
+            message.ephemeralContainerStatuses.push(ContainerStatus.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 15: {
+            if (tag !== 122) {
+              break;
+            }
+
+            message.resize = reader.string();
+            continue;
+          }
+          case 16: {
+            if (tag !== 130) {
+              break;
+            }
+
+            message.resourceClaimStatuses.push(PodResourceClaimStatus.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -4947,6 +11365,12 @@ export const PodStatus: MessageFns<PodStatus> = {
     message.initContainerStatuses = object.initContainerStatuses?.map((e) => ContainerStatus.fromPartial(e)) || [];
     message.containerStatuses = object.containerStatuses?.map((e) => ContainerStatus.fromPartial(e)) || [];
     message.qosClass = object.qosClass ?? "";
+    message.hostIps = object.hostIps?.map((e) => HostIP.fromPartial(e)) || [];
+    message.ephemeralContainerStatuses =
+      object.ephemeralContainerStatuses?.map((e) => ContainerStatus.fromPartial(e)) || [];
+    message.resize = object.resize ?? "";
+    message.resourceClaimStatuses = object.resourceClaimStatuses?.map((e) => PodResourceClaimStatus.fromPartial(e)) ||
+      [];
     return message;
   },
 };
@@ -5350,7 +11774,7 @@ export const ObjectReference: MessageFns<ObjectReference> = {
 };
 
 function createBaseServicePort(): ServicePort {
-  return { name: "", protocol: "", port: 0, targetPort: undefined, nodePort: 0 };
+  return { name: "", protocol: "", port: 0, targetPort: undefined, nodePort: 0, appProtocol: undefined };
 }
 
 export const ServicePort: MessageFns<ServicePort> = {
@@ -5369,6 +11793,9 @@ export const ServicePort: MessageFns<ServicePort> = {
     }
     if (message.nodePort !== 0) {
       writer.uint32(40).int32(message.nodePort);
+    }
+    if (message.appProtocol !== undefined) {
+      writer.uint32(50).string(message.appProtocol);
     }
     return writer;
   },
@@ -5426,6 +11853,14 @@ export const ServicePort: MessageFns<ServicePort> = {
             message.nodePort = reader.int32();
             continue;
           }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.appProtocol = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -5450,6 +11885,344 @@ export const ServicePort: MessageFns<ServicePort> = {
       ? IntOrString.fromPartial(object.targetPort)
       : undefined;
     message.nodePort = object.nodePort ?? 0;
+    message.appProtocol = object.appProtocol ?? undefined;
+    return message;
+  },
+};
+
+function createBaseClientIPConfig(): ClientIPConfig {
+  return { timeoutSeconds: undefined };
+}
+
+export const ClientIPConfig: MessageFns<ClientIPConfig> = {
+  encode(message: ClientIPConfig, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.timeoutSeconds !== undefined) {
+      writer.uint32(8).int32(message.timeoutSeconds);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ClientIPConfig {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseClientIPConfig();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.timeoutSeconds = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<ClientIPConfig>, I>>(base?: I): ClientIPConfig {
+    return ClientIPConfig.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ClientIPConfig>, I>>(object: I): ClientIPConfig {
+    const message = createBaseClientIPConfig();
+    message.timeoutSeconds = object.timeoutSeconds ?? undefined;
+    return message;
+  },
+};
+
+function createBaseSessionAffinityConfig(): SessionAffinityConfig {
+  return { clientIp: undefined };
+}
+
+export const SessionAffinityConfig: MessageFns<SessionAffinityConfig> = {
+  encode(message: SessionAffinityConfig, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.clientIp !== undefined) {
+      ClientIPConfig.encode(message.clientIp, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SessionAffinityConfig {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSessionAffinityConfig();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.clientIp = ClientIPConfig.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<SessionAffinityConfig>, I>>(base?: I): SessionAffinityConfig {
+    return SessionAffinityConfig.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SessionAffinityConfig>, I>>(object: I): SessionAffinityConfig {
+    const message = createBaseSessionAffinityConfig();
+    message.clientIp = (object.clientIp !== undefined && object.clientIp !== null)
+      ? ClientIPConfig.fromPartial(object.clientIp)
+      : undefined;
+    return message;
+  },
+};
+
+function createBasePortStatus(): PortStatus {
+  return { port: 0, protocol: "", error: undefined };
+}
+
+export const PortStatus: MessageFns<PortStatus> = {
+  encode(message: PortStatus, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.port !== 0) {
+      writer.uint32(8).int32(message.port);
+    }
+    if (message.protocol !== "") {
+      writer.uint32(18).string(message.protocol);
+    }
+    if (message.error !== undefined) {
+      writer.uint32(26).string(message.error);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PortStatus {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePortStatus();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.port = reader.int32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.protocol = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.error = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<PortStatus>, I>>(base?: I): PortStatus {
+    return PortStatus.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PortStatus>, I>>(object: I): PortStatus {
+    const message = createBasePortStatus();
+    message.port = object.port ?? 0;
+    message.protocol = object.protocol ?? "";
+    message.error = object.error ?? undefined;
+    return message;
+  },
+};
+
+function createBaseLoadBalancerIngress(): LoadBalancerIngress {
+  return { ip: "", hostname: "", ipMode: undefined, ports: [] };
+}
+
+export const LoadBalancerIngress: MessageFns<LoadBalancerIngress> = {
+  encode(message: LoadBalancerIngress, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.ip !== "") {
+      writer.uint32(10).string(message.ip);
+    }
+    if (message.hostname !== "") {
+      writer.uint32(18).string(message.hostname);
+    }
+    if (message.ipMode !== undefined) {
+      writer.uint32(26).string(message.ipMode);
+    }
+    for (const v of message.ports) {
+      PortStatus.encode(v!, writer.uint32(34).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): LoadBalancerIngress {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseLoadBalancerIngress();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.ip = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.hostname = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.ipMode = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.ports.push(PortStatus.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<LoadBalancerIngress>, I>>(base?: I): LoadBalancerIngress {
+    return LoadBalancerIngress.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<LoadBalancerIngress>, I>>(object: I): LoadBalancerIngress {
+    const message = createBaseLoadBalancerIngress();
+    message.ip = object.ip ?? "";
+    message.hostname = object.hostname ?? "";
+    message.ipMode = object.ipMode ?? undefined;
+    message.ports = object.ports?.map((e) => PortStatus.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseLoadBalancerStatus(): LoadBalancerStatus {
+  return { ingress: [] };
+}
+
+export const LoadBalancerStatus: MessageFns<LoadBalancerStatus> = {
+  encode(message: LoadBalancerStatus, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.ingress) {
+      LoadBalancerIngress.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): LoadBalancerStatus {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseLoadBalancerStatus();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.ingress.push(LoadBalancerIngress.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<LoadBalancerStatus>, I>>(base?: I): LoadBalancerStatus {
+    return LoadBalancerStatus.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<LoadBalancerStatus>, I>>(object: I): LoadBalancerStatus {
+    const message = createBaseLoadBalancerStatus();
+    message.ingress = object.ingress?.map((e) => LoadBalancerIngress.fromPartial(e)) || [];
     return message;
   },
 };
@@ -5465,6 +12238,17 @@ function createBaseServiceSpec(): ServiceSpec {
     ipFamilies: [],
     ipFamilyPolicy: "",
     internalTrafficPolicy: "",
+    externalIps: [],
+    loadBalancerIp: "",
+    loadBalancerSourceRanges: [],
+    externalName: "",
+    externalTrafficPolicy: "",
+    healthCheckNodePort: 0,
+    publishNotReadyAddresses: false,
+    sessionAffinityConfig: undefined,
+    allocateLoadBalancerNodePorts: undefined,
+    loadBalancerClass: undefined,
+    trafficDistribution: undefined,
   };
 }
 
@@ -5496,6 +12280,39 @@ export const ServiceSpec: MessageFns<ServiceSpec> = {
     }
     if (message.internalTrafficPolicy !== "") {
       writer.uint32(74).string(message.internalTrafficPolicy);
+    }
+    for (const v of message.externalIps) {
+      writer.uint32(82).string(v!);
+    }
+    if (message.loadBalancerIp !== "") {
+      writer.uint32(90).string(message.loadBalancerIp);
+    }
+    for (const v of message.loadBalancerSourceRanges) {
+      writer.uint32(98).string(v!);
+    }
+    if (message.externalName !== "") {
+      writer.uint32(106).string(message.externalName);
+    }
+    if (message.externalTrafficPolicy !== "") {
+      writer.uint32(114).string(message.externalTrafficPolicy);
+    }
+    if (message.healthCheckNodePort !== 0) {
+      writer.uint32(120).int32(message.healthCheckNodePort);
+    }
+    if (message.publishNotReadyAddresses !== false) {
+      writer.uint32(128).bool(message.publishNotReadyAddresses);
+    }
+    if (message.sessionAffinityConfig !== undefined) {
+      SessionAffinityConfig.encode(message.sessionAffinityConfig, writer.uint32(138).fork()).join();
+    }
+    if (message.allocateLoadBalancerNodePorts !== undefined) {
+      writer.uint32(144).bool(message.allocateLoadBalancerNodePorts);
+    }
+    if (message.loadBalancerClass !== undefined) {
+      writer.uint32(154).string(message.loadBalancerClass);
+    }
+    if (message.trafficDistribution !== undefined) {
+      writer.uint32(162).string(message.trafficDistribution);
     }
     return writer;
   },
@@ -5588,6 +12405,94 @@ export const ServiceSpec: MessageFns<ServiceSpec> = {
             message.internalTrafficPolicy = reader.string();
             continue;
           }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.externalIps.push(reader.string());
+            continue;
+          }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.loadBalancerIp = reader.string();
+            continue;
+          }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            message.loadBalancerSourceRanges.push(reader.string());
+            continue;
+          }
+          case 13: {
+            if (tag !== 106) {
+              break;
+            }
+
+            message.externalName = reader.string();
+            continue;
+          }
+          case 14: {
+            if (tag !== 114) {
+              break;
+            }
+
+            message.externalTrafficPolicy = reader.string();
+            continue;
+          }
+          case 15: {
+            if (tag !== 120) {
+              break;
+            }
+
+            message.healthCheckNodePort = reader.int32();
+            continue;
+          }
+          case 16: {
+            if (tag !== 128) {
+              break;
+            }
+
+            message.publishNotReadyAddresses = reader.bool();
+            continue;
+          }
+          case 17: {
+            if (tag !== 138) {
+              break;
+            }
+
+            message.sessionAffinityConfig = SessionAffinityConfig.decode(reader, reader.uint32());
+            continue;
+          }
+          case 18: {
+            if (tag !== 144) {
+              break;
+            }
+
+            message.allocateLoadBalancerNodePorts = reader.bool();
+            continue;
+          }
+          case 19: {
+            if (tag !== 154) {
+              break;
+            }
+
+            message.loadBalancerClass = reader.string();
+            continue;
+          }
+          case 20: {
+            if (tag !== 162) {
+              break;
+            }
+
+            message.trafficDistribution = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -5622,6 +12527,20 @@ export const ServiceSpec: MessageFns<ServiceSpec> = {
     message.ipFamilies = object.ipFamilies?.map((e) => e) || [];
     message.ipFamilyPolicy = object.ipFamilyPolicy ?? "";
     message.internalTrafficPolicy = object.internalTrafficPolicy ?? "";
+    message.externalIps = object.externalIps?.map((e) => e) || [];
+    message.loadBalancerIp = object.loadBalancerIp ?? "";
+    message.loadBalancerSourceRanges = object.loadBalancerSourceRanges?.map((e) => e) || [];
+    message.externalName = object.externalName ?? "";
+    message.externalTrafficPolicy = object.externalTrafficPolicy ?? "";
+    message.healthCheckNodePort = object.healthCheckNodePort ?? 0;
+    message.publishNotReadyAddresses = object.publishNotReadyAddresses ?? false;
+    message.sessionAffinityConfig =
+      (object.sessionAffinityConfig !== undefined && object.sessionAffinityConfig !== null)
+        ? SessionAffinityConfig.fromPartial(object.sessionAffinityConfig)
+        : undefined;
+    message.allocateLoadBalancerNodePorts = object.allocateLoadBalancerNodePorts ?? undefined;
+    message.loadBalancerClass = object.loadBalancerClass ?? undefined;
+    message.trafficDistribution = object.trafficDistribution ?? undefined;
     return message;
   },
 };
@@ -5694,13 +12613,16 @@ export const ServiceSpec_SelectorEntry: MessageFns<ServiceSpec_SelectorEntry> = 
 };
 
 function createBaseServiceStatus(): ServiceStatus {
-  return { conditions: [] };
+  return { conditions: [], loadBalancer: undefined };
 }
 
 export const ServiceStatus: MessageFns<ServiceStatus> = {
   encode(message: ServiceStatus, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
     for (const v of message.conditions) {
       NodeCondition.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.loadBalancer !== undefined) {
+      LoadBalancerStatus.encode(message.loadBalancer, writer.uint32(18).fork()).join();
     }
     return writer;
   },
@@ -5726,6 +12648,14 @@ export const ServiceStatus: MessageFns<ServiceStatus> = {
             message.conditions.push(NodeCondition.decode(reader, reader.uint32()));
             continue;
           }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.loadBalancer = LoadBalancerStatus.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -5744,6 +12674,9 @@ export const ServiceStatus: MessageFns<ServiceStatus> = {
   fromPartial<I extends Exact<DeepPartial<ServiceStatus>, I>>(object: I): ServiceStatus {
     const message = createBaseServiceStatus();
     message.conditions = object.conditions?.map((e) => NodeCondition.fromPartial(e)) || [];
+    message.loadBalancer = (object.loadBalancer !== undefined && object.loadBalancer !== null)
+      ? LoadBalancerStatus.fromPartial(object.loadBalancer)
+      : undefined;
     return message;
   },
 };
@@ -5951,7 +12884,7 @@ export const EndpointAddress: MessageFns<EndpointAddress> = {
 };
 
 function createBaseEndpointPort(): EndpointPort {
-  return { name: "", port: 0, protocol: "" };
+  return { name: "", port: 0, protocol: "", appProtocol: undefined };
 }
 
 export const EndpointPort: MessageFns<EndpointPort> = {
@@ -5964,6 +12897,9 @@ export const EndpointPort: MessageFns<EndpointPort> = {
     }
     if (message.protocol !== "") {
       writer.uint32(26).string(message.protocol);
+    }
+    if (message.appProtocol !== undefined) {
+      writer.uint32(34).string(message.appProtocol);
     }
     return writer;
   },
@@ -6005,6 +12941,14 @@ export const EndpointPort: MessageFns<EndpointPort> = {
             message.protocol = reader.string();
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.appProtocol = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -6025,6 +12969,7 @@ export const EndpointPort: MessageFns<EndpointPort> = {
     message.name = object.name ?? "";
     message.port = object.port ?? 0;
     message.protocol = object.protocol ?? "";
+    message.appProtocol = object.appProtocol ?? undefined;
     return message;
   },
 };
@@ -6779,6 +13724,73 @@ export const EventSource: MessageFns<EventSource> = {
   },
 };
 
+function createBaseEventSeries(): EventSeries {
+  return { count: 0, lastObservedTime: "" };
+}
+
+export const EventSeries: MessageFns<EventSeries> = {
+  encode(message: EventSeries, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.count !== 0) {
+      writer.uint32(8).int32(message.count);
+    }
+    if (message.lastObservedTime !== "") {
+      writer.uint32(18).string(message.lastObservedTime);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): EventSeries {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseEventSeries();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.count = reader.int32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.lastObservedTime = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<EventSeries>, I>>(base?: I): EventSeries {
+    return EventSeries.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<EventSeries>, I>>(object: I): EventSeries {
+    const message = createBaseEventSeries();
+    message.count = object.count ?? 0;
+    message.lastObservedTime = object.lastObservedTime ?? "";
+    return message;
+  },
+};
+
 function createBaseEvent(): Event {
   return {
     apiVersion: "",
@@ -6794,6 +13806,10 @@ function createBaseEvent(): Event {
     type: "",
     reportingComponent: "",
     reportingInstance: "",
+    eventTime: "",
+    series: undefined,
+    action: "",
+    related: undefined,
   };
 }
 
@@ -6837,6 +13853,18 @@ export const Event: MessageFns<Event> = {
     }
     if (message.reportingInstance !== "") {
       writer.uint32(106).string(message.reportingInstance);
+    }
+    if (message.eventTime !== "") {
+      writer.uint32(114).string(message.eventTime);
+    }
+    if (message.series !== undefined) {
+      EventSeries.encode(message.series, writer.uint32(122).fork()).join();
+    }
+    if (message.action !== "") {
+      writer.uint32(130).string(message.action);
+    }
+    if (message.related !== undefined) {
+      ObjectReference.encode(message.related, writer.uint32(138).fork()).join();
     }
     return writer;
   },
@@ -6958,6 +13986,38 @@ export const Event: MessageFns<Event> = {
             message.reportingInstance = reader.string();
             continue;
           }
+          case 14: {
+            if (tag !== 114) {
+              break;
+            }
+
+            message.eventTime = reader.string();
+            continue;
+          }
+          case 15: {
+            if (tag !== 122) {
+              break;
+            }
+
+            message.series = EventSeries.decode(reader, reader.uint32());
+            continue;
+          }
+          case 16: {
+            if (tag !== 130) {
+              break;
+            }
+
+            message.action = reader.string();
+            continue;
+          }
+          case 17: {
+            if (tag !== 138) {
+              break;
+            }
+
+            message.related = ObjectReference.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -6994,6 +14054,14 @@ export const Event: MessageFns<Event> = {
     message.type = object.type ?? "";
     message.reportingComponent = object.reportingComponent ?? "";
     message.reportingInstance = object.reportingInstance ?? "";
+    message.eventTime = object.eventTime ?? "";
+    message.series = (object.series !== undefined && object.series !== null)
+      ? EventSeries.fromPartial(object.series)
+      : undefined;
+    message.action = object.action ?? "";
+    message.related = (object.related !== undefined && object.related !== null)
+      ? ObjectReference.fromPartial(object.related)
+      : undefined;
     return message;
   },
 };
