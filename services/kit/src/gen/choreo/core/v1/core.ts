@@ -1190,10 +1190,7 @@ export interface Event {
   related?: ObjectReference | undefined;
 }
 
-/**
- * No spec or status: data, binaryData and immutable sit at the top level, as
- * in Kubernetes' JSON. Stored only; pods reference it from issue 12.
- */
+/** ConfigMap holds configuration data for pods to consume. */
 export interface ConfigMap {
   apiVersion: string;
   kind: string;
