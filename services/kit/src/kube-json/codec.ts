@@ -11,6 +11,12 @@ export type KubeJson = Record<string, unknown>;
 export interface DecodeOptions {
   /** Reject unknown fields (Kubernetes' fieldValidation=Strict). Default true. */
   strict?: boolean;
+  /**
+   * When given, unknown field paths (`spec.foo`, `spec.containers[0].bar`)
+   * are pushed here and dropped instead of failing the decode: the caller
+   * decides (fieldValidation Warn/Strict). Overrides `strict`.
+   */
+  unknownFields?: string[];
 }
 
 // Resource maps hold quantities; YAML gives `cpu: 1` as a number.
@@ -34,18 +40,27 @@ function decodeBase64(s: string): Uint8Array {
 }
 
 function encodeMessage(plan: MessagePlan, msg: Record<string, unknown>): unknown {
+  if (plan.rawJson) {
+    const raw = msg["raw"] as Uint8Array | undefined;
+    return raw && raw.length > 0 ? (JSON.parse(Buffer.from(raw).toString("utf8")) as unknown) : {};
+  }
   if (plan.intOrString) {
     const one = msg["value"] as { $case: string; value: number | string } | undefined;
-    return one?.value;
+    // Go's zero IntOrString (type Int, intVal 0) marshals as 0.
+    return one?.value ?? 0;
   }
   const out: KubeJson = {};
   for (const fp of plan.fields) {
-    const v = msg[fp.tsName];
-    if (v === undefined || v === null) continue;
+    let v = msg[fp.tsName];
+    if (v === undefined || v === null) {
+      if (!fp.always) continue;
+      // Kubernetes writes it anyway (no omitempty): the zero value.
+      v = fp.kind === "map" || fp.kind === "message" ? {} : fp.kind === "repeated" ? [] : zeroOf(fp.scalar);
+    }
     switch (fp.kind) {
       case "map": {
         const entries = Object.entries(v as Record<string, unknown>);
-        if (entries.length === 0) continue;
+        if (entries.length === 0 && !fp.always) continue;
         const m: KubeJson = {};
         for (const [k, x] of entries) m[k] = encodeValue(fp, x);
         out[fp.jsonName] = m;
@@ -53,7 +68,7 @@ function encodeMessage(plan: MessagePlan, msg: Record<string, unknown>): unknown
       }
       case "repeated": {
         const arr = v as unknown[];
-        if (arr.length === 0) continue;
+        if (arr.length === 0 && !fp.always) continue;
         out[fp.jsonName] = arr.map((x) => encodeValue(fp, x));
         break;
       }
@@ -61,7 +76,7 @@ function encodeMessage(plan: MessagePlan, msg: Record<string, unknown>): unknown
         out[fp.jsonName] = encodeMessage(fp.message as MessagePlan, v as Record<string, unknown>);
         break;
       default:
-        if (!fp.optional && (v === zeroOf(fp.scalar) || (v instanceof Uint8Array && v.length === 0))) continue;
+        if (!fp.optional && !fp.always && (v === zeroOf(fp.scalar) || (v instanceof Uint8Array && v.length === 0))) continue;
         out[fp.jsonName] = encodeValue(fp, v);
     }
   }
@@ -105,8 +120,10 @@ export function watchEventToKubeJson(ev: WatchEvent): { type: string; object: un
 // ---- decode: Kubernetes JSON → ts-proto value ------------------------------
 
 class Decoder {
-  readonly unknown: string[] = [];
-  constructor(readonly strict: boolean) {}
+  constructor(
+    readonly strict: boolean,
+    readonly unknown: string[] = [],
+  ) {}
 
   typeName(v: unknown): string {
     if (v === null) return "null";
@@ -140,6 +157,10 @@ class Decoder {
   }
 
   message(plan: MessagePlan, json: unknown, path: string): Record<string, unknown> {
+    if (plan.rawJson) {
+      if (typeof json !== "object" || json === null || Array.isArray(json)) return this.fail(json, undefined, path, "v1.FieldsV1");
+      return { raw: new Uint8Array(Buffer.from(JSON.stringify(json))) };
+    }
     if (plan.intOrString) {
       if (typeof json === "number" && Number.isInteger(json)) return { value: { $case: "intVal", value: json } };
       if (typeof json === "string") return { value: { $case: "strVal", value: json } };
@@ -188,7 +209,7 @@ class Decoder {
 
 /** Decodes any generated message (by full proto name) from Kubernetes JSON; 400 on bad input. */
 export function messageFromKubeJson<T>(protoType: string, json: unknown, opts: DecodeOptions = {}): T {
-  const d = new Decoder(opts.strict ?? true);
+  const d = new Decoder(opts.unknownFields !== undefined || (opts.strict ?? true), opts.unknownFields);
   const plan = planOf(protoType);
   const top = typeof json === "object" && json !== null && !Array.isArray(json) ? { ...(json as KubeJson) } : json;
   // apiVersion/kind are envelope fields on every top-level message.
@@ -197,7 +218,7 @@ export function messageFromKubeJson<T>(protoType: string, json: unknown, opts: D
     delete (top as KubeJson)["kind"];
   }
   const msg = d.message(plan, top, "");
-  d.finish();
+  if (opts.unknownFields === undefined) d.finish();
   return msg as T;
 }
 

@@ -17,6 +17,12 @@ export interface FieldPlan {
   readonly message?: MessagePlan;
   /** proto3 `optional`: presence is kept, zero values are written. */
   readonly optional: boolean;
+  /**
+   * `[(choreo.meta.v1.always) = true]`: Kubernetes writes the field without
+   * `omitempty` (or it is a Go struct, which `omitempty` never drops), so it
+   * is emitted at its zero value: 0, false, "", {} for a message, [] / {}.
+   */
+  readonly always: boolean;
 }
 
 export interface MessagePlan {
@@ -27,6 +33,8 @@ export interface MessagePlan {
   readonly byJson: Map<string, FieldPlan>;
   /** IntOrString is written as a bare number or string. */
   readonly intOrString: boolean;
+  /** FieldsV1 (managedFields) is its `raw` bytes' JSON, written and read as that JSON. */
+  readonly rawJson: boolean;
 }
 
 // Kubernetes spells initialisms in upper case; proto's camelCase does not.
@@ -45,6 +53,14 @@ const JSON_NAMES: Record<string, string> = {
   systemUuid: "systemUUID",
   bootId: "bootID",
 };
+
+/** The custom field option of proto/choreo/meta/v1/options.proto, as protobufjs names it. */
+export const ALWAYS = "(choreo.meta.v1.always)";
+
+function jsonNameOption(f: protobuf.Field): string | undefined {
+  const v: unknown = f.options?.["json_name"];
+  return typeof v === "string" ? v : undefined;
+}
 
 const require = createRequire(import.meta.url);
 const descriptor = require("../gen/descriptor.json") as protobuf.INamespace;
@@ -65,12 +81,14 @@ export function planOf(fullName: string): MessagePlan {
     fields: [],
     byJson: new Map(),
     intOrString: name === "choreo.core.v1.IntOrString",
+    rawJson: name === "choreo.meta.v1.FieldsV1",
   };
   plans.set(name, plan); // before recursing: messages may refer to themselves
   for (const f of type.fieldsArray) {
     f.resolve();
     const sub = f.resolvedType instanceof protobuf.Type ? planOf(f.resolvedType.fullName) : undefined;
-    const jsonName = JSON_NAMES[f.name] ?? f.name;
+    // `[json_name = "Port"]` where Kubernetes' spelling is not the camelCase one.
+    const jsonName = jsonNameOption(f) ?? JSON_NAMES[f.name] ?? f.name;
     const fp: FieldPlan = {
       tsName: f.name,
       jsonName,
@@ -78,6 +96,7 @@ export function planOf(fullName: string): MessagePlan {
       scalar: sub ? undefined : f.type,
       message: sub,
       optional: Boolean(f.options?.["proto3_optional"]),
+      always: f.options?.[ALWAYS] === true,
     };
     plan.fields.push(fp);
     plan.byJson.set(jsonName, fp);
