@@ -37,8 +37,15 @@ export interface DaemonSetSpec {
     | PodTemplateSpec
     | undefined;
   /** An update strategy to replace existing DaemonSet pods with new pods. */
-  updateStrategy?: DaemonSetUpdateStrategy | undefined;
+  updateStrategy?:
+    | DaemonSetUpdateStrategy
+    | undefined;
+  /**
+   * Minimum seconds a newly created pod should be ready, without any of its
+   * containers crashing, to be considered available. Defaults to 0.
+   */
   minReadySeconds: number;
+  /** The number of old history to retain to allow rollback. Defaults to 10. */
   revisionHistoryLimit?: number | undefined;
 }
 

@@ -53,13 +53,28 @@ export interface JobSpec {
     | number
     | undefined;
   /** The desired number of successfully finished pods the job should be run with. */
-  completions?: number | undefined;
+  completions?:
+    | number
+    | undefined;
+  /**
+   * Duration in seconds relative to the startTime that the job may be continuously
+   * active before the system tries to terminate it.
+   */
   activeDeadlineSeconds?:
     | number
     | undefined;
   /** The number of retries before marking this job failed. Defaults to 6. */
-  backoffLimit?: number | undefined;
-  selector?: LabelSelector | undefined;
+  backoffLimit?:
+    | number
+    | undefined;
+  /**
+   * A label query over pods that should match the pod count; generated from the
+   * job's uid unless manualSelector is true.
+   */
+  selector?:
+    | LabelSelector
+    | undefined;
+  /** Controls generation of pod labels and selectors; leave unset. */
   manualSelector?:
     | boolean
     | undefined;
@@ -67,21 +82,40 @@ export interface JobSpec {
    * Describes the pod that will be created when executing a job. Its restartPolicy
    * is Never or OnFailure.
    */
-  template?: PodTemplateSpec | undefined;
+  template?:
+    | PodTemplateSpec
+    | undefined;
+  /** Seconds after the job finishes (Complete or Failed) before it is deleted automatically. */
   ttlSecondsAfterFinished?:
     | number
     | undefined;
   /** NonIndexed or Indexed. */
   completionMode: string;
-  suspend?: boolean | undefined;
-  podFailurePolicy?: PodFailurePolicy | undefined;
-  successPolicy?: SuccessPolicy | undefined;
-  backoffLimitPerIndex?: number | undefined;
+  /** Whether the Job controller should create Pods or not. Defaults to false. */
+  suspend?:
+    | boolean
+    | undefined;
+  /** How failed pods influence the backoffLimit. */
+  podFailurePolicy?:
+    | PodFailurePolicy
+    | undefined;
+  /** When an Indexed job can be declared succeeded, based on its succeeded pods. */
+  successPolicy?:
+    | SuccessPolicy
+    | undefined;
+  /** The limit of retries within an index before marking the index failed (Indexed jobs). */
+  backoffLimitPerIndex?:
+    | number
+    | undefined;
+  /** The maximal number of failed indexes before the Job is marked failed (Indexed jobs). */
   maxFailedIndexes?:
     | number
     | undefined;
   /** TerminatingOrFailed or Failed. */
-  podReplacementPolicy?: string | undefined;
+  podReplacementPolicy?:
+    | string
+    | undefined;
+  /** The controller which manages the Job; the built-in Job controller when unset. */
   managedBy?: string | undefined;
 }
 

@@ -509,21 +509,50 @@ export interface Container {
    * StartupProbe indicates that the pod has successfully initialized. Until it
    * succeeds no other probe runs; if it fails the container is restarted.
    */
-  startupProbe?: Probe | undefined;
+  startupProbe?:
+    | Probe
+    | undefined;
+  /**
+   * File in the container's filesystem to which its termination message is written.
+   * Defaults to /dev/termination-log.
+   */
   terminationMessagePath: string;
   /** File or FallbackToLogsOnError. */
   terminationMessagePolicy: string;
   /** Always, Never, IfNotPresent. */
   imagePullPolicy: string;
+  /** Whether this container should allocate a buffer for stdin in the container runtime. */
   stdin: boolean;
+  /** Whether this container should allocate a TTY for itself; also requires stdin. */
   tty: boolean;
+  /** Sources (ConfigMaps, Secrets) whose keys populate environment variables in the container. */
   envFrom: EnvFromSource[];
+  /** Resources resize policy for the container. */
   resizePolicy: ContainerResizePolicy[];
   /** Always (sidecar init containers). */
-  restartPolicy?: string | undefined;
+  restartPolicy?:
+    | string
+    | undefined;
+  /** Block devices to be used by the container. */
   volumeDevices: VolumeDevice[];
-  lifecycle?: Lifecycle | undefined;
-  securityContext?: SecurityContext | undefined;
+  /**
+   * Actions the management system should take in response to container lifecycle
+   * events (postStart, preStop). Cannot be updated.
+   */
+  lifecycle?:
+    | Lifecycle
+    | undefined;
+  /**
+   * The security options the container should be run with; overrides the pod's
+   * securityContext.
+   */
+  securityContext?:
+    | SecurityContext
+    | undefined;
+  /**
+   * Whether the container runtime should close the stdin channel after it has been
+   * opened by a single attach.
+   */
   stdinOnce: boolean;
 }
 
@@ -753,7 +782,13 @@ export interface PodSpec {
    * Seconds the pod needs to terminate gracefully: the time between the TERM signal
    * and the KILL signal. Defaults to 30.
    */
-  terminationGracePeriodSeconds?: number | undefined;
+  terminationGracePeriodSeconds?:
+    | number
+    | undefined;
+  /**
+   * Duration in seconds the pod may be active on the node, relative to its start
+   * time, before the system actively tries to mark it failed and kill its containers.
+   */
   activeDeadlineSeconds?:
     | number
     | undefined;
@@ -761,42 +796,108 @@ export interface PodSpec {
   dnsPolicy: string;
   /** A selector which must match a node's labels for the pod to be scheduled on that node. */
   nodeSelector: { [key: string]: string };
+  /** Name of the ServiceAccount to use to run this pod. */
   serviceAccountName: string;
   /** The node this pod is bound to; set by the scheduler (or by the client to bypass it). */
   nodeName: string;
+  /** Host networking requested for this pod: it uses the host's network namespace. */
   hostNetwork: boolean;
+  /** Specifies the hostname of the Pod. If not specified, the pod's hostname is its name. */
   hostname: string;
+  /**
+   * If specified, the fully qualified Pod hostname is
+   * "<hostname>.<subdomain>.<pod namespace>.svc.<cluster domain>".
+   */
   subdomain: string;
+  /** The scheduler that dispatches this pod; the default scheduler if not specified. */
   schedulerName: string;
   /** The pod's tolerations of node taints. */
   tolerations: Toleration[];
+  /** Indicates the pod's priority by the name of a PriorityClass. */
   priorityClassName: string;
+  /** The priority value; the higher, the more important. Resolved from priorityClassName. */
   priority?:
     | number
     | undefined;
   /** PreemptLowerPriority or Never. */
   preemptionPolicy: string;
+  /**
+   * Whether information about services is injected into the pod's environment
+   * variables, matching the syntax of Docker links. Defaults to true.
+   */
   enableServiceLinks: boolean;
   /** Deprecated alias of service_account_name. */
   serviceAccount: string;
-  automountServiceAccountToken?: boolean | undefined;
+  /** Whether a service account token is mounted automatically. */
+  automountServiceAccountToken?:
+    | boolean
+    | undefined;
+  /** Use the host's pid namespace. */
   hostPid: boolean;
+  /** Use the host's ipc namespace. */
   hostIpc: boolean;
-  shareProcessNamespace?: boolean | undefined;
-  securityContext?: PodSecurityContext | undefined;
+  /** Share a single process namespace between all of the containers in a pod. */
+  shareProcessNamespace?:
+    | boolean
+    | undefined;
+  /**
+   * Pod-level security attributes and common container settings (user and group
+   * ids, fsGroup, sysctls, seccomp).
+   */
+  securityContext?:
+    | PodSecurityContext
+    | undefined;
+  /** References to secrets in the same namespace used to pull the pod's images. */
   imagePullSecrets: LocalObjectReference[];
-  affinity?: Affinity | undefined;
+  /** The pod's scheduling constraints: node affinity, pod affinity and anti-affinity. */
+  affinity?:
+    | Affinity
+    | undefined;
+  /** Hosts and IPs injected into the pod's hosts file. */
   hostAliases: HostAlias[];
-  dnsConfig?: PodDNSConfig | undefined;
+  /**
+   * DNS parameters of a pod (nameservers, searches, options), merged into the
+   * configuration generated from dnsPolicy.
+   */
+  dnsConfig?:
+    | PodDNSConfig
+    | undefined;
+  /**
+   * Additional conditions evaluated for pod readiness: ready when all containers
+   * are ready and every condition listed here is True.
+   */
   readinessGates: PodReadinessGate[];
-  runtimeClassName?: string | undefined;
+  /** The RuntimeClass to run this pod with. */
+  runtimeClassName?:
+    | string
+    | undefined;
+  /** The resource overhead of running the pod with its RuntimeClass. */
   overhead: { [key: string]: string };
+  /**
+   * How a group of pods ought to spread across topology domains (zones, nodes).
+   * The scheduler places pods in a way which abides by the constraints.
+   */
   topologySpreadConstraints: TopologySpreadConstraint[];
-  setHostnameAsFqdn?: boolean | undefined;
-  os?: PodOS | undefined;
-  hostUsers?: boolean | undefined;
+  /** If true the pod's hostname is its fully qualified domain name. Defaults to false. */
+  setHostnameAsFqdn?:
+    | boolean
+    | undefined;
+  /** The OS of the containers in the pod (linux or windows). */
+  os?:
+    | PodOS
+    | undefined;
+  /** Use the host's user namespace. Defaults to true. */
+  hostUsers?:
+    | boolean
+    | undefined;
+  /** While any gate remains the pod is not scheduled. */
   schedulingGates: PodSchedulingGate[];
+  /** The ResourceClaims the pod's containers may use. */
   resourceClaims: PodResourceClaim[];
+  /**
+   * The total amount of CPU and memory required by all containers in the pod
+   * (pod-level resources).
+   */
   resources?: ResourceRequirements | undefined;
 }
 
@@ -1031,25 +1132,48 @@ export interface ServiceSpec {
   selector: { [key: string]: string };
   /** The IP address of the service, allocated by the cluster; "None" makes a headless service. */
   clusterIp: string;
+  /** The IP addresses assigned to this service (clusterIP first). */
   clusterIps: string[];
   /** ClusterIP (the only type choreo serves), or None-headless via clusterIP. */
   type: string;
   /** None or ClientIP. */
   sessionAffinity: string;
+  /** The IP families (IPv4, IPv6) assigned to this service. */
   ipFamilies: string[];
+  /** The dual-stack-ness requested: SingleStack, PreferDualStack or RequireDualStack. */
   ipFamilyPolicy: string;
+  /**
+   * How cluster-internal traffic is routed: Cluster (all endpoints) or Local
+   * (node-local endpoints only).
+   */
   internalTrafficPolicy: string;
+  /** IP addresses for which nodes in the cluster also accept traffic for this service. */
   externalIps: string[];
+  /** Deprecated: the load balancer IP requested, for LoadBalancer services. */
   loadBalancerIp: string;
+  /** Client IP ranges a cloud load balancer restricts traffic to. */
   loadBalancerSourceRanges: string[];
+  /** The external reference (a DNS name) returned as a CNAME by ExternalName services. */
   externalName: string;
   /** Cluster or Local. */
   externalTrafficPolicy: string;
+  /** The healthcheck nodePort for LoadBalancer services with Local external traffic policy. */
   healthCheckNodePort: number;
+  /** Publish the addresses of pods that are not ready in the service's endpoints. */
   publishNotReadyAddresses: boolean;
-  sessionAffinityConfig?: SessionAffinityConfig | undefined;
-  allocateLoadBalancerNodePorts?: boolean | undefined;
-  loadBalancerClass?: string | undefined;
+  /** The configurations of session affinity (ClientIP timeout). */
+  sessionAffinityConfig?:
+    | SessionAffinityConfig
+    | undefined;
+  /** Whether NodePorts are allocated for LoadBalancer services. Defaults to true. */
+  allocateLoadBalancerNodePorts?:
+    | boolean
+    | undefined;
+  /** The class of the load balancer implementation this Service belongs to. */
+  loadBalancerClass?:
+    | string
+    | undefined;
+  /** How traffic is distributed to the service's endpoints (PreferClose). */
   trafficDistribution?: string | undefined;
 }
 
