@@ -209,7 +209,7 @@ export function logTails(dir: string, lines: number): string {
     } catch {
       continue;
     }
-    const tail = text.trimEnd().split("\n").slice(-lines);
+    const tail = text.trimEnd().split("\n").slice(-lines).map(compactLogLine);
     out.push(`--- ${f} (last ${tail.length} lines)`, ...tail);
   }
   return out.join("\n");
@@ -222,5 +222,16 @@ export async function withLogsOnFailure<T>(c: Pick<TestCluster, "logTails">, fn:
   } catch (err) {
     if (err instanceof Error) err.message += `\n${c.logTails()}`;
     throw err;
+  }
+}
+
+/** A pino line as `time level msg {fields} err: message` (no stacks), anything else cut to 300 characters. */
+function compactLogLine(line: string): string {
+  try {
+    const { time, level, msg, err, service: _s, pid: _p, hostname: _h, ...fields } = JSON.parse(line) as Record<string, unknown>;
+    const e = err && typeof err === "object" ? ` err: ${String((err as { message?: unknown }).message)}` : "";
+    return `${String(time).slice(11)} ${String(level)} ${String(msg)} ${JSON.stringify(fields)}${e}`.slice(0, 400);
+  } catch {
+    return line.slice(0, 300);
   }
 }
