@@ -64,12 +64,21 @@ export interface MessagePlan {
   readonly fields: FieldPlan[];
   readonly byId: Map<number, FieldPlan>;
   readonly byName: Map<string, FieldPlan>;
+  readonly inlineFields: FieldPlan[];
+  /** Fields by number (sparse). */
+  readonly byNumber: (FieldPlan | undefined)[];
   /** Every JSON name the message's object may hold (its fields', and its inline fields' names). */
   readonly jsonNames: () => Set<string>;
   readonly special?: Special;
 }
 
 const plans = new Map<string, MessagePlan>();
+
+/** A lazily computed value (plans refer to each other, recursively). */
+function memo<T>(get: () => T): () => T {
+  let v: T | undefined;
+  return () => (v ??= get());
+}
 
 /** The plan of a fully qualified message (`k8s.io.api.core.v1.Pod`); undefined when proto/k8s lacks it. */
 export function k8sMessage(fullName: string): MessagePlan | undefined {
@@ -92,7 +101,7 @@ export function k8sMessage(fullName: string): MessagePlan | undefined {
         id: f.id,
         repeated: f.repeated,
         ...(mapKey ? { mapKey } : {}),
-        ...(msgName ? { message: () => k8sMessage(msgName)! } : { scalar: f.type }),
+        ...(msgName ? { message: memo(() => k8sMessage(msgName)!) } : { scalar: f.type }),
       };
     })
     .sort((a, b) => a.id - b.id);
@@ -103,6 +112,8 @@ export function k8sMessage(fullName: string): MessagePlan | undefined {
     fields,
     byId: new Map(fields.map((f) => [f.id, f])),
     byName: new Map(fields.map((f) => [f.name, f])),
+    inlineFields: fields.filter((f) => f.inline),
+    byNumber: fields.reduce<(FieldPlan | undefined)[]>((a, f) => ((a[f.id] = f), a), []),
     jsonNames: () => (names ??= new Set(fields.flatMap((f) => (f.inline ? [...f.message!().jsonNames()] : [f.name])))),
     ...(special ? { special } : {}),
   };
@@ -120,6 +131,10 @@ const WIRE_VARINT = 0;
 const WIRE_FIXED64 = 1;
 const WIRE_LEN = 2;
 const WIRE_FIXED32 = 5;
+
+function utf8(buf: Uint8Array, start: number, end: number): string {
+  return Buffer.from(buf.buffer, buf.byteOffset + start, end - start).toString("utf8");
+}
 
 /** A bounds-checked protobuf reader; truncation and bad varints are 400s. */
 export class Reader {
@@ -196,8 +211,20 @@ export class Reader {
   }
 
   string(): string {
-    const b = this.bytes();
-    return Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString("utf8");
+    const end = this.lengthEnd();
+    const start = this.pos;
+    this.pos = end;
+    // Short ASCII strings (names, labels, enums) are faster in JS than through Buffer.
+    if (end - start <= 24) {
+      let out = "";
+      for (let i = start; i < end; i++) {
+        const c = this.buf[i]!;
+        if (c >= 0x80) return utf8(this.buf, start, end);
+        out += String.fromCharCode(c);
+      }
+      return out;
+    }
+    return utf8(this.buf, start, end);
   }
 
   fixed(n: 4 | 8): DataView {
@@ -264,7 +291,7 @@ function decodeFields(m: MessagePlan, r: Reader, end: number): KubeJson {
     const tag = r.uint32();
     const id = tag >>> 3;
     const wire = tag & 7;
-    const f = m.byId.get(id);
+    const f = m.byNumber[id];
     if (!f) throw badRequest(`the protobuf body has field number ${id} (wire type ${wire}), unknown in ${m.fullName}`);
     if (f.mapKey !== undefined) {
       if (wire !== WIRE_LEN) throw malformed(`map field ${f.id} (${f.name}) of ${m.fullName} has wire type ${wire}`);
@@ -425,15 +452,29 @@ function encodeAs(m: MessagePlan, v: unknown, w: protobuf.Writer, path: string):
     return;
   }
   if (!isObject(v)) throw badRequest(`${path || m.fullName}: expected an object, got ${Array.isArray(v) ? "an array" : typeof v}`);
-  const names = m.jsonNames();
-  for (const k of Object.keys(v)) {
-    if (!names.has(k) && !TYPE_META.has(k)) throw badRequest(`strict decoding error: unknown field "${at(path, k)}"`);
+  // The fields present, in field-number order; keys of inline structs grouped under their field.
+  const present: FieldPlan[] = [];
+  let inlined: Map<FieldPlan, KubeJson> | undefined;
+  for (const k in v) {
+    const f = m.byName.get(k);
+    if (f && !f.inline) {
+      present.push(f);
+      continue;
+    }
+    if (TYPE_META.has(k)) continue;
+    const host = m.inlineFields.find((i) => i.message!().jsonNames().has(k));
+    if (!host) throw badRequest(`strict decoding error: unknown field "${at(path, k)}"`);
+    inlined ??= new Map();
+    if (!inlined.has(host)) {
+      inlined.set(host, {});
+      present.push(host);
+    }
+    inlined.get(host)![k] = v[k];
   }
-  for (const f of m.fields) {
+  if (present.length > 1) present.sort((a, b) => a.id - b.id);
+  for (const f of present) {
     if (f.inline) {
-      const sub = f.message!();
-      const part = Object.fromEntries(Object.entries(v).filter(([k]) => sub.jsonNames().has(k)));
-      if (Object.keys(part).length > 0) writeValue(w, f, f.id, part, path);
+      writeValue(w, f, f.id, inlined!.get(f), path);
       continue;
     }
     const value = v[f.name];
