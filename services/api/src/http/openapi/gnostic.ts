@@ -8,9 +8,11 @@
 
 type Json = Record<string, unknown>;
 
-/** A minimal protobuf writer: length-delimited fields, varints, nested messages. */
+/** A minimal protobuf writer: length-delimited fields, varints, nested messages; one allocation at the end. */
 class Writer {
-  private readonly parts: Buffer[] = [];
+  // Tags and lengths as byte arrays, payloads as buffers, nested messages as writers.
+  private readonly parts: (Buffer | number[] | Writer)[] = [];
+  private size = 0;
 
   private varint(n: number): void {
     const bytes: number[] = [];
@@ -20,7 +22,12 @@ class Writer {
       v = Math.floor(v / 128);
     }
     bytes.push(v);
-    this.parts.push(Buffer.from(bytes));
+    this.push(bytes);
+  }
+
+  private push(p: Buffer | number[] | Writer): void {
+    this.parts.push(p);
+    this.size += p instanceof Writer ? p.size : p.length;
   }
 
   private tag(field: number, wire: number): void {
@@ -32,7 +39,7 @@ class Writer {
     const b = Buffer.from(v);
     this.tag(field, 2);
     this.varint(b.length);
-    this.parts.push(b);
+    this.push(b);
     return this;
   }
 
@@ -50,15 +57,29 @@ class Writer {
 
   message(field: number, w: Writer | undefined): this {
     if (!w) return this;
-    const b = w.finish();
     this.tag(field, 2);
-    this.varint(b.length);
-    this.parts.push(b);
+    this.varint(w.size);
+    this.push(w);
     return this;
   }
 
   finish(): Buffer {
-    return Buffer.concat(this.parts);
+    const out = Buffer.allocUnsafe(this.size);
+    this.writeTo(out, 0);
+    return out;
+  }
+
+  private writeTo(out: Buffer, at: number): number {
+    let o = at;
+    for (const p of this.parts) {
+      if (p instanceof Writer) o = p.writeTo(out, o);
+      else {
+        if (Buffer.isBuffer(p)) p.copy(out, o);
+        else out.set(p, o);
+        o += p.length;
+      }
+    }
+    return o;
   }
 }
 
