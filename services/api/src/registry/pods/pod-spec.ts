@@ -2,6 +2,7 @@ import type { Container, PodSpec, PodTemplateSpec, Probe } from "@choreo/kit/gen
 import { compareQuantities, parseQuantity, selectorFromSet } from "@choreo/kit/apimachinery";
 import { validateDns1123Label, validateDns1123Subdomain } from "@choreo/kit/apimachinery";
 import type { Errors } from "../shared/validation.js";
+import { refuseUnenforced } from "./unenforced.js";
 
 const RESTART_POLICIES = ["Always", "OnFailure", "Never"] as const;
 const PULL_POLICIES = ["Always", "IfNotPresent", "Never"] as const;
@@ -54,7 +55,7 @@ export function validatePodSpec(e: Errors, spec: PodSpec | undefined, path: stri
     if (v.name) e.messages(`${f}.name`, v.name, validateDns1123Label(v.name));
     if (volumes.has(v.name)) e.duplicate(`${f}.name`, v.name);
     volumes.add(v.name);
-    const sources = [v.emptyDir, v.hostPath].filter(Boolean).length;
+    const sources = [v.emptyDir, v.hostPath, v.configMap, v.secret, v.persistentVolumeClaim, v.downwardApi, v.projected].filter(Boolean).length;
     if (sources === 0) e.required(f, "must specify a volume type");
     if (sources > 1) e.forbidden(f, "may not specify more than 1 volume type");
     if (v.hostPath && !v.hostPath.path.startsWith("/")) e.invalid(`${f}.hostPath.path`, v.hostPath.path, "must be an absolute path");
@@ -110,7 +111,7 @@ export function validatePodSpec(e: Errors, spec: PodSpec | undefined, path: stri
       ["startupProbe", c.startupProbe],
     ] as const) {
       if (!probe) continue;
-      const handlers = [probe.exec, probe.httpGet, probe.tcpSocket].filter(Boolean).length;
+      const handlers = [probe.exec, probe.httpGet, probe.tcpSocket, probe.grpc].filter(Boolean).length;
       if (handlers === 0) e.required(`${f}.${name}`, undefined);
       if (handlers > 1) e.forbidden(`${f}.${name}`, "may not specify more than 1 handler type");
       for (const k of ["initialDelaySeconds", "timeoutSeconds", "periodSeconds", "successThreshold", "failureThreshold"] as const)
@@ -139,6 +140,7 @@ export function validatePodSpec(e: Errors, spec: PodSpec | undefined, path: stri
     if (t.effect) e.oneOf(`${f}.effect`, t.effect, ["NoSchedule", "PreferNoSchedule", "NoExecute"]);
   });
   if (spec.preemptionPolicy) e.oneOf(`${path}.preemptionPolicy`, spec.preemptionPolicy, ["PreemptLowerPriority", "Never"]);
+  refuseUnenforced(e, spec, path);
 }
 
 function validateResources(e: Errors, c: Container, f: string): void {

@@ -1,0 +1,109 @@
+import type {
+  AppArmorProfile,
+  Container,
+  PodSecurityContext,
+  PodSpec,
+  SeccompProfile,
+  SecurityContext,
+  SELinuxOptions,
+} from "@choreo/kit/gen/choreo/core/v1/core";
+import type { Errors } from "../shared/validation.js";
+
+/**
+ * Kubernetes fields choreo stores but does not act on, where silently
+ * ignoring them would be unsafe: they ask for *less* privilege than choreo's
+ * runtimes give, for a scheduling constraint the scheduler does not honour,
+ * or for data (volumes, env) the node agent does not deliver. Each is refused
+ * with 422 Invalid naming the field; the list and the reasons are in
+ * docs/stored-only-fields.md (keep both in step).
+ */
+export const WHY = "choreo stores this field but does not enforce it yet; refused rather than silently ignored (docs/stored-only-fields.md)";
+
+/** Refuses the unenforced fields of a pod spec at `path` (also inside workload templates). */
+export function refuseUnenforced(e: Errors, spec: PodSpec, path: string): void {
+  const no = (field: string): void => e.forbidden(`${path}.${field}`, WHY);
+  if (spec.securityContext) podSecurityContext(spec.securityContext, (f) => no(`securityContext.${f}`));
+  const a = spec.affinity;
+  if (a?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution) no("affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution");
+  if (a?.podAffinity?.requiredDuringSchedulingIgnoredDuringExecution.length) no("affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution");
+  if (a?.podAntiAffinity?.requiredDuringSchedulingIgnoredDuringExecution.length) no("affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution");
+  spec.topologySpreadConstraints.forEach((t, i) => {
+    if (t.whenUnsatisfiable !== "ScheduleAnyway") no(`topologySpreadConstraints[${i}].whenUnsatisfiable`);
+  });
+  if (spec.schedulingGates.length) no("schedulingGates");
+  if (spec.readinessGates.length) no("readinessGates");
+  if (spec.runtimeClassName) no("runtimeClassName");
+  if (spec.hostUsers === false) no("hostUsers");
+  if (spec.resourceClaims.length) no("resourceClaims");
+  spec.volumes.forEach((v, i) => {
+    for (const [name, set] of [
+      ["configMap", v.configMap],
+      ["secret", v.secret],
+      ["persistentVolumeClaim", v.persistentVolumeClaim],
+      ["downwardAPI", v.downwardApi],
+      ["projected", v.projected],
+    ] as const)
+      if (set) no(`volumes[${i}].${name}`);
+  });
+  spec.initContainers.forEach((c, i) => container(c, `initContainers[${i}]`, no));
+  spec.containers.forEach((c, i) => container(c, `containers[${i}]`, no));
+}
+
+function container(c: Container, at: string, no: (field: string) => void): void {
+  if (c.securityContext) containerSecurityContext(c.securityContext, (f) => no(`${at}.securityContext.${f}`));
+  // A sidecar (restartPolicy: Always) never completes: run as an init container it would hold the pod forever.
+  if (c.restartPolicy) no(`${at}.restartPolicy`);
+  if (c.envFrom.length) no(`${at}.envFrom`);
+  c.env.forEach((v, j) => {
+    const from = v.valueFrom;
+    if (from?.configMapKeyRef) no(`${at}.env[${j}].valueFrom.configMapKeyRef`);
+    if (from?.secretKeyRef) no(`${at}.env[${j}].valueFrom.secretKeyRef`);
+    if (from?.resourceFieldRef) no(`${at}.env[${j}].valueFrom.resourceFieldRef`);
+  });
+  if (c.volumeDevices.length) no(`${at}.volumeDevices`);
+  c.volumeMounts.forEach((m, j) => {
+    if (m.subPathExpr) no(`${at}.volumeMounts[${j}].subPathExpr`);
+    if (m.recursiveReadOnly === "Enabled") no(`${at}.volumeMounts[${j}].recursiveReadOnly`);
+  });
+  for (const [name, probe] of [
+    ["livenessProbe", c.livenessProbe],
+    ["readinessProbe", c.readinessProbe],
+    ["startupProbe", c.startupProbe],
+  ] as const)
+    if (probe?.grpc) no(`${at}.${name}.grpc`);
+}
+
+/** The pod-level fields asking for less privilege than choreo gives. */
+function podSecurityContext(s: PodSecurityContext, no: (field: string) => void): void {
+  common(s, no);
+  if (s.supplementalGroups.length) no("supplementalGroups");
+  if (s.fsGroup !== undefined) no("fsGroup");
+  if (s.sysctls.length) no("sysctls");
+}
+
+function containerSecurityContext(s: SecurityContext, no: (field: string) => void): void {
+  common(s, no);
+  if (s.readOnlyRootFilesystem === true) no("readOnlyRootFilesystem");
+  if (s.allowPrivilegeEscalation === false) no("allowPrivilegeEscalation");
+  if (s.capabilities?.drop.length) no("capabilities.drop");
+}
+
+function common(
+  s: {
+    runAsNonRoot?: boolean;
+    runAsUser?: number;
+    runAsGroup?: number;
+    seccompProfile?: SeccompProfile;
+    appArmorProfile?: AppArmorProfile;
+    seLinuxOptions?: SELinuxOptions;
+  },
+  no: (field: string) => void,
+): void {
+  if (s.runAsNonRoot === true) no("runAsNonRoot");
+  if (s.runAsUser !== undefined) no("runAsUser");
+  if (s.runAsGroup !== undefined) no("runAsGroup");
+  if (s.seccompProfile && s.seccompProfile.type !== "Unconfined") no("seccompProfile");
+  if (s.appArmorProfile && s.appArmorProfile.type !== "Unconfined") no("appArmorProfile");
+  const se = s.seLinuxOptions;
+  if (se && (se.user || se.role || se.type || se.level)) no("seLinuxOptions");
+}
