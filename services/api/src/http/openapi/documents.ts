@@ -289,7 +289,11 @@ function toV3(s: unknown): unknown {
   return out;
 }
 
+let v3All: Record<string, Schema> | undefined;
+
+/** Every definition in v3 form; built once. */
 function v3Schemas(): Record<string, Schema> {
+  if (v3All) return v3All;
   const out: Record<string, Schema> = {};
   for (const [name, d] of Object.entries({ ...definitions(), ...EXTRA_DEFS })) {
     const s = toV3(d) as Schema;
@@ -303,6 +307,7 @@ function v3Schemas(): Record<string, Schema> {
     }
     out[name] = s;
   }
+  v3All = out;
   return out;
 }
 
