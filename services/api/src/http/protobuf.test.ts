@@ -150,6 +150,15 @@ describe("protobuf on the wire", () => {
     assert.deepEqual(decodeObject(scale.body)["spec"], { replicas: 3 });
   });
 
+  it("deletes with protobuf DeleteOptions, as client-go's typed clients send them", async () => {
+    await t.call("POST", PODS, { body: pod("gone") });
+    const opts = encodeObject({ apiVersion: "v1", kind: "DeleteOptions", gracePeriodSeconds: 0, propagationPolicy: "Background" });
+    const r = await send(t.base, "DELETE", `${PODS}/gone`, opts, protoHeaders);
+    assert.equal(r.status, 200, r.body.toString());
+    assert.equal((decodeObject(r.body)["metadata"] as KubeJson)["name"], "gone");
+    assert.equal((await t.call("GET", `${PODS}/gone`)).status, 404);
+  });
+
   it("watches in length-delimited protobuf frames", async () => {
     const chunks: Buffer[] = [];
     const req = http.request(new URL(`${PODS}?watch=true&resourceVersion=0&timeoutSeconds=5`, t.base), { headers: { Accept: KUBECTL_ACCEPT } });
