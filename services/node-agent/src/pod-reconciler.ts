@@ -140,6 +140,7 @@ function stubPod(p: RuntimePod): Pod {
       annotations: {},
       ownerReferences: [],
       finalizers: [],
+      managedFields: [],
     },
     spec: undefined,
     status: undefined,

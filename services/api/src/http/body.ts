@@ -118,15 +118,17 @@ function parseYamlText(text: string): unknown {
   }
 }
 
-/** A 415 for PATCH with a Content-Type that is not a patch type; apply patches get their own message. */
-export function patchTypeOf(req: IncomingMessage): (typeof PATCH_TYPES)[number] {
+/** The patch type of a PATCH (server-side apply included); 415 for anything else. */
+export function patchTypeOf(req: IncomingMessage): (typeof PATCH_TYPES)[number] | typeof APPLY_PATCH {
   const type = mediaType(req);
-  if (type === APPLY_PATCH) {
-    throw unsupportedMediaType(`server-side apply (${APPLY_PATCH}) is not supported by choreo: use client-side apply (kubectl apply without --server-side)`);
-  }
+  if (type === APPLY_PATCH) return APPLY_PATCH;
   if (!PATCH_TYPES.includes(type as (typeof PATCH_TYPES)[number])) {
     throw new ApiError(
-      failure(415, Reason.UnsupportedMediaType, `the body of the request was in an unknown format - accepted media types include: ${PATCH_TYPES.join(", ")}`),
+      failure(
+        415,
+        Reason.UnsupportedMediaType,
+        `the body of the request was in an unknown format - accepted media types include: ${[...PATCH_TYPES, APPLY_PATCH].join(", ")}`,
+      ),
     );
   }
   return type as (typeof PATCH_TYPES)[number];

@@ -1,6 +1,6 @@
 // What every resource handler gets: the request, the parsed route, the api.
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { badRequest } from "@choreo/kit";
+import { badRequest, invalid } from "@choreo/kit";
 import type { Logger } from "@choreo/kit/log";
 import type { ApiHandlers, LogsHandler } from "../handlers/api-handlers.js";
 import type { ResourceRoute } from "./routes.js";
@@ -45,4 +45,19 @@ export function dryRunOf(url: URL): boolean {
   if (values.length === 0) return false;
   if (values.every((v) => v === "All")) return true;
   throw badRequest(`Invalid dryRun value: ${values.join(",")}: supported values: "All"`);
+}
+
+/**
+ * The field manager of a write: `fieldManager`, else the User-Agent's
+ * program (`kubectl/v1.32.3 (linux/amd64) …` → `kubectl`), as the apiserver
+ * defaults it. 422 when longer than 128 characters.
+ */
+export function fieldManagerOf(ctx: Pick<RequestContext, "url" | "req">): string {
+  const given = ctx.url.searchParams.get("fieldManager") ?? "";
+  if (given.length > 128)
+    throw invalid("PatchOptions", "", [{ field: "fieldManager", reason: "FieldValueTooLong", message: `Too long: may not be more than 128 bytes` }]);
+  if (given) return given;
+  return String(ctx.req.headers["user-agent"] ?? "")
+    .split("/")[0]!
+    .slice(0, 128);
 }

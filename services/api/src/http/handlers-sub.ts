@@ -1,11 +1,11 @@
 // Subresources other than status: scale (autoscaling/v1 Scale), binding, log.
-import { ApiError, badRequest, failure, isConflict, methodNotAllowed, statusOf } from "@choreo/kit";
+import { ApiError, badRequest, failure, isConflict, methodNotAllowed, statusOf, unsupportedMediaType } from "@choreo/kit";
 import { applyJsonPatch, applyMergePatch, PatchError, type JsonValue } from "@choreo/kit/apimachinery";
 import type { Scale } from "@choreo/kit/gen/choreo/autoscaling/v1/autoscaling";
 import type { Binding } from "@choreo/kit/gen/choreo/core/v1/core";
 import { messageFromKubeJson, messageToKubeJson } from "@choreo/kit/kube-json";
-import { decodeBody, parseJsonText, patchTypeOf, readBody } from "./body.js";
-import { flag, intParam, param, type RequestContext } from "./context.js";
+import { APPLY_PATCH, decodeBody, parseJsonText, patchTypeOf, readBody } from "./body.js";
+import { fieldManagerOf, flag, intParam, param, type RequestContext } from "./context.js";
 import { codeOf, sendError, sendJson, successStatus } from "./respond.js";
 
 const SCALE = "choreo.autoscaling.v1.Scale";
@@ -41,11 +41,12 @@ export async function scale(ctx: RequestContext): Promise<void> {
     const s = scaleFromJson(decodeBody(ctx.req, await readBody(ctx.req)));
     if (s.metadata?.name && s.metadata.name !== name)
       throw badRequest(`the name of the object (${s.metadata.name}) does not match the name on the URL (${name})`);
-    sendJson(ctx.res, 200, scaleToJson(await h.updateScale({ ...ref, scale: s })));
+    sendJson(ctx.res, 200, scaleToJson(await h.updateScale({ ...ref, scale: s, fieldManager: fieldManagerOf(ctx) })));
     return;
   }
   if (method === "PATCH") {
     const type = patchTypeOf(ctx.req);
+    if (type === APPLY_PATCH) throw unsupportedMediaType(`server-side apply to ${info.resource}/scale is not supported: apply to the ${info.kind}`);
     const patch = parseJsonText(await readBody(ctx.req)) as JsonValue;
     const pinned = JSON.stringify(patch).includes('"resourceVersion"');
     // Patch the current Scale; retry on a lost race unless the patch pinned a resourceVersion.
@@ -59,7 +60,7 @@ export async function scale(ctx: RequestContext): Promise<void> {
         throw err;
       }
       try {
-        sendJson(ctx.res, 200, scaleToJson(await h.updateScale({ ...ref, scale: scaleFromJson(next) })));
+        sendJson(ctx.res, 200, scaleToJson(await h.updateScale({ ...ref, scale: scaleFromJson(next), fieldManager: fieldManagerOf(ctx) })));
         return;
       } catch (err) {
         if (!isConflict(err) || pinned || attempt >= 4) throw err;

@@ -1,8 +1,9 @@
 // Writes: POST (create), PUT (update, update status), PATCH, DELETE, DELETE on a collection.
 import { badRequest, emptyMeta, failure, methodNotAllowed, unwrap, ApiError, Reason, type ApiObject, type DeleteOptions, type KindInfo } from "@choreo/kit";
 import { fromKubeJson, kindOfKubeJson, listToKubeJson, messageFromKubeJson, toKubeJson } from "@choreo/kit/kube-json";
-import { decodeBody, mediaType, parseJsonText, patchTypeOf, readBody, YAML_TYPES } from "./body.js";
-import { dryRunOf, intParam, param, type RequestContext } from "./context.js";
+import { parse as parseYaml } from "yaml";
+import { APPLY_PATCH, decodeBody, mediaType, parseJsonText, patchTypeOf, readBody, YAML_TYPES } from "./body.js";
+import { dryRunOf, fieldManagerOf, intParam, param, type RequestContext } from "./context.js";
 import { duplicateJsonFields, duplicateYamlFields, fieldProblems, fieldValidationOf, reportFieldProblems } from "./field-validation.js";
 import { sendJson } from "./respond.js";
 
@@ -61,7 +62,7 @@ export async function createObject(ctx: RequestContext): Promise<void> {
   const dryRun = dryRunOf(ctx.url);
   const obj = await readObject(ctx, ctx.route.info);
   placeNamespace(ctx, obj);
-  const created = await ctx.handlers.create({ object: obj, dryRun });
+  const created = await ctx.handlers.create({ object: obj, dryRun, fieldManager: fieldManagerOf(ctx) });
   sendJson(ctx.res, 201, toKubeJson(created));
 }
 
@@ -75,24 +76,66 @@ export async function updateObject(ctx: RequestContext): Promise<void> {
   if (meta.name !== ctx.route.name) {
     throw badRequest(`the name of the object (${meta.name}) does not match the name on the URL (${ctx.route.name})`);
   }
-  const req = { object: obj, dryRun };
+  const req = { object: obj, dryRun, fieldManager: fieldManagerOf(ctx) };
   const stored = ctx.route.subresource === "status" ? await ctx.handlers.updateStatus(req) : await ctx.handlers.update(req);
   sendJson(ctx.res, 200, toKubeJson(stored));
 }
 
-/** PATCH .../pods/NAME[/status] with a JSON, merge or strategic merge patch. */
+/**
+ * PATCH .../pods/NAME[/status] with a JSON, merge or strategic merge patch,
+ * or a server-side apply (YAML; `fieldManager` required, `force`). Unknown
+ * and duplicate fields of a merge patch or an apply configuration are
+ * reported per `fieldValidation`.
+ */
 export async function patchObject(ctx: RequestContext): Promise<void> {
   const patchType = patchTypeOf(ctx.req);
   if (dryRunOf(ctx.url)) throw new ApiError(failure(400, Reason.BadRequest, "dryRun is not supported for patch"));
+  const apply = patchType === APPLY_PATCH;
+  const force = ctx.url.searchParams.get("force");
+  if (force !== null && !apply) throw badRequest("force: Invalid value: true: may not be specified for non-apply patch");
+  if (apply && !ctx.url.searchParams.get("fieldManager")) throw badRequest("PATCH, application/apply-patch+yaml: fieldManager is required for apply requests");
+  const mode = fieldValidationOf(ctx.url);
   const text = await readBody(ctx.req);
   if (text.trim() === "") throw badRequest("the patch is empty");
-  const doc = parseJsonText(text);
+  const doc = apply ? parseApplyText(text) : parseJsonText(text);
   if (patchType === "application/json-patch+json" ? !Array.isArray(doc) : typeof doc !== "object" || doc === null || Array.isArray(doc)) {
     throw badRequest(patchType === "application/json-patch+json" ? "a JSON patch must be an array of operations" : "a merge patch must be a JSON object");
   }
   const { info, namespace, name, subresource } = ctx.route;
-  const patched = await ctx.handlers.patch({ resource: info.resource, namespace, name, patchType, patch: text, subresource });
+  if (patchType !== "application/json-patch+json" && mode !== "Ignore") {
+    // The patch document is a partial object: its unknown fields are the result's (directives aside).
+    const unknown: string[] = [];
+    const partial = { ...(doc as Record<string, unknown>), apiVersion: info.apiVersion, kind: info.kind };
+    fromKubeJson(partial, { unknownFields: unknown });
+    const duplicates = apply ? duplicateYamlFields(text) : duplicateJsonFields(text);
+    reportFieldProblems(
+      ctx.res,
+      mode,
+      fieldProblems(
+        duplicates,
+        unknown.filter((p) => !p.includes("$")),
+      ),
+    );
+  }
+  const patched = await ctx.handlers.patch({
+    resource: info.resource,
+    namespace,
+    name,
+    patchType,
+    patch: apply ? JSON.stringify(doc) : text,
+    subresource,
+    fieldManager: fieldManagerOf(ctx),
+    force: apply ? force === "true" : undefined,
+  });
   sendJson(ctx.res, 200, toKubeJson(patched));
+}
+
+function parseApplyText(text: string): unknown {
+  try {
+    return parseYaml(text, { maxAliasCount: 100, uniqueKeys: false }) as unknown;
+  } catch (err) {
+    throw badRequest(`error decoding YAML: ${(err as Error).message}`);
+  }
 }
 
 /** DeleteOptions from a JSON/YAML body and/or gracePeriodSeconds, propagationPolicy, dryRun query parameters. */

@@ -1,4 +1,4 @@
-import type { AnyObject, KindInfo } from "@choreo/kit";
+import { kindByCase, type AnyObject, type KindInfo } from "@choreo/kit";
 import type {
   BindRequest,
   CreateRequest,
@@ -18,6 +18,7 @@ import type {
 import type { Scale } from "@choreo/kit/gen/choreo/autoscaling/v1/autoscaling";
 import type { ApiHandlers } from "../handlers/api-handlers.js";
 import { patchObject } from "./generic/patch.js";
+import { withManager } from "./generic/managed-fields-store.js";
 import type { GenericStore } from "./generic/store.js";
 import { watchObjects, type WatchSource } from "./generic/watch.js";
 import { purgeNamespace } from "./namespaces/purge.js";
@@ -53,15 +54,15 @@ export class Registry implements ApiHandlers {
   }
 
   create(req: CreateRequest): Promise<ApiObject> {
-    return this.store.create(req);
+    return withManager(req.fieldManager, kindOfRequest(req), "", () => this.store.create(req));
   }
 
   update(req: UpdateRequest): Promise<ApiObject> {
-    return this.store.update(req);
+    return withManager(req.fieldManager, kindOfRequest(req), "", () => this.store.update(req));
   }
 
   updateStatus(req: UpdateRequest): Promise<ApiObject> {
-    return this.store.updateStatus(req);
+    return withManager(req.fieldManager, kindOfRequest(req), "status", () => this.store.updateStatus(req));
   }
 
   patch(req: PatchRequest): Promise<ApiObject> {
@@ -85,7 +86,7 @@ export class Registry implements ApiHandlers {
   }
 
   updateScale(req: UpdateScaleRequest): Promise<Scale> {
-    return updateScale(this.store, req);
+    return withManager(req.fieldManager, req.resource, "scale", () => updateScale(this.store, req));
   }
 
   /** Creates with fresh metadata, skipping the request decoding (bootstrap). */
@@ -102,4 +103,9 @@ export class Registry implements ApiHandlers {
   purgeNamespace(name: string): Promise<void> {
     return purgeNamespace(this.store, name);
   }
+}
+
+/** The resource a create or update writes ("" when the request has no object: the store refuses it). */
+function kindOfRequest(req: CreateRequest | UpdateRequest): string {
+  return req.object?.kind ? kindByCase(req.object.kind.$case).resource : "";
 }

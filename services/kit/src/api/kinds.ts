@@ -301,6 +301,7 @@ export function emptyMeta(init: Partial<ObjectMeta> = {}): ObjectMeta {
     annotations: {},
     ownerReferences: [],
     finalizers: [],
+    managedFields: [],
     ...init,
   };
 }

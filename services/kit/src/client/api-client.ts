@@ -148,6 +148,7 @@ export class ApiClient {
           annotations: {},
           ownerReferences: [],
           finalizers: [],
+          managedFields: [],
         },
         spec: { replicas },
         status: undefined,

@@ -2,16 +2,23 @@ import { ApiError, badRequest, emptyMeta, invalid, unwrap } from "@choreo/kit";
 import { applyJsonPatch, applyMergePatch, applyStrategicMergePatch, kubeStrategicSchema, type JsonValue } from "@choreo/kit/apimachinery";
 import { fromKubeJson, toKubeJson } from "@choreo/kit/kube-json";
 import type { Object as ApiObject, PatchRequest } from "@choreo/kit/gen/choreo/api/v1/api";
+import { applyPatch, APPLY_PATCH } from "./apply.js";
+import { withManager } from "./managed-fields-store.js";
 import type { GenericStore } from "./store.js";
 
-const PATCH_TYPES = ["application/merge-patch+json", "application/json-patch+json", "application/strategic-merge-patch+json"];
+const PATCH_TYPES = ["application/merge-patch+json", "application/json-patch+json", "application/strategic-merge-patch+json", APPLY_PATCH];
 
 /**
- * A patch: applied to the stored object and written as an update (or a
+ * A patch (server-side apply goes to apply.ts): applied to the stored object and written as an update (or a
  * status update), retried on a concurrent write unless the patch names a
  * resourceVersion.
  */
 export async function patchObject(store: GenericStore, req: PatchRequest): Promise<ApiObject> {
+  if (req.patchType === APPLY_PATCH) return applyPatch(store, req);
+  return withManager(req.fieldManager, req.resource, req.subresource === "status" ? "status" : "", () => patchOnce(store, req));
+}
+
+async function patchOnce(store: GenericStore, req: PatchRequest): Promise<ApiObject> {
   const info = store.resolve(req.resource);
   if (!PATCH_TYPES.includes(req.patchType))
     throw new ApiError({
@@ -45,7 +52,8 @@ export async function patchObject(store: GenericStore, req: PatchRequest): Promi
         reason: "Invalid",
       });
     }
-    const obj = fromKubeJson(patched);
+    // Unknown fields were reported by the gateway (fieldValidation); they are dropped here.
+    const obj = fromKubeJson(patched, { unknownFields: [] });
     if (obj.kind?.$case !== info.case) throw badRequest("the patch may not change the kind of the object");
     const v = unwrap(obj);
     const meta = (v.metadata ??= emptyMeta());

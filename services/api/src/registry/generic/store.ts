@@ -36,6 +36,7 @@ import type { Logger } from "@choreo/kit/log";
 import { StoreError, type IndexEntry, type ObjectStorage, type Stored } from "../../storage/object-storage.js";
 import { canonicalJson } from "../shared/canonical.js";
 import { Errors, validateMeta } from "../shared/validation.js";
+import { trackManagedFields } from "./managed-fields-store.js";
 import { parseSelection, selectsObject } from "./selection.js";
 import type { Strategies, Strategy } from "./strategy.js";
 
@@ -118,6 +119,7 @@ export class GenericStore {
     meta.resourceVersion = "";
     v.apiVersion = info.apiVersion;
     v.kind = info.kind;
+    if (mode !== "delete") trackManagedFields(info, v, old?.value);
     const object = ObjectMsg.encode(this.wrapValue(info, v)).finish();
     if (object.length > MAX_OBJECT_BYTES) throw tooLarge(`Request entity too large: the object is ${object.length} bytes; limit is ${MAX_OBJECT_BYTES}`);
     const newIdx = mode === "delete" ? {} : (strategy?.indexes?.(v) ?? {});

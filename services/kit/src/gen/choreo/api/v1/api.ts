@@ -135,11 +135,21 @@ export interface WatchRequest {
 export interface CreateRequest {
   object?: Object | undefined;
   dryRun: boolean;
+  /**
+   * Kubernetes' fieldManager: who owns the fields written (managedFields);
+   * "" → the caller's default (the gateway passes the User-Agent's program).
+   */
+  fieldManager?: string | undefined;
 }
 
 export interface UpdateRequest {
   object?: Object | undefined;
   dryRun: boolean;
+  /**
+   * Kubernetes' fieldManager: who owns the fields written (managedFields);
+   * "" → the caller's default (the gateway passes the User-Agent's program).
+   */
+  fieldManager?: string | undefined;
 }
 
 export interface PatchRequest {
@@ -148,13 +158,19 @@ export interface PatchRequest {
   name: string;
   /**
    * application/merge-patch+json, application/json-patch+json,
-   * application/strategic-merge-patch+json.
+   * application/strategic-merge-patch+json, application/apply-patch+yaml.
    */
   patchType: string;
   /** The patch document, Kubernetes JSON. */
   patch: string;
   /** "" or "status". */
   subresource: string;
+  /** The field manager (required for application/apply-patch+yaml). */
+  fieldManager?:
+    | string
+    | undefined;
+  /** Server-side apply: take the conflicting fields from their managers. */
+  force?: boolean | undefined;
 }
 
 export interface DeleteRequest {
@@ -188,7 +204,11 @@ export interface UpdateScaleRequest {
   resource: string;
   namespace: string;
   name: string;
-  scale?: Scale | undefined;
+  scale?:
+    | Scale
+    | undefined;
+  /** The field manager of the write (managedFields, subresource "scale"). */
+  fieldManager?: string | undefined;
 }
 
 /** The reply of every NATS request: exactly one of these is set. */
@@ -1135,7 +1155,7 @@ export const WatchRequest: MessageFns<WatchRequest> = {
 };
 
 function createBaseCreateRequest(): CreateRequest {
-  return { object: undefined, dryRun: false };
+  return { object: undefined, dryRun: false, fieldManager: undefined };
 }
 
 export const CreateRequest: MessageFns<CreateRequest> = {
@@ -1145,6 +1165,9 @@ export const CreateRequest: MessageFns<CreateRequest> = {
     }
     if (message.dryRun !== false) {
       writer.uint32(16).bool(message.dryRun);
+    }
+    if (message.fieldManager !== undefined) {
+      writer.uint32(26).string(message.fieldManager);
     }
     return writer;
   },
@@ -1178,6 +1201,14 @@ export const CreateRequest: MessageFns<CreateRequest> = {
             message.dryRun = reader.bool();
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.fieldManager = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1199,12 +1230,13 @@ export const CreateRequest: MessageFns<CreateRequest> = {
       ? Object.fromPartial(object.object)
       : undefined;
     message.dryRun = object.dryRun ?? false;
+    message.fieldManager = object.fieldManager ?? undefined;
     return message;
   },
 };
 
 function createBaseUpdateRequest(): UpdateRequest {
-  return { object: undefined, dryRun: false };
+  return { object: undefined, dryRun: false, fieldManager: undefined };
 }
 
 export const UpdateRequest: MessageFns<UpdateRequest> = {
@@ -1214,6 +1246,9 @@ export const UpdateRequest: MessageFns<UpdateRequest> = {
     }
     if (message.dryRun !== false) {
       writer.uint32(16).bool(message.dryRun);
+    }
+    if (message.fieldManager !== undefined) {
+      writer.uint32(26).string(message.fieldManager);
     }
     return writer;
   },
@@ -1247,6 +1282,14 @@ export const UpdateRequest: MessageFns<UpdateRequest> = {
             message.dryRun = reader.bool();
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.fieldManager = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1268,12 +1311,22 @@ export const UpdateRequest: MessageFns<UpdateRequest> = {
       ? Object.fromPartial(object.object)
       : undefined;
     message.dryRun = object.dryRun ?? false;
+    message.fieldManager = object.fieldManager ?? undefined;
     return message;
   },
 };
 
 function createBasePatchRequest(): PatchRequest {
-  return { resource: "", namespace: "", name: "", patchType: "", patch: "", subresource: "" };
+  return {
+    resource: "",
+    namespace: "",
+    name: "",
+    patchType: "",
+    patch: "",
+    subresource: "",
+    fieldManager: undefined,
+    force: undefined,
+  };
 }
 
 export const PatchRequest: MessageFns<PatchRequest> = {
@@ -1295,6 +1348,12 @@ export const PatchRequest: MessageFns<PatchRequest> = {
     }
     if (message.subresource !== "") {
       writer.uint32(50).string(message.subresource);
+    }
+    if (message.fieldManager !== undefined) {
+      writer.uint32(58).string(message.fieldManager);
+    }
+    if (message.force !== undefined) {
+      writer.uint32(64).bool(message.force);
     }
     return writer;
   },
@@ -1360,6 +1419,22 @@ export const PatchRequest: MessageFns<PatchRequest> = {
             message.subresource = reader.string();
             continue;
           }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.fieldManager = reader.string();
+            continue;
+          }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.force = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1383,6 +1458,8 @@ export const PatchRequest: MessageFns<PatchRequest> = {
     message.patchType = object.patchType ?? "";
     message.patch = object.patch ?? "";
     message.subresource = object.subresource ?? "";
+    message.fieldManager = object.fieldManager ?? undefined;
+    message.force = object.force ?? undefined;
     return message;
   },
 };
@@ -1746,7 +1823,7 @@ export const GetScaleRequest: MessageFns<GetScaleRequest> = {
 };
 
 function createBaseUpdateScaleRequest(): UpdateScaleRequest {
-  return { resource: "", namespace: "", name: "", scale: undefined };
+  return { resource: "", namespace: "", name: "", scale: undefined, fieldManager: undefined };
 }
 
 export const UpdateScaleRequest: MessageFns<UpdateScaleRequest> = {
@@ -1762,6 +1839,9 @@ export const UpdateScaleRequest: MessageFns<UpdateScaleRequest> = {
     }
     if (message.scale !== undefined) {
       Scale.encode(message.scale, writer.uint32(34).fork()).join();
+    }
+    if (message.fieldManager !== undefined) {
+      writer.uint32(42).string(message.fieldManager);
     }
     return writer;
   },
@@ -1811,6 +1891,14 @@ export const UpdateScaleRequest: MessageFns<UpdateScaleRequest> = {
             message.scale = Scale.decode(reader, reader.uint32());
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.fieldManager = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1832,6 +1920,7 @@ export const UpdateScaleRequest: MessageFns<UpdateScaleRequest> = {
     message.namespace = object.namespace ?? "";
     message.name = object.name ?? "";
     message.scale = (object.scale !== undefined && object.scale !== null) ? Scale.fromPartial(object.scale) : undefined;
+    message.fieldManager = object.fieldManager ?? undefined;
     return message;
   },
 };

@@ -71,6 +71,8 @@ export interface ObjectMeta {
   ownerReferences: OwnerReference[];
   /** Must be empty before the object is deleted from the registry. */
   finalizers: string[];
+  /** Server-side apply: which manager owns which fields (Kubernetes' number). */
+  managedFields: ManagedFieldsEntry[];
 }
 
 export interface ObjectMeta_LabelsEntry {
@@ -81,6 +83,31 @@ export interface ObjectMeta_LabelsEntry {
 export interface ObjectMeta_AnnotationsEntry {
   key: string;
   value: string;
+}
+
+/** One field manager's fields (Kubernetes' ManagedFieldsEntry, same numbers). */
+export interface ManagedFieldsEntry {
+  manager: string;
+  /** Apply or Update. */
+  operation: string;
+  apiVersion: string;
+  /** RFC 3339, seconds. */
+  time: string;
+  /** Always FieldsV1. */
+  fieldsType: string;
+  fieldsV1?:
+    | FieldsV1
+    | undefined;
+  /** "" or the subresource written (status, scale). */
+  subresource: string;
+}
+
+/**
+ * A set of fields as Kubernetes' JSON tree (`{"f:spec":{"f:replicas":{}}}`),
+ * kept as its JSON bytes; in Kubernetes JSON it is that object itself.
+ */
+export interface FieldsV1 {
+  raw: Uint8Array;
 }
 
 export interface ListMeta {
@@ -287,6 +314,7 @@ function createBaseObjectMeta(): ObjectMeta {
     annotations: {},
     ownerReferences: [],
     finalizers: [],
+    managedFields: [],
   };
 }
 
@@ -330,6 +358,9 @@ export const ObjectMeta: MessageFns<ObjectMeta> = {
     }
     for (const v of message.finalizers) {
       writer.uint32(106).string(v!);
+    }
+    for (const v of message.managedFields) {
+      ManagedFieldsEntry.encode(v!, writer.uint32(138).fork()).join();
     }
     return writer;
   },
@@ -457,6 +488,14 @@ export const ObjectMeta: MessageFns<ObjectMeta> = {
             message.finalizers.push(reader.string());
             continue;
           }
+          case 17: {
+            if (tag !== 138) {
+              break;
+            }
+
+            message.managedFields.push(ManagedFieldsEntry.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -503,6 +542,7 @@ export const ObjectMeta: MessageFns<ObjectMeta> = {
     );
     message.ownerReferences = object.ownerReferences?.map((e) => OwnerReference.fromPartial(e)) || [];
     message.finalizers = object.finalizers?.map((e) => e) || [];
+    message.managedFields = object.managedFields?.map((e) => ManagedFieldsEntry.fromPartial(e)) || [];
     return message;
   },
 };
@@ -637,6 +677,190 @@ export const ObjectMeta_AnnotationsEntry: MessageFns<ObjectMeta_AnnotationsEntry
     const message = createBaseObjectMeta_AnnotationsEntry();
     message.key = object.key ?? "";
     message.value = object.value ?? "";
+    return message;
+  },
+};
+
+function createBaseManagedFieldsEntry(): ManagedFieldsEntry {
+  return { manager: "", operation: "", apiVersion: "", time: "", fieldsType: "", fieldsV1: undefined, subresource: "" };
+}
+
+export const ManagedFieldsEntry: MessageFns<ManagedFieldsEntry> = {
+  encode(message: ManagedFieldsEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.manager !== "") {
+      writer.uint32(10).string(message.manager);
+    }
+    if (message.operation !== "") {
+      writer.uint32(18).string(message.operation);
+    }
+    if (message.apiVersion !== "") {
+      writer.uint32(26).string(message.apiVersion);
+    }
+    if (message.time !== "") {
+      writer.uint32(34).string(message.time);
+    }
+    if (message.fieldsType !== "") {
+      writer.uint32(50).string(message.fieldsType);
+    }
+    if (message.fieldsV1 !== undefined) {
+      FieldsV1.encode(message.fieldsV1, writer.uint32(58).fork()).join();
+    }
+    if (message.subresource !== "") {
+      writer.uint32(66).string(message.subresource);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ManagedFieldsEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseManagedFieldsEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.manager = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.operation = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.apiVersion = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.time = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.fieldsType = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.fieldsV1 = FieldsV1.decode(reader, reader.uint32());
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.subresource = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<ManagedFieldsEntry>, I>>(base?: I): ManagedFieldsEntry {
+    return ManagedFieldsEntry.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ManagedFieldsEntry>, I>>(object: I): ManagedFieldsEntry {
+    const message = createBaseManagedFieldsEntry();
+    message.manager = object.manager ?? "";
+    message.operation = object.operation ?? "";
+    message.apiVersion = object.apiVersion ?? "";
+    message.time = object.time ?? "";
+    message.fieldsType = object.fieldsType ?? "";
+    message.fieldsV1 = (object.fieldsV1 !== undefined && object.fieldsV1 !== null)
+      ? FieldsV1.fromPartial(object.fieldsV1)
+      : undefined;
+    message.subresource = object.subresource ?? "";
+    return message;
+  },
+};
+
+function createBaseFieldsV1(): FieldsV1 {
+  return { raw: new Uint8Array(0) };
+}
+
+export const FieldsV1: MessageFns<FieldsV1> = {
+  encode(message: FieldsV1, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.raw.length !== 0) {
+      writer.uint32(10).bytes(message.raw);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): FieldsV1 {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseFieldsV1();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.raw = reader.bytes();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<FieldsV1>, I>>(base?: I): FieldsV1 {
+    return FieldsV1.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<FieldsV1>, I>>(object: I): FieldsV1 {
+    const message = createBaseFieldsV1();
+    message.raw = object.raw ?? new Uint8Array(0);
     return message;
   },
 };
