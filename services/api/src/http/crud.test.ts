@@ -184,9 +184,21 @@ describe("CRUD", () => {
     assert.equal(last.patchType, "application/merge-patch+json");
     assert.equal(last.patch, '{"status":{"phase":"Running"}}');
 
+    // Server-side apply needs a field manager; with one it goes to the handlers as JSON (apply.test.ts covers the semantics).
     const apply = await t.call("PATCH", `${PODS}/p`, { body: "metadata: {}", headers: { "Content-Type": "application/apply-patch+yaml" } });
-    assertStatus(apply, 415, "UnsupportedMediaType");
-    assert.match(apply.json["message"] as string, /server-side apply/);
+    assertStatus(apply, 400, "BadRequest");
+    assert.match(apply.json["message"] as string, /fieldManager is required for apply requests/);
+    await t.call("PATCH", `${PODS}/p?fieldManager=me&force=true`, {
+      body: "metadata:\n  labels: {a: b}\n",
+      headers: { "Content-Type": "application/apply-patch+yaml" },
+    });
+    const sent = t.handlers.calls.filter((x) => x.method === "patch").at(-1)!.req as PatchRequest;
+    assert.deepEqual(
+      [sent.patchType, sent.patch, sent.fieldManager, sent.force],
+      ["application/apply-patch+yaml", '{"metadata":{"labels":{"a":"b"}}}', "me", true],
+    );
+    const forced = await t.call("PATCH", `${PODS}/p?force=true`, { body: "{}", headers: { "Content-Type": "application/merge-patch+json" } });
+    assertStatus(forced, 400, "BadRequest");
     assertStatus(await t.call("PATCH", `${PODS}/p`, { body: "{}", headers: { "Content-Type": "application/json" } }), 415, "UnsupportedMediaType");
     assertStatus(await t.call("PATCH", `${PODS}/p`, { body: "{", headers: { "Content-Type": "application/merge-patch+json" } }), 400, "BadRequest");
     const stale = await t.call("PATCH", `${PODS}/p`, {
