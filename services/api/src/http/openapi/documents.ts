@@ -212,11 +212,10 @@ const EXTRA_DEFS: Record<string, Schema> = {
 
 // ---- swagger 2.0 ------------------------------------------------------------
 
-function v2Op(o: Op, pathParams: string[]): Schema {
+function v2Op(o: Op): Schema {
   const parameters: Schema[] = [];
   if (o.body) parameters.push({ name: "body", in: "body", required: o.method !== "delete", schema: { $ref: `#/definitions/${o.body}` } });
   for (const q of o.query) parameters.push({ uniqueItems: true, type: QUERY_TYPES[q] ?? "string", description: QUERY_DESCRIPTIONS[q], name: q, in: "query" });
-  void pathParams;
   const schema = o.response === "string" ? { type: "string" } : { $ref: `#/definitions/${o.response}` };
   return {
     description: o.description,
@@ -254,7 +253,7 @@ export function openapiV2(): Schema {
   for (const k of KINDS) {
     for (const d of paths(k)) {
       const item: Schema = {};
-      for (const o of d.ops) item[o.method] = v2Op(o, d.pathParams);
+      for (const o of d.ops) item[o.method] = v2Op(o);
       item["parameters"] = [
         ...d.pathParams.map(pathParamV2),
         { uniqueItems: true, type: "string", description: QUERY_DESCRIPTIONS["pretty"], name: "pretty", in: "query" },

@@ -12,7 +12,6 @@ import { encodeV2Document } from "./gnostic.js";
 /** The protobuf media type of swagger 2.0 (gnostic's openapi_v2.Document), what kubectl 1.20 asks for. */
 export const V2_PROTOBUF = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf";
 const V2_PROTOBUF_ALT = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf";
-const V3_PROTOBUF = "application/com.github.proto-openapi.spec.v3@v1.0+protobuf";
 
 interface Served {
   body: Buffer;
@@ -86,10 +85,11 @@ function v3Json(gv: string): Served | undefined {
   return doc ? once(`v3:${gv}`, () => Buffer.from(JSON.stringify(doc))) : undefined;
 }
 
+// v3 in protobuf (`application/com.github.proto-openapi.spec.v3@v1.0+protobuf`) is not
+// served: no kubectl asks for it; such an Accept alone is a 406.
 function wantsJson(req: IncomingMessage): void {
   const types = accepted(req);
   if (!types.some((t) => t === "application/json" || t === "*/*" || t === "application/*")) throw notAcceptable(["application/json"]);
-  void V3_PROTOBUF;
 }
 
 /** The v3 index: `{"paths":{"api/v1":{"serverRelativeURL":"/openapi/v3/api/v1?hash=…"},…}}`. */
