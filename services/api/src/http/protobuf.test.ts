@@ -113,6 +113,14 @@ describe("protobuf on the wire", () => {
     assert.equal((await t.call("GET", `${PODS}/bad`)).status, 404);
   });
 
+  it("refuses a protobuf body over 3 MiB (413)", async () => {
+    const big = encodeObject({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "big" }, data: { a: "x".repeat(3 * 1024 * 1024 + 10) } });
+    const r = await send(t.base, "POST", "/api/v1/namespaces/default/configmaps", big, protoHeaders);
+    assert.equal(r.status, 413);
+    assert.equal(decodeObject(r.body)["reason"], "RequestEntityTooLarge");
+    assert.equal((await t.call("GET", "/api/v1/namespaces/default/configmaps/big")).status, 404);
+  });
+
   it("refuses a protobuf patch (415), as Kubernetes does", async () => {
     const r = await send(t.base, "PATCH", `${PODS}/web`, encodeObject(pod("web")), protoHeaders);
     assert.equal(r.status, 415);
