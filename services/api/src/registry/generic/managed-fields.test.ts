@@ -52,6 +52,10 @@ describe("field sets", () => {
       },
     });
     assert.deepEqual(fieldsOf(obj, "status").toFieldsV1(), { "f:status": { "f:replicas": {} } });
+    // A metadata with server fields only is no field at all; an empty map is one.
+    assert.deepEqual(fieldsOf({ metadata: { name: "x", namespace: "d" }, spec: { volumes: [{ name: "v", emptyDir: {} }] } }).toFieldsV1(), {
+      "f:spec": { "f:volumes": { 'k:{"name":"v"}': { ".": {}, "f:name": {}, "f:emptyDir": {} } } },
+    });
     assert.deepEqual(fieldsOf({ metadata: { finalizers: ["a", "b"] }, spec: { args: ["x"] } }).toFieldsV1(), {
       "f:metadata": { "f:finalizers": { 'v:"a"': {}, 'v:"b"': {} } },
       "f:spec": { "f:args": {} },

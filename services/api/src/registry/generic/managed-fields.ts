@@ -171,13 +171,14 @@ export function fieldsOf(obj: Json | undefined, subresource = ""): FieldSet {
       }
       if (jsonPath.length === 1 && jsonPath[0] === "metadata" && SERVER_META.has(k)) continue;
       if (v === undefined) continue;
-      walkValue(v, node.child(`f:${k}`), [...jsonPath, k]);
+      const c = node.child(`f:${k}`);
+      walkValue(v, c, [...jsonPath, k]);
+      if (c.empty) node.children.delete(`f:${k}`); // only server-owned keys inside (metadata: {name})
     }
   };
   const walkValue = (v: Json, node: FieldSet, jsonPath: string[]): void => {
     if (isObject(v) && Object.keys(v).length > 0) {
       walkObject(v, node, jsonPath);
-      if (node.empty) node.self = true; // every key was server-owned: the map itself
       return;
     }
     if (Array.isArray(v)) {
