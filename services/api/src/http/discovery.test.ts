@@ -141,6 +141,14 @@ describe("discovery", () => {
     assert.deepEqual(groups.map((g) => g.metadata.name).sort(), ["apps", "autoscaling", "batch", "coordination.k8s.io"]);
     const ds = groups.find((g) => g.metadata.name === "apps")?.versions[0]?.resources[0];
     assert.deepEqual([ds?.resource, ds?.shortNames, ds?.categories], ["daemonsets", ["ds"], ["all"]]);
+    // An ETag, and If-None-Match with it → 304 without a body.
+    const etag = String(beta.headers["etag"]);
+    assert.match(etag, /^"[0-9a-f]{64}"$/);
+    const again = await t.call("GET", "/apis", {
+      headers: { Accept: "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList", "If-None-Match": etag },
+    });
+    assert.equal(again.status, 304);
+    assert.equal(again.text, "");
     // Plain JSON first wins over an aggregated type listed later.
     const plain = await t.call("GET", "/apis", { headers: { Accept: `application/json,${KUBECTL_132}` } });
     assert.equal(plain.json["kind"], "APIGroupList");

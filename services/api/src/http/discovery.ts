@@ -1,6 +1,7 @@
 // Discovery documents: /api, /apis, /apis/G, /api/v1 and /apis/G/V, /version;
 // /api and /apis also in the aggregated form (apidiscovery.k8s.io v2 and
 // v2beta1) when the Accept header asks for it. All derived from the kinds table.
+import { createHash } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { KINDS, type KindInfo } from "@choreo/kit";
 import { sendJson } from "./respond.js";
@@ -134,11 +135,18 @@ export function serveDiscovery(req: IncomingMessage, res: ServerResponse, which:
   const version = aggregatedVersionOf(String(req.headers["accept"] ?? ""));
   if (!version) return sendJson(res, 200, legacy);
   const text = JSON.stringify(aggregatedDiscovery(which, version));
+  // As Kubernetes' aggregated handler: an ETag of the document, If-None-Match → 304 (kubectl's disk cache revalidates).
+  const etag = `"${createHash("sha256").update(text).digest("hex")}"`;
+  const common = { "Cache-Control": "no-cache, private", Vary: "Accept", ETag: etag };
+  if (String(req.headers["if-none-match"] ?? "") === etag) {
+    res.writeHead(304, common);
+    res.end();
+    return;
+  }
   res.writeHead(200, {
     "Content-Type": `application/json;g=apidiscovery.k8s.io;v=${version};as=APIGroupDiscoveryList`,
     "Content-Length": Buffer.byteLength(text),
-    "Cache-Control": "no-cache, private",
-    Vary: "Accept",
+    ...common,
   });
   res.end(text);
 }
