@@ -1,8 +1,11 @@
 // Benchmark of the api's write path: creates and updates per second through
 // NATS with 1 and 2 api replicas, latency at a paced 1,000 writes/s, write →
 // event delivered latency, the relay backlog, and beside them the raw Redis
-// and JetStream numbers on the same machine. Prints its figures.
-//   npm run bench:api [-- --ops 4000 --concurrency 256]
+// and JetStream numbers on the same machine; then the HTTP gateway's create,
+// get and list in Kubernetes JSON and in Kubernetes protobuf (transcoded to
+// JSON at the gateway). Prints its figures.
+//   npm run bench:api [-- --ops 4000 --concurrency 256 --phases raw,api,gateway]
+import http from "node:http";
 import { parseArgs } from "node:util";
 import { Redis } from "ioredis";
 import { jetstream, jetstreamManager, DeliverPolicy } from "@nats-io/jetstream";
@@ -10,11 +13,17 @@ import { ApiClient } from "@choreo/kit/client";
 import { connectBus, EVENT_STREAM } from "@choreo/kit/bus";
 import { fromKubeJson } from "@choreo/kit/kube-json";
 import { unwrap } from "@choreo/kit";
+import { decodeObject, encodeObject, PROTOBUF, type KubeJson } from "@choreo/kit/kube-proto";
 import { startNats, startRedis } from "@choreo/kit/testing";
 import { startCluster, type TestCluster } from "@choreo/integration-tests/support/cluster";
 
 const { values } = parseArgs({
-  options: { ops: { type: "string", default: "4000" }, concurrency: { type: "string", default: "256" }, seconds: { type: "string", default: "5" } },
+  options: {
+    ops: { type: "string", default: "4000" },
+    concurrency: { type: "string", default: "256" },
+    seconds: { type: "string", default: "5" },
+    phases: { type: "string", default: "raw,api,gateway" },
+  },
 });
 const OPS = Number(values.ops);
 const CONC = Number(values.concurrency);
@@ -200,7 +209,133 @@ async function rawPhase(): Promise<void> {
   }
 }
 
+// ---- the HTTP gateway in JSON and in protobuf ------------------------------
+
+const benchPod = (run: string, i: number): KubeJson => ({
+  apiVersion: "v1",
+  kind: "Pod",
+  metadata: { name: `${run}-${i}`, namespace: "default", labels: { run, app: "web" }, annotations: { "example.com/note": "bench" } },
+  spec: {
+    containers: [
+      {
+        name: "web",
+        image: "nginx:1.27",
+        ports: [{ name: "http", containerPort: 80, protocol: "TCP" }],
+        env: [{ name: "MODE", value: "bench" }],
+        resources: { requests: { cpu: "100m", memory: "64Mi" }, limits: { cpu: "500m", memory: "128Mi" } },
+        readinessProbe: { httpGet: { path: "/", port: "http" }, periodSeconds: 5 },
+      },
+    ],
+    restartPolicy: "Always",
+  },
+});
+
+type Encoding = "json" | "protobuf";
+
+function request(
+  agent: http.Agent,
+  base: string,
+  token: string,
+  enc: Encoding,
+  method: string,
+  path: string,
+  body?: KubeJson,
+): Promise<{ status: number; bytes: Buffer }> {
+  const payload = body === undefined ? undefined : enc === "json" ? Buffer.from(JSON.stringify(body)) : Buffer.from(encodeObject(body));
+  const headers: Record<string, string> = {
+    Authorization: `Bearer ${token}`,
+    Accept: enc === "json" ? "application/json" : `${PROTOBUF},application/json`,
+    ...(payload ? { "Content-Type": enc === "json" ? "application/json" : PROTOBUF, "Content-Length": String(payload.length) } : {}),
+  };
+  return new Promise((resolve, reject) => {
+    const req = http.request(new URL(path, base), { method, headers, agent }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on("data", (c: Buffer) => chunks.push(c));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, bytes: Buffer.concat(chunks) }));
+      res.on("error", reject);
+    });
+    req.on("error", reject);
+    req.end(payload);
+  });
+}
+
+/** `request`, once more on a reset connection (a kept-alive socket the server closed as it was reused). */
+async function requestRetrying(...args: Parameters<typeof request>): Promise<{ status: number; bytes: Buffer }> {
+  try {
+    return await request(...args);
+  } catch (err) {
+    if ((err as { code?: string }).code !== "ECONNRESET") throw err;
+    return request(...args);
+  }
+}
+
+/** Parses the answer as the client would (JSON.parse or the protobuf transcoder), so both rows pay their decoding. */
+function decoded(enc: Encoding, r: { status: number; bytes: Buffer }, want: number): KubeJson {
+  if (r.status !== want) throw new Error(`expected ${want}, got ${r.status}: ${r.bytes.toString().slice(0, 300)}`);
+  return enc === "json" ? (JSON.parse(r.bytes.toString()) as KubeJson) : decodeObject(r.bytes);
+}
+
+async function gatewayPhase(): Promise<void> {
+  const c = await startCluster({ apis: 1, env: { CHOREO_LOG_LEVEL: "error" } });
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
+  const conc = Math.min(CONC, 64);
+  const ops = Math.min(OPS, 2000);
+  try {
+    const rows: string[] = [];
+    // Each encoding twice, alternating, so neither gets the warm (or the busy) half of the run.
+    for (const enc of ["json", "protobuf", "json", "protobuf"] as const) {
+      const call = (method: string, path: string, body?: KubeJson) => requestRetrying(agent, c.httpUrl, c.token, enc, method, path, body);
+      const loop = async (n: number, op: (i: number) => Promise<unknown>, workers = conc) => {
+        const lat: number[] = [];
+        let next = 0;
+        const t0 = performance.now();
+        await Promise.all(
+          Array.from({ length: workers }, async () => {
+            for (let i = next++; i < n; i = next++) {
+              const s = performance.now();
+              await op(i);
+              lat.push(performance.now() - s);
+            }
+          }),
+        );
+        return { rate: n / ((performance.now() - t0) / 1000), lat };
+      };
+      const PODS = "/api/v1/namespaces/default/pods";
+      const round = rows.length < 2 ? "a" : "b";
+      await loop(200, async (i) => decoded(enc, await call("POST", PODS, benchPod(`warm-${round}-${enc}`, i)), 201));
+      const create = await loop(ops, async (i) => decoded(enc, await call("POST", PODS, benchPod(`g${round}-${enc}`, i)), 201));
+      const get = await loop(ops, async (i) => decoded(enc, await call("GET", `${PODS}/g${round}-${enc}-${i}`), 200));
+      const lists = Math.max(20, Math.floor(ops / 100));
+      const list = await loop(lists, async () => decoded(enc, await call("GET", `${PODS}?labelSelector=run%3Dg${round}-${enc}`), 200), 4);
+      const size = (await call("GET", `${PODS}/g${round}-${enc}-0`)).bytes.length;
+      rows.push(
+        `[gateway ${enc}, round ${round}] create ${create.rate.toFixed(0)}/s (p50 ${fmt(pct(create.lat, 50))}, p99 ${fmt(pct(create.lat, 99))})  get ${get.rate.toFixed(0)}/s (p50 ${fmt(pct(get.lat, 50))})  list of ${ops} pods ${list.rate.toFixed(1)}/s at concurrency 4 (p50 ${fmt(pct(list.lat, 50))})  pod ${size} B`,
+      );
+    }
+    for (const r of rows) console.log(r);
+    // The transcoding alone, in this process: a stored pod's JSON → protobuf → JSON.
+    const sample = JSON.parse(
+      (await request(agent, c.httpUrl, c.token, "json", "GET", "/api/v1/namespaces/default/pods/ga-json-0")).bytes.toString(),
+    ) as KubeJson;
+    const n = 20_000;
+    let t0 = performance.now();
+    for (let i = 0; i < n; i++) decodeObject(encodeObject(sample));
+    const proto = ((performance.now() - t0) * 1000) / n;
+    t0 = performance.now();
+    for (let i = 0; i < n; i++) JSON.parse(JSON.stringify(sample));
+    const json = ((performance.now() - t0) * 1000) / n;
+    console.log(`[gateway] transcoding a pod JSON → protobuf → JSON: ${proto.toFixed(1)} µs (JSON.stringify + JSON.parse: ${json.toFixed(1)} µs)`);
+  } finally {
+    agent.destroy();
+    await c.stop();
+  }
+}
+
+const phases = new Set(values.phases.split(","));
 console.log(`choreo api write benchmark — ${new Date().toISOString()} — node ${process.version}`);
-await rawPhase();
-await apiPhase(1);
-await apiPhase(2);
+if (phases.has("raw")) await rawPhase();
+if (phases.has("api")) {
+  await apiPhase(1);
+  await apiPhase(2);
+}
+if (phases.has("gateway")) await gatewayPhase();
