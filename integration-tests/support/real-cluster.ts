@@ -69,7 +69,10 @@ export async function startRealCluster(runtime: RealRuntime, opts: { nodes?: num
   const count = opts.nodes ?? 2;
   const c = await startCluster({
     env: { CHOREO_SERVICE_CIDR: `10.96.${index}.0/24` },
-    actors: [{ name: "scheduler" }, { name: "replication" }, { name: "endpoints" }],
+    // The scenarios restart node agents and check the pods are adopted, not replaced. An agent's start on
+    // a loaded machine has taken over 10 s, which the default grace (8 s, then 5 s to eviction) took for a
+    // dead node (seen: the pod evicted while its agent started). Eviction has its own scenario (node-failure).
+    actors: [{ name: "scheduler", env: { CHOREO_NODE_GRACE_SECONDS: "40" } }, { name: "replication" }, { name: "endpoints" }],
   });
   const tag = path
     .basename(c.dir)

@@ -345,6 +345,7 @@ ${service("flappy", { app: "flappy" })}`,
         assert.equal(after.status?.containerStatuses[0]?.lastState?.terminated?.exitCode, 137);
         const nodeIndex = c.nodes.indexOf(after.spec!.nodeName);
         const containerId = after.status!.containerStatuses[0]!.containerId;
+        await waitFor(() => get(`http://${after.status!.podIp}:8080/`), { ...WAIT, message: "the restarted victim serving" });
         await c.killNode(nodeIndex);
         assert.equal(await get(`http://${after.status!.podIp}:8080/`), "victim", "the pod keeps serving while its agent is dead");
         await c.startNode(nodeIndex);
