@@ -25,10 +25,11 @@ export function param(url: URL, name: string): string {
   return url.searchParams.get(name) ?? "";
 }
 
-/** A boolean query parameter (`true` or `1`). */
+/** A boolean query parameter (true as Go reads it: 1, t, T, TRUE, true, True). */
 export function flag(url: URL, name: string): boolean {
   const v = url.searchParams.get(name);
-  return v === "true" || v === "1";
+  // Go's strconv.ParseBool, as the apiserver: the Python client sends `watch=True`.
+  return v !== null && ["1", "t", "T", "TRUE", "true", "True"].includes(v);
 }
 
 /** An integer query parameter; undefined when absent, 400 when not an integer. */
