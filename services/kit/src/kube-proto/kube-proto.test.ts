@@ -455,6 +455,65 @@ describe("kube-proto", () => {
     assert.throws(() => decodeWatchFrames(two.subarray(0, two.length - 3)), is400(/ends inside a frame/));
   });
 
+  it("reads what kubectl 1.32 writes (request bodies captured from `kubectl create …`)", () => {
+    // Go writes every non-pointer field: "" (dropped), 0 and false (kept), empty Times (absent) and structs ({}).
+    const captured: [string, KubeJson][] = [
+      [
+        "azhzAAoPCgJ2MRIJQ29uZmlnTWFwEhsKEQoBYxIAGgAiACoAMgA4AEIAEgYKAWESAWIaACIA",
+        { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "c", generation: 0 }, data: { a: "b" } },
+      ],
+      [
+        "azhzAAoNCgJ2MRIHU2VydmljZRJjChsKAXMSABoAIgAqADIAOABCAFoICgNhcHASAXMSQAobCgc4MC04MDgwEgNUQ1AYUCIHCAAQkD8aACgAEggKA2FwcBIBcxoAIglDbHVzdGVySVA6AEIAUgBaAGAAaAAaAgoAGgAiAA==",
+        {
+          apiVersion: "v1",
+          kind: "Service",
+          metadata: { name: "s", generation: 0, labels: { app: "s" } },
+          spec: {
+            ports: [{ name: "80-8080", protocol: "TCP", port: 80, targetPort: 8080, nodePort: 0 }],
+            selector: { app: "s" },
+            type: "ClusterIP",
+            healthCheckNodePort: 0,
+            publishNotReadyAddresses: false,
+          },
+          status: { loadBalancer: {} },
+        },
+      ],
+      [
+        "azhzAAoPCghiYXRjaC92MRIDSm9iEoIBChEKAWoSABoAIgAqADIAOABCABJjMmEKEAoAEgAaACIAKgAyADgAQgASTRIqCgFqEgdidXN5Ym94GgRlY2hvGgJoaSoAQgBqAHIAgAEAiAEAkAEAogEAGgVOZXZlcjIAQgBKAFIAWABgAGgAggEAigEAmgEAwgEAGgggACgAMAA6ABoAIgA=",
+        {
+          apiVersion: "batch/v1",
+          kind: "Job",
+          metadata: { name: "j", generation: 0 },
+          spec: {
+            template: {
+              metadata: { generation: 0 },
+              spec: {
+                containers: [{ name: "j", image: "busybox", command: ["echo", "hi"], resources: {}, stdin: false, stdinOnce: false, tty: false }],
+                restartPolicy: "Never",
+                hostNetwork: false,
+                hostPID: false,
+                hostIPC: false,
+              },
+            },
+          },
+          status: { active: 0, succeeded: 0, failed: 0 },
+        },
+      ],
+      [
+        "azhzAAoPCgJ2MRIJTmFtZXNwYWNlEhkKEQoBeBIAGgAiACoAMgA4AEIAEgAaAgoAGgAiAA==",
+        { apiVersion: "v1", kind: "Namespace", metadata: { name: "x", generation: 0 }, spec: {}, status: {} },
+      ],
+    ];
+    for (const [b64, want] of captured) {
+      const json = decodeObject(Buffer.from(b64, "base64"));
+      assert.deepEqual(json, want);
+      // And choreo takes it as it is (nothing unknown to its schema).
+      const unknown: string[] = [];
+      fromKubeJson(json, { unknownFields: unknown });
+      assert.deepEqual(unknown, [], String(want["kind"]));
+    }
+  });
+
   describe("refuses bad input with a 400", () => {
     const good = encodeObject(SAMPLES[7]!);
 
