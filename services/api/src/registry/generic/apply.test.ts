@@ -114,6 +114,35 @@ describe("server-side apply (registry, memory storage)", () => {
     assert.deepEqual(managers(updated), ["kubectl-create/Update", "kubectl-label/Update"]);
   });
 
+  it("applies to a pod (immutable spec but images) and patches its labels", async () => {
+    const POD = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: c, image: nginx, ports: [{containerPort: 80}]}]\n";
+    const ap = (y: string): Promise<ApiObject> =>
+      m.registry.patch({
+        resource: "pods",
+        namespace: "default",
+        name: "p",
+        patchType: "application/apply-patch+yaml",
+        patch: y,
+        subresource: "",
+        fieldManager: "me",
+      });
+    const created = await ap(POD);
+    const same = await ap(POD);
+    assert.equal(unwrap(same).metadata?.resourceVersion, unwrap(created).metadata?.resourceVersion);
+    const image = await ap(POD.replace("image: nginx", "image: nginx:2"));
+    assert.equal((unwrap(image) as { spec?: { containers: { image: string }[] } }).spec?.containers[0]?.image, "nginx:2");
+    const labeled = await m.registry.patch({
+      resource: "pods",
+      namespace: "default",
+      name: "p",
+      patchType: "application/strategic-merge-patch+json",
+      patch: JSON.stringify({ metadata: { labels: { x: "y" } } }),
+      subresource: "",
+      fieldManager: "kubectl-label",
+    });
+    assert.deepEqual(managers(labeled), ["me/Apply", "kubectl-label/Update"]);
+  });
+
   it("refuses an apply without a field manager or of another kind, changing nothing", async () => {
     await assert.rejects(apply(RC(3), ""), /fieldManager is required/);
     await assert.rejects(apply(RC(3).replace("kind: ReplicationController", "kind: Pod")), /the apply configuration is a Pod/);

@@ -3,7 +3,7 @@
 // applied, conflicts with other managers are a 409 unless forced, and an
 // apply that changes nothing writes nothing.
 import { parse as parseYaml } from "yaml";
-import { ApiError, badRequest, emptyMeta, failure, Reason, statusOf, unwrap } from "@choreo/kit";
+import { ApiError, badRequest, emptyMeta, failure, Reason, statusOf, unwrap, type KindInfo } from "@choreo/kit";
 import { nowRfc3339 } from "@choreo/kit/apimachinery";
 import { fromKubeJson, kindOfKubeJson, toKubeJson } from "@choreo/kit/kube-json";
 import type { Object as ApiObject, PatchRequest } from "@choreo/kit/gen/choreo/api/v1/api";
@@ -90,7 +90,7 @@ export async function applyPatch(store: GenericStore, req: PatchRequest): Promis
       // Apply to the object never writes its status.
       (v as { status?: unknown }).status = (cur.value as { status?: unknown }).status;
       meta.resourceVersion = userVersion;
-      const current = cur;
+      const current = asDecoded(store, info, cur);
       return store.wrapValue(info, await withoutManager(() => store.replace(info, v, false, current)));
     } catch (err) {
       // A concurrent create or write: apply again to what is there now (unless the config pinned a resourceVersion).
@@ -98,4 +98,17 @@ export async function applyPatch(store: GenericStore, req: PatchRequest): Promis
       if (userVersion || attempt >= 8 || (reason !== "Conflict" && reason !== "AlreadyExists")) throw err;
     }
   }
+}
+
+/**
+ * The current version as a patch result would decode it: the JSON round trip
+ * writes always-present fields (`resources: {}`) that decode to empty
+ * messages where the stored value had none, and an immutable-spec check
+ * (pods) would see a change that is not one. Same revision, so the write's
+ * precondition is unchanged.
+ */
+export function asDecoded(store: GenericStore, info: KindInfo, cur: Current): Current {
+  const value = unwrap(fromKubeJson(toKubeJson(store.wrapValue(info, cur.value)), { unknownFields: [] }));
+  value.metadata = cur.value.metadata;
+  return { value, revision: cur.revision };
 }

@@ -2,7 +2,7 @@ import { ApiError, badRequest, emptyMeta, invalid, unwrap } from "@choreo/kit";
 import { applyJsonPatch, applyMergePatch, applyStrategicMergePatch, kubeStrategicSchema, type JsonValue } from "@choreo/kit/apimachinery";
 import { fromKubeJson, toKubeJson } from "@choreo/kit/kube-json";
 import type { Object as ApiObject, PatchRequest } from "@choreo/kit/gen/choreo/api/v1/api";
-import { applyPatch, APPLY_PATCH } from "./apply.js";
+import { applyPatch, APPLY_PATCH, asDecoded } from "./apply.js";
 import { withManager } from "./managed-fields-store.js";
 import type { GenericStore } from "./store.js";
 
@@ -67,7 +67,7 @@ async function patchOnce(store: GenericStore, req: PatchRequest): Promise<ApiObj
       (v as { status?: unknown }).status = (cur.value as { status?: unknown }).status;
     const userVersion = meta.resourceVersion;
     try {
-      return store.wrapValue(info, await store.replace(info, v, statusOnly, cur));
+      return store.wrapValue(info, await store.replace(info, v, statusOnly, asDecoded(store, info, cur)));
     } catch (err) {
       // Without a resourceVersion in the patch, a concurrent write just means "patch again".
       if (userVersion || attempt >= 8 || !(err instanceof ApiError && err.reason === "Conflict")) throw err;
