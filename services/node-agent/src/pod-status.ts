@@ -80,7 +80,7 @@ export function buildPodStatus(pod: Pod, rt: PodRuntimeStatus, inputs: StatusInp
     initContainerStatuses: [],
     containerStatuses,
     qosClass: old?.qosClass ?? "",
-    hostIps: [],
+    hostIps: inputs.hostIp ? [{ ip: inputs.hostIp }] : [],
     ephemeralContainerStatuses: [],
     resize: "",
     resourceClaimStatuses: [],

@@ -18,7 +18,7 @@ export async function deleteNamespace(store: GenericStore, info: KindInfo, cur: 
     const next = structuredClone(v);
     const meta = next.metadata ?? emptyMeta();
     meta.deletionTimestamp = nowRfc3339();
-    (next as { status?: { phase: string } }).status = { phase: "Terminating" };
+    (next as { status?: { phase: string; conditions: unknown[] } }).status = { phase: "Terminating", conditions: [] };
     v = await store.write("update", info, next, cur);
   }
   void purgeNamespace(store, name).catch((err: unknown) => store.log.error({ err, namespace: name }, "namespace purge failed"));
