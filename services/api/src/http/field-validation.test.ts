@@ -86,6 +86,23 @@ describe("fieldValidation", () => {
     assert.match(bad.json["message"] as string, /Unsupported value: "Loud"/);
   });
 
+  it("checks a merge patch's document: Strict refuses unknown and duplicate fields before the handlers see it", async () => {
+    const calls = t.handlers.calls.length;
+    const r = await t.call("PATCH", `${PODS}/warned?fieldValidation=Strict`, {
+      body: '{"metadata":{"labels":{"a":"b"},"labels":{"a":"c"}},"spec":{"nope":1}}',
+      headers: { "Content-Type": "application/merge-patch+json" },
+    });
+    assert.equal(r.status, 400, r.text);
+    assert.equal(r.json["message"], 'strict decoding error: duplicate field "metadata.labels", unknown field "spec.nope"');
+    assert.equal(t.handlers.calls.length, calls, "nothing reached the handlers");
+    // Strategic merge directives are not fields.
+    const smp = await t.call("PATCH", `${PODS}/warned?fieldValidation=Strict`, {
+      body: '{"metadata":{"labels":{"$patch":"replace","a":"b"}}}',
+      headers: { "Content-Type": "application/strategic-merge-patch+json" },
+    });
+    assert.equal(smp.status, 200, smp.text);
+  });
+
   it("applies to update as to create", async () => {
     const got = await t.call("GET", `${PODS}/warned`);
     const body = { ...got.json, spec: { ...(got.json["spec"] as object), extra: true } };
