@@ -76,6 +76,7 @@ export function nodeStatus(cfg: NodeConfig, now: string, prev?: NodeStatus): Nod
     images: [],
     volumesInUse: [],
     volumesAttached: [],
+    runtimeHandlers: [],
   };
 }
 

@@ -27,6 +27,7 @@ export function fakeNode(
       images: [],
       volumesInUse: [],
       volumesAttached: [],
+      runtimeHandlers: [],
     },
   };
 }

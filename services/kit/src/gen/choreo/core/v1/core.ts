@@ -64,6 +64,8 @@ export interface NodeSpec {
   providerId: string;
   /** Deprecated in Kubernetes; stored only. */
   externalId: string;
+  /** Deprecated in Kubernetes (dynamic kubelet config); stored only. */
+  configSource?: NodeConfigSource | undefined;
 }
 
 export interface NodeCondition {
@@ -105,6 +107,39 @@ export interface NodeDaemonEndpoints {
   kubeletEndpoint?: DaemonEndpoint | undefined;
 }
 
+export interface ConfigMapNodeConfigSource {
+  namespace: string;
+  name: string;
+  uid: string;
+  resourceVersion: string;
+  kubeletConfigKey: string;
+}
+
+export interface NodeConfigSource {
+  configMap?: ConfigMapNodeConfigSource | undefined;
+}
+
+export interface NodeConfigStatus {
+  assigned?: NodeConfigSource | undefined;
+  active?: NodeConfigSource | undefined;
+  lastKnownGood?: NodeConfigSource | undefined;
+  error: string;
+}
+
+export interface NodeRuntimeHandlerFeatures {
+  recursiveReadOnlyMounts?: boolean | undefined;
+  userNamespaces?: boolean | undefined;
+}
+
+export interface NodeRuntimeHandler {
+  name: string;
+  features?: NodeRuntimeHandlerFeatures | undefined;
+}
+
+export interface NodeFeatures {
+  supplementalGroupsPolicy?: boolean | undefined;
+}
+
 export interface ContainerImage {
   names: string[];
   sizeBytes: number;
@@ -129,6 +164,9 @@ export interface NodeStatus {
   images: ContainerImage[];
   volumesInUse: string[];
   volumesAttached: AttachedVolume[];
+  config?: NodeConfigStatus | undefined;
+  runtimeHandlers: NodeRuntimeHandler[];
+  features?: NodeFeatures | undefined;
 }
 
 export interface NodeStatus_CapacityEntry {
@@ -1842,7 +1880,15 @@ export const Taint: MessageFns<Taint> = {
 };
 
 function createBaseNodeSpec(): NodeSpec {
-  return { podCidr: "", podCidrs: [], unschedulable: false, taints: [], providerId: "", externalId: "" };
+  return {
+    podCidr: "",
+    podCidrs: [],
+    unschedulable: false,
+    taints: [],
+    providerId: "",
+    externalId: "",
+    configSource: undefined,
+  };
 }
 
 export const NodeSpec: MessageFns<NodeSpec> = {
@@ -1864,6 +1910,9 @@ export const NodeSpec: MessageFns<NodeSpec> = {
     }
     if (message.externalId !== "") {
       writer.uint32(50).string(message.externalId);
+    }
+    if (message.configSource !== undefined) {
+      NodeConfigSource.encode(message.configSource, writer.uint32(58).fork()).join();
     }
     return writer;
   },
@@ -1929,6 +1978,14 @@ export const NodeSpec: MessageFns<NodeSpec> = {
             message.externalId = reader.string();
             continue;
           }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.configSource = NodeConfigSource.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1952,6 +2009,9 @@ export const NodeSpec: MessageFns<NodeSpec> = {
     message.taints = object.taints?.map((e) => Taint.fromPartial(e)) || [];
     message.providerId = object.providerId ?? "";
     message.externalId = object.externalId ?? "";
+    message.configSource = (object.configSource !== undefined && object.configSource !== null)
+      ? NodeConfigSource.fromPartial(object.configSource)
+      : undefined;
     return message;
   },
 };
@@ -2424,6 +2484,454 @@ export const NodeDaemonEndpoints: MessageFns<NodeDaemonEndpoints> = {
   },
 };
 
+function createBaseConfigMapNodeConfigSource(): ConfigMapNodeConfigSource {
+  return { namespace: "", name: "", uid: "", resourceVersion: "", kubeletConfigKey: "" };
+}
+
+export const ConfigMapNodeConfigSource: MessageFns<ConfigMapNodeConfigSource> = {
+  encode(message: ConfigMapNodeConfigSource, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.namespace !== "") {
+      writer.uint32(10).string(message.namespace);
+    }
+    if (message.name !== "") {
+      writer.uint32(18).string(message.name);
+    }
+    if (message.uid !== "") {
+      writer.uint32(26).string(message.uid);
+    }
+    if (message.resourceVersion !== "") {
+      writer.uint32(34).string(message.resourceVersion);
+    }
+    if (message.kubeletConfigKey !== "") {
+      writer.uint32(42).string(message.kubeletConfigKey);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ConfigMapNodeConfigSource {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseConfigMapNodeConfigSource();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.namespace = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.uid = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.resourceVersion = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.kubeletConfigKey = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<ConfigMapNodeConfigSource>, I>>(base?: I): ConfigMapNodeConfigSource {
+    return ConfigMapNodeConfigSource.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ConfigMapNodeConfigSource>, I>>(object: I): ConfigMapNodeConfigSource {
+    const message = createBaseConfigMapNodeConfigSource();
+    message.namespace = object.namespace ?? "";
+    message.name = object.name ?? "";
+    message.uid = object.uid ?? "";
+    message.resourceVersion = object.resourceVersion ?? "";
+    message.kubeletConfigKey = object.kubeletConfigKey ?? "";
+    return message;
+  },
+};
+
+function createBaseNodeConfigSource(): NodeConfigSource {
+  return { configMap: undefined };
+}
+
+export const NodeConfigSource: MessageFns<NodeConfigSource> = {
+  encode(message: NodeConfigSource, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.configMap !== undefined) {
+      ConfigMapNodeConfigSource.encode(message.configMap, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): NodeConfigSource {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseNodeConfigSource();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.configMap = ConfigMapNodeConfigSource.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<NodeConfigSource>, I>>(base?: I): NodeConfigSource {
+    return NodeConfigSource.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<NodeConfigSource>, I>>(object: I): NodeConfigSource {
+    const message = createBaseNodeConfigSource();
+    message.configMap = (object.configMap !== undefined && object.configMap !== null)
+      ? ConfigMapNodeConfigSource.fromPartial(object.configMap)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseNodeConfigStatus(): NodeConfigStatus {
+  return { assigned: undefined, active: undefined, lastKnownGood: undefined, error: "" };
+}
+
+export const NodeConfigStatus: MessageFns<NodeConfigStatus> = {
+  encode(message: NodeConfigStatus, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.assigned !== undefined) {
+      NodeConfigSource.encode(message.assigned, writer.uint32(10).fork()).join();
+    }
+    if (message.active !== undefined) {
+      NodeConfigSource.encode(message.active, writer.uint32(18).fork()).join();
+    }
+    if (message.lastKnownGood !== undefined) {
+      NodeConfigSource.encode(message.lastKnownGood, writer.uint32(26).fork()).join();
+    }
+    if (message.error !== "") {
+      writer.uint32(34).string(message.error);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): NodeConfigStatus {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseNodeConfigStatus();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.assigned = NodeConfigSource.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.active = NodeConfigSource.decode(reader, reader.uint32());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.lastKnownGood = NodeConfigSource.decode(reader, reader.uint32());
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.error = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<NodeConfigStatus>, I>>(base?: I): NodeConfigStatus {
+    return NodeConfigStatus.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<NodeConfigStatus>, I>>(object: I): NodeConfigStatus {
+    const message = createBaseNodeConfigStatus();
+    message.assigned = (object.assigned !== undefined && object.assigned !== null)
+      ? NodeConfigSource.fromPartial(object.assigned)
+      : undefined;
+    message.active = (object.active !== undefined && object.active !== null)
+      ? NodeConfigSource.fromPartial(object.active)
+      : undefined;
+    message.lastKnownGood = (object.lastKnownGood !== undefined && object.lastKnownGood !== null)
+      ? NodeConfigSource.fromPartial(object.lastKnownGood)
+      : undefined;
+    message.error = object.error ?? "";
+    return message;
+  },
+};
+
+function createBaseNodeRuntimeHandlerFeatures(): NodeRuntimeHandlerFeatures {
+  return { recursiveReadOnlyMounts: undefined, userNamespaces: undefined };
+}
+
+export const NodeRuntimeHandlerFeatures: MessageFns<NodeRuntimeHandlerFeatures> = {
+  encode(message: NodeRuntimeHandlerFeatures, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.recursiveReadOnlyMounts !== undefined) {
+      writer.uint32(8).bool(message.recursiveReadOnlyMounts);
+    }
+    if (message.userNamespaces !== undefined) {
+      writer.uint32(16).bool(message.userNamespaces);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): NodeRuntimeHandlerFeatures {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseNodeRuntimeHandlerFeatures();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.recursiveReadOnlyMounts = reader.bool();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.userNamespaces = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<NodeRuntimeHandlerFeatures>, I>>(base?: I): NodeRuntimeHandlerFeatures {
+    return NodeRuntimeHandlerFeatures.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<NodeRuntimeHandlerFeatures>, I>>(object: I): NodeRuntimeHandlerFeatures {
+    const message = createBaseNodeRuntimeHandlerFeatures();
+    message.recursiveReadOnlyMounts = object.recursiveReadOnlyMounts ?? undefined;
+    message.userNamespaces = object.userNamespaces ?? undefined;
+    return message;
+  },
+};
+
+function createBaseNodeRuntimeHandler(): NodeRuntimeHandler {
+  return { name: "", features: undefined };
+}
+
+export const NodeRuntimeHandler: MessageFns<NodeRuntimeHandler> = {
+  encode(message: NodeRuntimeHandler, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    if (message.features !== undefined) {
+      NodeRuntimeHandlerFeatures.encode(message.features, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): NodeRuntimeHandler {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseNodeRuntimeHandler();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.features = NodeRuntimeHandlerFeatures.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<NodeRuntimeHandler>, I>>(base?: I): NodeRuntimeHandler {
+    return NodeRuntimeHandler.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<NodeRuntimeHandler>, I>>(object: I): NodeRuntimeHandler {
+    const message = createBaseNodeRuntimeHandler();
+    message.name = object.name ?? "";
+    message.features = (object.features !== undefined && object.features !== null)
+      ? NodeRuntimeHandlerFeatures.fromPartial(object.features)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseNodeFeatures(): NodeFeatures {
+  return { supplementalGroupsPolicy: undefined };
+}
+
+export const NodeFeatures: MessageFns<NodeFeatures> = {
+  encode(message: NodeFeatures, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.supplementalGroupsPolicy !== undefined) {
+      writer.uint32(8).bool(message.supplementalGroupsPolicy);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): NodeFeatures {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseNodeFeatures();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.supplementalGroupsPolicy = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<NodeFeatures>, I>>(base?: I): NodeFeatures {
+    return NodeFeatures.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<NodeFeatures>, I>>(object: I): NodeFeatures {
+    const message = createBaseNodeFeatures();
+    message.supplementalGroupsPolicy = object.supplementalGroupsPolicy ?? undefined;
+    return message;
+  },
+};
+
 function createBaseContainerImage(): ContainerImage {
   return { names: [], sizeBytes: 0 };
 }
@@ -2570,6 +3078,9 @@ function createBaseNodeStatus(): NodeStatus {
     images: [],
     volumesInUse: [],
     volumesAttached: [],
+    config: undefined,
+    runtimeHandlers: [],
+    features: undefined,
   };
 }
 
@@ -2604,6 +3115,15 @@ export const NodeStatus: MessageFns<NodeStatus> = {
     }
     for (const v of message.volumesAttached) {
       AttachedVolume.encode(v!, writer.uint32(82).fork()).join();
+    }
+    if (message.config !== undefined) {
+      NodeConfigStatus.encode(message.config, writer.uint32(90).fork()).join();
+    }
+    for (const v of message.runtimeHandlers) {
+      NodeRuntimeHandler.encode(v!, writer.uint32(98).fork()).join();
+    }
+    if (message.features !== undefined) {
+      NodeFeatures.encode(message.features, writer.uint32(106).fork()).join();
     }
     return writer;
   },
@@ -2707,6 +3227,30 @@ export const NodeStatus: MessageFns<NodeStatus> = {
             message.volumesAttached.push(AttachedVolume.decode(reader, reader.uint32()));
             continue;
           }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.config = NodeConfigStatus.decode(reader, reader.uint32());
+            continue;
+          }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            message.runtimeHandlers.push(NodeRuntimeHandler.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 13: {
+            if (tag !== 106) {
+              break;
+            }
+
+            message.features = NodeFeatures.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2754,6 +3298,13 @@ export const NodeStatus: MessageFns<NodeStatus> = {
     message.images = object.images?.map((e) => ContainerImage.fromPartial(e)) || [];
     message.volumesInUse = object.volumesInUse?.map((e) => e) || [];
     message.volumesAttached = object.volumesAttached?.map((e) => AttachedVolume.fromPartial(e)) || [];
+    message.config = (object.config !== undefined && object.config !== null)
+      ? NodeConfigStatus.fromPartial(object.config)
+      : undefined;
+    message.runtimeHandlers = object.runtimeHandlers?.map((e) => NodeRuntimeHandler.fromPartial(e)) || [];
+    message.features = (object.features !== undefined && object.features !== null)
+      ? NodeFeatures.fromPartial(object.features)
+      : undefined;
     return message;
   },
 };
