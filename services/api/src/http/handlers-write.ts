@@ -1,5 +1,17 @@
 // Writes: POST (create), PUT (update, update status), PATCH, DELETE, DELETE on a collection.
-import { badRequest, emptyMeta, failure, methodNotAllowed, unwrap, ApiError, Reason, type ApiObject, type DeleteOptions, type KindInfo } from "@choreo/kit";
+import {
+  badRequest,
+  emptyMeta,
+  failure,
+  methodNotAllowed,
+  statusOf,
+  unwrap,
+  ApiError,
+  Reason,
+  type ApiObject,
+  type DeleteOptions,
+  type KindInfo,
+} from "@choreo/kit";
 import { fromKubeJson, kindOfKubeJson, listToKubeJson, messageFromKubeJson, toKubeJson } from "@choreo/kit/kube-json";
 import { parse as parseYaml } from "yaml";
 import { APPLY_PATCH, decodeBody, mediaType, parseJsonText, patchTypeOf, readBody, YAML_TYPES } from "./body.js";
@@ -117,6 +129,13 @@ export async function patchObject(ctx: RequestContext): Promise<void> {
       ),
     );
   }
+  // An apply that creates answers 201, as Kubernetes does.
+  const existed = apply
+    ? await ctx.handlers.get({ resource: info.resource, namespace, name }).then(
+        () => true,
+        (err: unknown) => statusOf(err).code !== 404,
+      )
+    : true;
   const patched = await ctx.handlers.patch({
     resource: info.resource,
     namespace,
@@ -127,7 +146,7 @@ export async function patchObject(ctx: RequestContext): Promise<void> {
     fieldManager: fieldManagerOf(ctx),
     force: apply ? force === "true" : undefined,
   });
-  sendJson(ctx.res, 200, toKubeJson(patched));
+  sendJson(ctx.res, existed ? 200 : 201, toKubeJson(patched));
 }
 
 function parseApplyText(text: string): unknown {

@@ -46,6 +46,7 @@ describe("kubectl apply --server-side and fieldValidation", { skip: hasKubectl ?
   let dir: string;
   let gateway: Gateway;
   let kubeconfig: string;
+  let base: string;
 
   const kubectl = async (...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> => {
     try {
@@ -68,6 +69,7 @@ describe("kubectl apply --server-side and fieldValidation", { skip: hasKubectl ?
     const { registry } = await startMemoryRegistry();
     gateway = createGateway({ handlers: registry, log: silentLogger() });
     const { httpPort } = await gateway.listen({ host: "127.0.0.1", httpPort: 0 });
+    base = `http://127.0.0.1:${httpPort}`;
     kubeconfig = file(
       "kubeconfig",
       `apiVersion: v1
@@ -132,6 +134,30 @@ current-context: choreo
     assert.equal((await kubectl("get", "rc", "web", "-o", "jsonpath={.spec.minReadySeconds}")).stdout, "7");
     assert.equal((await kubectl("apply", "--server-side", "-f", path.join(dir, "rc.yaml"))).code, 0);
     assert.equal((await kubectl("get", "rc", "web", "-o", "jsonpath={.spec.minReadySeconds}")).stdout, "");
+  });
+
+  it("answers 201 to an apply that creates, 200 after; a conflict is a Status with causes", async () => {
+    const url = `${base}/api/v1/namespaces/default/configmaps/raw?fieldManager=raw`;
+    const send = (data: string): Promise<Response> =>
+      fetch(url, {
+        method: "PATCH",
+        headers: { "Content-Type": "application/apply-patch+yaml" },
+        body: `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: raw}\ndata: {a: "${data}"}\n`,
+      });
+    assert.equal((await send("1")).status, 201);
+    assert.equal((await send("1")).status, 200);
+    const other = await fetch(url.replace("fieldManager=raw", "fieldManager=other"), {
+      method: "PATCH",
+      headers: { "Content-Type": "application/apply-patch+yaml" },
+      body: 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: raw}\ndata: {a: "2"}\n',
+    });
+    assert.equal(other.status, 409);
+    const status = (await other.json()) as Record<string, unknown>;
+    assert.equal(status["reason"], "Conflict");
+    assert.equal(status["message"], 'Apply failed with 1 conflict: conflict with "raw": .data.a');
+    assert.deepEqual((status["details"] as Record<string, unknown>)["causes"], [
+      { reason: "FieldManagerConflict", message: 'conflict with "raw"', field: ".data.a" },
+    ]);
   });
 
   it("client-side apply still works and records its manager", async () => {
