@@ -42,9 +42,15 @@ export async function readObject(ctx: RequestContext, info: KindInfo): Promise<A
   }
   const unknown: string[] = [];
   const obj = fromKubeJson(body, { unknownFields: unknown });
-  const duplicates = mode === "Ignore" ? [] : YAML_TYPES.has(mediaType(ctx.req)) ? duplicateYamlFields(text) : duplicateJsonFields(text);
-  reportFieldProblems(ctx.res, mode, fieldProblems(duplicates, unknown), { kind: info.kind, version: info.apiVersion.split("/").pop()! });
+  reportFieldProblems(ctx.res, mode, fieldProblems(duplicatesOf(ctx, mode, text), unknown), { kind: info.kind, version: info.apiVersion.split("/").pop()! });
   return obj;
+}
+
+/** Duplicate keys of a JSON or YAML body (a protobuf body has none: its last field wins, as in Go). */
+function duplicatesOf(ctx: RequestContext, mode: string, text: string): string[] {
+  const type = mediaType(ctx.req);
+  if (mode === "Ignore" || type.includes("protobuf")) return [];
+  return YAML_TYPES.has(type) ? duplicateYamlFields(text) : duplicateJsonFields(text);
 }
 
 /** Checks (or defaults) the object's namespace against the path. */
