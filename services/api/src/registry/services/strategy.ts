@@ -161,6 +161,26 @@ export function serviceStrategy(ips: ClusterIpAllocator, nodePorts: NodePortAllo
       });
       e.labelMap("spec.selector", spec.selector);
       e.oneOf("spec.sessionAffinity", spec.sessionAffinity, ["None", "ClientIP"]);
+      // Fields stored but not acted on (docs/stored-only-fields.md), checked as Kubernetes does.
+      const timeout = spec.sessionAffinityConfig?.clientIp?.timeoutSeconds;
+      if (spec.sessionAffinityConfig && spec.sessionAffinity !== "ClientIP")
+        e.invalid("spec.sessionAffinityConfig", spec.sessionAffinityConfig, "must not be set when `sessionAffinity` is None");
+      if (timeout !== undefined && (timeout <= 0 || timeout > 86400))
+        e.invalid("spec.sessionAffinityConfig.clientIP.timeoutSeconds", timeout, "must be greater than 0 and less than 86400");
+      if (spec.externalTrafficPolicy) {
+        e.oneOf("spec.externalTrafficPolicy", spec.externalTrafficPolicy, ["Cluster", "Local"]);
+        if (spec.type !== "NodePort")
+          e.invalid("spec.externalTrafficPolicy", spec.externalTrafficPolicy, "may only be set when `type` is 'NodePort' or 'LoadBalancer'");
+      }
+      if (spec.internalTrafficPolicy) e.oneOf("spec.internalTrafficPolicy", spec.internalTrafficPolicy, ["Cluster", "Local"]);
+      if (spec.trafficDistribution !== undefined) e.oneOf("spec.trafficDistribution", spec.trafficDistribution, ["PreferClose"]);
+      for (const [field, set] of [
+        ["loadBalancerSourceRanges", spec.loadBalancerSourceRanges.length > 0],
+        ["loadBalancerClass", spec.loadBalancerClass !== undefined],
+        ["allocateLoadBalancerNodePorts", spec.allocateLoadBalancerNodePorts !== undefined],
+        ["healthCheckNodePort", spec.healthCheckNodePort !== 0],
+      ] as const)
+        if (set) e.forbidden(`spec.${field}`, "may only be used when `type` is 'LoadBalancer'");
       if (old?.spec && old.spec.clusterIp && spec.clusterIp !== old.spec.clusterIp) e.invalid("spec.clusterIPs[0]", spec.clusterIp, "may not change once set");
       // The proxy and DNS read clusterIP; clusterIPs is its single-stack copy and may not say otherwise.
       if (spec.clusterIps.length > 1)
