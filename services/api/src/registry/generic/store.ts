@@ -32,6 +32,7 @@ import {
   type Object as ApiObject,
   type UpdateRequest,
 } from "@choreo/kit/gen/choreo/api/v1/api";
+import { messageToKubeJson } from "@choreo/kit/kube-json";
 import type { Logger } from "@choreo/kit/log";
 import { StoreError, type IndexEntry, type ObjectStorage, type Stored } from "../../storage/object-storage.js";
 import { canonicalJson } from "../shared/canonical.js";
@@ -301,11 +302,10 @@ export class GenericStore {
       next = structuredClone(old);
       (next as { status?: unknown }).status = (v as { status?: unknown }).status;
     } else {
-      if (
-        info.hasStatus &&
-        !GenericStore.same((v as { status?: unknown }).status, (old as { status?: unknown }).status) &&
-        (v as { status?: unknown }).status !== undefined
-      ) {
+      // Compared as Kubernetes JSON: a zero Go struct and an absent one are the same status (the JSON
+      // always writes fields Kubernetes never omits, so a status read back may decode to zeros where none were stored).
+      const statusJson = (o: AnyObject): unknown => messageToKubeJson(info.protoType, o)["status"];
+      if (info.hasStatus && (v as { status?: unknown }).status !== undefined && !GenericStore.same(statusJson(v), statusJson(old))) {
         throw invalid(
           info.kind,
           meta.name,
