@@ -59,6 +59,20 @@ if [[ ! -d node_modules || package.json -nt node_modules/.package-lock.json || p
   npm install --no-audit --no-fund --loglevel=error >&2
 fi
 
+# `--test` (npm test): kubectl 1.20 beside Debian's 1.32 for the compatibility
+# tests, unpacked (not installed: the package conflicts with kubectl) where
+# they look for it by default. Best effort: without it those tests skip.
+K120=/var/lib/choreo/tools/kubectl-1.20
+if [[ ${1:-} == --test && ! -x $K120/usr/bin/kubectl && $(id -u) == 0 ]]; then
+  tmp=$(mktemp -d)
+  if (cd "$tmp" && apt-get download -qq kubernetes-client >/dev/null 2>&1) && mkdir -p "$K120" && dpkg-deb -x "$tmp"/kubernetes-client_*.deb "$K120"; then
+    echo "choreo: kubectl 1.20 unpacked in $K120 (compatibility tests)" >&2
+  else
+    echo "choreo: kubectl 1.20 not available; its compatibility tests will skip" >&2
+  fi
+  rm -rf "$tmp"
+fi
+
 # The local images pods run (no registry is used): the busybox root filesystem
 # in the process runtime's store and, when an engine answers, in Docker.
 # Fast when they are there; the tests and `choreo up` rely on them.

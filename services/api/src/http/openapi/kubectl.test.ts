@@ -1,9 +1,8 @@
 // test-tier: servers
 // Real kubectl against the gateway's OpenAPI and discovery, on the in-memory
 // handlers: explain, apply --validate=strict, edit (KUBE_EDITOR scripted),
-// api-resources, get all. kubectl 1.32 from PATH; kubectl 1.20 too when
-// CHOREO_KUBECTL_120 names its binary (`apt-get download kubernetes-client &&
-// dpkg-deb -x kubernetes-client_*.deb DIR`, then DIR/usr/bin/kubectl).
+// api-resources, get all. kubectl 1.32 from PATH; kubectl 1.20 too, where
+// `npm test` unpacks it or where CHOREO_KUBECTL_120 names it.
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -21,7 +20,8 @@ const works = (bin: string) =>
     () => false,
   );
 const hasKubectl = await works("kubectl");
-const KUBECTL_120 = process.env["CHOREO_KUBECTL_120"] ?? "";
+// Where `npm test` (scripts/ensure-deps.sh --test) unpacks it.
+const KUBECTL_120 = process.env["CHOREO_KUBECTL_120"] ?? "/var/lib/choreo/tools/kubectl-1.20/usr/bin/kubectl";
 const has120 = KUBECTL_120 !== "" && (await works(KUBECTL_120));
 
 const POD = (extra = "") => `apiVersion: v1
@@ -171,7 +171,7 @@ current-context: choreo
     assert.deepEqual(cats.stdout.trim().split("\n").sort(), inAll.sort());
   });
 
-  describe("kubectl 1.20 (OpenAPI v2 in gnostic protobuf, legacy discovery)", { skip: has120 ? false : "CHOREO_KUBECTL_120 not set" }, () => {
+  describe("kubectl 1.20 (OpenAPI v2 in gnostic protobuf, legacy discovery)", { skip: has120 ? false : `no kubectl 1.20 at ${KUBECTL_120}` }, () => {
     const old = (...args: string[]) => run(KUBECTL_120, args);
 
     it("explain prints the description and fields", async () => {
