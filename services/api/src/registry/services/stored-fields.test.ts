@@ -41,4 +41,11 @@ describe("Service fields stored but not acted on", () => {
     }
     assert.equal((await client.list("services", { namespace: "default" })).items.filter((s) => s.kind?.value.metadata?.name === "b").length, 0);
   });
+
+  it("port names are DNS-1123 labels as in Kubernetes: 5432-5432 (kubectl create service's name) is valid, UPPER is not", async () => {
+    const { client } = await startMemoryRegistry();
+    await client.create(svc("digits", { ports: [{ name: "5432-5432", port: 5432 }] }));
+    const err = await rejects(client.create(svc("upper", { ports: [{ name: "UPPER", port: 80 }] })), 422, "Invalid");
+    assert.ok(err.status.details?.causes.some((c) => c.field === "spec.ports[0].name"));
+  });
 });

@@ -1,5 +1,5 @@
 import type { Service } from "@choreo/kit/gen/choreo/core/v1/core";
-import { validateDns1035Label } from "@choreo/kit/apimachinery";
+import { validateDns1123Label } from "@choreo/kit/apimachinery";
 import { invalid } from "@choreo/kit";
 import type { Strategy } from "../generic/strategy.js";
 import { Errors } from "../shared/validation.js";
@@ -143,7 +143,7 @@ export function serviceStrategy(ips: ClusterIpAllocator, nodePorts: NodePortAllo
         const f = `spec.ports[${i}]`;
         if (spec.ports.length > 1) e.required(`${f}.name`, p.name);
         if (p.name) {
-          e.messages(`${f}.name`, p.name, validateDns1035Label(p.name));
+          e.messages(`${f}.name`, p.name, validateDns1123Label(p.name)); // Kubernetes: a DNS-1123 label ("5432-5432", what kubectl create service names, is valid)
           if (names.has(p.name)) e.duplicate(`${f}.name`, p.name);
           names.add(p.name);
         }
