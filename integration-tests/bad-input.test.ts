@@ -98,9 +98,10 @@ describe("bad input changes nothing", () => {
       message: /spec.containers\[0\].image: Required value/,
     },
     {
-      name: "unknown field",
+      // Under fieldValidation=Strict (kubectl --validate=strict); the default, Warn, drops it with a Warning header.
+      name: "unknown field (fieldValidation=Strict)",
       method: "POST",
-      path: "/api/v1/namespaces/default/pods",
+      path: "/api/v1/namespaces/default/pods?fieldValidation=Strict",
       body: { ...podJson("x4"), spec: { containers: [{ name: "c", image: "i" }], bogus: 1 } },
       code: 400,
       reason: "BadRequest",

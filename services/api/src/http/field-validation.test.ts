@@ -101,6 +101,15 @@ describe("fieldValidation", () => {
       headers: { "Content-Type": "application/strategic-merge-patch+json" },
     });
     assert.equal(smp.status, 200, smp.text);
+    // A null deletes (kubectl label pod x a-), under the default Warn and under Strict: no decoding error, no warning.
+    for (const q of ["", "?fieldValidation=Strict"]) {
+      const del = await t.call("PATCH", `${PODS}/warned${q}`, {
+        body: '{"metadata":{"labels":{"a":null}},"spec":{"containers":[{"$patch":"delete","name":"gone"}]}}',
+        headers: { "Content-Type": "application/strategic-merge-patch+json" },
+      });
+      assert.equal(del.status, 200, del.text);
+      assert.deepEqual(warnings(del.headers), []);
+    }
   });
 
   it("applies to update as to create", async () => {

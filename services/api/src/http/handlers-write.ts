@@ -123,8 +123,14 @@ export async function patchObject(ctx: RequestContext): Promise<void> {
   if (patchType !== "application/json-patch+json" && mode !== "Ignore") {
     // The patch document is a partial object: its unknown fields are the result's (directives aside).
     const unknown: string[] = [];
-    const partial = { ...(doc as Record<string, unknown>), apiVersion: info.apiVersion, kind: info.kind };
-    fromKubeJson(partial, { unknownFields: unknown });
+    // A null is a deletion (`kubectl label pod x stage-` sends {"metadata":{"labels":{"stage":null}}}) and `$` keys
+    // are directives: neither is a field. Wrong types are the patched object's to report, when it is decoded.
+    const partial = { ...(fieldsOf(doc) as Record<string, unknown>), apiVersion: info.apiVersion, kind: info.kind };
+    try {
+      fromKubeJson(partial, { unknownFields: unknown });
+    } catch {
+      // reported by the patch itself
+    }
     const duplicates = apply ? duplicateYamlFields(text) : duplicateJsonFields(text);
     reportFieldProblems(
       ctx.res,
@@ -153,6 +159,15 @@ export async function patchObject(ctx: RequestContext): Promise<void> {
     force: apply ? force === "true" : undefined,
   });
   sendJson(ctx.res, existed ? 200 : 201, toKubeJson(patched));
+}
+
+/** A patch document without its nulls (deletions) and `$` directives: the fields it names. */
+function fieldsOf(v: unknown): unknown {
+  if (Array.isArray(v)) return v.filter((x) => x !== null).map(fieldsOf);
+  if (typeof v !== "object" || v === null) return v;
+  const out: Record<string, unknown> = {};
+  for (const [k, x] of Object.entries(v)) if (x !== null && !k.startsWith("$")) out[k] = fieldsOf(x);
+  return out;
 }
 
 function parseApplyText(text: string): unknown {
