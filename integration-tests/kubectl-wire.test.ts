@@ -148,4 +148,33 @@ describe("kubectl 1.32 on the Kubernetes wire", () => {
     assert.match(strict.stderr, /unknown field "spec\.bogus"/);
     assert.match((await k("get", "rc", "strict")).stderr, /NotFound|not found/, "nothing was written");
   });
+
+  it("drain cordons the node and evicts its pods through pods/eviction (protobuf), the pods elsewhere untouched", async () => {
+    const file = path.join(c.dir, "drain.yaml");
+    const podOn = (name: string, node: string) =>
+      `apiVersion: v1\nkind: Pod\nmetadata:\n  name: ${name}\nspec:\n  nodeName: ${node}\n  containers:\n  - name: c\n    image: busybox\n`;
+    writeFileSync(
+      file,
+      [
+        "apiVersion: v1\nkind: Node\nmetadata:\n  name: n-drain\n",
+        "apiVersion: v1\nkind: Node\nmetadata:\n  name: n-keep\n",
+        podOn("on-drained", "n-drain"),
+        podOn("on-kept", "n-keep"),
+      ].join("---\n"),
+    );
+    await ok("apply", "-f", file);
+    const drained = await k("drain", "n-drain", "--force", "--grace-period=0", "--timeout=60s", "-v=8");
+    assert.equal(drained.code, 0, drained.stderr.slice(-3000));
+    assert.match(drained.stderr, /POST https:\/\/[^ ]+\/api\/v1\/namespaces\/default\/pods\/on-drained\/eviction/);
+    assert.match(
+      drained.stderr,
+      /Content-Type: application\/vnd\.kubernetes\.protobuf/,
+      "the eviction (drain's only body besides the cordon's JSON patch) in protobuf",
+    );
+    assert.match(drained.stdout, /pod\/on-drained evicted/);
+    assert.match(drained.stdout, /node\/n-drain drained/);
+    assert.equal((await json("get", "node", "n-drain")).spec.unschedulable, true, "cordoned");
+    assert.match((await k("get", "pod", "on-drained")).stderr, /NotFound|not found/);
+    assert.equal((await json("get", "pod", "on-kept")).spec.nodeName, "n-keep");
+  });
 });

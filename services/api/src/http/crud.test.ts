@@ -314,6 +314,26 @@ describe("CRUD", () => {
     assertStatus(await t.call("GET", `${PODS}/none/log`), 404, "NotFound");
   });
 
+  it("evicts pods (policy/v1 Eviction, what kubectl drain sends): 201 Success and the pod deleted; a mismatched name, another kind, a missing pod refused", async () => {
+    await t.call("POST", PODS, { body: pod("ev") });
+    const eviction = (name: string, extra: Record<string, unknown> = {}) => ({
+      apiVersion: "policy/v1",
+      kind: "Eviction",
+      metadata: { name, namespace: "default" },
+      deleteOptions: { gracePeriodSeconds: 0 },
+      ...extra,
+    });
+    assertStatus(await t.call("POST", `${PODS}/ev/eviction`, { body: eviction("other") }), 400, "BadRequest");
+    assertStatus(await t.call("POST", `${PODS}/ev/eviction`, { body: eviction("ev", { kind: "Binding" }) }), 400, "BadRequest");
+    assertStatus(await t.call("GET", `${PODS}/ev/eviction`), 405, "MethodNotAllowed");
+    assert.equal((await t.call("GET", `${PODS}/ev`)).status, 200, "refused evictions delete nothing");
+    const e = await t.call("POST", `${PODS}/ev/eviction`, { body: eviction("ev") });
+    assert.equal(e.status, 201, e.text);
+    assert.deepEqual(e.json, { kind: "Status", apiVersion: "v1", metadata: {}, status: "Success", code: 201 });
+    assert.equal((await t.call("GET", `${PODS}/ev`)).status, 404);
+    assertStatus(await t.call("POST", `${PODS}/ev/eviction`, { body: eviction("ev") }), 404, "NotFound");
+  });
+
   it("deletes collections and takes options from the query", async () => {
     await t.call("POST", PODS, { body: pod("c1", { metadata: { labels: { batch: "x" } } }) });
     await t.call("POST", PODS, { body: pod("c2", { metadata: { labels: { batch: "x" } } }) });

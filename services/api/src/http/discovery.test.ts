@@ -124,7 +124,7 @@ describe("discovery", () => {
       { scope: pods?.scope, singular: pods?.singularResource, short: pods?.shortNames, categories: pods?.categories, kind: pods?.responseKind.kind },
       { scope: "Namespaced", singular: "pod", short: ["po"], categories: ["all"], kind: "Pod" },
     );
-    assert.deepEqual(pods?.subresources?.map((s) => s.subresource).sort(), ["binding", "log", "status"]);
+    assert.deepEqual(pods?.subresources?.map((s) => s.subresource).sort(), ["binding", "eviction", "log", "status"]);
     const nodes = v1?.resources.find((r) => r.resource === "nodes");
     assert.equal(nodes?.scope, "Cluster");
     const rcScale = v1?.resources.find((r) => r.resource === "replicationcontrollers")?.subresources?.find((s) => s.subresource === "scale");
@@ -173,6 +173,15 @@ describe("discovery", () => {
     });
     assert.deepEqual(byName.get("pods/log"), { name: "pods/log", singularName: "", namespaced: true, kind: "Pod", verbs: ["get"] });
     assert.deepEqual(byName.get("pods/binding")!["verbs"], ["create"]);
+    assert.deepEqual(byName.get("pods/eviction"), {
+      name: "pods/eviction",
+      singularName: "",
+      namespaced: true,
+      group: "policy",
+      version: "v1",
+      kind: "Eviction",
+      verbs: ["create"],
+    });
     assert.equal(byName.get("pods/status")!["kind"], "Pod");
     assert.deepEqual(byName.get("replicationcontrollers/scale"), {
       name: "replicationcontrollers/scale",

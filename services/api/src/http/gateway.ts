@@ -12,7 +12,7 @@ import { authenticator } from "./auth.js";
 import { flag, type RequestContext } from "./context.js";
 import { apiGroup, apiGroupList, apiResourceList, apiVersions, serveDiscovery, versionInfo } from "./discovery.js";
 import { serveOpenApiV2, serveOpenApiV3 } from "./openapi/serve.js";
-import { binding, podLog, scale } from "./handlers-sub.js";
+import { binding, eviction, podLog, scale } from "./handlers-sub.js";
 import { getObject, listObjects } from "./handlers-read.js";
 import { createObject, deleteCollection, deleteObject, patchObject, updateObject } from "./handlers-write.js";
 import { codeOf, sendError, sendJson } from "./respond.js";
@@ -94,6 +94,7 @@ async function resource(ctx: RequestContext): Promise<void> {
   const method = ctx.req.method;
   if (subresource === "scale") return scale(ctx);
   if (subresource === "binding") return binding(ctx);
+  if (subresource === "eviction") return eviction(ctx);
   if (subresource === "log") return podLog(ctx);
   switch (method) {
     case "GET":

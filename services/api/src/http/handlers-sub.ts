@@ -1,8 +1,9 @@
-// Subresources other than status: scale (autoscaling/v1 Scale), binding, log.
+// Subresources other than status: scale (autoscaling/v1 Scale), binding, eviction, log.
 import { ApiError, badRequest, failure, isConflict, methodNotAllowed, statusOf, unsupportedMediaType } from "@choreo/kit";
 import { applyJsonPatch, applyMergePatch, PatchError, type JsonValue } from "@choreo/kit/apimachinery";
 import type { Scale } from "@choreo/kit/gen/choreo/autoscaling/v1/autoscaling";
 import type { Binding } from "@choreo/kit/gen/choreo/core/v1/core";
+import type { Eviction } from "@choreo/kit/gen/choreo/policy/v1/policy";
 import { messageFromKubeJson, messageToKubeJson } from "@choreo/kit/kube-json";
 import { APPLY_PATCH, decodeBody, parseJsonText, patchTypeOf, readBody } from "./body.js";
 import { fieldManagerOf, flag, intParam, param, type RequestContext } from "./context.js";
@@ -83,6 +84,30 @@ export async function binding(ctx: RequestContext): Promise<void> {
   b.apiVersion = "v1";
   b.kind = "Binding";
   await ctx.handlers.bind({ namespace, name, binding: b });
+  sendJson(ctx.res, 201, successStatus(201));
+}
+
+/**
+ * POST .../pods/NAME/eviction (policy/v1 or v1beta1 Eviction, what kubectl
+ * drain sends) → 201 Status Success once the pod is deleted with the
+ * eviction's deleteOptions (grace period, preconditions, dryRun). No
+ * PodDisruptionBudget kind exists yet, so no budget refuses it (Kubernetes'
+ * 429 TooManyRequests).
+ */
+export async function eviction(ctx: RequestContext): Promise<void> {
+  const { namespace, name } = ctx.route;
+  if (ctx.req.method !== "POST") throw methodNotAllowed(`${ctx.req.method ?? ""} is not supported on pods/eviction`);
+  const json = decodeBody(ctx.req, await readBody(ctx.req));
+  if (typeof json !== "object" || json === null || Array.isArray(json)) throw badRequest("the body must be a policy/v1 Eviction object");
+  const { kind, apiVersion } = json as Record<string, unknown>;
+  if ((kind !== undefined && kind !== "Eviction") || (apiVersion !== undefined && apiVersion !== "policy/v1" && apiVersion !== "policy/v1beta1")) {
+    throw badRequest(`the body must be a policy/v1 Eviction, not ${String(kind)} (${String(apiVersion)})`);
+  }
+  const ev = messageFromKubeJson<Eviction>("choreo.policy.v1.Eviction", { ...json, apiVersion: "policy/v1" });
+  if (ev.metadata?.name && ev.metadata.name !== name) throw badRequest("name in URL does not match name in Eviction object");
+  if (ev.metadata?.namespace && ev.metadata.namespace !== namespace)
+    throw badRequest("the namespace of the provided object does not match the namespace sent on the request");
+  await ctx.handlers.delete({ resource: "pods", namespace, name, options: ev.deleteOptions });
   sendJson(ctx.res, 201, successStatus(201));
 }
 

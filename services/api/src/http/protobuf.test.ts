@@ -127,7 +127,7 @@ describe("protobuf on the wire", () => {
     assert.equal(decodeObject(r.body)["reason"], "UnsupportedMediaType");
   });
 
-  it("binds and scales with protobuf bodies", async () => {
+  it("binds, evicts and scales with protobuf bodies", async () => {
     await t.call("POST", PODS, { body: pod("tobind") });
     const b = await send(
       t.base,
@@ -139,6 +139,16 @@ describe("protobuf on the wire", () => {
     assert.equal(b.status, 201, b.body.toString());
     assert.equal(decodeObject(b.body)["status"], "Success");
     assert.equal(((await t.call("GET", `${PODS}/tobind`)).json["spec"] as KubeJson)["nodeName"], "n1");
+    const ev = await send(
+      t.base,
+      "POST",
+      `${PODS}/tobind/eviction`,
+      encodeObject({ apiVersion: "policy/v1", kind: "Eviction", metadata: { name: "tobind", namespace: "default" }, deleteOptions: { gracePeriodSeconds: 0 } }),
+      protoHeaders,
+    );
+    assert.equal(ev.status, 201, ev.body.toString());
+    assert.equal(decodeObject(ev.body)["status"], "Success");
+    assert.equal((await t.call("GET", `${PODS}/tobind`)).status, 404, "evicted");
 
     const rc = {
       apiVersion: "v1",

@@ -22,7 +22,7 @@ export interface ResourceRoute {
   namespace: string;
   /** "" for a collection. */
   name: string;
-  /** "", "status", "scale", "binding" or "log". */
+  /** "", "status", "scale", "binding", "eviction" or "log". */
   subresource: string;
 }
 
@@ -31,7 +31,7 @@ export function subresourcesOf(info: KindInfo): string[] {
   const out: string[] = [];
   if (info.hasStatus) out.push("status");
   if (info.hasScale) out.push("scale");
-  if (info.resource === "pods") out.push("binding", "log");
+  if (info.resource === "pods") out.push("binding", "eviction", "log");
   return out;
 }
 

@@ -181,6 +181,17 @@ function paths(k: KindInfo): PathDef[] {
           },
         ],
       });
+    } else if (sub === "eviction") {
+      const eviction = "io.k8s.api.policy.v1.Eviction";
+      out.push({
+        ...p,
+        ops: [
+          {
+            ...op("post", "post", "create", eviction, WRITE_QUERY, eviction, "Eviction", `create eviction of a ${k.kind}`),
+            gvk: { group: "policy", version: "v1", kind: "Eviction" },
+          },
+        ],
+      });
     } else if (sub === "log") {
       out.push({
         ...p,

@@ -217,6 +217,7 @@ function gvks(): Map<string, Gvk[]> {
   }
   add("io.k8s.api.autoscaling.v1.Scale", { group: "autoscaling", version: "v1", kind: "Scale" });
   add("io.k8s.api.core.v1.Binding", { group: "", version: "v1", kind: "Binding" });
+  add("io.k8s.api.policy.v1.Eviction", { group: "policy", version: "v1", kind: "Eviction" });
   add(`${META}.Status`, { group: "", version: "v1", kind: "Status" });
   for (const gv of new Set(KINDS.map((k) => `${k.group}/${k.version}`))) {
     const [group = "", version = ""] = gv.split("/");
@@ -257,7 +258,14 @@ export function definitions(): Record<string, Schema> {
     return name;
   };
   for (const k of KINDS) need(planOf(k.protoType));
-  for (const t of ["choreo.autoscaling.v1.Scale", "choreo.core.v1.Binding", "choreo.meta.v1.Status", "choreo.meta.v1.DeleteOptions", "choreo.meta.v1.ListMeta"])
+  for (const t of [
+    "choreo.autoscaling.v1.Scale",
+    "choreo.core.v1.Binding",
+    "choreo.policy.v1.Eviction",
+    "choreo.meta.v1.Status",
+    "choreo.meta.v1.DeleteOptions",
+    "choreo.meta.v1.ListMeta",
+  ])
     need(planOf(t));
   for (let p = pending.shift(); p; p = pending.shift()) {
     const name = definitionName(p.fullName);
