@@ -3,8 +3,8 @@ import { statusCode } from "./engine.js";
 import { findInstance, type PodRecord } from "./pod-record.js";
 import { instanceFromInspect, later } from "./status.js";
 
-/** How long a 137 exit of a memory-limited container waits for docker's late OOM flag. */
-const OOM_SETTLE_MS = 300;
+/** How long a 137 exit of a memory-limited container waits for docker's late OOM flag (re-read every 100 ms). 300 ms was outrun under load (CI). */
+const OOM_SETTLE_MS = 1_000;
 
 /**
  * Re-reads one instance from inspect into whichever slot of the pod holds
@@ -12,14 +12,17 @@ const OOM_SETTLE_MS = 300;
  * Readings only move forward ({@link later}); a 404 marks it removed.
  * `settleOom` (a die event): under load docker may record an OOM kill just
  * after the exit (its oom event then follows die), so a memory-limited
- * container's 137 exit is read again a moment later and the first status
- * reported says OOMKilled rather than Error.
+ * container's 137 exit is read again for up to a second and the first status
+ * reported says OOMKilled rather than Error (the oom event's refresh mends a
+ * later flag still).
  */
 export async function refreshInstance(docker: Dockerode, p: PodRecord, id: string, settleOom: boolean): Promise<void> {
   let info = await inspectOrUndefined(docker, id);
   if (settleOom && info && info.State.ExitCode === 137 && !info.State.OOMKilled && (info.HostConfig.Memory ?? 0) > 0) {
-    await new Promise((r) => setTimeout(r, OOM_SETTLE_MS));
-    info = (await inspectOrUndefined(docker, id)) ?? info;
+    for (const until = Date.now() + OOM_SETTLE_MS; info && !info.State.OOMKilled && Date.now() < until;) {
+      await new Promise((r) => setTimeout(r, 100));
+      info = (await inspectOrUndefined(docker, id)) ?? info;
+    }
   }
   const found = findInstance(p, id);
   if (!found) return;
