@@ -1,4 +1,4 @@
-import { isNotFound, keyOf } from "@choreo/kit";
+import { emptyMeta, isNotFound, keyOf } from "@choreo/kit";
 import type { ApiClient } from "@choreo/kit/client";
 import { done, requeueAfter, type Reconcile, type Result } from "@choreo/kit/controller";
 import { nowRfc3339 } from "@choreo/kit/apimachinery";
@@ -127,21 +127,7 @@ function stubPod(p: RuntimePod): Pod {
   return {
     apiVersion: "v1",
     kind: "Pod",
-    metadata: {
-      name: p.name,
-      namespace: p.namespace,
-      uid: p.uid,
-      generateName: "",
-      resourceVersion: "",
-      generation: 0,
-      creationTimestamp: "",
-      deletionTimestamp: "",
-      labels: {},
-      annotations: {},
-      ownerReferences: [],
-      finalizers: [],
-      managedFields: [],
-    },
+    metadata: emptyMeta({ name: p.name, namespace: p.namespace, uid: p.uid }),
     spec: undefined,
     status: undefined,
   };

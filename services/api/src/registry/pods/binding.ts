@@ -1,7 +1,7 @@
 import { ApiError, BindingRefusal, bindingRefused, conflict, invalid } from "@choreo/kit";
 import { nowRfc3339 } from "@choreo/kit/apimachinery";
 import type { BindRequest, Object as ApiObject } from "@choreo/kit/gen/choreo/api/v1/api";
-import type { Node, Pod } from "@choreo/kit/gen/choreo/core/v1/core";
+import { PodStatus, type Node, type Pod } from "@choreo/kit/gen/choreo/core/v1/core";
 import type { Current, GenericStore } from "../generic/store.js";
 import { misfit } from "./node-capacity.js";
 
@@ -43,24 +43,8 @@ async function bindTo(store: GenericStore, pod: Pod, node: string, cur: Current)
   if (!pod.spec) throw new Error("pod without spec");
   const info = store.resolve("pods");
   pod.spec.nodeName = node;
-  const status = (pod.status ??= {
-    phase: "Pending",
-    conditions: [],
-    message: "",
-    reason: "",
-    nominatedNodeName: "",
-    hostIp: "",
-    podIp: "",
-    podIps: [],
-    startTime: "",
-    initContainerStatuses: [],
-    containerStatuses: [],
-    qosClass: "",
-    hostIps: [],
-    ephemeralContainerStatuses: [],
-    resize: "",
-    resourceClaimStatuses: [],
-  });
+  // An absent status: the one a create writes, every field at its default.
+  const status = (pod.status ??= PodStatus.fromPartial({ phase: "Pending" }));
   status.conditions = [
     ...status.conditions.filter((c) => c.type !== "PodScheduled"),
     { type: "PodScheduled", status: "True", lastProbeTime: "", lastTransitionTime: nowRfc3339(), reason: "", message: "" },

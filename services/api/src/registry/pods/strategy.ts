@@ -1,4 +1,4 @@
-import type { Pod } from "@choreo/kit/gen/choreo/core/v1/core";
+import { PodStatus, type Pod } from "@choreo/kit/gen/choreo/core/v1/core";
 import { canonicalJson } from "../shared/canonical.js";
 import { nowRfc3339 } from "@choreo/kit/apimachinery";
 import type { Strategy } from "../generic/strategy.js";
@@ -41,24 +41,11 @@ export const podStrategy: Strategy<Pod> = {
     checkHostPaths(pod);
     if (pod.spec) defaultPodSpec(pod.spec);
     const bound = Boolean(pod.spec?.nodeName);
-    pod.status = {
+    pod.status = PodStatus.fromPartial({
       phase: "Pending",
       conditions: bound ? [{ type: "PodScheduled", status: "True", lastProbeTime: "", lastTransitionTime: nowRfc3339(), reason: "", message: "" }] : [],
-      message: "",
-      reason: "",
-      nominatedNodeName: "",
-      hostIp: "",
-      podIp: "",
-      podIps: [],
-      startTime: "",
-      initContainerStatuses: [],
-      containerStatuses: [],
       qosClass: pod.spec ? qosClass(pod.spec) : "BestEffort",
-      hostIps: [],
-      ephemeralContainerStatuses: [],
-      resize: "",
-      resourceClaimStatuses: [],
-    };
+    });
   },
   prepareUpdate(pod, old) {
     if (pod.spec) defaultPodSpec(pod.spec);
