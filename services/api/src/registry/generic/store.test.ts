@@ -25,6 +25,36 @@ describe("the generic store: finalizers, paging", () => {
     await s.client.update({ kind: { $case: "pod", value: deleting } });
     await rejects(s.client.get("pods", "default", "p-fin"), 404, "NotFound");
   });
+  it("retries a delete that lost a race to a status write, and still refuses a stale resourceVersion precondition", async () => {
+    const created = unwrap(
+      await s.client.create(pod("p-race", { metadata: { name: "p-race", namespace: "default", finalizers: ["example.com/hold"] } })),
+    ) as Pod;
+    // The first write for p-race is preceded by another writer's status update, as the replication actor's would be.
+    const write = s.storage.write.bind(s.storage);
+    let raced = 0;
+    s.storage.write = async (op) => {
+      if (op.name === "p-race" && raced++ === 0) {
+        const cur = unwrap(await s.client.get("pods", "default", "p-race")) as Pod;
+        cur.status = { ...cur.status!, message: "raced" };
+        await s.client.updateStatus({ kind: { $case: "pod", value: cur } });
+      }
+      return write(op);
+    };
+    try {
+      const deleting = unwrap(await s.client.delete("pods", "default", "p-race", { propagationPolicy: "Orphan", gracePeriodSeconds: 0 })) as Pod;
+      assert.ok(raced >= 3, `the status write, the lost write and the retried write went through storage (${raced})`);
+      assert.ok(deleting.metadata?.deletionTimestamp, "marked for deletion on the second attempt");
+      assert.equal(deleting.status?.message, "raced", "the retry started from the raced state");
+    } finally {
+      s.storage.write = write;
+    }
+    await rejects(
+      s.client.delete("pods", "default", "p-race", { preconditions: { resourceVersion: created.metadata!.resourceVersion, uid: "" } }),
+      409,
+      "Conflict",
+      /Precondition failed: ResourceVersion/,
+    );
+  });
   it("pages lists with limit and continue", async () => {
     const ns = fromKubeJson({ apiVersion: "v1", kind: "Namespace", metadata: { name: "paging" } });
     await s.client.create(ns);

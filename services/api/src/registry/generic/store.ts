@@ -338,11 +338,27 @@ export class GenericStore {
     return this.write("update", info, next, cur);
   }
 
+  /**
+   * Deletes, or marks for deletion, one object. A write that lost a race (an
+   * actor updated the status meanwhile) is retried on the new state, as
+   * Kubernetes' GuaranteedUpdate does; the client's preconditions are checked
+   * again on each attempt, so a stale resourceVersion still gets its 409.
+   */
   async delete(req: DeleteRequest): Promise<ApiObject> {
     const info = this.resolve(req.resource);
-    const cur = await this.read(info, req.namespace, req.name);
-    const v = structuredClone(cur.value);
-    const meta = v.metadata ?? emptyMeta();
+    for (let attempt = 0; ; attempt++) {
+      const cur = await this.read(info, req.namespace, req.name);
+      this.checkDeletePreconditions(info, req, cur);
+      try {
+        return await this.deleteCurrent(info, req, cur);
+      } catch (err) {
+        if (attempt >= 8 || !(err instanceof ApiError && err.reason === "Conflict")) throw err;
+      }
+    }
+  }
+
+  private checkDeletePreconditions(info: KindInfo, req: DeleteRequest, cur: Current): void {
+    const meta = cur.value.metadata ?? emptyMeta();
     const opts = req.options;
     if (opts?.preconditions?.uid && opts.preconditions.uid !== meta.uid) {
       throw conflict(
@@ -360,6 +376,12 @@ export class GenericStore {
         info.group,
       );
     }
+  }
+
+  private async deleteCurrent(info: KindInfo, req: DeleteRequest, cur: Current): Promise<ApiObject> {
+    const v = structuredClone(cur.value);
+    const meta = v.metadata ?? emptyMeta();
+    const opts = req.options;
     if (opts?.propagationPolicy && !["Orphan", "Background", "Foreground"].includes(opts.propagationPolicy)) {
       throw invalid("DeleteOptions", "", [
         {
