@@ -21,9 +21,9 @@ import {
   type ServiceError,
   type UntypedServiceImplementation,
 } from "@grpc/grpc-js";
-import { DaemonSet } from "../../apps/v1/apps.js";
+import { DaemonSet, Deployment, ReplicaSet } from "../../apps/v1/apps.js";
 import { Scale } from "../../autoscaling/v1/autoscaling.js";
-import { Job } from "../../batch/v1/batch.js";
+import { CronJob, Job } from "../../batch/v1/batch.js";
 import { Lease } from "../../coordination/v1/coordination.js";
 import {
   Binding,
@@ -34,6 +34,7 @@ import {
   Node,
   Pod,
   ReplicationController,
+  Secret,
   Service,
 } from "../../core/v1/core.js";
 import { DeleteOptions, ListMeta, Status } from "../../meta/v1/meta.js";
@@ -58,6 +59,10 @@ export interface Object {
     | { $case: "daemonSet"; value: DaemonSet }
     | { $case: "job"; value: Job }
     | { $case: "configMap"; value: ConfigMap }
+    | { $case: "replicaSet"; value: ReplicaSet }
+    | { $case: "deployment"; value: Deployment }
+    | { $case: "secret"; value: Secret }
+    | { $case: "cronJob"; value: CronJob }
     | undefined;
 }
 
@@ -261,6 +266,18 @@ export const Object: MessageFns<Object> = {
       case "configMap":
         ConfigMap.encode(message.kind.value, writer.uint32(90).fork()).join();
         break;
+      case "replicaSet":
+        ReplicaSet.encode(message.kind.value, writer.uint32(98).fork()).join();
+        break;
+      case "deployment":
+        Deployment.encode(message.kind.value, writer.uint32(106).fork()).join();
+        break;
+      case "secret":
+        Secret.encode(message.kind.value, writer.uint32(114).fork()).join();
+        break;
+      case "cronJob":
+        CronJob.encode(message.kind.value, writer.uint32(122).fork()).join();
+        break;
     }
     return writer;
   },
@@ -369,6 +386,38 @@ export const Object: MessageFns<Object> = {
             message.kind = { $case: "configMap", value: ConfigMap.decode(reader, reader.uint32()) };
             continue;
           }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            message.kind = { $case: "replicaSet", value: ReplicaSet.decode(reader, reader.uint32()) };
+            continue;
+          }
+          case 13: {
+            if (tag !== 106) {
+              break;
+            }
+
+            message.kind = { $case: "deployment", value: Deployment.decode(reader, reader.uint32()) };
+            continue;
+          }
+          case 14: {
+            if (tag !== 114) {
+              break;
+            }
+
+            message.kind = { $case: "secret", value: Secret.decode(reader, reader.uint32()) };
+            continue;
+          }
+          case 15: {
+            if (tag !== 122) {
+              break;
+            }
+
+            message.kind = { $case: "cronJob", value: CronJob.decode(reader, reader.uint32()) };
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -453,6 +502,30 @@ export const Object: MessageFns<Object> = {
       case "configMap": {
         if (object.kind?.value !== undefined && object.kind?.value !== null) {
           message.kind = { $case: "configMap", value: ConfigMap.fromPartial(object.kind.value) };
+        }
+        break;
+      }
+      case "replicaSet": {
+        if (object.kind?.value !== undefined && object.kind?.value !== null) {
+          message.kind = { $case: "replicaSet", value: ReplicaSet.fromPartial(object.kind.value) };
+        }
+        break;
+      }
+      case "deployment": {
+        if (object.kind?.value !== undefined && object.kind?.value !== null) {
+          message.kind = { $case: "deployment", value: Deployment.fromPartial(object.kind.value) };
+        }
+        break;
+      }
+      case "secret": {
+        if (object.kind?.value !== undefined && object.kind?.value !== null) {
+          message.kind = { $case: "secret", value: Secret.fromPartial(object.kind.value) };
+        }
+        break;
+      }
+      case "cronJob": {
+        if (object.kind?.value !== undefined && object.kind?.value !== null) {
+          message.kind = { $case: "cronJob", value: CronJob.fromPartial(object.kind.value) };
         }
         break;
       }

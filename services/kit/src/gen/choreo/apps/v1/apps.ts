@@ -10,7 +10,11 @@ import { BinaryReader, BinaryWriter } from "@bufbuild/protobuf/wire";
 import { IntOrString, PodTemplateSpec } from "../../core/v1/core.js";
 import { LabelSelector, ObjectMeta } from "../../meta/v1/meta.js";
 
-/** apps/v1 kinds: DaemonSet (one pod per eligible node). */
+/**
+ * apps/v1 kinds: DaemonSet (one pod per eligible node), ReplicaSet (a set of
+ * identical pods chosen by a set-based selector) and Deployment (declarative
+ * rollouts of ReplicaSets).
+ */
 
 export interface RollingUpdateDaemonSet {
   maxUnavailable?: IntOrString | undefined;
@@ -77,6 +81,118 @@ export interface DaemonSet {
   metadata?: ObjectMeta | undefined;
   spec?: DaemonSetSpec | undefined;
   status?: DaemonSetStatus | undefined;
+}
+
+export interface ReplicaSetSpec {
+  /** The number of desired pods. Defaults to 1. */
+  replicas?:
+    | number
+    | undefined;
+  /** Seconds a new pod must be ready, no container crashing, to count as available. */
+  minReadySeconds: number;
+  /** A label query over pods; must match the template's labels. */
+  selector?:
+    | LabelSelector
+    | undefined;
+  /** The pod created when too few match the selector. */
+  template?: PodTemplateSpec | undefined;
+}
+
+export interface ReplicaSetCondition {
+  type: string;
+  status: string;
+  lastTransitionTime: string;
+  reason: string;
+  message: string;
+}
+
+export interface ReplicaSetStatus {
+  /** The most recently observed number of pods (always written, as Kubernetes does). */
+  replicas: number;
+  fullyLabeledReplicas: number;
+  readyReplicas: number;
+  availableReplicas: number;
+  observedGeneration: number;
+  conditions: ReplicaSetCondition[];
+}
+
+/** ReplicaSet keeps a number of pods matching its selector running. */
+export interface ReplicaSet {
+  apiVersion: string;
+  kind: string;
+  metadata?: ObjectMeta | undefined;
+  spec?: ReplicaSetSpec | undefined;
+  status?: ReplicaSetStatus | undefined;
+}
+
+export interface RollingUpdateDeployment {
+  /** Pods that may be unavailable during the update: a number or a percentage. Defaults to 25%. */
+  maxUnavailable?:
+    | IntOrString
+    | undefined;
+  /** Pods that may be created above the desired count: a number or a percentage. Defaults to 25%. */
+  maxSurge?: IntOrString | undefined;
+}
+
+export interface DeploymentStrategy {
+  /** Recreate or RollingUpdate (the default). */
+  type: string;
+  rollingUpdate?: RollingUpdateDeployment | undefined;
+}
+
+export interface DeploymentSpec {
+  /** Desired pods. Defaults to 1. */
+  replicas?:
+    | number
+    | undefined;
+  /** Must match the template's labels; immutable in apps/v1. */
+  selector?: LabelSelector | undefined;
+  template?: PodTemplateSpec | undefined;
+  strategy?: DeploymentStrategy | undefined;
+  minReadySeconds: number;
+  /** Old ReplicaSets kept for rollback. Defaults to 10. */
+  revisionHistoryLimit?:
+    | number
+    | undefined;
+  /** A paused deployment's template changes start no rollout. */
+  paused: boolean;
+  /**
+   * Seconds without progress before the Progressing condition turns False
+   * with ProgressDeadlineExceeded. Defaults to 600.
+   */
+  progressDeadlineSeconds?: number | undefined;
+}
+
+export interface DeploymentCondition {
+  type: string;
+  status: string;
+  lastUpdateTime: string;
+  lastTransitionTime: string;
+  reason: string;
+  message: string;
+}
+
+export interface DeploymentStatus {
+  observedGeneration: number;
+  replicas: number;
+  updatedReplicas: number;
+  readyReplicas: number;
+  availableReplicas: number;
+  unavailableReplicas: number;
+  conditions: DeploymentCondition[];
+  collisionCount?: number | undefined;
+}
+
+/**
+ * Deployment declares the pods of an application; the controller rolls
+ * ReplicaSets to match it.
+ */
+export interface Deployment {
+  apiVersion: string;
+  kind: string;
+  metadata?: ObjectMeta | undefined;
+  spec?: DeploymentSpec | undefined;
+  status?: DeploymentStatus | undefined;
 }
 
 function createBaseRollingUpdateDaemonSet(): RollingUpdateDaemonSet {
@@ -715,6 +831,1101 @@ export const DaemonSet: MessageFns<DaemonSet> = {
       : undefined;
     message.status = (object.status !== undefined && object.status !== null)
       ? DaemonSetStatus.fromPartial(object.status)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseReplicaSetSpec(): ReplicaSetSpec {
+  return { replicas: undefined, minReadySeconds: 0, selector: undefined, template: undefined };
+}
+
+export const ReplicaSetSpec: MessageFns<ReplicaSetSpec> = {
+  encode(message: ReplicaSetSpec, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.replicas !== undefined) {
+      writer.uint32(8).int32(message.replicas);
+    }
+    if (message.minReadySeconds !== 0) {
+      writer.uint32(16).int32(message.minReadySeconds);
+    }
+    if (message.selector !== undefined) {
+      LabelSelector.encode(message.selector, writer.uint32(26).fork()).join();
+    }
+    if (message.template !== undefined) {
+      PodTemplateSpec.encode(message.template, writer.uint32(34).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ReplicaSetSpec {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseReplicaSetSpec();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.replicas = reader.int32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.minReadySeconds = reader.int32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.selector = LabelSelector.decode(reader, reader.uint32());
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.template = PodTemplateSpec.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<ReplicaSetSpec>, I>>(base?: I): ReplicaSetSpec {
+    return ReplicaSetSpec.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ReplicaSetSpec>, I>>(object: I): ReplicaSetSpec {
+    const message = createBaseReplicaSetSpec();
+    message.replicas = object.replicas ?? undefined;
+    message.minReadySeconds = object.minReadySeconds ?? 0;
+    message.selector = (object.selector !== undefined && object.selector !== null)
+      ? LabelSelector.fromPartial(object.selector)
+      : undefined;
+    message.template = (object.template !== undefined && object.template !== null)
+      ? PodTemplateSpec.fromPartial(object.template)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseReplicaSetCondition(): ReplicaSetCondition {
+  return { type: "", status: "", lastTransitionTime: "", reason: "", message: "" };
+}
+
+export const ReplicaSetCondition: MessageFns<ReplicaSetCondition> = {
+  encode(message: ReplicaSetCondition, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.type !== "") {
+      writer.uint32(10).string(message.type);
+    }
+    if (message.status !== "") {
+      writer.uint32(18).string(message.status);
+    }
+    if (message.lastTransitionTime !== "") {
+      writer.uint32(26).string(message.lastTransitionTime);
+    }
+    if (message.reason !== "") {
+      writer.uint32(34).string(message.reason);
+    }
+    if (message.message !== "") {
+      writer.uint32(42).string(message.message);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ReplicaSetCondition {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseReplicaSetCondition();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.type = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.status = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.lastTransitionTime = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.reason = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.message = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<ReplicaSetCondition>, I>>(base?: I): ReplicaSetCondition {
+    return ReplicaSetCondition.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ReplicaSetCondition>, I>>(object: I): ReplicaSetCondition {
+    const message = createBaseReplicaSetCondition();
+    message.type = object.type ?? "";
+    message.status = object.status ?? "";
+    message.lastTransitionTime = object.lastTransitionTime ?? "";
+    message.reason = object.reason ?? "";
+    message.message = object.message ?? "";
+    return message;
+  },
+};
+
+function createBaseReplicaSetStatus(): ReplicaSetStatus {
+  return {
+    replicas: 0,
+    fullyLabeledReplicas: 0,
+    readyReplicas: 0,
+    availableReplicas: 0,
+    observedGeneration: 0,
+    conditions: [],
+  };
+}
+
+export const ReplicaSetStatus: MessageFns<ReplicaSetStatus> = {
+  encode(message: ReplicaSetStatus, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.replicas !== 0) {
+      writer.uint32(8).int32(message.replicas);
+    }
+    if (message.fullyLabeledReplicas !== 0) {
+      writer.uint32(16).int32(message.fullyLabeledReplicas);
+    }
+    if (message.readyReplicas !== 0) {
+      writer.uint32(24).int32(message.readyReplicas);
+    }
+    if (message.availableReplicas !== 0) {
+      writer.uint32(32).int32(message.availableReplicas);
+    }
+    if (message.observedGeneration !== 0) {
+      writer.uint32(40).int64(message.observedGeneration);
+    }
+    for (const v of message.conditions) {
+      ReplicaSetCondition.encode(v!, writer.uint32(50).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ReplicaSetStatus {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseReplicaSetStatus();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.replicas = reader.int32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.fullyLabeledReplicas = reader.int32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.readyReplicas = reader.int32();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.availableReplicas = reader.int32();
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.observedGeneration = longToNumber(reader.int64());
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.conditions.push(ReplicaSetCondition.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<ReplicaSetStatus>, I>>(base?: I): ReplicaSetStatus {
+    return ReplicaSetStatus.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ReplicaSetStatus>, I>>(object: I): ReplicaSetStatus {
+    const message = createBaseReplicaSetStatus();
+    message.replicas = object.replicas ?? 0;
+    message.fullyLabeledReplicas = object.fullyLabeledReplicas ?? 0;
+    message.readyReplicas = object.readyReplicas ?? 0;
+    message.availableReplicas = object.availableReplicas ?? 0;
+    message.observedGeneration = object.observedGeneration ?? 0;
+    message.conditions = object.conditions?.map((e) => ReplicaSetCondition.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseReplicaSet(): ReplicaSet {
+  return { apiVersion: "", kind: "", metadata: undefined, spec: undefined, status: undefined };
+}
+
+export const ReplicaSet: MessageFns<ReplicaSet> = {
+  encode(message: ReplicaSet, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.apiVersion !== "") {
+      writer.uint32(10).string(message.apiVersion);
+    }
+    if (message.kind !== "") {
+      writer.uint32(18).string(message.kind);
+    }
+    if (message.metadata !== undefined) {
+      ObjectMeta.encode(message.metadata, writer.uint32(26).fork()).join();
+    }
+    if (message.spec !== undefined) {
+      ReplicaSetSpec.encode(message.spec, writer.uint32(34).fork()).join();
+    }
+    if (message.status !== undefined) {
+      ReplicaSetStatus.encode(message.status, writer.uint32(42).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ReplicaSet {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseReplicaSet();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.apiVersion = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.kind = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.metadata = ObjectMeta.decode(reader, reader.uint32());
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.spec = ReplicaSetSpec.decode(reader, reader.uint32());
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.status = ReplicaSetStatus.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<ReplicaSet>, I>>(base?: I): ReplicaSet {
+    return ReplicaSet.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ReplicaSet>, I>>(object: I): ReplicaSet {
+    const message = createBaseReplicaSet();
+    message.apiVersion = object.apiVersion ?? "";
+    message.kind = object.kind ?? "";
+    message.metadata = (object.metadata !== undefined && object.metadata !== null)
+      ? ObjectMeta.fromPartial(object.metadata)
+      : undefined;
+    message.spec = (object.spec !== undefined && object.spec !== null)
+      ? ReplicaSetSpec.fromPartial(object.spec)
+      : undefined;
+    message.status = (object.status !== undefined && object.status !== null)
+      ? ReplicaSetStatus.fromPartial(object.status)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseRollingUpdateDeployment(): RollingUpdateDeployment {
+  return { maxUnavailable: undefined, maxSurge: undefined };
+}
+
+export const RollingUpdateDeployment: MessageFns<RollingUpdateDeployment> = {
+  encode(message: RollingUpdateDeployment, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.maxUnavailable !== undefined) {
+      IntOrString.encode(message.maxUnavailable, writer.uint32(10).fork()).join();
+    }
+    if (message.maxSurge !== undefined) {
+      IntOrString.encode(message.maxSurge, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RollingUpdateDeployment {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRollingUpdateDeployment();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.maxUnavailable = IntOrString.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.maxSurge = IntOrString.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<RollingUpdateDeployment>, I>>(base?: I): RollingUpdateDeployment {
+    return RollingUpdateDeployment.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RollingUpdateDeployment>, I>>(object: I): RollingUpdateDeployment {
+    const message = createBaseRollingUpdateDeployment();
+    message.maxUnavailable = (object.maxUnavailable !== undefined && object.maxUnavailable !== null)
+      ? IntOrString.fromPartial(object.maxUnavailable)
+      : undefined;
+    message.maxSurge = (object.maxSurge !== undefined && object.maxSurge !== null)
+      ? IntOrString.fromPartial(object.maxSurge)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseDeploymentStrategy(): DeploymentStrategy {
+  return { type: "", rollingUpdate: undefined };
+}
+
+export const DeploymentStrategy: MessageFns<DeploymentStrategy> = {
+  encode(message: DeploymentStrategy, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.type !== "") {
+      writer.uint32(10).string(message.type);
+    }
+    if (message.rollingUpdate !== undefined) {
+      RollingUpdateDeployment.encode(message.rollingUpdate, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DeploymentStrategy {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDeploymentStrategy();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.type = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.rollingUpdate = RollingUpdateDeployment.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<DeploymentStrategy>, I>>(base?: I): DeploymentStrategy {
+    return DeploymentStrategy.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<DeploymentStrategy>, I>>(object: I): DeploymentStrategy {
+    const message = createBaseDeploymentStrategy();
+    message.type = object.type ?? "";
+    message.rollingUpdate = (object.rollingUpdate !== undefined && object.rollingUpdate !== null)
+      ? RollingUpdateDeployment.fromPartial(object.rollingUpdate)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseDeploymentSpec(): DeploymentSpec {
+  return {
+    replicas: undefined,
+    selector: undefined,
+    template: undefined,
+    strategy: undefined,
+    minReadySeconds: 0,
+    revisionHistoryLimit: undefined,
+    paused: false,
+    progressDeadlineSeconds: undefined,
+  };
+}
+
+export const DeploymentSpec: MessageFns<DeploymentSpec> = {
+  encode(message: DeploymentSpec, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.replicas !== undefined) {
+      writer.uint32(8).int32(message.replicas);
+    }
+    if (message.selector !== undefined) {
+      LabelSelector.encode(message.selector, writer.uint32(18).fork()).join();
+    }
+    if (message.template !== undefined) {
+      PodTemplateSpec.encode(message.template, writer.uint32(26).fork()).join();
+    }
+    if (message.strategy !== undefined) {
+      DeploymentStrategy.encode(message.strategy, writer.uint32(34).fork()).join();
+    }
+    if (message.minReadySeconds !== 0) {
+      writer.uint32(40).int32(message.minReadySeconds);
+    }
+    if (message.revisionHistoryLimit !== undefined) {
+      writer.uint32(48).int32(message.revisionHistoryLimit);
+    }
+    if (message.paused !== false) {
+      writer.uint32(56).bool(message.paused);
+    }
+    if (message.progressDeadlineSeconds !== undefined) {
+      writer.uint32(64).int32(message.progressDeadlineSeconds);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DeploymentSpec {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDeploymentSpec();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.replicas = reader.int32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.selector = LabelSelector.decode(reader, reader.uint32());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.template = PodTemplateSpec.decode(reader, reader.uint32());
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.strategy = DeploymentStrategy.decode(reader, reader.uint32());
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.minReadySeconds = reader.int32();
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.revisionHistoryLimit = reader.int32();
+            continue;
+          }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.paused = reader.bool();
+            continue;
+          }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.progressDeadlineSeconds = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<DeploymentSpec>, I>>(base?: I): DeploymentSpec {
+    return DeploymentSpec.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<DeploymentSpec>, I>>(object: I): DeploymentSpec {
+    const message = createBaseDeploymentSpec();
+    message.replicas = object.replicas ?? undefined;
+    message.selector = (object.selector !== undefined && object.selector !== null)
+      ? LabelSelector.fromPartial(object.selector)
+      : undefined;
+    message.template = (object.template !== undefined && object.template !== null)
+      ? PodTemplateSpec.fromPartial(object.template)
+      : undefined;
+    message.strategy = (object.strategy !== undefined && object.strategy !== null)
+      ? DeploymentStrategy.fromPartial(object.strategy)
+      : undefined;
+    message.minReadySeconds = object.minReadySeconds ?? 0;
+    message.revisionHistoryLimit = object.revisionHistoryLimit ?? undefined;
+    message.paused = object.paused ?? false;
+    message.progressDeadlineSeconds = object.progressDeadlineSeconds ?? undefined;
+    return message;
+  },
+};
+
+function createBaseDeploymentCondition(): DeploymentCondition {
+  return { type: "", status: "", lastUpdateTime: "", lastTransitionTime: "", reason: "", message: "" };
+}
+
+export const DeploymentCondition: MessageFns<DeploymentCondition> = {
+  encode(message: DeploymentCondition, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.type !== "") {
+      writer.uint32(10).string(message.type);
+    }
+    if (message.status !== "") {
+      writer.uint32(18).string(message.status);
+    }
+    if (message.lastUpdateTime !== "") {
+      writer.uint32(26).string(message.lastUpdateTime);
+    }
+    if (message.lastTransitionTime !== "") {
+      writer.uint32(34).string(message.lastTransitionTime);
+    }
+    if (message.reason !== "") {
+      writer.uint32(42).string(message.reason);
+    }
+    if (message.message !== "") {
+      writer.uint32(50).string(message.message);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DeploymentCondition {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDeploymentCondition();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.type = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.status = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.lastUpdateTime = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.lastTransitionTime = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.reason = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.message = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<DeploymentCondition>, I>>(base?: I): DeploymentCondition {
+    return DeploymentCondition.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<DeploymentCondition>, I>>(object: I): DeploymentCondition {
+    const message = createBaseDeploymentCondition();
+    message.type = object.type ?? "";
+    message.status = object.status ?? "";
+    message.lastUpdateTime = object.lastUpdateTime ?? "";
+    message.lastTransitionTime = object.lastTransitionTime ?? "";
+    message.reason = object.reason ?? "";
+    message.message = object.message ?? "";
+    return message;
+  },
+};
+
+function createBaseDeploymentStatus(): DeploymentStatus {
+  return {
+    observedGeneration: 0,
+    replicas: 0,
+    updatedReplicas: 0,
+    readyReplicas: 0,
+    availableReplicas: 0,
+    unavailableReplicas: 0,
+    conditions: [],
+    collisionCount: undefined,
+  };
+}
+
+export const DeploymentStatus: MessageFns<DeploymentStatus> = {
+  encode(message: DeploymentStatus, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.observedGeneration !== 0) {
+      writer.uint32(8).int64(message.observedGeneration);
+    }
+    if (message.replicas !== 0) {
+      writer.uint32(16).int32(message.replicas);
+    }
+    if (message.updatedReplicas !== 0) {
+      writer.uint32(24).int32(message.updatedReplicas);
+    }
+    if (message.readyReplicas !== 0) {
+      writer.uint32(32).int32(message.readyReplicas);
+    }
+    if (message.availableReplicas !== 0) {
+      writer.uint32(40).int32(message.availableReplicas);
+    }
+    if (message.unavailableReplicas !== 0) {
+      writer.uint32(48).int32(message.unavailableReplicas);
+    }
+    for (const v of message.conditions) {
+      DeploymentCondition.encode(v!, writer.uint32(58).fork()).join();
+    }
+    if (message.collisionCount !== undefined) {
+      writer.uint32(64).int32(message.collisionCount);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DeploymentStatus {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDeploymentStatus();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.observedGeneration = longToNumber(reader.int64());
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.replicas = reader.int32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.updatedReplicas = reader.int32();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.readyReplicas = reader.int32();
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.availableReplicas = reader.int32();
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.unavailableReplicas = reader.int32();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.conditions.push(DeploymentCondition.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.collisionCount = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<DeploymentStatus>, I>>(base?: I): DeploymentStatus {
+    return DeploymentStatus.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<DeploymentStatus>, I>>(object: I): DeploymentStatus {
+    const message = createBaseDeploymentStatus();
+    message.observedGeneration = object.observedGeneration ?? 0;
+    message.replicas = object.replicas ?? 0;
+    message.updatedReplicas = object.updatedReplicas ?? 0;
+    message.readyReplicas = object.readyReplicas ?? 0;
+    message.availableReplicas = object.availableReplicas ?? 0;
+    message.unavailableReplicas = object.unavailableReplicas ?? 0;
+    message.conditions = object.conditions?.map((e) => DeploymentCondition.fromPartial(e)) || [];
+    message.collisionCount = object.collisionCount ?? undefined;
+    return message;
+  },
+};
+
+function createBaseDeployment(): Deployment {
+  return { apiVersion: "", kind: "", metadata: undefined, spec: undefined, status: undefined };
+}
+
+export const Deployment: MessageFns<Deployment> = {
+  encode(message: Deployment, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.apiVersion !== "") {
+      writer.uint32(10).string(message.apiVersion);
+    }
+    if (message.kind !== "") {
+      writer.uint32(18).string(message.kind);
+    }
+    if (message.metadata !== undefined) {
+      ObjectMeta.encode(message.metadata, writer.uint32(26).fork()).join();
+    }
+    if (message.spec !== undefined) {
+      DeploymentSpec.encode(message.spec, writer.uint32(34).fork()).join();
+    }
+    if (message.status !== undefined) {
+      DeploymentStatus.encode(message.status, writer.uint32(42).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Deployment {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDeployment();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.apiVersion = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.kind = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.metadata = ObjectMeta.decode(reader, reader.uint32());
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.spec = DeploymentSpec.decode(reader, reader.uint32());
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.status = DeploymentStatus.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<Deployment>, I>>(base?: I): Deployment {
+    return Deployment.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Deployment>, I>>(object: I): Deployment {
+    const message = createBaseDeployment();
+    message.apiVersion = object.apiVersion ?? "";
+    message.kind = object.kind ?? "";
+    message.metadata = (object.metadata !== undefined && object.metadata !== null)
+      ? ObjectMeta.fromPartial(object.metadata)
+      : undefined;
+    message.spec = (object.spec !== undefined && object.spec !== null)
+      ? DeploymentSpec.fromPartial(object.spec)
+      : undefined;
+    message.status = (object.status !== undefined && object.status !== null)
+      ? DeploymentStatus.fromPartial(object.status)
       : undefined;
     return message;
   },

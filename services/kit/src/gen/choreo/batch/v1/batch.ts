@@ -7,10 +7,10 @@
 
 /* eslint-disable */
 import { BinaryReader, BinaryWriter } from "@bufbuild/protobuf/wire";
-import { PodTemplateSpec } from "../../core/v1/core.js";
+import { ObjectReference, PodTemplateSpec } from "../../core/v1/core.js";
 import { LabelSelector, ObjectMeta } from "../../meta/v1/meta.js";
 
-/** batch/v1 kinds: Job (pods that run to completion). */
+/** batch/v1 kinds: Job (pods that run to completion) and CronJob (Jobs on a schedule). */
 
 export interface PodFailurePolicyOnExitCodesRequirement {
   containerName?:
@@ -155,6 +155,51 @@ export interface Job {
   metadata?: ObjectMeta | undefined;
   spec?: JobSpec | undefined;
   status?: JobStatus | undefined;
+}
+
+export interface JobTemplateSpec {
+  metadata?: ObjectMeta | undefined;
+  spec?: JobSpec | undefined;
+}
+
+export interface CronJobSpec {
+  /** Cron format (five fields, or @hourly, @daily, …). */
+  schedule: string;
+  /** An IANA time zone name; the controller's local zone when unset. */
+  timeZone?:
+    | string
+    | undefined;
+  /** Seconds after a missed schedule time within which the Job may still start. */
+  startingDeadlineSeconds?:
+    | number
+    | undefined;
+  /** Allow (default), Forbid or Replace. */
+  concurrencyPolicy: string;
+  suspend?: boolean | undefined;
+  jobTemplate?:
+    | JobTemplateSpec
+    | undefined;
+  /** Defaults to 3. */
+  successfulJobsHistoryLimit?:
+    | number
+    | undefined;
+  /** Defaults to 1. */
+  failedJobsHistoryLimit?: number | undefined;
+}
+
+export interface CronJobStatus {
+  active: ObjectReference[];
+  lastScheduleTime: string;
+  lastSuccessfulTime: string;
+}
+
+/** CronJob runs a Job on a schedule. */
+export interface CronJob {
+  apiVersion: string;
+  kind: string;
+  metadata?: ObjectMeta | undefined;
+  spec?: CronJobSpec | undefined;
+  status?: CronJobStatus | undefined;
 }
 
 function createBasePodFailurePolicyOnExitCodesRequirement(): PodFailurePolicyOnExitCodesRequirement {
@@ -1314,6 +1359,413 @@ export const Job: MessageFns<Job> = {
     message.spec = (object.spec !== undefined && object.spec !== null) ? JobSpec.fromPartial(object.spec) : undefined;
     message.status = (object.status !== undefined && object.status !== null)
       ? JobStatus.fromPartial(object.status)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseJobTemplateSpec(): JobTemplateSpec {
+  return { metadata: undefined, spec: undefined };
+}
+
+export const JobTemplateSpec: MessageFns<JobTemplateSpec> = {
+  encode(message: JobTemplateSpec, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.metadata !== undefined) {
+      ObjectMeta.encode(message.metadata, writer.uint32(10).fork()).join();
+    }
+    if (message.spec !== undefined) {
+      JobSpec.encode(message.spec, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): JobTemplateSpec {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseJobTemplateSpec();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.metadata = ObjectMeta.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.spec = JobSpec.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<JobTemplateSpec>, I>>(base?: I): JobTemplateSpec {
+    return JobTemplateSpec.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<JobTemplateSpec>, I>>(object: I): JobTemplateSpec {
+    const message = createBaseJobTemplateSpec();
+    message.metadata = (object.metadata !== undefined && object.metadata !== null)
+      ? ObjectMeta.fromPartial(object.metadata)
+      : undefined;
+    message.spec = (object.spec !== undefined && object.spec !== null) ? JobSpec.fromPartial(object.spec) : undefined;
+    return message;
+  },
+};
+
+function createBaseCronJobSpec(): CronJobSpec {
+  return {
+    schedule: "",
+    timeZone: undefined,
+    startingDeadlineSeconds: undefined,
+    concurrencyPolicy: "",
+    suspend: undefined,
+    jobTemplate: undefined,
+    successfulJobsHistoryLimit: undefined,
+    failedJobsHistoryLimit: undefined,
+  };
+}
+
+export const CronJobSpec: MessageFns<CronJobSpec> = {
+  encode(message: CronJobSpec, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.schedule !== "") {
+      writer.uint32(10).string(message.schedule);
+    }
+    if (message.timeZone !== undefined) {
+      writer.uint32(18).string(message.timeZone);
+    }
+    if (message.startingDeadlineSeconds !== undefined) {
+      writer.uint32(24).int64(message.startingDeadlineSeconds);
+    }
+    if (message.concurrencyPolicy !== "") {
+      writer.uint32(34).string(message.concurrencyPolicy);
+    }
+    if (message.suspend !== undefined) {
+      writer.uint32(40).bool(message.suspend);
+    }
+    if (message.jobTemplate !== undefined) {
+      JobTemplateSpec.encode(message.jobTemplate, writer.uint32(50).fork()).join();
+    }
+    if (message.successfulJobsHistoryLimit !== undefined) {
+      writer.uint32(56).int32(message.successfulJobsHistoryLimit);
+    }
+    if (message.failedJobsHistoryLimit !== undefined) {
+      writer.uint32(64).int32(message.failedJobsHistoryLimit);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CronJobSpec {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCronJobSpec();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.schedule = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.timeZone = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.startingDeadlineSeconds = longToNumber(reader.int64());
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.concurrencyPolicy = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.suspend = reader.bool();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.jobTemplate = JobTemplateSpec.decode(reader, reader.uint32());
+            continue;
+          }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.successfulJobsHistoryLimit = reader.int32();
+            continue;
+          }
+          case 8: {
+            if (tag !== 64) {
+              break;
+            }
+
+            message.failedJobsHistoryLimit = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<CronJobSpec>, I>>(base?: I): CronJobSpec {
+    return CronJobSpec.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CronJobSpec>, I>>(object: I): CronJobSpec {
+    const message = createBaseCronJobSpec();
+    message.schedule = object.schedule ?? "";
+    message.timeZone = object.timeZone ?? undefined;
+    message.startingDeadlineSeconds = object.startingDeadlineSeconds ?? undefined;
+    message.concurrencyPolicy = object.concurrencyPolicy ?? "";
+    message.suspend = object.suspend ?? undefined;
+    message.jobTemplate = (object.jobTemplate !== undefined && object.jobTemplate !== null)
+      ? JobTemplateSpec.fromPartial(object.jobTemplate)
+      : undefined;
+    message.successfulJobsHistoryLimit = object.successfulJobsHistoryLimit ?? undefined;
+    message.failedJobsHistoryLimit = object.failedJobsHistoryLimit ?? undefined;
+    return message;
+  },
+};
+
+function createBaseCronJobStatus(): CronJobStatus {
+  return { active: [], lastScheduleTime: "", lastSuccessfulTime: "" };
+}
+
+export const CronJobStatus: MessageFns<CronJobStatus> = {
+  encode(message: CronJobStatus, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.active) {
+      ObjectReference.encode(v!, writer.uint32(10).fork()).join();
+    }
+    if (message.lastScheduleTime !== "") {
+      writer.uint32(18).string(message.lastScheduleTime);
+    }
+    if (message.lastSuccessfulTime !== "") {
+      writer.uint32(26).string(message.lastSuccessfulTime);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CronJobStatus {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCronJobStatus();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.active.push(ObjectReference.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.lastScheduleTime = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.lastSuccessfulTime = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<CronJobStatus>, I>>(base?: I): CronJobStatus {
+    return CronJobStatus.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CronJobStatus>, I>>(object: I): CronJobStatus {
+    const message = createBaseCronJobStatus();
+    message.active = object.active?.map((e) => ObjectReference.fromPartial(e)) || [];
+    message.lastScheduleTime = object.lastScheduleTime ?? "";
+    message.lastSuccessfulTime = object.lastSuccessfulTime ?? "";
+    return message;
+  },
+};
+
+function createBaseCronJob(): CronJob {
+  return { apiVersion: "", kind: "", metadata: undefined, spec: undefined, status: undefined };
+}
+
+export const CronJob: MessageFns<CronJob> = {
+  encode(message: CronJob, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.apiVersion !== "") {
+      writer.uint32(10).string(message.apiVersion);
+    }
+    if (message.kind !== "") {
+      writer.uint32(18).string(message.kind);
+    }
+    if (message.metadata !== undefined) {
+      ObjectMeta.encode(message.metadata, writer.uint32(26).fork()).join();
+    }
+    if (message.spec !== undefined) {
+      CronJobSpec.encode(message.spec, writer.uint32(34).fork()).join();
+    }
+    if (message.status !== undefined) {
+      CronJobStatus.encode(message.status, writer.uint32(42).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CronJob {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCronJob();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.apiVersion = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.kind = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.metadata = ObjectMeta.decode(reader, reader.uint32());
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.spec = CronJobSpec.decode(reader, reader.uint32());
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.status = CronJobStatus.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<CronJob>, I>>(base?: I): CronJob {
+    return CronJob.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CronJob>, I>>(object: I): CronJob {
+    const message = createBaseCronJob();
+    message.apiVersion = object.apiVersion ?? "";
+    message.kind = object.kind ?? "";
+    message.metadata = (object.metadata !== undefined && object.metadata !== null)
+      ? ObjectMeta.fromPartial(object.metadata)
+      : undefined;
+    message.spec = (object.spec !== undefined && object.spec !== null)
+      ? CronJobSpec.fromPartial(object.spec)
+      : undefined;
+    message.status = (object.status !== undefined && object.status !== null)
+      ? CronJobStatus.fromPartial(object.status)
       : undefined;
     return message;
   },

@@ -1373,6 +1373,36 @@ export interface ConfigMap_BinaryDataEntry {
   value: Uint8Array;
 }
 
+/**
+ * Secret holds sensitive data. Like ConfigMap it has no spec or status. The
+ * api encrypts data at rest: what Redis and the event stream carry is the
+ * sealed form (see the api's secrets strategy), never these values.
+ */
+export interface Secret {
+  apiVersion: string;
+  kind: string;
+  metadata?: ObjectMeta | undefined;
+  immutable?:
+    | boolean
+    | undefined;
+  /** base64 in JSON, as Kubernetes' []byte. */
+  data: { [key: string]: Uint8Array };
+  /** Write-only convenience: merged into data on write, never returned. */
+  stringData: { [key: string]: string };
+  /** Opaque (the default), kubernetes.io/tls, kubernetes.io/dockerconfigjson, … */
+  type: string;
+}
+
+export interface Secret_DataEntry {
+  key: string;
+  value: Uint8Array;
+}
+
+export interface Secret_StringDataEntry {
+  key: string;
+  value: string;
+}
+
 function createBaseIntOrString(): IntOrString {
   return { value: undefined };
 }
@@ -15007,6 +15037,291 @@ export const ConfigMap_BinaryDataEntry: MessageFns<ConfigMap_BinaryDataEntry> = 
     const message = createBaseConfigMap_BinaryDataEntry();
     message.key = object.key ?? "";
     message.value = object.value ?? new Uint8Array(0);
+    return message;
+  },
+};
+
+function createBaseSecret(): Secret {
+  return { apiVersion: "", kind: "", metadata: undefined, immutable: undefined, data: {}, stringData: {}, type: "" };
+}
+
+export const Secret: MessageFns<Secret> = {
+  encode(message: Secret, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.apiVersion !== "") {
+      writer.uint32(10).string(message.apiVersion);
+    }
+    if (message.kind !== "") {
+      writer.uint32(18).string(message.kind);
+    }
+    if (message.metadata !== undefined) {
+      ObjectMeta.encode(message.metadata, writer.uint32(26).fork()).join();
+    }
+    if (message.immutable !== undefined) {
+      writer.uint32(32).bool(message.immutable);
+    }
+    globalThis.Object.entries(message.data).forEach(([key, value]: [string, Uint8Array]) => {
+      Secret_DataEntry.encode({ key: key as any, value }, writer.uint32(42).fork()).join();
+    });
+    globalThis.Object.entries(message.stringData).forEach(([key, value]: [string, string]) => {
+      Secret_StringDataEntry.encode({ key: key as any, value }, writer.uint32(50).fork()).join();
+    });
+    if (message.type !== "") {
+      writer.uint32(58).string(message.type);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Secret {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSecret();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.apiVersion = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.kind = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.metadata = ObjectMeta.decode(reader, reader.uint32());
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.immutable = reader.bool();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            const entry5 = Secret_DataEntry.decode(reader, reader.uint32());
+            if (entry5.value !== undefined) {
+              message.data[entry5.key] = entry5.value;
+            }
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            const entry6 = Secret_StringDataEntry.decode(reader, reader.uint32());
+            if (entry6.value !== undefined) {
+              message.stringData[entry6.key] = entry6.value;
+            }
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.type = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<Secret>, I>>(base?: I): Secret {
+    return Secret.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Secret>, I>>(object: I): Secret {
+    const message = createBaseSecret();
+    message.apiVersion = object.apiVersion ?? "";
+    message.kind = object.kind ?? "";
+    message.metadata = (object.metadata !== undefined && object.metadata !== null)
+      ? ObjectMeta.fromPartial(object.metadata)
+      : undefined;
+    message.immutable = object.immutable ?? undefined;
+    message.data = (globalThis.Object.entries(object.data ?? {}) as [string, Uint8Array][]).reduce(
+      (acc: { [key: string]: Uint8Array }, [key, value]: [string, Uint8Array]) => {
+        if (value !== undefined) {
+          acc[key] = value;
+        }
+        return acc;
+      },
+      {},
+    );
+    message.stringData = (globalThis.Object.entries(object.stringData ?? {}) as [string, string][]).reduce(
+      (acc: { [key: string]: string }, [key, value]: [string, string]) => {
+        if (value !== undefined) {
+          acc[key] = globalThis.String(value);
+        }
+        return acc;
+      },
+      {},
+    );
+    message.type = object.type ?? "";
+    return message;
+  },
+};
+
+function createBaseSecret_DataEntry(): Secret_DataEntry {
+  return { key: "", value: new Uint8Array(0) };
+}
+
+export const Secret_DataEntry: MessageFns<Secret_DataEntry> = {
+  encode(message: Secret_DataEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.value.length !== 0) {
+      writer.uint32(18).bytes(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Secret_DataEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSecret_DataEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.value = reader.bytes();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<Secret_DataEntry>, I>>(base?: I): Secret_DataEntry {
+    return Secret_DataEntry.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Secret_DataEntry>, I>>(object: I): Secret_DataEntry {
+    const message = createBaseSecret_DataEntry();
+    message.key = object.key ?? "";
+    message.value = object.value ?? new Uint8Array(0);
+    return message;
+  },
+};
+
+function createBaseSecret_StringDataEntry(): Secret_StringDataEntry {
+  return { key: "", value: "" };
+}
+
+export const Secret_StringDataEntry: MessageFns<Secret_StringDataEntry> = {
+  encode(message: Secret_StringDataEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.value !== "") {
+      writer.uint32(18).string(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Secret_StringDataEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSecret_StringDataEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.value = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<Secret_StringDataEntry>, I>>(base?: I): Secret_StringDataEntry {
+    return Secret_StringDataEntry.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Secret_StringDataEntry>, I>>(object: I): Secret_StringDataEntry {
+    const message = createBaseSecret_StringDataEntry();
+    message.key = object.key ?? "";
+    message.value = object.value ?? "";
     return message;
   },
 };
