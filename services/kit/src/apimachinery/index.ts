@@ -21,3 +21,5 @@ export { validateDns1123Subdomain, validateDns1123Label, validateDns1035Label, v
 export { applyMergePatch, applyJsonPatch, applyStrategicMergePatch, kubeStrategicSchema, PatchError } from "./patch.js";
 export type { JsonValue, JsonPatchOperation, StrategicSchema } from "./patch.js";
 export { humanDuration, ageOf, nowRfc3339 } from "./duration.js";
+export { parseCronSchedule, timeZoneError, localZone, wallClock, zonedDate, zoneOffset, CronParseError } from "./cron.js";
+export type { CronSchedule, Wall } from "./cron.js";
