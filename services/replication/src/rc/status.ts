@@ -1,20 +1,48 @@
-// An RC's status from its pods (pure).
-import type { Pod, ReplicationController, ReplicationControllerCondition, ReplicationControllerStatus } from "@choreo/kit/gen/choreo/core/v1/core";
+// A replicated set's status from its pods (pure): ReplicationController and
+// ReplicaSet have the same status shape.
+import type { Pod, PodTemplateSpec } from "@choreo/kit/gen/choreo/core/v1/core";
+import type { ObjectMeta } from "@choreo/kit/gen/choreo/meta/v1/meta";
 import { selectorFromSet } from "@choreo/kit/apimachinery";
 import { isAvailable, isReady } from "../pod-template.js";
 
+/** A condition of an RC or RS (ReplicaFailure). */
+export interface SetCondition {
+  type: string;
+  status: string;
+  lastTransitionTime: string;
+  reason: string;
+  message: string;
+}
+
+/** The status of an RC or RS. */
+export interface SetStatus {
+  replicas: number;
+  fullyLabeledReplicas: number;
+  readyReplicas: number;
+  availableReplicas: number;
+  observedGeneration: number;
+  conditions: SetCondition[];
+}
+
+/** What the status is computed from: an RC or RS. */
+export interface Replicated {
+  metadata?: ObjectMeta | undefined;
+  spec?: { minReadySeconds: number; template?: PodTemplateSpec | undefined } | undefined;
+  status?: SetStatus | undefined;
+}
+
 /** What the status says; `failure` is a create/delete error of the last sync (→ ReplicaFailure). */
 export function computeStatus(
-  rc: ReplicationController,
+  rc: Replicated,
   active: readonly Pod[],
   nowMs: number,
   failure?: { reason: string; message: string },
   now = new Date(nowMs).toISOString().replace(/\.\d{3}Z$/, "Z"),
-): ReplicationControllerStatus {
+): SetStatus {
   const templateLabels = selectorFromSet(rc.spec?.template?.metadata?.labels ?? {});
   const minReady = rc.spec?.minReadySeconds ?? 0;
   const prev = rc.status?.conditions ?? [];
-  let conditions: ReplicationControllerCondition[] = prev.filter((c) => c.type !== "ReplicaFailure");
+  let conditions: SetCondition[] = prev.filter((c) => c.type !== "ReplicaFailure");
   if (failure) {
     const old = prev.find((c) => c.type === "ReplicaFailure");
     conditions = [
@@ -33,7 +61,7 @@ export function computeStatus(
 }
 
 /** Whether two statuses say the same thing (so no write is needed). */
-export function sameStatus(a: ReplicationControllerStatus | undefined, b: ReplicationControllerStatus): boolean {
+export function sameStatus(a: SetStatus | undefined, b: SetStatus): boolean {
   if (!a) return false;
   return (
     a.replicas === b.replicas &&
@@ -46,7 +74,7 @@ export function sameStatus(a: ReplicationControllerStatus | undefined, b: Replic
 }
 
 /** Milliseconds until the next pod becomes available by minReadySeconds (undefined: none pending). */
-export function nextAvailableInMs(rc: ReplicationController, active: readonly Pod[], nowMs: number): number | undefined {
+export function nextAvailableInMs(rc: Replicated, active: readonly Pod[], nowMs: number): number | undefined {
   const minReady = rc.spec?.minReadySeconds ?? 0;
   if (minReady <= 0) return undefined;
   let next: number | undefined;
