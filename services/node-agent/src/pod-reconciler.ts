@@ -8,6 +8,8 @@ import type { Logger } from "@choreo/kit/log";
 import { START_HOOKS, STOP_HOOKS, runHooks } from "./hooks/index.js";
 import { buildPodStatus, isTerminal, reportsRunning, sameStatus } from "./pod-status.js";
 import { planRestarts, type RestartBackoff } from "./restart-policy.js";
+import { advanceContainers } from "./init-runner.js";
+import { notStarted } from "./init-containers.js";
 import type { Prober } from "./probes/prober.js";
 import type { PodRuntimeStatus, Runtime, RuntimePod } from "./runtime/runtime.js";
 
@@ -41,12 +43,16 @@ export function podReconciler(d: PodReconcilerDeps): Reconcile {
     await runHooks(STOP_HOOKS, { pod, node: d.node, runtime: d.runtime, log: d.log, gracePeriodSeconds });
   };
 
+  /** Pods this agent process started or offered for adoption (a runtime may hold others from before an agent restart). */
+  const seen = new Set<string>();
+
   return async (key): Promise<Result> => {
     const pod = d.pods.get(key);
     const held = d.runtime.listPods().find((p) => keyOf(p) === key);
     if (!pod || pod.spec?.nodeName !== d.node) {
       // Gone from the api (or force-deleted): nothing may keep running.
       if (held) await stop(stubPod(held), 0);
+      if (held) seen.delete(held.uid);
       return done();
     }
     const meta = pod.metadata!;
@@ -59,16 +65,22 @@ export function podReconciler(d: PodReconcilerDeps): Reconcile {
     }
 
     let rt = d.runtime.podStatus(meta.uid);
-    if (!rt && reportsRunning(pod)) {
-      rt = await d.runtime.adoptPod(pod);
-      if (rt) d.log.info({ pod: key }, "pod adopted");
+    // The first look since the agent started: a pod the runtime still holds (an initializing one too) is adopted with its spec.
+    if (!seen.has(meta.uid) && (rt || reportsRunning(pod))) {
+      const adopted = await d.runtime.adoptPod(pod);
+      if (adopted) d.log.info({ pod: key }, "pod adopted");
+      rt = adopted ?? rt;
     }
+    seen.add(meta.uid);
     if (!rt) {
       const ctx = await runHooks(START_HOOKS, { pod, node: d.node, runtime: d.runtime, log: d.log });
       rt = ctx.status ?? (d.runtime.podStatus(meta.uid) as PodRuntimeStatus);
       d.log.debug({ pod: key, podIp: rt.podIp }, "pod started");
-      for (const c of pod.spec?.containers ?? []) d.events?.emit(podRef(pod), "Normal", "Started", `Started container ${c.name}`);
+      for (const c of rt.containerStatuses.filter((cs) => !notStarted(cs))) d.events?.emit(podRef(pod), "Normal", "Started", `Started container ${c.name}`);
     }
+    // Init containers one at a time, then the app containers (a no-op for a pod already running).
+    const init = await advanceContainers(d, pod, rt);
+    rt = init.rt;
 
     const policy = pod.spec?.restartPolicy || "Always";
     let plan = planRestarts(policy, rt.containerStatuses, Date.now(), d.backoff);
@@ -80,6 +92,8 @@ export function podReconciler(d: PodReconcilerDeps): Reconcile {
       plan = planRestarts(policy, rt.containerStatuses, Date.now(), d.backoff);
     }
 
+    for (const c of init.backingOff) plan.backingOff.add(c);
+    if (init.recheckMs !== undefined) plan.recheckMs = Math.min(plan.recheckMs ?? Infinity, init.recheckMs);
     for (const c of plan.backingOff) d.events?.emit(podRef(pod), "Warning", "BackOff", `Back-off restarting failed container ${c} in pod ${meta.name}`);
     // The kubelet's Failed event for a container its runtime refuses to create as configured (a volume path the safe walk refused), once per new message.
     for (const cs of rt.containerStatuses) {
@@ -110,6 +124,7 @@ export function podReconciler(d: PodReconcilerDeps): Reconcile {
     if (d.runtime.podStatus(meta.uid))
       for (const c of pod.spec?.containers ?? []) d.events?.emit(podRef(pod), "Normal", "Killing", `Stopping container ${c.name}`);
     await stop(pod, meta.deletionGracePeriodSeconds ?? pod.spec?.terminationGracePeriodSeconds ?? 30);
+    seen.delete(meta.uid);
     try {
       await d.client.delete("pods", meta.namespace, meta.name, { gracePeriodSeconds: 0, preconditions: { uid: meta.uid, resourceVersion: "" } });
       d.log.debug({ pod: keyOf(meta) }, "pod deletion confirmed");

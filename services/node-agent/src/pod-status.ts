@@ -1,6 +1,7 @@
 import { PodStatus, type ContainerStatus, type Pod, type PodCondition } from "@choreo/kit/gen/choreo/core/v1/core";
 import type { PodRuntimeStatus } from "./runtime/runtime.js";
 import { shouldRestart } from "./restart-policy.js";
+import { incomplete, initialized, initStatusView, nextInitStep } from "./init-containers.js";
 
 /** Inputs of {@link buildPodStatus} besides the pod and its runtime status. */
 export interface StatusInputs {
@@ -11,8 +12,13 @@ export interface StatusInputs {
   backingOff?: ReadonlySet<string>;
 }
 
-/** The pod's phase from its containers and restart policy. */
-export function podPhase(policy: string, statuses: readonly ContainerStatus[]): string {
+/**
+ * The pod's phase from its containers and restart policy: Pending while its
+ * init containers have not all completed (Failed when one failed under
+ * restartPolicy Never), then from its app containers.
+ */
+export function podPhase(policy: string, statuses: readonly ContainerStatus[], inits: readonly ContainerStatus[] = []): string {
+  if (!initialized(inits, statuses)) return nextInitStep(policy, inits, statuses).kind === "failed" ? "Failed" : "Pending";
   if (statuses.length === 0) return "Pending";
   const terminated = statuses.filter((c) => c.state?.terminated);
   const running = statuses.some((c) => c.state?.running);
@@ -50,18 +56,20 @@ export function buildPodStatus(pod: Pod, rt: PodRuntimeStatus, inputs: StatusInp
   const old = pod.status;
   const policy = pod.spec?.restartPolicy || "Always";
   const containerStatuses = rt.containerStatuses.map((cs) => withBackoff(pod, cs, inputs.backingOff));
-  const phase = podPhase(policy, containerStatuses);
+  const initContainerStatuses = (rt.initContainerStatuses ?? []).map((cs) => initStatusView(withBackoff(pod, cs, inputs.backingOff)));
+  const phase = podPhase(policy, containerStatuses, rt.initContainerStatuses);
+  const notInitialized = initialized(rt.initContainerStatuses ?? [], rt.containerStatuses) ? [] : incomplete(rt.initContainerStatuses ?? []);
   const terminal = phase === "Succeeded" || phase === "Failed";
   const ready = phase === "Running" && containerStatuses.length > 0 && containerStatuses.every((c) => c.ready);
   const notReady = terminal ? "PodCompleted" : "ContainersNotReady";
-  const cond = (type: string, ok: boolean, reason = ""): PodCondition => {
+  const cond = (type: string, ok: boolean, reason = "", message = ""): PodCondition => {
     const status = ok ? "True" : "False";
     const prev = old?.conditions.find((c) => c.type === type);
     const lastTransitionTime = prev && prev.status === status && prev.lastTransitionTime ? prev.lastTransitionTime : inputs.now;
-    return { type, status, lastProbeTime: "", lastTransitionTime, reason: ok ? "" : reason, message: "" };
+    return { type, status, lastProbeTime: "", lastTransitionTime, reason: ok ? "" : reason, message: ok ? "" : message };
   };
   const conditions = [
-    cond("Initialized", true),
+    cond("Initialized", notInitialized.length === 0, "ContainersNotInitialized", `containers with incomplete status: [${notInitialized.join(" ")}]`),
     cond("Ready", ready, notReady),
     cond("ContainersReady", ready, notReady),
     cond("PodScheduled", true),
@@ -77,7 +85,7 @@ export function buildPodStatus(pod: Pod, rt: PodRuntimeStatus, inputs: StatusInp
     podIp: rt.podIp,
     podIps: rt.podIp ? [{ ip: rt.podIp }] : [],
     startTime: old?.startTime || rt.startedAt,
-    initContainerStatuses: [],
+    initContainerStatuses,
     containerStatuses,
     qosClass: old?.qosClass ?? "",
     hostIps: inputs.hostIp ? [{ ip: inputs.hostIp }] : [],

@@ -11,6 +11,7 @@ import {
   type RuntimeListener,
   type RuntimePod,
 } from "./runtime.js";
+import { POD_INITIALIZING } from "../init-containers.js";
 
 /**
  * Pod annotations the hollow runtime obeys, so that tests running the agent
@@ -24,6 +25,8 @@ export const HOLLOW_ANNOTATIONS = {
   exitCode: "hollow.choreo.dev/exit-code",
   /** "false": containers start unready. */
   ready: "hollow.choreo.dev/ready",
+  /** The exit code of every init container run (default 0: each completes `startDelayMs` after it starts). */
+  initExitCode: "hollow.choreo.dev/init-exit-code",
 } as const;
 
 /** Options of {@link HollowRuntime}. */
@@ -36,10 +39,13 @@ export interface HollowRuntimeOptions {
   startDelayMs?: number;
 }
 
-type State = "waiting" | "running" | "terminated";
+/** "pending": not started yet, its turn after the init containers before it (waiting PodInitializing). */
+type State = "pending" | "waiting" | "running" | "terminated";
 
 interface HollowContainer {
   name: string;
+  /** An init container: it completes (exits `initExitCode`) `startDelayMs` after it starts. */
+  init: boolean;
   /** What the container "printed": one line per start and exit (hollow pods run no process). */
   log: string[];
   image: string;
@@ -64,6 +70,7 @@ interface HollowPod {
   failing: boolean;
   exitAfterMs: number | undefined;
   exitCode: number;
+  initExitCode: number;
 }
 
 /**
@@ -103,16 +110,22 @@ export class HollowRuntime implements Runtime {
       ip: hostNetwork ? (this.opts.hostIp ?? "") : this.ips.allocate(),
       ownsIp: !hostNetwork,
       startedAt: nowRfc3339(),
-      containers: (pod.spec?.containers ?? []).map((c) => newContainer(c.name, c.image)),
+      containers: [
+        ...(pod.spec?.initContainers ?? []).map((c) => newContainer(c.name, c.image, true)),
+        ...(pod.spec?.containers ?? []).map((c) => newContainer(c.name, c.image)),
+      ],
       ready: annotations[HOLLOW_ANNOTATIONS.ready] !== "false",
       failing: false,
       exitAfterMs: exitAfter !== undefined && Number.isFinite(Number(exitAfter)) ? Number(exitAfter) : undefined,
       exitCode: Number(annotations[HOLLOW_ANNOTATIONS.exitCode] ?? 0) || 0,
+      initExitCode: Number(annotations[HOLLOW_ANNOTATIONS.initExitCode] ?? 0) || 0,
     };
+    // With init containers nothing starts here: the agent starts them in turn (startContainer).
+    if (hp.containers.some((c) => c.init)) for (const c of hp.containers) c.state = "pending";
     this.pods.set(uid, hp);
     await new Promise((r) => setTimeout(r, this.startDelayMs));
     if (this.pods.get(uid) !== hp) throw new Error(`pod ${uid} was stopped while starting`);
-    for (const c of hp.containers) this.run(hp, c);
+    for (const c of hp.containers) if (c.state !== "pending") this.run(hp, c);
     return this.statusOf(hp);
   }
 
@@ -131,6 +144,12 @@ export class HollowRuntime implements Runtime {
     c.last = terminatedState(uid, c);
     c.restartCount++;
     this.run(hp, c);
+  }
+
+  async startContainer(uid: string, container: string): Promise<void> {
+    const hp = this.pods.get(uid);
+    const c = hp?.containers.find((x) => x.name === container);
+    if (hp && c?.state === "pending") this.run(hp, c);
   }
 
   async killContainer(uid: string, container: string, _gracePeriodSeconds: number): Promise<void> {
@@ -190,7 +209,16 @@ export class HollowRuntime implements Runtime {
       failing: false,
       exitAfterMs: exitAfter !== undefined && Number.isFinite(Number(exitAfter)) ? Number(exitAfter) : undefined,
       exitCode: Number(annotations[HOLLOW_ANNOTATIONS.exitCode] ?? 0) || 0,
+      initExitCode: Number(annotations[HOLLOW_ANNOTATIONS.initExitCode] ?? 0) || 0,
     };
+    // A Running pod is initialized: its init containers completed and never run again.
+    for (const spec of pod.spec?.initContainers ?? []) {
+      const cs = st.initContainerStatuses.find((x) => x.name === spec.name);
+      const c = newContainer(spec.name, spec.image, true);
+      const term = cs?.state?.terminated;
+      Object.assign(c, { state: "terminated", restartCount: cs?.restartCount ?? 0, startedAt: term?.startedAt ?? "", finishedAt: term?.finishedAt ?? "" });
+      hp.containers.push(c);
+    }
     for (const spec of pod.spec?.containers ?? []) {
       const cs = st.containerStatuses.find((x) => x.name === spec.name);
       const c = newContainer(spec.name, spec.image);
@@ -278,9 +306,12 @@ export class HollowRuntime implements Runtime {
   }
 
   private run(hp: HollowPod, c: HollowContainer): void {
-    Object.assign(c, { state: "running", startedAt: nowRfc3339(), finishedAt: "", exitCode: 0, ready: hp.ready });
+    Object.assign(c, { state: "running", startedAt: nowRfc3339(), finishedAt: "", exitCode: 0, ready: hp.ready && !c.init });
     c.log.push(`${nowRfc3339Nano()} hollow container ${c.name} started (run ${c.restartCount})`);
-    if (hp.failing) {
+    if (c.init && !hp.failing) {
+      c.timer = setTimeout(() => this.exitOnItsOwn(hp, c, hp.initExitCode), this.startDelayMs);
+      c.timer.unref();
+    } else if (hp.failing) {
       c.timer = setTimeout(() => this.exitOnItsOwn(hp, c, 1), this.startDelayMs);
       c.timer.unref();
     } else {
@@ -312,7 +343,15 @@ export class HollowRuntime implements Runtime {
   }
 
   private statusOf(hp: HollowPod): PodRuntimeStatus {
-    return { uid: hp.ref.uid, podIp: hp.ip, startedAt: hp.startedAt, containerStatuses: hp.containers.map((c) => containerStatus(hp.ref.uid, c)) };
+    const status: PodRuntimeStatus = {
+      uid: hp.ref.uid,
+      podIp: hp.ip,
+      startedAt: hp.startedAt,
+      containerStatuses: hp.containers.filter((c) => !c.init).map((c) => containerStatus(hp.ref.uid, c)),
+    };
+    const inits = hp.containers.filter((c) => c.init);
+    if (inits.length > 0) status.initContainerStatuses = inits.map((c) => containerStatus(hp.ref.uid, c));
+    return status;
   }
 }
 
@@ -321,9 +360,10 @@ function nowRfc3339Nano(): string {
   return new Date().toISOString().replace(/\.(\d{3})Z$/, ".$1000000Z");
 }
 
-function newContainer(name: string, image: string): HollowContainer {
+function newContainer(name: string, image: string, init = false): HollowContainer {
   return {
     name,
+    init,
     image,
     log: [],
     state: "waiting",
@@ -359,7 +399,7 @@ function containerStatus(uid: string, c: HollowContainer): ContainerStatus {
       ? { running: { startedAt: c.startedAt } }
       : c.state === "terminated"
         ? { terminated: terminatedState(uid, c) }
-        : { waiting: { reason: "ContainerCreating", message: "" } };
+        : { waiting: { reason: c.state === "pending" ? POD_INITIALIZING : "ContainerCreating", message: "" } };
   return {
     name: c.name,
     state,
@@ -371,7 +411,7 @@ function containerStatus(uid: string, c: HollowContainer): ContainerStatus {
     allocatedResources: {},
     volumeMounts: [],
     allocatedResourcesStatus: [],
-    containerId: c.state === "waiting" ? "" : containerId(uid, c),
+    containerId: c.state === "waiting" || c.state === "pending" ? "" : containerId(uid, c),
     started: c.state === "running",
   };
 }

@@ -11,6 +11,8 @@ export interface PodRuntimeStatus {
   /** RFC 3339; when the pod's sandbox came up. */
   startedAt: string;
   containerStatuses: ContainerStatus[];
+  /** The pod's init containers in spec order (none: the pod has none); one not started yet waits with reason PodInitializing. */
+  initContainerStatuses?: ContainerStatus[] | undefined;
 }
 
 /** A pod the runtime holds, with enough identity to find its api object. */
@@ -87,8 +89,15 @@ export interface Runtime {
    * their labels or state files, so that `adoptPod` can take them over).
    */
   init(): Promise<void>;
-  /** Starts the pod's sandbox and containers; idempotent for a uid it already runs. */
+  /**
+   * Starts the pod's sandbox and containers; idempotent for a uid it already
+   * runs. A pod with init containers gets only its sandbox: every container
+   * waits (PodInitializing) until the agent starts it with `startContainer`,
+   * the init containers one at a time, then the app containers.
+   */
   startPod(pod: Pod): Promise<PodRuntimeStatus>;
+  /** Starts a container of a held pod that has not run yet (waiting PodInitializing); a no-op for one that ran or is starting. */
+  startContainer(uid: string, container: string): Promise<void>;
   /** Stops the pod, giving its containers up to `gracePeriodSeconds` (SIGTERM, then SIGKILL); then frees everything it held. Unknown uids are fine. */
   stopPod(pod: RuntimePod, gracePeriodSeconds: number): Promise<void>;
   /** Starts a terminated container again (restartCount + 1; the run before becomes lastState and the `previous` log). */

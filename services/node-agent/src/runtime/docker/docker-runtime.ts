@@ -25,6 +25,7 @@ import { refreshInstance } from "./refresh.js";
 import { podDirOf, preparePodDir, removePodDir, runSandbox, type SandboxDeps } from "./sandbox.js";
 import { removePod } from "./teardown.js";
 import { isRunning } from "./status.js";
+import { POD_INITIALIZING } from "../../init-containers.js";
 
 /** Options of {@link DockerRuntime}. */
 export interface DockerRuntimeOptions {
@@ -109,7 +110,8 @@ export class DockerRuntime implements Runtime {
     try {
       const p = await this.startSandbox(ref, pod);
       this.pods.set(ref.uid, p);
-      await Promise.all([...p.containers.values()].map((c) => this.launcher.launch(p, c)));
+      // A pod with init containers starts none here: the agent starts them in turn (startContainer).
+      await Promise.all([...p.containers.values()].filter((c) => c.waiting?.reason !== POD_INITIALIZING).map((c) => this.launcher.launch(p, c)));
       const status = podStatusOf(p);
       p.lastSeen = JSON.stringify(status);
       return status;
@@ -125,7 +127,12 @@ export class DockerRuntime implements Runtime {
     await preparePodDir(pod, podDir, { nameserver: this.opts.dnsServer, clusterDomain: this.opts.clusterDomain });
     const sandbox = await runSandbox(this.sandboxDeps(), ref, pod, podDir);
     const containers = new Map<string, ContainerRecord>();
-    for (const c of pod.spec?.containers ?? []) containers.set(c.name, newContainerRecord(c.name, c.image, c));
+    const inits = pod.spec?.initContainers ?? [];
+    for (const c of [...inits, ...(pod.spec?.containers ?? [])]) {
+      const rec = newContainerRecord(c.name, c.image, c);
+      if (inits.length > 0) rec.waiting = { reason: POD_INITIALIZING, message: "" };
+      containers.set(c.name, rec);
+    }
     return {
       ref,
       pod,
@@ -205,6 +212,13 @@ export class DockerRuntime implements Runtime {
     await this.launcher.launch(p, c);
   }
 
+  async startContainer(uid: string, container: string): Promise<void> {
+    const { p, c } = this.mustGet(uid, container);
+    if (!c.spec || c.current || c.waiting?.reason !== POD_INITIALIZING) return;
+    c.waiting = { reason: "ContainerCreating", message: "" };
+    await this.launcher.launch(p, c);
+  }
+
   async killContainer(uid: string, container: string, gracePeriodSeconds: number): Promise<void> {
     const { p, c } = this.mustGet(uid, container);
     if (!c.current || !isRunning(c.current)) return;
@@ -220,14 +234,17 @@ export class DockerRuntime implements Runtime {
     p.pod = pod;
     p.ref = { uid: meta.uid, namespace: meta.namespace, name: meta.name };
     const missing: ContainerRecord[] = [];
-    for (const spec of pod.spec?.containers ?? []) {
+    const inits = pod.spec?.initContainers ?? [];
+    for (const spec of [...inits, ...(pod.spec?.containers ?? [])]) {
       let c = p.containers.get(spec.name);
       if (!c) p.containers.set(spec.name, (c = newContainerRecord(spec.name, spec.image, spec)));
       c.spec = spec;
       if (!c.current) missing.push(c);
     }
-    // A container that never got an instance (its image was missing when the agent went) is started now.
-    await Promise.all(missing.map((c) => this.launcher.launch(p, c)));
+    // A container that never got an instance (its image was missing when the agent went) is started now;
+    // with init containers the agent starts it when its turn comes (startContainer), never before.
+    if (inits.length > 0) for (const c of missing) c.waiting = { reason: POD_INITIALIZING, message: "" };
+    else await Promise.all(missing.map((c) => this.launcher.launch(p, c)));
     const status = podStatusOf(p);
     p.lastSeen = JSON.stringify(status);
     return status;

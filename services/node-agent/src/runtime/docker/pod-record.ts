@@ -46,14 +46,18 @@ export function newContainerRecord(name: string, image: string, spec: Container 
   };
 }
 
-/** The pod's runtime status; containers in spec order when the spec is known. */
+/** The pod's runtime status; containers (and init containers) in spec order when the spec is known. */
 export function podStatusOf(p: PodRecord): PodRuntimeStatus {
   const order = p.pod?.spec?.containers.map((c) => c.name) ?? [...p.containers.keys()];
-  const containerStatuses = order.flatMap((name) => {
-    const c = p.containers.get(name);
-    return c ? [containerStatus(c)] : [];
-  });
-  return { uid: p.ref.uid, podIp: p.podIp, startedAt: p.startedAt, containerStatuses };
+  const statuses = (names: readonly string[]) =>
+    names.flatMap((name) => {
+      const c = p.containers.get(name);
+      return c ? [containerStatus(c)] : [];
+    });
+  const inits = p.pod?.spec?.initContainers.map((c) => c.name) ?? [];
+  const status: PodRuntimeStatus = { uid: p.ref.uid, podIp: p.podIp, startedAt: p.startedAt, containerStatuses: statuses(order) };
+  if (inits.length > 0) status.initContainerStatuses = statuses(inits);
+  return status;
 }
 
 /** The container record and slot an instance id belongs to. */

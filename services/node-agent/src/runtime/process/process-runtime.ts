@@ -28,6 +28,7 @@ import { alive, childrenOf, confined, signal, sleep } from "./proc.js";
 import { createSandbox, destroySandbox, prepareNetnsDir, sandboxAlive, type SandboxEnv } from "./sandbox.js";
 import { podPaths, readPodRecords, readRunExit, readRunPid, runPaths, writePodRecord, type PodRecord } from "./state.js";
 import { containerStatus, terminated, unknownExit, type HeldContainer } from "./status.js";
+import { POD_INITIALIZING } from "../../init-containers.js";
 
 /** Options of {@link ProcessRuntime}. */
 export interface ProcessRuntimeOptions {
@@ -132,7 +133,8 @@ export class ProcessRuntime implements Runtime {
       const facts = { podIp: ip, hostIp: this.sandboxEnv.hostIp, nodeName: this.o.node };
       const build = { node: this.o.node, stateDir: this.o.stateDir, imagesDir: this.o.imagesDir ?? DEFAULT_IMAGES_DIR, cgroups: this.cgroups };
       const podDir = podPaths(this.o.stateDir, uid).dir;
-      for (const c of pod.spec?.containers ?? []) {
+      const inits = pod.spec?.initContainers ?? [];
+      for (const c of [...inits, ...(pod.spec?.containers ?? [])]) {
         // subPaths and hostPaths are bound from agent-private targets, bound afresh before each run (runContainer).
         const walked = walkedMounts(pod, c, podDir);
         const volumes = volumeBinds(pod, c, podDir);
@@ -156,7 +158,10 @@ export class ProcessRuntime implements Runtime {
           exit: undefined,
           watcher: undefined,
         };
-        await this.runContainer(hp, hc, 0);
+        if (inits.includes(c)) hc.rec.init = true;
+        // A pod with init containers starts none here: the agent starts them in turn (startContainer).
+        if (inits.length > 0) pendingRun(hc);
+        else await this.runContainer(hp, hc, 0);
         hp.containers.set(c.name, hc);
         rec.containers.push(hc.rec);
       }
@@ -264,6 +269,17 @@ export class ProcessRuntime implements Runtime {
     (hp.inflight ??= new Set()).add(work);
   }
 
+  async startContainer(uid: string, container: string): Promise<void> {
+    const hp = this.pods.get(uid);
+    const hc = hp?.containers.get(container);
+    if (!hp || !hc?.rec.pending || hp.stopping) return;
+    hc.rec.pending = undefined;
+    hc.waiting = undefined;
+    await this.runContainer(hp, hc, 0);
+    writePodRecord(this.o.stateDir, hp.rec);
+    if (!hc.waiting) this.watch(hp, hc);
+  }
+
   async killContainer(uid: string, container: string, gracePeriodSeconds: number): Promise<void> {
     const hp = this.pods.get(uid);
     const hc = hp?.containers.get(container);
@@ -356,7 +372,11 @@ export class ProcessRuntime implements Runtime {
     if (!rec.hostNetwork && rec.ip) this.o.network.reserve(rec.ip);
     for (const c of rec.containers) hp.containers.set(c.name, { rec: c, exit: undefined, watcher: undefined });
     this.pods.set(rec.uid, hp);
-    for (const hc of hp.containers.values()) if (!this.checkExit(hp, hc, false)) this.watch(hp, hc);
+    for (const hc of hp.containers.values()) {
+      if (hc.rec.pending)
+        pendingRun(hc); // its turn had not come when the agent went
+      else if (!this.checkExit(hp, hc, false)) this.watch(hp, hc);
+    }
   }
 
   private watch(hp: HeldPod, hc: HeldContainer): void {
@@ -461,11 +481,20 @@ export class ProcessRuntime implements Runtime {
   }
 
   private statusOf(hp: HeldPod): PodRuntimeStatus {
-    return {
+    const held = [...hp.containers.values()];
+    const status: PodRuntimeStatus = {
       uid: hp.rec.uid,
       podIp: hp.rec.ip,
       startedAt: hp.rec.startedAt,
-      containerStatuses: [...hp.containers.values()].map((hc) => containerStatus(hp.rec.uid, hc)),
+      containerStatuses: held.filter((hc) => !hc.rec.init).map((hc) => containerStatus(hp.rec.uid, hc)),
     };
+    if (held.some((hc) => hc.rec.init)) status.initContainerStatuses = held.filter((hc) => hc.rec.init).map((hc) => containerStatus(hp.rec.uid, hc));
+    return status;
   }
+}
+
+/** A container whose first run waits for the agent (its init containers first): waiting PodInitializing, never retried by `poll`. */
+function pendingRun(hc: HeldContainer): void {
+  hc.rec.pending = true;
+  hc.waiting = { state: { reason: POD_INITIALIZING, message: "" }, backoffMs: 0, retryAt: Infinity, retrying: false };
 }

@@ -26,6 +26,10 @@ export interface ContainerRecord {
   spec: StoredSpec;
   /** Its subPath and hostPath mounts, walked and bound again before every run (safe-binds.ts). */
   volumes?: WalkedMount[] | undefined;
+  /** An init container (reported in initContainerStatuses). */
+  init?: boolean | undefined;
+  /** Not started yet (waiting PodInitializing until the agent's startContainer). */
+  pending?: boolean | undefined;
   /** Its cgroup limits as decimal strings (bytes, millicores), for the cgroups of restarts. */
   limits: { memoryBytes?: string | undefined; cpuMilli?: string | undefined };
 }
