@@ -1,8 +1,8 @@
 import type { DaemonSet } from "@choreo/kit/gen/choreo/apps/v1/apps";
-import type { Job } from "@choreo/kit/gen/choreo/batch/v1/batch";
+import type { Job, JobSpec } from "@choreo/kit/gen/choreo/batch/v1/batch";
 import type { ReplicationController } from "@choreo/kit/gen/choreo/core/v1/core";
 import { selectorFromLabelSelector, SelectorParseError } from "@choreo/kit/apimachinery";
-import { emptyMeta, type LabelSelector } from "@choreo/kit";
+import { emptyMeta, fieldError, type LabelSelector } from "@choreo/kit";
 import type { Strategy } from "../generic/strategy.js";
 import { defaultPodSpec, validateTemplate } from "../pods/pod-spec.js";
 import { Errors } from "../shared/validation.js";
@@ -82,6 +82,16 @@ export const daemonSetStrategy: Strategy<DaemonSet> = {
   },
 };
 
+/** What a Job's spec and a CronJob's job template share: counts, the pod template (restartPolicy OnFailure or Never), the completion mode. */
+export function validateJobSpecFields(e: Errors, spec: JobSpec, path: string): void {
+  for (const k of ["parallelism", "completions", "backoffLimit", "activeDeadlineSeconds", "ttlSecondsAfterFinished"] as const)
+    e.nonNegative(`${path}.${k}`, spec[k]);
+  validateTemplate(e, spec.template, `${path}.template`, undefined, ["OnFailure", "Never"]);
+  if (spec.completionMode !== "") e.oneOf(`${path}.completionMode`, spec.completionMode, ["NonIndexed", "Indexed"]);
+  if (spec.completionMode === "Indexed" && spec.completions === undefined)
+    e.causes.push(fieldError(`${path}.completions`, "FieldValueRequired", "Required value: when completion mode is Indexed"));
+}
+
 /** Job: pods that run to completion; selector generated from the uid. */
 export const jobStrategy: Strategy<Job> = {
   prepareCreate(job) {
@@ -119,11 +129,8 @@ export const jobStrategy: Strategy<Job> = {
       e.required("spec", undefined);
       return e.causes;
     }
-    for (const k of ["parallelism", "completions", "backoffLimit", "activeDeadlineSeconds", "ttlSecondsAfterFinished"] as const)
-      e.nonNegative(`spec.${k}`, spec[k]);
     validateSelector(e, spec.selector, spec.template?.metadata?.labels ?? {}, "spec.selector");
-    validateTemplate(e, spec.template, "spec.template", undefined, ["OnFailure", "Never"]);
-    e.oneOf("spec.completionMode", spec.completionMode, ["NonIndexed", "Indexed"]);
+    validateJobSpecFields(e, spec, "spec");
     if (old?.spec && canonicalJson(spec.template) !== canonicalJson(old.spec.template)) e.invalid("spec.template", "", "field is immutable");
     return e.causes;
   },
