@@ -15,6 +15,8 @@ import { Registry } from "./registry.js";
 import { ClusterIpAllocator } from "./services/cluster-ip.js";
 import { NodePortAllocator } from "./services/node-port.js";
 import { serviceStrategy } from "./services/strategy.js";
+import { deploymentStrategy } from "./workloads/deployment.js";
+import { replicaSetStrategy } from "./workloads/replicaset.js";
 import { daemonSetStrategy, jobStrategy, replicationControllerStrategy } from "./workloads/strategy.js";
 
 export { Registry } from "./registry.js";
@@ -34,6 +36,8 @@ export function createRegistry(opts: { store: ObjectStorage; serviceCidr: string
     replicationController: replicationControllerStrategy as Strategy,
     daemonSet: daemonSetStrategy as Strategy,
     job: jobStrategy as Strategy,
+    replicaSet: replicaSetStrategy as Strategy,
+    deployment: deploymentStrategy as Strategy,
     namespace: namespaceStrategy as Strategy,
     node: nodeStrategy as Strategy,
     lease: leaseStrategy as Strategy,
