@@ -11,6 +11,7 @@ import { leaseStrategy } from "./leases/strategy.js";
 import { namespaceStrategy } from "./namespaces/strategy.js";
 import { nodeStrategy } from "./nodes/strategy.js";
 import { podStrategy } from "./pods/strategy.js";
+import { secretStrategy } from "./secrets/strategy.js";
 import { Registry } from "./registry.js";
 import { ClusterIpAllocator } from "./services/cluster-ip.js";
 import { NodePortAllocator } from "./services/node-port.js";
@@ -43,6 +44,7 @@ export function createRegistry(opts: { store: ObjectStorage; serviceCidr: string
     lease: leaseStrategy as Strategy,
     event: eventStrategy as Strategy,
     configMap: configMapStrategy as Strategy,
+    secret: secretStrategy as Strategy,
   };
   return new Registry(new GenericStore(opts.store, strategies, opts.log));
 }

@@ -5,6 +5,7 @@ import { configMapTable } from "./configmaps.js";
 import { rec } from "./json.js";
 import { nodeTable } from "./nodes.js";
 import { podTable } from "./pods.js";
+import { secretTable } from "./secrets.js";
 import { endpointsTable, serviceTable } from "./services.js";
 import type { KindTable } from "./types.js";
 import { daemonSetTable, jobTable, replicationControllerTable } from "./workloads.js";
@@ -32,6 +33,7 @@ const TABLES: Readonly<Record<string, KindTable>> = {
   Event: eventTable,
   Lease: leaseTable,
   ConfigMap: configMapTable,
+  Secret: secretTable,
 };
 
 /** The columns and cell function of a kind (NAME/AGE for kinds without their own). */

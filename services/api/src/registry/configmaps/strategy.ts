@@ -50,7 +50,8 @@ export const configMapStrategy: Strategy<ConfigMap> = {
   },
 };
 
-function sameBytes(a: Record<string, Uint8Array>, b: Record<string, Uint8Array>): boolean {
+/** Whether two byte maps hold the same keys and bytes. */
+export function sameBytes(a: Record<string, Uint8Array>, b: Record<string, Uint8Array>): boolean {
   const keys = Object.keys(a);
   if (keys.length !== Object.keys(b).length) return false;
   return keys.every((k) => {
