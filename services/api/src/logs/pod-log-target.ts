@@ -12,8 +12,8 @@ export interface PodLogTarget {
 /**
  * Resolves `GET pods/NAME/log` to a node and container the way the
  * kube-apiserver does: the pod must exist (404), the container defaults
- * when the pod has exactly one and must be one of the pod's (400), and the
- * pod must be bound (400).
+ * when the pod has exactly one and must be one of the pod's, init containers
+ * included (400), and the pod must be bound (400).
  */
 export async function resolvePodLogTarget(
   handlers: Pick<ApiHandlers, "get">,
@@ -22,11 +22,15 @@ export async function resolvePodLogTarget(
   const obj = await handlers.get({ resource: "pods", namespace: req.namespace, name: req.name });
   const pod = unwrap(obj) as Pod;
   const names = (pod.spec?.containers ?? []).map((c) => c.name);
+  const inits = (pod.spec?.initContainers ?? []).map((c) => c.name);
   let container = req.container ?? "";
   if (!container) {
-    if (names.length !== 1) throw badRequest(`a container name must be specified for pod ${req.name}, choose one of: [${names.join(" ")}]`);
+    if (names.length !== 1) {
+      const orInit = inits.length > 0 ? ` or one of the init containers: [${inits.join(" ")}]` : "";
+      throw badRequest(`a container name must be specified for pod ${req.name}, choose one of: [${names.join(" ")}]${orInit}`);
+    }
     container = names[0] ?? "";
-  } else if (!names.includes(container)) {
+  } else if (!names.includes(container) && !inits.includes(container)) {
     throw badRequest(`container ${container} is not valid for pod ${req.name}`);
   }
   const node = pod.spec?.nodeName ?? "";
