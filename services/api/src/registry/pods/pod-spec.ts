@@ -121,6 +121,12 @@ export function validatePodSpec(e: Errors, spec: PodSpec | undefined, path: stri
     }
   };
   spec.initContainers.forEach((c, i) => check(c, `${path}.initContainers[${i}]`));
+  // Kubernetes' validateInitContainers: one that is not a sidecar runs to completion before the app starts, so probes and hooks have nothing to act on.
+  spec.initContainers.forEach((c, i) => {
+    if (c.restartPolicy === "Always") return; // a sidecar: unenforced.ts refuses it
+    for (const k of ["lifecycle", "livenessProbe", "readinessProbe", "startupProbe"] as const)
+      if (c[k]) e.forbidden(`${path}.initContainers[${i}].${k}`, "may not be set for init containers without restartPolicy=Always");
+  });
   spec.containers.forEach((c, i) => check(c, `${path}.containers[${i}]`));
   e.oneOf(`${path}.restartPolicy`, spec.restartPolicy, RESTART_POLICIES);
   e.oneOf(`${path}.dnsPolicy`, spec.dnsPolicy, DNS_POLICIES);
