@@ -95,22 +95,6 @@ export const deploymentStrategy: Strategy<Deployment> = {
         e.invalid("spec.progressDeadlineSeconds", spec.progressDeadlineSeconds, "must be greater than minReadySeconds");
     }
     if (old?.spec) selectorImmutable(e, spec.selector, old.spec.selector, "spec.selector");
-    const st = d.status;
-    if (st) {
-      for (const k of [
-        "observedGeneration",
-        "replicas",
-        "updatedReplicas",
-        "readyReplicas",
-        "availableReplicas",
-        "unavailableReplicas",
-        "collisionCount",
-      ] as const)
-        e.nonNegative(`status.${k}`, st[k]);
-      for (const k of ["updatedReplicas", "readyReplicas", "availableReplicas"] as const)
-        if (st[k] > st.replicas) e.invalid(`status.${k}`, st[k], "cannot be greater than status.replicas");
-      if (st.availableReplicas > st.readyReplicas) e.invalid("status.availableReplicas", st.availableReplicas, "cannot be greater than readyReplicas");
-    }
     return e.causes;
   },
 };

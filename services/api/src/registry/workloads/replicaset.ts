@@ -72,14 +72,6 @@ export const replicaSetStrategy: Strategy<ReplicaSet> = {
     const selector = validateAppsSelector(e, spec.selector, "spec.selector", "deployment");
     validateAppsTemplate(e, spec.template, "spec.template", selector);
     if (old?.spec) selectorImmutable(e, spec.selector, old.spec.selector, "spec.selector");
-    const st = rs.status;
-    if (st) {
-      for (const k of ["replicas", "fullyLabeledReplicas", "readyReplicas", "availableReplicas", "observedGeneration"] as const)
-        e.nonNegative(`status.${k}`, st[k]);
-      for (const k of ["fullyLabeledReplicas", "readyReplicas", "availableReplicas"] as const)
-        if (st[k] > st.replicas) e.invalid(`status.${k}`, st[k], "cannot be greater than status.replicas");
-      if (st.availableReplicas > st.readyReplicas) e.invalid("status.availableReplicas", st.availableReplicas, "cannot be greater than readyReplicas");
-    }
     return e.causes;
   },
 };
