@@ -95,6 +95,31 @@ const SAMPLES: Record<string, Record<string, unknown>> = {
     spec: { selector: { matchLabels: { app: "agent" } }, template: { spec: { nodeSelector: { disk: "ssd" }, containers: [{ name: "a", image: "busybox" }] } } },
     status: { desiredNumberScheduled: 3, currentNumberScheduled: 3, numberReady: 2, updatedNumberScheduled: 3, numberAvailable: 2 },
   },
+  replicasets: {
+    apiVersion: "apps/v1",
+    kind: "ReplicaSet",
+    metadata: meta("web-5d4f"),
+    spec: { replicas: 3, selector: { matchLabels: { app: "web" } }, template: { spec: { containers: [{ name: "nginx", image: "nginx:1" }] } } },
+    status: { replicas: 3, readyReplicas: 2 },
+  },
+  deployments: {
+    apiVersion: "apps/v1",
+    kind: "Deployment",
+    metadata: meta("web"),
+    spec: {
+      replicas: 3,
+      selector: { matchLabels: { app: "web" } },
+      template: {
+        spec: {
+          containers: [
+            { name: "nginx", image: "nginx:1" },
+            { name: "log", image: "busybox" },
+          ],
+        },
+      },
+    },
+    status: { replicas: 3, updatedReplicas: 3, readyReplicas: 2, availableReplicas: 1 },
+  },
   jobs: {
     apiVersion: "batch/v1",
     kind: "Job",
@@ -351,6 +376,33 @@ describe("workload columns", () => {
       Images: "busybox",
       Selector: "app=agent",
     });
+  });
+  it("replica set: DESIRED CURRENT READY, desired 1 when unset", () => {
+    assert.deepEqual(cellsOf("replicasets", SAMPLES["replicasets"]), {
+      Name: "web-5d4f",
+      Desired: 3,
+      Current: 3,
+      Ready: 2,
+      Age: "60m",
+      Containers: "nginx",
+      Images: "nginx:1",
+      Selector: "app=web",
+    });
+    assert.equal(cellsOf("replicasets", { metadata: meta("r"), spec: {} })["Desired"], 1);
+  });
+  it("deployment: READY as ready/desired, UP-TO-DATE, AVAILABLE", () => {
+    assert.deepEqual(cellsOf("deployments", SAMPLES["deployments"]), {
+      Name: "web",
+      Ready: "2/3",
+      "Up-to-date": 3,
+      Available: 1,
+      Age: "60m",
+      Containers: "nginx,log",
+      Images: "nginx:1,busybox",
+      Selector: "app=web",
+    });
+    assert.equal(cellsOf("deployments", { metadata: meta("d"), spec: { replicas: 0 } })["Ready"], "0/0");
+    assert.equal(cellsOf("deployments", { metadata: meta("d"), spec: {} })["Ready"], "0/1");
   });
   it("job: complete, running, failed, suspended; completions and duration", () => {
     const done = cellsOf("jobs", SAMPLES["jobs"]);

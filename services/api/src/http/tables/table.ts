@@ -8,7 +8,7 @@ import { podTable } from "./pods.js";
 import { secretTable } from "./secrets.js";
 import { endpointsTable, serviceTable } from "./services.js";
 import type { KindTable } from "./types.js";
-import { daemonSetTable, jobTable, replicationControllerTable } from "./workloads.js";
+import { daemonSetTable, deploymentTable, jobTable, replicaSetTable, replicationControllerTable } from "./workloads.js";
 
 /** What toTable takes besides the kind and the objects. */
 export interface ToTableOptions {
@@ -28,6 +28,8 @@ const TABLES: Readonly<Record<string, KindTable>> = {
   Endpoints: endpointsTable,
   ReplicationController: replicationControllerTable,
   DaemonSet: daemonSetTable,
+  ReplicaSet: replicaSetTable,
+  Deployment: deploymentTable,
   Job: jobTable,
   Namespace: namespaceTable,
   Event: eventTable,

@@ -1,4 +1,4 @@
-// ReplicationController, DaemonSet and Job columns, after kubectl's printers.
+// ReplicationController, ReplicaSet, Deployment, DaemonSet and Job columns, after kubectl's printers.
 import { between, since } from "./age.js";
 import { formatLabelSelector, formatLabels, int, rec, recs, str, type Json } from "./json.js";
 import { AGE_COLUMN, NAME_COLUMN, col, wide, type KindTable } from "./types.js";
@@ -38,6 +38,69 @@ export const replicationControllerTable: KindTable = {
       since(meta["creationTimestamp"], now),
       ...templateContainers(rc),
       formatLabels(spec["selector"]),
+    ];
+  },
+};
+
+/** spec.replicas, Kubernetes' default of 1 when unset. */
+function desiredReplicas(spec: Json): number {
+  return spec["replicas"] === undefined ? 1 : int(spec["replicas"]);
+}
+
+export const replicaSetTable: KindTable = {
+  columns: [
+    NAME_COLUMN,
+    col("Desired", "Replicas is the number of desired pods. This is a pointer to distinguish between explicit zero and unspecified. Defaults to 1.", {
+      type: "integer",
+    }),
+    col("Current", "Replicas is the most recently observed number of non-terminating pods.", { type: "integer" }),
+    col("Ready", "The number of non-terminating pods targeted by this ReplicaSet with a Ready Condition.", { type: "integer" }),
+    AGE_COLUMN,
+    CONTAINERS,
+    IMAGES,
+    SELECTOR,
+  ],
+  cells(rs, now) {
+    const meta = rec(rs["metadata"]);
+    const spec = rec(rs["spec"]);
+    const status = rec(rs["status"]);
+    return [
+      str(meta["name"]),
+      desiredReplicas(spec),
+      int(status["replicas"]),
+      int(status["readyReplicas"]),
+      since(meta["creationTimestamp"], now),
+      ...templateContainers(rs),
+      formatLabelSelector(spec["selector"]),
+    ];
+  },
+};
+
+export const deploymentTable: KindTable = {
+  columns: [
+    NAME_COLUMN,
+    col("Ready", "Number of the pod with ready state"),
+    col("Up-to-date", "Total number of non-terminating pods targeted by this deployment that have the desired template spec.", { type: "integer" }),
+    col("Available", "Total number of available non-terminating pods (ready for at least minReadySeconds) targeted by this deployment.", {
+      type: "integer",
+    }),
+    AGE_COLUMN,
+    CONTAINERS,
+    IMAGES,
+    SELECTOR,
+  ],
+  cells(d, now) {
+    const meta = rec(d["metadata"]);
+    const spec = rec(d["spec"]);
+    const status = rec(d["status"]);
+    return [
+      str(meta["name"]),
+      `${int(status["readyReplicas"])}/${desiredReplicas(spec)}`,
+      int(status["updatedReplicas"]),
+      int(status["availableReplicas"]),
+      since(meta["creationTimestamp"], now),
+      ...templateContainers(d),
+      formatLabelSelector(spec["selector"]),
     ];
   },
 };
