@@ -198,7 +198,7 @@ describe("discovery", () => {
     assert.equal(apps.json["groupVersion"], "apps/v1");
     assert.deepEqual(
       (apps.json["resources"] as { name: string }[]).map((x) => x.name),
-      ["daemonsets", "daemonsets/status"],
+      ["daemonsets", "daemonsets/status", "replicasets", "replicasets/scale", "replicasets/status", "deployments", "deployments/scale", "deployments/status"],
     );
     const autoscaling = await t.call("GET", "/apis/autoscaling/v1");
     assert.equal(autoscaling.status, 200);

@@ -90,6 +90,8 @@ const REQUIRED: Record<string, string[]> = {
   "io.k8s.api.core.v1.EndpointPort": ["port"],
   "io.k8s.api.core.v1.EndpointAddress": ["ip"],
   "io.k8s.api.apps.v1.DaemonSetSpec": ["selector", "template"],
+  "io.k8s.api.apps.v1.ReplicaSetSpec": ["selector"],
+  "io.k8s.api.apps.v1.DeploymentSpec": ["selector", "template"],
   "io.k8s.api.batch.v1.JobSpec": ["template"],
   [`${META}.OwnerReference`]: ["apiVersion", "kind", "name", "uid"],
   [`${META}.LabelSelectorRequirement`]: ["key", "operator"],
@@ -109,6 +111,8 @@ const MERGE_KEYS: Record<string, string> = {
   "io.k8s.api.core.v1.NodeStatus.conditions": "type",
   "io.k8s.api.core.v1.ReplicationControllerStatus.conditions": "type",
   "io.k8s.api.apps.v1.DaemonSetStatus.conditions": "type",
+  "io.k8s.api.apps.v1.ReplicaSetStatus.conditions": "type",
+  "io.k8s.api.apps.v1.DeploymentStatus.conditions": "type",
   "io.k8s.api.batch.v1.JobStatus.conditions": "type",
 };
 
