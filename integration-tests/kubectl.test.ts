@@ -172,12 +172,21 @@ describe("kubectl against choreo", () => {
     assert.notEqual(frozen.code, 0);
     assert.match(frozen.stderr, /ConfigMap "frozen" is invalid: data: Forbidden: field is immutable when `immutable` is set/);
 
-    // Stored only: the node agent mounts no configMap volume until issue 12, so such a pod is refused (422), naming the field
-    // (docs/stored-only-fields.md).
-    writeFileSync(file, `${POD}  volumes:\n  - name: cfg\n    configMap:\n      name: game\n`.replace("name: nginx\nspec", "name: uses-cm\nspec"));
+    // Stored only: the node agent mounts no service account token until issue 14, so such a pod is refused (422), naming the field
+    // (docs/stored-only-fields.md); configMap volumes are mounted (integration-tests/config-consumption.test.ts).
+    writeFileSync(
+      file,
+      `${POD}  volumes:\n  - name: tok\n    projected:\n      sources:\n      - serviceAccountToken:\n          path: token\n`.replace(
+        "name: nginx\nspec",
+        "name: uses-token\nspec",
+      ),
+    );
     const pod = await k("apply", "-f", file);
     assert.notEqual(pod.code, 0);
-    assert.match(pod.stderr, /The Pod "uses-cm" is invalid: spec\.volumes\[0\]\.configMap: Forbidden: choreo stores this field but does not enforce it yet/);
+    assert.match(
+      pod.stderr,
+      /The Pod "uses-token" is invalid: spec\.volumes\[0\]\.projected\.sources\[0\]\.serviceAccountToken: Forbidden: choreo stores this field but does not enforce it yet/,
+    );
 
     const del = await k("delete", "cm", "game");
     assert.equal(del.code, 0, del.stderr);

@@ -18,6 +18,7 @@ import { agentProber } from "./probes/agent-prober.js";
 import type { Prober } from "./probes/prober.js";
 import { KUBELET_BACKOFF, type RestartBackoff } from "./restart-policy.js";
 import type { Runtime } from "./runtime/runtime.js";
+import { withConfigSources } from "./config-sources/config-runtime.js";
 
 /** Options of {@link NodeAgent}. */
 export interface NodeAgentOptions {
@@ -55,6 +56,10 @@ export interface NodeAgentOptions {
    * behind). By default pods keep running and a restarted agent adopts them.
    */
   stopPodsOnExit?: boolean;
+  /** A real node's state dir, where pods' configMap/secret/downwardAPI/projected volumes are written (none: hollow, nothing to mount). */
+  stateDir?: string;
+  /** Pods waiting for a ConfigMap or Secret are retried, and mounted config files refreshed, this often (default 10 s). */
+  configResyncMs?: number;
 }
 
 /**
@@ -76,8 +81,20 @@ export class NodeAgent implements Runnable {
   /** The Node as registered (after `start` got that far). */
   registered: Node | undefined;
   private readonly log: Logger;
+  private readonly opts: NodeAgentOptions;
 
-  constructor(private readonly opts: NodeAgentOptions) {
+  constructor(options: NodeAgentOptions) {
+    // ConfigMaps, Secrets and the downward API delivered around whichever runtime (config-sources/).
+    const runtime = withConfigSources(options.runtime, {
+      client: options.client,
+      pods: { get: (k) => this.informer.get(k) },
+      stateDir: options.stateDir,
+      allocatable: options.node,
+      events: options.events,
+      log: options.log.child({ node: options.node.name }),
+      resyncMs: options.configResyncMs,
+    });
+    const opts = (this.opts = { ...options, runtime });
     const node = opts.node.name;
     this.name = `node-agent-${node}`;
     this.nodeName = node;

@@ -63,6 +63,7 @@ export async function realNode(cfg: AgentConfig, runtimeName: "docker" | "proces
     log: d.log,
     registry: d.registry,
     runtime,
+    stateDir,
     node: {
       name: node,
       podCidr: cfg.podCidr,

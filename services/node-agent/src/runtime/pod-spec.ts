@@ -2,7 +2,7 @@
 // kubelet does: the downward API's fieldRefs, `$(VAR)` expansion, the
 // environment, the pod's hostname, and where volume mounts come from.
 import path from "node:path";
-import type { Container, Pod } from "@choreo/kit/gen/choreo/core/v1/core";
+import type { Container, Pod, Volume } from "@choreo/kit/gen/choreo/core/v1/core";
 
 /** What `valueFrom.fieldRef` can name that the pod object does not hold yet. */
 export interface PodFacts {
@@ -68,6 +68,20 @@ export function emptyDirPath(podDir: string, name: string): string {
   return path.join(podDir, "volumes", name);
 }
 
+/** Whether the agent writes the volume's files (config-sources/): configMap, secret, downwardAPI, projected; always mounted read-only. */
+export function isConfigVolume(v: Volume): boolean {
+  return Boolean(v.configMap || v.secret || v.downwardApi || v.projected);
+}
+
+/**
+ * Where the agent writes config volume `name` of the pod whose dir is
+ * `podDir` (`<stateDir>/pods/<uid>`): `<stateDir>/config-volumes/<uid>/<name>`,
+ * outside the pod dir, which the runtimes make and remove themselves.
+ */
+export function configVolumePath(podDir: string, name: string): string {
+  return path.join(path.dirname(path.dirname(podDir)), "config-volumes", path.basename(podDir), name);
+}
+
 /** One volume mount of a container: a node path onto a path in the container. */
 export interface VolumeBind {
   source: string;
@@ -87,9 +101,10 @@ export function volumeBinds(pod: Pod, c: Container, podDir: string): VolumeBind[
   const volumes = new Map((pod.spec?.volumes ?? []).map((v) => [v.name, v]));
   return c.volumeMounts.map((m) => {
     const v = volumes.get(m.name);
-    if (!v || (!v.hostPath && !v.emptyDir)) throw new Error(`container ${c.name} mounts unknown volume ${m.name}`);
-    const base = v.hostPath ? v.hostPath.path : emptyDirPath(podDir, v.name);
+    const config = v !== undefined && isConfigVolume(v);
+    if (!v || (!v.hostPath && !v.emptyDir && !config)) throw new Error(`container ${c.name} mounts unknown volume ${m.name}`);
+    const base = v.hostPath ? v.hostPath.path : config ? configVolumePath(podDir, v.name) : emptyDirPath(podDir, v.name);
     const source = m.subPath ? path.join(base, path.normalize(`/${m.subPath}`)) : base;
-    return { source, target: path.normalize(`/${m.mountPath}`), readOnly: m.readOnly };
+    return { source, target: path.normalize(`/${m.mountPath}`), readOnly: m.readOnly || config };
   });
 }

@@ -5,7 +5,8 @@
 // agent-private target instead of the path text.
 import path from "node:path";
 import type { Container, Pod } from "@choreo/kit/gen/choreo/core/v1/core";
-import { emptyDirPath, volumeBinds, type VolumeBind } from "./pod-spec.js";
+import fs from "node:fs";
+import { configVolumePath, emptyDirPath, isConfigVolume, volumeBinds, type VolumeBind } from "./pod-spec.js";
 import { bindOpened, mountsBelow, openBeneath, UnsafePathError, unmountBelow } from "./safe-path.js";
 
 /** A volume mount whose node path is walked safely before each start of its container. */
@@ -19,6 +20,8 @@ export interface WalkedMount {
   sub: string;
   hostPath: boolean;
   readOnly: boolean;
+  /** A config volume (configMap, secret…): the agent's atomic layout, whose own symlinks the subPath may follow (see {@link resolveInConfigVolume}). */
+  config?: boolean;
 }
 
 /**
@@ -43,8 +46,9 @@ export function walkedMounts(pod: Pod, c: Container, podDir: string): WalkedMoun
   for (const [index, m] of c.volumeMounts.entries()) {
     const v = volumes.get(m.name);
     if (!v || (!m.subPath && !v.hostPath)) continue;
-    const root = v.hostPath ? v.hostPath.path : emptyDirPath(podDir, v.name);
-    out.push({ volume: v.name, index, root, sub: m.subPath, hostPath: Boolean(v.hostPath), readOnly: m.readOnly });
+    const config = isConfigVolume(v);
+    const root = v.hostPath ? v.hostPath.path : config ? configVolumePath(podDir, v.name) : emptyDirPath(podDir, v.name);
+    out.push({ volume: v.name, index, root, sub: m.subPath, hostPath: Boolean(v.hostPath), readOnly: m.readOnly || config, ...(config ? { config } : {}) });
   }
   return out;
 }
@@ -74,7 +78,8 @@ export async function bindWalked(podDir: string, container: string, mounts: read
     for (const m of mounts) {
       let opened;
       try {
-        opened = openBeneath(m.root, m.sub, { checkRoot: m.hostPath, create: !m.hostPath });
+        const sub = m.config ? resolveInConfigVolume(m.root, m.sub) : m.sub;
+        opened = openBeneath(m.root, sub, { checkRoot: m.hostPath, create: !m.hostPath && !m.config });
       } catch (err) {
         if (!(err instanceof UnsafePathError)) throw err;
         const what = m.sub ? "subPath" : "hostPath";
@@ -88,6 +93,29 @@ export async function bindWalked(podDir: string, container: string, mounts: read
     throw err;
   }
   return isDir;
+}
+
+/**
+ * A subPath of a config volume as the path it names in the volume's current
+ * data dir: `key` is the agent's symlink `key -> ..data/key`, `..data` a
+ * symlink to `..<timestamp>`, so the kubelet evaluates symlinks first and
+ * requires the result to stay inside the volume. Only the agent writes
+ * there (containers mount it read-only), so the evaluation is not raced.
+ * The bind then holds that version: Kubernetes does not update subPath
+ * mounts of config volumes (a restarted container gets the current one).
+ */
+export function resolveInConfigVolume(root: string, sub: string): string {
+  let real: string;
+  let base: string;
+  try {
+    base = fs.realpathSync(root);
+    real = fs.realpathSync(path.join(root, sub));
+  } catch {
+    throw new UnsafePathError(`${path.join(root, sub)}: does not exist`);
+  }
+  const rel = path.relative(base, real);
+  if (rel === ".." || rel.startsWith("../") || path.isAbsolute(rel)) throw new UnsafePathError(`${path.join(root, sub)}: outside the volume`);
+  return rel;
 }
 
 /**

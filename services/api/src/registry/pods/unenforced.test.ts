@@ -25,10 +25,9 @@ describe("pod fields choreo stores but does not enforce", () => {
         "spec.topologySpreadConstraints[0].whenUnsatisfiable",
       ],
       [{ schedulingGates: [{ name: "wait" }] }, "spec.schedulingGates"],
-      [{ volumes: [{ name: "cfg", configMap: { name: "x" } }] }, "spec.volumes[0].configMap"],
       [
-        { containers: [{ ...c, env: [{ name: "A", valueFrom: { secretKeyRef: { name: "s", key: "k" } } }] }] },
-        "spec.containers[0].env[0].valueFrom.secretKeyRef",
+        { volumes: [{ name: "tok", projected: { sources: [{ configMap: { name: "x" } }, { serviceAccountToken: { path: "token" } }] } }] },
+        "spec.volumes[0].projected.sources[1].serviceAccountToken",
       ],
       [{ containers: [{ ...c, readinessProbe: { grpc: { port: 9000 } } }] }, "spec.containers[0].readinessProbe.grpc"],
     ];

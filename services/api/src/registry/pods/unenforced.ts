@@ -13,7 +13,7 @@ import type { Errors } from "../shared/validation.js";
  * Kubernetes fields choreo stores but does not act on, where silently
  * ignoring them would be unsafe: they ask for *less* privilege than choreo's
  * runtimes give, for a scheduling constraint the scheduler does not honour,
- * or for data (volumes, env) the node agent does not deliver. Each is refused
+ * or for data (volumes) the node agent does not deliver. Each is refused
  * with 422 Invalid naming the field; the list and the reasons are in
  * docs/stored-only-fields.md (keep both in step).
  */
@@ -36,14 +36,11 @@ export function refuseUnenforced(e: Errors, spec: PodSpec, path: string): void {
   if (spec.hostUsers === false) no("hostUsers");
   if (spec.resourceClaims.length) no("resourceClaims");
   spec.volumes.forEach((v, i) => {
-    for (const [name, set] of [
-      ["configMap", v.configMap],
-      ["secret", v.secret],
-      ["persistentVolumeClaim", v.persistentVolumeClaim],
-      ["downwardAPI", v.downwardApi],
-      ["projected", v.projected],
-    ] as const)
-      if (set) no(`volumes[${i}].${name}`);
+    if (v.persistentVolumeClaim) no(`volumes[${i}].persistentVolumeClaim`);
+    // configMap, secret, downwardAPI and projected volumes are written by the node agent; service account tokens wait for issue 14.
+    v.projected?.sources.forEach((s, j) => {
+      if (s.serviceAccountToken) no(`volumes[${i}].projected.sources[${j}].serviceAccountToken`);
+    });
   });
   spec.initContainers.forEach((c, i) => container(c, `initContainers[${i}]`, no));
   spec.containers.forEach((c, i) => container(c, `containers[${i}]`, no));
@@ -53,13 +50,6 @@ function container(c: Container, at: string, no: (field: string) => void): void 
   if (c.securityContext) containerSecurityContext(c.securityContext, (f) => no(`${at}.securityContext.${f}`));
   // A sidecar (restartPolicy: Always) never completes: run as an init container it would hold the pod forever.
   if (c.restartPolicy) no(`${at}.restartPolicy`);
-  if (c.envFrom.length) no(`${at}.envFrom`);
-  c.env.forEach((v, j) => {
-    const from = v.valueFrom;
-    if (from?.configMapKeyRef) no(`${at}.env[${j}].valueFrom.configMapKeyRef`);
-    if (from?.secretKeyRef) no(`${at}.env[${j}].valueFrom.secretKeyRef`);
-    if (from?.resourceFieldRef) no(`${at}.env[${j}].valueFrom.resourceFieldRef`);
-  });
   if (c.volumeDevices.length) no(`${at}.volumeDevices`);
   c.volumeMounts.forEach((m, j) => {
     if (m.subPathExpr) no(`${at}.volumeMounts[${j}].subPathExpr`);

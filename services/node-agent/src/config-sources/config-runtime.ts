@@ -1,0 +1,312 @@
+import fs from "node:fs";
+import path from "node:path";
+import { keyOf } from "@choreo/kit";
+import { nowRfc3339 } from "@choreo/kit/apimachinery";
+import type { ApiClient } from "@choreo/kit/client";
+import { objectRef, type EventRecorder } from "@choreo/kit/events";
+import { ContainerStatus, type Pod } from "@choreo/kit/gen/choreo/core/v1/core";
+import type { Logger } from "@choreo/kit/log";
+import { configVolumePath, isConfigVolume } from "../runtime/pod-spec.js";
+import type { PodRuntimeStatus, Runtime, RuntimeListener, RuntimePod } from "../runtime/runtime.js";
+import { apiLookup } from "./api-lookup.js";
+import { writeAtomic } from "./atomic-writer.js";
+import { ConfigError, needsResolution, resolvePod, volumePayload, type Allocatable, type Lookup, type Payload } from "./resolve.js";
+
+/** What {@link withConfigSources} needs. */
+export interface ConfigSourcesDeps {
+  client: ApiClient;
+  /** The agent's cache of its pods, by key (fresh labels for downwardAPI files). */
+  pods: { get(key: string): Pod | undefined };
+  /** A real node's state dir: volumes written to `<stateDir>/config-volumes/<uid>/<volume>`; none (hollow): resolved, not written. */
+  stateDir?: string | undefined;
+  allocatable: Allocatable;
+  events?: Pick<EventRecorder, "emit"> | undefined;
+  log: Logger;
+  /** Waiting pods are retried, and mounted files refreshed, this often (default 10 s). */
+  resyncMs?: number | undefined;
+  /** The lookup of a namespace (default: through the api client). */
+  lookup?: (namespace: string) => Lookup;
+}
+
+/** A pod that cannot start yet: what it waits for, as a runtime status the agent reports. */
+interface Waiting {
+  pod: Pod;
+  status: PodRuntimeStatus;
+  message: string;
+}
+
+/**
+ * The runtime `inner` with ConfigMaps, Secrets and the downward API
+ * delivered, as the kubelet does before it creates containers: `startPod`
+ * resolves the pod's references through the api, writes its config
+ * volumes (atomic-writer.ts) and starts the pod with literal env values in
+ * place of the references. Something missing and not optional: nothing
+ * starts; the pod is held as waiting (CreateContainerConfigError, or
+ * ContainerCreating with a FailedMount event for a volume), retried every
+ * `resyncMs` and started when it resolves (the agent hears of it through
+ * `onChange`). Started pods' config volumes are rewritten when their
+ * sources change (same period); they are removed when the pod goes.
+ * Every other call goes to `inner`.
+ */
+export function withConfigSources(inner: Runtime, d: ConfigSourcesDeps): Runtime {
+  const cs = new ConfigSources(inner, d);
+  const own: Partial<Record<keyof Runtime | "startContainer", unknown>> = {
+    init: () => cs.init(),
+    startPod: (pod: Pod) => cs.startPod(pod),
+    stopPod: (pod: RuntimePod, grace: number) => cs.stopPod(pod, grace),
+    adoptPod: (pod: Pod) => cs.adoptPod(pod),
+    podStatus: (uid: string) => cs.waiting.get(uid)?.status ?? inner.podStatus(uid),
+    listPods: () => cs.listPods(),
+    restartContainer: (uid: string, c: string) => (cs.waiting.has(uid) ? Promise.resolve() : inner.restartContainer(uid, c)),
+    startContainer: (uid: string, c: string) => cs.startContainer(uid, c),
+    onChange: (l: RuntimeListener) => {
+      cs.listeners.push(l);
+      inner.onChange(l);
+    },
+    close: () => cs.close(),
+  };
+  return new Proxy(inner, {
+    get(target, prop) {
+      if (typeof prop === "string" && prop in own) return own[prop as keyof typeof own];
+      const v: unknown = Reflect.get(target, prop, target);
+      return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+    },
+  });
+}
+
+class ConfigSources {
+  readonly waiting = new Map<string, Waiting>();
+  readonly listeners: RuntimeListener[] = [];
+  /** Started pods with config volumes: refreshed each period. */
+  private readonly mounted = new Map<string, Pod>();
+  /** Uids being started or stopped: one call per pod at a time (the timer too). */
+  private readonly busy = new Map<string, Promise<unknown>>();
+  private timer: NodeJS.Timeout | undefined;
+  private syncing = false;
+
+  constructor(
+    private readonly inner: Runtime,
+    private readonly d: ConfigSourcesDeps,
+  ) {}
+
+  async init(): Promise<void> {
+    await this.inner.init();
+    this.timer ??= setInterval(() => void this.resync(), this.d.resyncMs ?? 10_000);
+    this.timer.unref();
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.timer);
+    this.timer = undefined;
+    await this.inner.close();
+  }
+
+  listPods(): RuntimePod[] {
+    const held = this.inner.listPods();
+    const uids = new Set(held.map((p) => p.uid));
+    for (const w of this.waiting.values()) {
+      const m = w.pod.metadata!;
+      if (!uids.has(m.uid)) held.push({ uid: m.uid, namespace: m.namespace, name: m.name });
+    }
+    return held;
+  }
+
+  startPod(pod: Pod): Promise<PodRuntimeStatus> {
+    if (!needsResolution(pod)) return this.inner.startPod(pod);
+    return this.serial(pod.metadata?.uid ?? "", () => this.tryStart(pod));
+  }
+
+  async startContainer(uid: string, container: string): Promise<void> {
+    if (this.waiting.has(uid)) return;
+    const start = (this.inner as { startContainer?: (uid: string, c: string) => Promise<void> }).startContainer;
+    await start?.call(this.inner, uid, container);
+  }
+
+  async adoptPod(pod: Pod): Promise<PodRuntimeStatus | undefined> {
+    const uid = pod.metadata?.uid ?? "";
+    const w = this.waiting.get(uid);
+    if (w) return w.status;
+    if (!needsResolution(pod)) return this.inner.adoptPod(pod);
+    // Restarts of an adopted pod's containers need the resolved env; if it no longer resolves, the spec as it is.
+    const resolved = await resolvePod(pod, this.lookup(pod), this.d.allocatable).catch(() => undefined);
+    const rt = await this.inner.adoptPod(resolved?.pod ?? pod);
+    if (rt && pod.spec?.volumes.some(isConfigVolume)) this.mounted.set(uid, pod);
+    return rt;
+  }
+
+  async stopPod(pod: RuntimePod, grace: number): Promise<void> {
+    await this.serial(pod.uid, async () => {
+      this.waiting.delete(pod.uid);
+      this.mounted.delete(pod.uid);
+      await this.inner.stopPod(pod, grace);
+      if (this.d.stateDir) fs.rmSync(this.podVolumesDir(pod.uid), { recursive: true, force: true });
+    });
+  }
+
+  private lookup(pod: Pod): Lookup {
+    const ns = pod.metadata?.namespace ?? "";
+    return this.d.lookup ? this.d.lookup(ns) : apiLookup(this.d.client, ns);
+  }
+
+  /** `<stateDir>/config-volumes/<uid>` (0700: secrets' files are not for the node's other users). */
+  private podVolumesDir(uid: string): string {
+    return path.dirname(this.volumeDir(uid, "x"));
+  }
+
+  private volumeDir(uid: string, volume: string): string {
+    return configVolumePath(path.join(this.d.stateDir ?? "", "pods", uid), volume);
+  }
+
+  private writeVolumes(uid: string, volumes: ReadonlyMap<string, Payload>): void {
+    if (!this.d.stateDir || volumes.size === 0) return;
+    const dir = this.podVolumesDir(uid);
+    fs.mkdirSync(path.dirname(dir), { recursive: true, mode: 0o700 });
+    fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+    fs.chmodSync(dir, 0o700);
+    for (const [name, payload] of volumes) writeAtomic(this.volumeDir(uid, name), payload);
+  }
+
+  /** Resolves and starts the pod, or holds it as waiting. Other errors (the api unreachable) are thrown: the agent retries. */
+  private async tryStart(pod: Pod): Promise<PodRuntimeStatus> {
+    const m = pod.metadata!;
+    let resolved;
+    try {
+      resolved = await resolvePod(pod, this.lookup(pod), this.d.allocatable);
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err;
+      return this.hold(pod, err);
+    }
+    this.waiting.delete(m.uid);
+    for (const w of resolved.warnings) this.d.events?.emit(objectRef("Pod", "v1", pod), "Warning", "InvalidEnvironmentVariableNames", w);
+    this.writeVolumes(m.uid, resolved.volumes);
+    if (resolved.volumes.size > 0) this.mounted.set(m.uid, pod);
+    return this.inner.startPod(resolved.pod);
+  }
+
+  private hold(pod: Pod, err: ConfigError): PodRuntimeStatus {
+    const m = pod.metadata!;
+    const before = this.waiting.get(m.uid);
+    this.d.log.info({ pod: keyOf(m), reason: err.message }, "pod waits for its configuration");
+    if ("volume" in err.where)
+      this.d.events?.emit(objectRef("Pod", "v1", pod), "Warning", "FailedMount", `MountVolume.SetUp failed for volume "${err.where.volume}" : ${err.message}`);
+    if (before?.message === err.message) return before.status;
+    const status = waitingStatus(pod, err, before?.status.startedAt ?? nowRfc3339());
+    this.waiting.set(m.uid, { pod, status, message: err.message });
+    return status;
+  }
+
+  /** One period: waiting pods tried again, mounted files refreshed, volumes of pods gone removed. */
+  private async resync(): Promise<void> {
+    if (this.syncing) return;
+    this.syncing = true;
+    try {
+      for (const [uid, w] of [...this.waiting])
+        await this.retry(uid, w).catch((err: unknown) => this.d.log.warn({ err, uid }, "retrying a waiting pod failed"));
+      for (const [uid, pod] of [...this.mounted])
+        await this.refresh(uid, pod).catch((err: unknown) => this.d.log.warn({ err, uid }, "refreshing config volumes failed"));
+      this.removeLeftovers();
+    } finally {
+      this.syncing = false;
+    }
+  }
+
+  private fresh(pod: Pod): Pod {
+    const now = this.d.pods.get(keyOf(pod.metadata!));
+    return now?.metadata?.uid === pod.metadata?.uid ? now! : pod;
+  }
+
+  private async retry(uid: string, w: Waiting): Promise<void> {
+    await this.serial(uid, async () => {
+      const cur = this.waiting.get(uid);
+      if (cur !== w) return; // stopped, or started, meanwhile
+      const pod = this.fresh(cur.pod);
+      const before = cur.status;
+      const status = await this.tryStart(pod);
+      if (status !== before) {
+        if (!this.waiting.has(uid)) {
+          this.d.log.info({ pod: keyOf(pod.metadata!) }, "pod configuration resolved; started");
+          for (const c of status.containerStatuses)
+            if (c.state?.running) this.d.events?.emit(objectRef("Pod", "v1", pod), "Normal", "Started", `Started container ${c.name}`);
+        }
+        for (const l of this.listeners) l({ uid, namespace: pod.metadata!.namespace, name: pod.metadata!.name });
+      }
+    });
+  }
+
+  /** Rewrites a running pod's config volumes from their sources now; one that no longer resolves keeps its files (as the kubelet does). */
+  private async refresh(uid: string, stored: Pod): Promise<void> {
+    if (!this.inner.podStatus(uid)) {
+      this.mounted.delete(uid);
+      return;
+    }
+    const pod = this.fresh(stored);
+    const lookup = this.lookup(pod);
+    for (const v of pod.spec?.volumes ?? []) {
+      if (!isConfigVolume(v) || !this.d.stateDir) continue;
+      let payload;
+      try {
+        payload = await volumePayload(pod, v, lookup, this.d.allocatable);
+      } catch (err) {
+        if (!(err instanceof ConfigError)) throw err;
+        this.d.log.warn({ pod: keyOf(pod.metadata!), volume: v.name, reason: err.message }, "config volume not refreshed");
+        continue;
+      }
+      await this.serial(uid, async () => {
+        if (this.mounted.has(uid) && writeAtomic(this.volumeDir(uid, v.name), payload))
+          this.d.log.info({ pod: keyOf(pod.metadata!), volume: v.name }, "config volume updated");
+      });
+    }
+  }
+
+  /** Config volumes of pods this node no longer holds (stopped while the agent was away). */
+  private removeLeftovers(): void {
+    if (!this.d.stateDir) return;
+    const root = path.dirname(this.podVolumesDir("x"));
+    let uids: string[];
+    try {
+      uids = fs.readdirSync(root);
+    } catch {
+      return;
+    }
+    const keep = new Set([...this.inner.listPods().map((p) => p.uid), ...this.waiting.keys(), ...this.mounted.keys(), ...this.busy.keys()]);
+    for (const uid of uids) if (!keep.has(uid)) fs.rmSync(path.join(root, uid), { recursive: true, force: true });
+  }
+
+  /** Runs `fn` after whatever runs for `uid`. */
+  private serial<T>(uid: string, fn: () => Promise<T>): Promise<T> {
+    const prev = this.busy.get(uid) ?? Promise.resolve();
+    const next = prev.then(fn, fn);
+    const tail = next.catch(() => undefined);
+    this.busy.set(uid, tail);
+    void tail.then(() => {
+      if (this.busy.get(uid) === tail) this.busy.delete(uid);
+    });
+    return next;
+  }
+}
+
+/**
+ * The status of a pod held back: the container whose configuration failed
+ * waits with CreateContainerConfigError and the kubelet's message; the
+ * others (all of them for a volume that cannot be set up) ContainerCreating,
+ * or PodInitializing behind init containers.
+ */
+export function waitingStatus(pod: Pod, err: ConfigError, startedAt: string): PodRuntimeStatus {
+  const spec = pod.spec;
+  const inits = spec?.initContainers ?? [];
+  const failing = "container" in err.where ? err.where.container : undefined;
+  const status = (name: string, image: string, otherwise: string): ContainerStatus =>
+    ContainerStatus.fromPartial({
+      name,
+      image,
+      state: { waiting: name === failing ? { reason: "CreateContainerConfigError", message: err.message } : { reason: otherwise, message: "" } },
+    });
+  const rt: PodRuntimeStatus = {
+    uid: pod.metadata?.uid ?? "",
+    podIp: "",
+    startedAt,
+    containerStatuses: (spec?.containers ?? []).map((c) => status(c.name, c.image, inits.length > 0 ? "PodInitializing" : "ContainerCreating")),
+  };
+  if (inits.length > 0) Object.assign(rt, { initContainerStatuses: inits.map((c) => status(c.name, c.image, "PodInitializing")) });
+  return rt;
+}
