@@ -22,6 +22,8 @@ export interface ApiConfig {
   faultCrashAfterPublishEvery: number;
   /** The Ed25519 key the relay signs events with (PEM); default `<dataDir>/pki/event-signing.key`, made when missing. */
   eventSigningKey: string | undefined;
+  /** Secret encryption keys (`<name>:<base64>` lines, first encrypts); default `<dataDir>/encryption/keys`, made when missing. */
+  encryptionKeysFile: string;
 }
 
 function int(env: NodeJS.ProcessEnv, name: string, dflt: number): number {
@@ -53,5 +55,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ApiConfig {
     faultCrashBeforePublishEvery: int(env, "CHOREO_FAULT_CRASH_BEFORE_PUBLISH_EVERY", 0),
     faultCrashAfterPublishEvery: int(env, "CHOREO_FAULT_CRASH_AFTER_PUBLISH_EVERY", 0),
     eventSigningKey: env["CHOREO_EVENT_SIGNING_KEY"] || undefined,
+    encryptionKeysFile: env["CHOREO_ENCRYPTION_KEYS_FILE"] || path.join(dataDir, "encryption", "keys"),
   };
 }

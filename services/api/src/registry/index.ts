@@ -11,7 +11,8 @@ import { leaseStrategy } from "./leases/strategy.js";
 import { namespaceStrategy } from "./namespaces/strategy.js";
 import { nodeStrategy } from "./nodes/strategy.js";
 import { podStrategy } from "./pods/strategy.js";
-import { secretStrategy } from "./secrets/strategy.js";
+import type { SecretSealer } from "./secrets/seal.js";
+import { secretStrategy, sealedSecretStrategy } from "./secrets/strategy.js";
 import { Registry } from "./registry.js";
 import { ClusterIpAllocator } from "./services/cluster-ip.js";
 import { NodePortAllocator } from "./services/node-port.js";
@@ -27,9 +28,14 @@ export { ClusterIpAllocator } from "./services/cluster-ip.js";
 export { NodePortAllocator, NODE_PORT_RANGE } from "./services/node-port.js";
 export { MAX_OBJECT_BYTES } from "./generic/store.js";
 export { SYSTEM_NAMESPACES } from "./namespaces/purge.js";
+export { SecretSealer } from "./secrets/seal.js";
+export { ensureEncryptionKeys, parseEncryptionKeys, type EncryptionKey } from "./secrets/keys.js";
 
-/** A registry with every kind's strategy over `store` (RedisStore in the api, MemoryStore in tests). */
-export function createRegistry(opts: { store: ObjectStorage; serviceCidr: string; log: Logger }): Registry {
+/**
+ * A registry with every kind's strategy over `store` (RedisStore in the api,
+ * MemoryStore in tests). With `encryption`, Secrets are sealed at rest.
+ */
+export function createRegistry(opts: { store: ObjectStorage; serviceCidr: string; log: Logger; encryption?: SecretSealer }): Registry {
   const strategies: Strategies = {
     pod: podStrategy as Strategy,
     service: serviceStrategy(new ClusterIpAllocator(opts.store, opts.serviceCidr), new NodePortAllocator(opts.store)) as Strategy,
@@ -44,7 +50,7 @@ export function createRegistry(opts: { store: ObjectStorage; serviceCidr: string
     lease: leaseStrategy as Strategy,
     event: eventStrategy as Strategy,
     configMap: configMapStrategy as Strategy,
-    secret: secretStrategy as Strategy,
+    secret: (opts.encryption ? sealedSecretStrategy(opts.encryption) : secretStrategy) as Strategy,
   };
   return new Registry(new GenericStore(opts.store, strategies, opts.log));
 }

@@ -1,10 +1,11 @@
+import { randomBytes } from "node:crypto";
 import type { ListOptions, PatchType } from "@choreo/kit/client";
 import { Object as ObjectMsg, ObjectList as ObjectListMsg, type Object as ApiObject, type ObjectList } from "@choreo/kit/gen/choreo/api/v1/api";
 import { Scale as ScaleMsg, type Scale } from "@choreo/kit/gen/choreo/autoscaling/v1/autoscaling";
 import type { DeleteOptions } from "@choreo/kit/gen/choreo/meta/v1/meta";
 import { emptyMeta } from "@choreo/kit";
 import { silentLogger } from "@choreo/kit/log";
-import { bootstrap, createRegistry, type Registry } from "../registry/index.js";
+import { bootstrap, createRegistry, SecretSealer, type Registry } from "../registry/index.js";
 import { MemoryStore } from "../storage/memory-store.js";
 
 /** A registry over the in-memory storage: no server, no transport. */
@@ -18,7 +19,9 @@ export interface MemoryRegistry {
 /** A bootstrapped registry (system namespaces) over a fresh MemoryStore, for hermetic tests. */
 export async function startMemoryRegistry(opts: { serviceCidr?: string } = {}): Promise<MemoryRegistry> {
   const storage = new MemoryStore();
-  const registry = createRegistry({ store: storage, serviceCidr: opts.serviceCidr ?? "10.96.0.0/16", log: silentLogger() });
+  // Secrets sealed at rest as in the api, under a random key.
+  const encryption = new SecretSealer([{ name: "test", secret: randomBytes(32) }]);
+  const registry = createRegistry({ store: storage, serviceCidr: opts.serviceCidr ?? "10.96.0.0/16", log: silentLogger(), encryption });
   await bootstrap(registry);
   return { storage, registry, client: new LocalClient(registry) };
 }

@@ -1,14 +1,14 @@
 import { Redis } from "ioredis";
 import type { JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { generateKeyPairSync } from "node:crypto";
+import { generateKeyPairSync, randomBytes } from "node:crypto";
 import { connectBus, ensureEventStream, EventSigner, EventVerifier } from "@choreo/kit/bus";
 import { ApiClient } from "@choreo/kit/client";
 import { runAll } from "@choreo/kit/lifecycle";
 import { silentLogger } from "@choreo/kit/log";
 import { startNats, startRedis, type ServerHandle } from "@choreo/kit/testing";
 import { NatsTransport } from "../nats/serve-nats.js";
-import { bootstrap, createRegistry, type Registry } from "../registry/index.js";
+import { bootstrap, createRegistry, SecretSealer, type EncryptionKey, type Registry } from "../registry/index.js";
 import { RedisStore } from "../storage/redis-store.js";
 import { Relay } from "../storage/relay.js";
 import { WatchCache } from "../storage/watch-cache.js";
@@ -30,14 +30,16 @@ export interface Stack {
 }
 
 /** Starts servers, the registry, relay, watch cache and the NATS transport. */
-export async function startStack(opts: { retention?: number; watchCacheSize?: number } = {}): Promise<Stack> {
+export async function startStack(opts: { retention?: number; watchCacheSize?: number; encryptionKeys?: EncryptionKey[] } = {}): Promise<Stack> {
   const [nats, redis] = await Promise.all([startNats(), startRedis()]);
   const nc = await connectBus(nats.url, "test-api");
   const jsm = await ensureEventStream(nc, { retention: opts.retention ?? 100_000 });
   const redisClient = new Redis(redis.url, { enableAutoPipelining: true });
   const store = new RedisStore(redisClient);
   const log = silentLogger();
-  const registry = createRegistry({ store, serviceCidr: "10.96.0.0/16", log });
+  // Secrets sealed at rest as in the api: under the given keys, else a random one.
+  const encryption = new SecretSealer(opts.encryptionKeys ?? [{ name: "test", secret: randomBytes(32) }]);
+  const registry = createRegistry({ store, serviceCidr: "10.96.0.0/16", log, encryption });
   const cache = new WatchCache({ nc, jsm, log, capacity: opts.watchCacheSize ?? 10_000 });
   registry.attachWatch({ cache, nc, jsm });
   await bootstrap(registry);

@@ -76,12 +76,30 @@ export class GenericStore {
   decode(info: KindInfo, s: Stored): AnyObject {
     const o = ObjectMsg.decode(s.bytes);
     if (o.kind?.$case !== info.case) throw new Error(`stored ${info.resource} has kind ${o.kind?.$case}`);
-    const v = o.kind.value;
+    const v = this.fromStorage(info, o.kind.value);
     v.metadata ??= emptyMeta();
     v.metadata.resourceVersion = String(s.revision);
     v.apiVersion = info.apiVersion;
     v.kind = info.kind;
     return v;
+  }
+
+  /** The object a stored form holds (the strategy's fromStorage: Secrets are unsealed). */
+  fromStorage(info: KindInfo, stored: AnyObject): AnyObject {
+    return this.strategy(info)?.fromStorage?.(stored) ?? stored;
+  }
+
+  /** A change as clients see it: its object out of the stored form; an ERROR event when that fails. */
+  openEvent(ev: WatchEvent): WatchEvent {
+    const o = ev.object;
+    if (!o?.kind) return ev;
+    const info = kindOf(o);
+    if (!this.strategy(info)?.fromStorage) return ev;
+    try {
+      return { ...ev, object: this.wrapValue(info, this.fromStorage(info, o.kind.value)) };
+    } catch (err) {
+      return { ...ev, type: "ERROR", object: undefined, status: statusOf(err) };
+    }
   }
 
   async read(info: KindInfo, namespace: string, name: string): Promise<Current> {
@@ -121,8 +139,11 @@ export class GenericStore {
     v.apiVersion = info.apiVersion;
     v.kind = info.kind;
     if (mode !== "delete") trackManagedFields(info, v, old?.value);
-    const object = ObjectMsg.encode(this.wrapValue(info, v)).finish();
+    let object = ObjectMsg.encode(this.wrapValue(info, v)).finish();
     if (object.length > MAX_OBJECT_BYTES) throw tooLarge(`Request entity too large: the object is ${object.length} bytes; limit is ${MAX_OBJECT_BYTES}`);
+    // What Redis and the event log hold (a sealed Secret): never the plaintext of a kind with a storage form.
+    const stored = strategy?.toStorage?.(v) ?? v;
+    if (stored !== v) object = ObjectMsg.encode(this.wrapValue(info, stored)).finish();
     const newIdx = mode === "delete" ? {} : (strategy?.indexes?.(v) ?? {});
     const oldIdx = old ? (strategy?.indexes?.(old.value) ?? {}) : {};
     const indexAdd: IndexEntry[] = Object.entries(newIdx)
@@ -134,7 +155,7 @@ export class GenericStore {
     const prev = mode === "update" && old ? old.value : undefined;
     const event = WatchEvent.encode({
       type: mode === "create" ? "ADDED" : mode === "update" ? "MODIFIED" : "DELETED",
-      object: this.wrapValue(info, v),
+      object: this.wrapValue(info, stored),
       status: undefined,
       revision: 0,
       prevLabels: prev?.metadata?.labels ?? {},

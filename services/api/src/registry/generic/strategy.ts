@@ -17,6 +17,13 @@ export interface Strategy<T extends AnyObject = AnyObject> {
   prepareUpdate?(obj: T, old: T): void;
   /** Field errors of an object (create, or update when `old` is given). */
   validate(obj: T, old?: T): StatusCause[];
+  /**
+   * The form an object takes in storage and in the event log, and back
+   * (Secrets: sealed, encrypted at rest). Absent: stored as it is.
+   */
+  toStorage?(obj: T): T;
+  /** The object a stored form holds; throws an ApiError (500) when it cannot be opened. */
+  fromStorage?(stored: T): T;
   /** Secondary index values, e.g. `{ node: "n1" }` for pods. */
   indexes?(obj: T): Record<string, string>;
   /** The node in the event subject (pods). */

@@ -47,7 +47,8 @@ export async function* watchObjects(store: GenericStore, source: WatchSource | u
   } else {
     from = Number(rv);
   }
-  yield* changesAfter(source, sel, from, stop);
+  // The log and the cache hold stored forms (sealed Secrets): opened for the client.
+  for await (const ev of changesAfter(source, sel, from, stop)) yield store.openEvent(ev);
 }
 
 async function* changesAfter(source: WatchSource, sel: Selection, from: number, stop: AbortSignal): AsyncGenerator<WatchEvent> {

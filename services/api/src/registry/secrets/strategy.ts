@@ -2,6 +2,7 @@ import type { Secret } from "@choreo/kit/gen/choreo/core/v1/core";
 import type { Strategy } from "../generic/strategy.js";
 import { MAX_CONFIG_MAP_BYTES, sameBytes, validateConfigMapKey } from "../configmaps/strategy.js";
 import { Errors } from "../shared/validation.js";
+import type { SecretSealer } from "./seal.js";
 
 /** Kubernetes' MaxSecretSize: the values of data together, in bytes. */
 export const MAX_SECRET_BYTES = MAX_CONFIG_MAP_BYTES;
@@ -27,7 +28,7 @@ const REDACTED = "<secret contents redacted>";
  * ValidateSecretUpdate). `stringData` is a write-only convenience: merged
  * into `data` (its values win) before validation, never stored or returned.
  * The type defaults to Opaque, and an update without a type keeps the old
- * one. Encryption at rest is not here: see secrets/seal.ts.
+ * one. Encryption at rest: `sealedSecretStrategy`.
  */
 export const secretStrategy: Strategy<Secret> = {
   prepareCreate(s) {
@@ -57,6 +58,11 @@ export const secretStrategy: Strategy<Secret> = {
     return e.causes;
   },
 };
+
+/** The Secret strategy with encryption at rest: Redis and the event log hold the sealed form (seal.ts). */
+export function sealedSecretStrategy(sealer: SecretSealer): Strategy<Secret> {
+  return { ...secretStrategy, toStorage: (s) => sealer.seal(s), fromStorage: (s) => sealer.unseal(s) };
+}
 
 /** Moves stringData into data (Kubernetes does it when decoding a v1 Secret). */
 export function mergeStringData(s: Secret): void {
