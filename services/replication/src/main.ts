@@ -1,6 +1,7 @@
 // The replication actor: config → NATS → ApiClient → informers (pods, RCs,
-// DaemonSets, Jobs, nodes) → the RC manager, the DaemonSet and Job
-// controllers and the garbage collector → runAll until SIGTERM.
+// ReplicaSets, Deployments, DaemonSets, Jobs, nodes) → the RC and ReplicaSet
+// managers, the Deployment, DaemonSet and Job controllers and the garbage
+// collector → runAll until SIGTERM.
 import { jetstreamManager } from "@nats-io/jetstream";
 import { GC_OWNER_KINDS, type KindCase } from "@choreo/kit";
 import { connectBus } from "@choreo/kit/bus";
@@ -12,10 +13,13 @@ import { createLogger } from "@choreo/kit/log";
 import { redactUrl } from "@choreo/kit/secrets";
 import { createRegistry, metricsServer } from "@choreo/kit/metrics";
 import { loadConfig } from "./config.js";
+import { CronJobController } from "./cronjobs/cronjob-controller.js";
 import { DaemonSetController } from "./ds/daemonset-controller.js";
 import { GarbageCollector, type OwnerKind } from "./gc/garbage-collector.js";
 import { JobController } from "./jobs/job-controller.js";
+import { DeploymentController } from "./deploy/deployment-controller.js";
 import { ReplicationManager } from "./rc/rc-controller.js";
+import { ReplicaSetManager } from "./rs/replicaset-controller.js";
 
 const config = loadConfig();
 const log = createLogger({ service: "replication" });
@@ -26,19 +30,50 @@ const jsm = await jetstreamManager(nc);
 const client = new ApiClient(nc);
 const recorder = config.events ? new EventRecorder(client, "replication-controller", log) : undefined;
 
-const informer = <C extends "pod" | "replicationController" | "daemonSet" | "job" | "node">(kind: C): Informer<C> =>
+const informer = <C extends "pod" | "replicationController" | "replicaSet" | "deployment" | "daemonSet" | "job" | "cronJob" | "node">(kind: C): Informer<C> =>
   new Informer({ client, nc, jsm, kind, resyncMs: 5 * 60_000, log });
 const pods = informer("pod");
 const rcs = informer("replicationController");
+const replicasets = informer("replicaSet");
+const deployments = informer("deployment");
 const daemonsets = informer("daemonSet");
 const jobs = informer("job");
+const cronjobs = informer("cronJob");
 const nodes = informer("node");
 const recorderAs = (component: string) => (config.events ? new EventRecorder(client, component, log) : undefined);
 const rcManager = new ReplicationManager({ client, rcs, pods, recorder, log, workers: config.workers, burst: config.burst, registry });
+const rsManager = new ReplicaSetManager({
+  client,
+  replicasets,
+  pods,
+  recorder: recorderAs("replicaset-controller"),
+  log,
+  workers: config.workers,
+  burst: config.burst,
+  registry,
+});
+const deploymentController = new DeploymentController({
+  client,
+  deployments,
+  replicasets,
+  pods,
+  recorder: recorderAs("deployment-controller"),
+  log,
+  workers: config.workers,
+  registry,
+});
 const dsController = new DaemonSetController({ client, daemonsets, pods, nodes, recorder: recorderAs("daemonset-controller"), log, registry });
 const jobController = new JobController({ client, jobs, pods, recorder: recorderAs("job-controller"), log, registry });
+const cronJobController = new CronJobController({ client, cronjobs, jobs, recorder: recorderAs("cronjob-controller"), log, registry });
 // The owner kinds are kit's GC_OWNER_KINDS (the api adds the GC's finalizers to the same kinds); each needs its informer here.
-const ownerCaches: Partial<Record<KindCase, OwnerKind["cache"]>> = { replicationController: rcs, daemonSet: daemonsets, job: jobs };
+const ownerCaches: Partial<Record<KindCase, OwnerKind["cache"]>> = {
+  replicationController: rcs,
+  replicaSet: replicasets,
+  deployment: deployments,
+  daemonSet: daemonsets,
+  job: jobs,
+  cronJob: cronjobs,
+};
 const gc = new GarbageCollector({
   client,
   pods,
@@ -51,7 +86,23 @@ const gc = new GarbageCollector({
   }),
 });
 
-const runnables: Runnable[] = [pods, rcs, daemonsets, jobs, nodes, rcManager, dsController, jobController, gc];
+const runnables: Runnable[] = [
+  pods,
+  rcs,
+  replicasets,
+  deployments,
+  daemonsets,
+  jobs,
+  cronjobs,
+  nodes,
+  rcManager,
+  rsManager,
+  deploymentController,
+  dsController,
+  jobController,
+  cronJobController,
+  gc,
+];
 if (config.metricsPort !== undefined) runnables.push(metricsServer({ registry, port: config.metricsPort }));
 
 log.info({ nats: redactUrl(config.natsUrl), workers: config.workers, burst: config.burst }, "replication actor starting");

@@ -15,7 +15,8 @@ export const DAEMON_TOLERATIONS: Toleration[] = [
   { key: "node.kubernetes.io/unschedulable", operator: "Exists", value: "", effect: "NoSchedule" },
 ];
 
-function canonical(v: unknown): string {
+/** JSON with object keys sorted: equal values give equal strings (template hashes and comparisons). */
+export function canonical(v: unknown): string {
   return JSON.stringify(v, (_k, x: unknown) =>
     x && typeof x === "object" && !Array.isArray(x)
       ? Object.fromEntries(Object.entries(x as Record<string, unknown>).sort(([a], [b]) => a.localeCompare(b)))
@@ -47,13 +48,17 @@ export function eligible(ds: DaemonSet, node: Node): boolean {
   return matchesNodeSelector(t, node) && untoleratedTaints(node, t.spec?.tolerations ?? []).length === 0;
 }
 
-/** An int or a percentage of `total`, rounded up (Kubernetes' GetScaledValueFromIntOrPercent for maxUnavailable). */
-export function scaled(v: IntOrString | undefined, total: number, dflt: number): number {
+/**
+ * An int or a percentage of `total` (Kubernetes' GetScaledValueFromIntOrPercent):
+ * a percentage rounds up, or down when `roundUp` is false.
+ */
+export function scaled(v: IntOrString | undefined, total: number, dflt: number, roundUp = true): number {
   const x = v?.value;
   if (!x) return dflt;
   if (x.$case === "intVal") return x.value;
   const pct = Number(x.value.replace(/%$/, ""));
-  return Number.isFinite(pct) ? Math.ceil((pct * total) / 100) : dflt;
+  if (!Number.isFinite(pct)) return dflt;
+  return roundUp ? Math.ceil((pct * total) / 100) : Math.floor((pct * total) / 100);
 }
 
 /** The plan of {@link planDaemonSet}. */
