@@ -3,6 +3,7 @@
 import type { Logger } from "@choreo/kit/log";
 import type { ObjectStorage } from "../storage/object-storage.js";
 import { configMapStrategy } from "./configmaps/strategy.js";
+import { cronJobStrategy } from "./cronjobs/strategy.js";
 import { endpointsStrategy } from "./endpoints/strategy.js";
 import { eventStrategy } from "./events/strategy.js";
 import { GenericStore } from "./generic/store.js";
@@ -43,6 +44,7 @@ export function createRegistry(opts: { store: ObjectStorage; serviceCidr: string
     replicationController: replicationControllerStrategy as Strategy,
     daemonSet: daemonSetStrategy as Strategy,
     job: jobStrategy as Strategy,
+    cronJob: cronJobStrategy as Strategy,
     replicaSet: replicaSetStrategy as Strategy,
     deployment: deploymentStrategy as Strategy,
     namespace: namespaceStrategy as Strategy,

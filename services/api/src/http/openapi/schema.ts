@@ -93,6 +93,7 @@ const REQUIRED: Record<string, string[]> = {
   "io.k8s.api.apps.v1.ReplicaSetSpec": ["selector"],
   "io.k8s.api.apps.v1.DeploymentSpec": ["selector", "template"],
   "io.k8s.api.batch.v1.JobSpec": ["template"],
+  "io.k8s.api.batch.v1.CronJobSpec": ["schedule", "jobTemplate"],
   [`${META}.OwnerReference`]: ["apiVersion", "kind", "name", "uid"],
   [`${META}.LabelSelectorRequirement`]: ["key", "operator"],
 };

@@ -2,6 +2,7 @@
 import type { KindInfo } from "@choreo/kit";
 import { defaultTable, eventTable, leaseTable, namespaceTable } from "./cluster.js";
 import { configMapTable } from "./configmaps.js";
+import { cronJobTable } from "./cronjobs.js";
 import { rec } from "./json.js";
 import { nodeTable } from "./nodes.js";
 import { podTable } from "./pods.js";
@@ -31,6 +32,7 @@ const TABLES: Readonly<Record<string, KindTable>> = {
   ReplicaSet: replicaSetTable,
   Deployment: deploymentTable,
   Job: jobTable,
+  CronJob: cronJobTable,
   Namespace: namespaceTable,
   Event: eventTable,
   Lease: leaseTable,
