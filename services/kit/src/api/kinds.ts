@@ -274,6 +274,22 @@ export const KINDS: readonly KindInfo[] = [
     selectableFields: ["status.successful"],
     ownsDependents: true,
   }),
+  kind({
+    case: "cronJob",
+    kind: "CronJob",
+    group: "batch",
+    version: "v1",
+    resource: "cronjobs",
+    singular: "cronjob",
+    shortNames: ["cj"],
+    namespaced: true,
+    categories: all,
+    hasStatus: true,
+    hasScale: false,
+    protoType: "choreo.batch.v1.CronJob",
+    selectableFields: [],
+    ownsDependents: true,
+  }),
 ];
 
 /** The kinds whose dependents the garbage collector follows (and whose deletion may carry its finalizers). */

@@ -127,6 +127,18 @@ const SAMPLES: Record<string, Record<string, unknown>> = {
     spec: { completions: 1, selector: { matchLabels: { "job-name": "pi" } }, template: { spec: { containers: [{ name: "pi", image: "perl" }] } } },
     status: { succeeded: 1, startTime: "2026-01-01T11:00:00Z", completionTime: "2026-01-01T11:00:42Z", conditions: [{ type: "Complete", status: "True" }] },
   },
+  cronjobs: {
+    apiVersion: "batch/v1",
+    kind: "CronJob",
+    metadata: meta("tick"),
+    spec: {
+      schedule: "*/1 * * * *",
+      timeZone: "Europe/Berlin",
+      suspend: false,
+      jobTemplate: { spec: { template: { spec: { containers: [{ name: "tick", image: "busybox" }] } } } },
+    },
+    status: { active: [{ kind: "Job", name: "tick-1", namespace: "default" }], lastScheduleTime: "2026-01-01T11:59:00Z" },
+  },
   namespaces: { apiVersion: "v1", kind: "Namespace", metadata: { name: "default", creationTimestamp: CREATED }, status: { phase: "Active" } },
   events: {
     apiVersion: "v1",
@@ -412,6 +424,22 @@ describe("workload columns", () => {
     assert.equal(cellsOf("jobs", { metadata: meta("j"), status: { conditions: [{ type: "Failed", status: "True" }] } })["Status"], "Failed");
     const suspended = cellsOf("jobs", { metadata: meta("j"), spec: { completions: 3 }, status: { conditions: [{ type: "Suspended", status: "True" }] } });
     assert.deepEqual([suspended["Status"], suspended["Completions"], suspended["Duration"]], ["Suspended", "0/3", ""]);
+  });
+  it("cronjob: schedule, time zone, suspend, active count, last schedule", () => {
+    assert.deepEqual(cellsOf("cronjobs", SAMPLES["cronjobs"]), {
+      Name: "tick",
+      Schedule: "*/1 * * * *",
+      Timezone: "Europe/Berlin",
+      Suspend: "False",
+      Active: 1,
+      "Last Schedule": "60s",
+      Age: "60m",
+      Containers: "tick",
+      Images: "busybox",
+      Selector: "<none>",
+    });
+    const bare = cellsOf("cronjobs", { metadata: meta("c"), spec: { schedule: "@hourly" } });
+    assert.deepEqual([bare["Timezone"], bare["Suspend"], bare["Active"], bare["Last Schedule"]], ["<none>", "<unset>", 0, "<none>"]);
   });
   it("label selectors with expressions", () => {
     const c = cellsOf("daemonsets", {
