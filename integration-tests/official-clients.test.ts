@@ -1,7 +1,7 @@
 // test-tier: servers
 // The two official clients read every answer: one object of each served kind
 // (Namespace, Node, Pod, Service, Endpoints, ReplicationController, Event,
-// ConfigMap, DaemonSet, Job, Lease) is created on a real cluster (api +
+// ConfigMap, DaemonSet, ReplicaSet, Deployment, Job, Lease) is created on a real cluster (api +
 // nats-server + redis-server, scheduler, replication, endpoints and a hollow
 // node agent) and read back — get, list, watch event, status and scale
 // subresources — through (a) the official Python client (Debian's
@@ -60,6 +60,24 @@ const OBJECTS: [string, Record<string, unknown>][] = [
       kind: "DaemonSet",
       metadata: { name: "ds" },
       spec: { selector: { matchLabels: { app: "ds" } }, template: { ...template, metadata: { labels: { app: "ds" } } } },
+    },
+  ],
+  [
+    `/apis/apps/v1/namespaces/${NS}/replicasets`,
+    {
+      apiVersion: "apps/v1",
+      kind: "ReplicaSet",
+      metadata: { name: "rs" },
+      spec: { replicas: 1, selector: { matchLabels: { app: "rs" } }, template: { ...template, metadata: { labels: { app: "rs" } } } },
+    },
+  ],
+  [
+    `/apis/apps/v1/namespaces/${NS}/deployments`,
+    {
+      apiVersion: "apps/v1",
+      kind: "Deployment",
+      metadata: { name: "deploy" },
+      spec: { replicas: 1, selector: { matchLabels: { app: "deploy" } }, template: { ...template, metadata: { labels: { app: "deploy" } } } },
     },
   ],
   [
@@ -132,6 +150,9 @@ describe("the official clients read every answer", () => {
     assert.equal(facts["scale.spec.replicas"], 3);
     assert.equal(facts["job.status"], true);
     assert.equal(typeof facts["ds.numberReady"], "number");
+    assert.equal(typeof facts["rs.status.replicas"], "number");
+    assert.equal(facts["deploy.maxSurge"], "25%");
+    assert.equal(facts["deploy.scale.selector"], "app=deploy");
     assert.equal(facts["event.reportingComponent"], "");
   });
 
@@ -182,6 +203,16 @@ describe("the official clients read every answer", () => {
     assert.equal(typeof ds.status?.numberReady, "number");
     await apps.readNamespacedDaemonSetStatus({ name: "ds", namespace });
     await apps.listNamespacedDaemonSet({ namespace });
+    const rs = await apps.readNamespacedReplicaSet({ name: "rs", namespace });
+    assert.equal(typeof rs.status?.replicas, "number");
+    await apps.readNamespacedReplicaSetStatus({ name: "rs", namespace });
+    await apps.listNamespacedReplicaSet({ namespace });
+    assert.equal((await apps.readNamespacedReplicaSetScale({ name: "rs", namespace })).status?.selector, "app=rs");
+    const deploy = await apps.readNamespacedDeployment({ name: "deploy", namespace });
+    assert.equal(deploy.spec?.strategy?.type, "RollingUpdate");
+    await apps.readNamespacedDeploymentStatus({ name: "deploy", namespace });
+    await apps.listNamespacedDeployment({ namespace });
+    assert.equal((await apps.readNamespacedDeploymentScale({ name: "deploy", namespace })).spec?.replicas, 1);
     const job = await batch.readNamespacedJob({ name: "job", namespace });
     assert.ok(job.status);
     await batch.readNamespacedJobStatus({ name: "job", namespace });

@@ -79,6 +79,18 @@ def main() -> int:
     facts["ds.numberReady"] = ds.status.number_ready
     step("list_namespaced_daemon_set", lambda: apps.list_namespaced_daemon_set(ns))
     step("read_namespaced_daemon_set_status", lambda: apps.read_namespaced_daemon_set_status("ds", ns))
+    # ReplicaSet, Deployment: get, list, status, scale
+    rs = step("read_namespaced_replica_set", lambda: apps.read_namespaced_replica_set("rs", ns))
+    facts["rs.status.replicas"] = rs.status.replicas
+    step("list_namespaced_replica_set", lambda: apps.list_namespaced_replica_set(ns))
+    step("read_namespaced_replica_set_status", lambda: apps.read_namespaced_replica_set_status("rs", ns))
+    step("read_namespaced_replica_set_scale", lambda: apps.read_namespaced_replica_set_scale("rs", ns))
+    d = step("read_namespaced_deployment", lambda: apps.read_namespaced_deployment("deploy", ns))
+    facts["deploy.maxSurge"] = d.spec.strategy.rolling_update.max_surge
+    step("list_namespaced_deployment", lambda: apps.list_namespaced_deployment(ns))
+    step("read_namespaced_deployment_status", lambda: apps.read_namespaced_deployment_status("deploy", ns))
+    dsc = step("read_namespaced_deployment_scale", lambda: apps.read_namespaced_deployment_scale("deploy", ns))
+    facts["deploy.scale.selector"] = dsc.status.selector
     j = step("read_namespaced_job", lambda: batch.read_namespaced_job("job", ns))
     facts["job.status"] = j.status is not None
     step("list_namespaced_job", lambda: batch.list_namespaced_job(ns))
