@@ -10,7 +10,7 @@ import { waitFor } from "@choreo/kit/testing";
 import { startStack, type Stack } from "@choreo/api/testing";
 import { NodeAgent } from "./agent.js";
 import { hollowNodeConfig } from "./hollow-nodes.js";
-import { HollowRuntime } from "./runtime/hollow.js";
+import { HOLLOW_ANNOTATIONS, HollowRuntime } from "./runtime/hollow.js";
 
 const WAIT = { timeoutMs: 20_000 };
 
@@ -162,6 +162,56 @@ describe("node agent against the api", () => {
     await waitFor(async () => (await getPod("web-1")).status?.conditions.find((c) => c.type === "Ready")?.status === "False", { ...WAIT, message: "unready" });
     a.runtime.setReady(p.metadata!.uid, true);
     await waitFor(async () => (await getPod("web-1")).status?.conditions.find((c) => c.type === "Ready")?.status === "True", { ...WAIT, message: "ready" });
+  });
+
+  it("hollow init containers run in order before the app; a failing one fails a Never pod, which never starts its app", async () => {
+    const initPod = (name: string, policy: string, annotations: Record<string, string> = {}) =>
+      fromKubeJson({
+        apiVersion: "v1",
+        kind: "Pod",
+        metadata: { name, namespace: "default", annotations },
+        spec: {
+          nodeName: "node-1",
+          restartPolicy: policy,
+          initContainers: [
+            { name: "one", image: "busybox" },
+            { name: "two", image: "busybox" },
+          ],
+          containers: [{ name: "app", image: "nginx" }],
+        },
+      });
+    await s.client.create(initPod("inits", "Always"));
+    const p = await waitFor(
+      async () => {
+        const pod = await getPod("inits");
+        return pod.status?.phase === "Running" ? pod : undefined;
+      },
+      { ...WAIT, message: "inits Running" },
+    );
+    assert.deepEqual(
+      p.status?.initContainerStatuses.map((c) => [c.name, c.state?.terminated?.reason, c.ready]),
+      [
+        ["one", "Completed", true],
+        ["two", "Completed", true],
+      ],
+    );
+    const [one, two] = p.status!.initContainerStatuses.map((c) => c.state!.terminated!);
+    assert.ok(one!.finishedAt <= two!.startedAt, "the second started after the first finished");
+    assert.ok(two!.finishedAt <= p.status!.containerStatuses[0]!.state!.running!.startedAt, "the app started after the init containers");
+    assert.equal(p.status?.conditions.find((c) => c.type === "Initialized")?.status, "True");
+
+    await s.client.create(initPod("doomed", "Never", { [HOLLOW_ANNOTATIONS.initExitCode]: "2" }));
+    const failed = await waitFor(
+      async () => {
+        const pod = await getPod("doomed");
+        return pod.status?.phase === "Failed" ? pod : undefined;
+      },
+      { ...WAIT, message: "doomed Failed" },
+    );
+    assert.equal(failed.status?.initContainerStatuses[0]?.state?.terminated?.exitCode, 2);
+    assert.equal(failed.status?.initContainerStatuses[1]?.state?.waiting?.reason, "PodInitializing");
+    assert.equal(failed.status?.containerStatuses[0]?.state?.waiting?.reason, "PodInitializing", "the app never started");
+    assert.equal(failed.status?.conditions.find((c) => c.type === "Initialized")?.reason, "ContainersNotInitialized");
   });
 
   it("after an agent restart, adopts its running pods instead of restarting them", async () => {
