@@ -40,7 +40,12 @@ export interface TestCluster {
   killApi(i: number): Promise<void>;
   /** Starts api i again (same ports) and waits until it answers. */
   startApi(i: number, env?: Record<string, string>): Promise<void>;
-  stop(): Promise<void>;
+  /**
+   * Stops every process, then runs `beforeRemove` (e.g. a node clean-up that
+   * needs the state directory and must unmount what a killed agent left
+   * mounted in it), then removes the directory.
+   */
+  stop(beforeRemove?: () => void | Promise<void>): Promise<void>;
   /** The last `lines` lines of every process's log (api, actors, node agents): what a failed scenario's message carries. */
   logTails(lines?: number): string;
 }
@@ -178,11 +183,12 @@ async function bringUp(dir: string, opts: Parameters<typeof startCluster>[0] & o
       if (a) await launch(a, env);
     },
     logTails: (lines = 30) => logTails(dir, lines),
-    async stop() {
+    async stop(beforeRemove) {
       await Promise.all([...actors.values()].map((p) => p.stop(5_000)));
       await Promise.all(apis.map((a) => a.process?.stop(10_000)));
       await nc.close().catch(() => undefined);
       await Promise.all([nats.stop(), redis.stop()]);
+      await beforeRemove?.();
       removeUnlessKept(dir);
     },
   };

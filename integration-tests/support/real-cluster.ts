@@ -137,21 +137,23 @@ export async function startRealCluster(runtime: RealRuntime, opts: { nodes?: num
         const uid = (unwrap(o) as Pod).metadata?.uid;
         if (uid) uids.add(uid);
       }
-      // The agents stop their pods on SIGTERM (CHOREO_STOP_PODS_ON_EXIT in agentEnv), then the clean-up takes the rest.
-      await stopCluster();
-      execFileSync(
-        process.execPath,
-        [
-          "--import",
-          "tsx",
-          path.join(import.meta.dirname, "../../services/node-agent/src/node-setup.ts"),
-          "cleanup",
-          "--state-dir",
-          path.join(c.dir, "nodes"),
-          ...nodes.flatMap((n) => ["--node", n]),
-        ],
-        { stdio: "inherit" },
-      );
+      // The agents stop their pods on SIGTERM (CHOREO_STOP_PODS_ON_EXIT in agentEnv), then the clean-up takes the rest:
+      // before the directory goes, since an agent killed after its grace leaves pod namespaces mounted in it (EBUSY).
+      await stopCluster(() => {
+        execFileSync(
+          process.execPath,
+          [
+            "--import",
+            "tsx",
+            path.join(import.meta.dirname, "../../services/node-agent/src/node-setup.ts"),
+            "cleanup",
+            "--state-dir",
+            path.join(c.dir, "nodes"),
+            ...nodes.flatMap((n) => ["--node", n]),
+          ],
+          { stdio: "inherit" },
+        );
+      });
     },
     leftovers() {
       const out: string[] = [];

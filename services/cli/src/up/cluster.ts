@@ -80,6 +80,8 @@ function apiEnv(o: UpOptions, nats: ServerHandle, redis: ServerHandle): Record<s
     CHOREO_API_GRPC_PORT: String(o.grpcPort),
     CHOREO_API_METRICS_PORT: String(o.metricsPort),
     CHOREO_DATA_DIR: o.dataDir,
+    // Secrets' encryption keys (made 0600 by the api at its first start), beside the NATS and Redis credentials.
+    CHOREO_ENCRYPTION_KEYS_FILE: path.join(o.dataDir, "encryption", "keys"),
     CHOREO_REPLICA_ID: "api-0",
   };
 }
@@ -217,9 +219,15 @@ interface ActorSpec {
   env: Record<string, string>;
 }
 
-/** The actors, then one node agent per real node, then the hollow nodes' agent. */
+/**
+ * One node agent per real node, the hollow nodes' agent, then the
+ * controllers. `stop` goes in reverse: the controllers stop before the
+ * agents, so that nodes falling silent while the cluster shuts down are never
+ * taken for failed nodes (their pods evicted), and on start every agent
+ * renews its lease before the node lifecycle starts timing it.
+ */
 function actorsOf(o: UpOptions, runtime: "docker" | "process" | undefined): ActorSpec[] {
-  const actors: ActorSpec[] = ["scheduler", "replication", "endpoints"].map((name) => ({ name, main: name, args: [], env: {} }));
+  const actors: ActorSpec[] = [];
   for (let i = 1; i <= o.nodes && runtime; i++) {
     actors.push({
       name: `node-${i}`,
@@ -243,6 +251,7 @@ function actorsOf(o: UpOptions, runtime: "docker" | "process" | undefined): Acto
   if (o.hollowNodes > 0) {
     actors.push({ name: "hollow-nodes", main: "node-agent", args: ["--first-index", "100"], env: { CHOREO_HOLLOW_NODES: String(o.hollowNodes) } });
   }
+  for (const name of ["scheduler", "replication", "endpoints"]) actors.push({ name, main: name, args: [], env: {} });
   return actors;
 }
 
