@@ -1,0 +1,5 @@
+// test-tier: servers
+// Init containers on real nodes, docker runtime: see support/init-container-scenarios.ts.
+import { initContainerScenarios } from "./support/init-container-scenarios.js";
+
+initContainerScenarios("docker");
