@@ -5,7 +5,7 @@ import { generateKeyPairSync, randomBytes } from "node:crypto";
 import { connectBus, ensureEventStream, EventSigner, EventVerifier } from "@choreo/kit/bus";
 import { ApiClient } from "@choreo/kit/client";
 import { runAll } from "@choreo/kit/lifecycle";
-import { silentLogger } from "@choreo/kit/log";
+import { silentLogger, type Logger } from "@choreo/kit/log";
 import { startNats, startRedis, type ServerHandle } from "@choreo/kit/testing";
 import { NatsTransport } from "../nats/serve-nats.js";
 import { bootstrap, createRegistry, SecretSealer, type EncryptionKey, type Registry } from "../registry/index.js";
@@ -30,13 +30,13 @@ export interface Stack {
 }
 
 /** Starts servers, the registry, relay, watch cache and the NATS transport. */
-export async function startStack(opts: { retention?: number; watchCacheSize?: number; encryptionKeys?: EncryptionKey[] } = {}): Promise<Stack> {
+export async function startStack(opts: { retention?: number; watchCacheSize?: number; encryptionKeys?: EncryptionKey[]; log?: Logger } = {}): Promise<Stack> {
   const [nats, redis] = await Promise.all([startNats(), startRedis()]);
   const nc = await connectBus(nats.url, "test-api");
   const jsm = await ensureEventStream(nc, { retention: opts.retention ?? 100_000 });
   const redisClient = new Redis(redis.url, { enableAutoPipelining: true });
   const store = new RedisStore(redisClient);
-  const log = silentLogger();
+  const log = opts.log ?? silentLogger();
   // Secrets sealed at rest as in the api: under the given keys, else a random one.
   const encryption = new SecretSealer(opts.encryptionKeys ?? [{ name: "test", secret: randomBytes(32) }]);
   const registry = createRegistry({ store, serviceCidr: "10.96.0.0/16", log, encryption });
