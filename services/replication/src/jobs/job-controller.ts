@@ -6,7 +6,7 @@ import { nowRfc3339 } from "@choreo/kit/apimachinery";
 import type { ApiClient } from "@choreo/kit/client";
 import { Controller, done, requeueAfter, type Result } from "@choreo/kit/controller";
 import { objectRef, type EventRecorder } from "@choreo/kit/events";
-import type { Job } from "@choreo/kit/gen/choreo/batch/v1/batch";
+import type { Job, JobCondition } from "@choreo/kit/gen/choreo/batch/v1/batch";
 import type { Pod } from "@choreo/kit/gen/choreo/core/v1/core";
 import type { Runnable } from "@choreo/kit/lifecycle";
 import type { Logger } from "@choreo/kit/log";
@@ -15,11 +15,15 @@ import { BY_OWNER, ownerUidsOf, type Cache } from "@choreo/kit/informer";
 import { Expectations } from "../expectations.js";
 import { PodControl, ownedPodHandlers } from "../pod-control.js";
 import { isControlledBy, podFromTemplate } from "../pod-template.js";
-import { assessJob, isFinished, jobStatus } from "./job-status.js";
+import { remainingBackoff } from "./backoff.js";
+import { pendingIndexes, withCompletionIndex } from "./indexed.js";
+import { assessJob, isFinished, jobStatus, type JobAssessment } from "./job-status.js";
 
 /** Options of {@link JobController}. */
 export interface JobControllerOptions {
   client: Pick<ApiClient, "create" | "delete" | "updateStatus">;
+  /** The clock (epoch ms); tests pass a fake one. */
+  now?: () => number;
   jobs: Cache<Job>;
   pods: Cache<Pod>;
   recorder?: Pick<EventRecorder, "emit"> | undefined;
@@ -68,15 +72,18 @@ export class JobController implements Runnable {
       return done();
     }
     const pods = this.opts.pods.byIndex(BY_OWNER, m.uid).filter((p) => isControlledBy(p.metadata, m.uid));
-    const nowMs = Date.now();
+    const nowMs = (this.opts.now ?? Date.now)();
     const a = assessJob(job, pods, nowMs);
     const ref = objectRef(JOB.kind, JOB.apiVersion, job);
 
+    let backoffMs = 0;
     if (a.finish || isFinished(job)) {
       await this.deletePods(key, job, a.active);
     } else if (!m.deletionTimestamp && this.expectations.satisfied(key)) {
       const diff = a.active.length - a.wantActive;
-      if (diff < 0) await this.createPods(key, job, -diff);
+      // After pod failures, new pods wait (10 s doubling, at most 6 min).
+      if (diff < 0) backoffMs = remainingBackoff(pods, nowMs);
+      if (diff < 0 && backoffMs === 0) await this.createPods(key, job, -diff, a);
       else if (diff > 0) await this.deletePods(key, job, a.active.slice(0, diff));
     }
 
@@ -92,17 +99,52 @@ export class JobController implements Runnable {
         if (!isConflict(err) && !isNotFound(err)) throw err;
       }
     }
-    // Look again when the deadline passes.
+    if (a.finish || isFinished(job)) return this.expireAfterTtl(key, job, status.conditions, nowMs);
+    // Look again when the deadline passes, or the back-off ends.
+    const waits: number[] = backoffMs > 0 ? [backoffMs + 50] : [];
     const deadline = job.spec?.activeDeadlineSeconds;
-    if (deadline !== undefined && !a.finish && !isFinished(job)) {
+    if (deadline !== undefined) {
       const start = Date.parse(status.startTime);
-      return requeueAfter(Math.max(100, start + deadline * 1000 - nowMs + 50));
+      waits.push(Math.max(100, start + deadline * 1000 - nowMs + 50));
+    }
+    return waits.length > 0 ? requeueAfter(Math.min(...waits)) : done();
+  }
+
+  /**
+   * ttlSecondsAfterFinished (Kubernetes' TTL-after-finished controller): a
+   * finished Job is deleted, with Background propagation, that long after its
+   * Complete or Failed condition; until then the key waits on a timer.
+   */
+  private async expireAfterTtl(key: string, job: Job, conditions: readonly JobCondition[], nowMs: number): Promise<Result> {
+    const ttl = job.spec?.ttlSecondsAfterFinished;
+    const m = job.metadata;
+    if (ttl === undefined || !m || m.deletionTimestamp) return done();
+    const finished = conditions.find((c) => (c.type === "Complete" || c.type === "Failed") && c.status === "True");
+    const at = Date.parse(finished?.lastTransitionTime ?? "");
+    if (Number.isNaN(at)) return done();
+    const expires = at + ttl * 1000;
+    if (nowMs < expires) return requeueAfter(expires - nowMs + 50);
+    try {
+      await this.opts.client.delete("jobs", m.namespace, m.name, { propagationPolicy: "Background", preconditions: { uid: m.uid, resourceVersion: "" } });
+      this.log.info({ job: key, ttlSecondsAfterFinished: ttl }, "finished job deleted after its ttl");
+    } catch (err) {
+      if (!isNotFound(err) && !isConflict(err)) throw err;
     }
     return done();
   }
 
-  private async createPods(key: string, job: Job, n: number): Promise<void> {
+  private async createPods(key: string, job: Job, n: number, a: JobAssessment): Promise<void> {
     const owner = { ...JOB, metadata: job.metadata };
+    if (a.completed) {
+      // Indexed: one pod per index still to run, lowest first.
+      const indexes = pendingIndexes(job.spec?.completions ?? 1, a.completed, a.active).slice(0, n);
+      const name = job.metadata?.name ?? "";
+      const { error } = await this.podControl.create(key, owner, indexes.length, (i) =>
+        withCompletionIndex(podFromTemplate(job.spec?.template, owner), name, indexes[i] ?? 0),
+      );
+      if (error !== undefined) throw error;
+      return;
+    }
     const { error } = await this.podControl.create(key, owner, n, () => podFromTemplate(job.spec?.template, owner));
     if (error !== undefined) throw error;
   }

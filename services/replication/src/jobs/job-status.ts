@@ -3,6 +3,7 @@
 import type { Pod } from "@choreo/kit/gen/choreo/core/v1/core";
 import type { Job, JobCondition, JobStatus } from "@choreo/kit/gen/choreo/batch/v1/batch";
 import { isActive, isReady } from "../pod-template.js";
+import { formatIndexes, indexOf, parseIndexes } from "./indexed.js";
 
 /** The verdict of {@link assessJob}. */
 export interface JobAssessment {
@@ -14,6 +15,8 @@ export interface JobAssessment {
   finish?: { type: "Complete" | "Failed"; reason: string; message: string };
   /** How many pods should be active (0 once finished or suspended). */
   wantActive: number;
+  /** Indexed completion mode: the indexes with a Succeeded pod (now or before). */
+  completed?: Set<number>;
 }
 
 export const isFinished = (job: Job): boolean =>
@@ -31,11 +34,21 @@ export function assessJob(job: Job, pods: readonly Pod[], nowMs: number): JobAss
   const backoffLimit = spec?.backoffLimit ?? 6;
   const onFailure = spec?.template?.spec?.restartPolicy === "OnFailure";
   const active = pods.filter(isActive);
-  const succeeded = Math.max(job.status?.succeeded ?? 0, pods.filter((p) => p.status?.phase === "Succeeded").length);
+  let succeeded = Math.max(job.status?.succeeded ?? 0, pods.filter((p) => p.status?.phase === "Succeeded").length);
+  let completed: Set<number> | undefined;
+  if (spec?.completionMode === "Indexed") {
+    // An index counts once, however many of its pods succeeded.
+    completed = parseIndexes(job.status?.completedIndexes ?? "", completions);
+    for (const p of pods) {
+      const i = indexOf(p);
+      if (p.status?.phase === "Succeeded" && i !== undefined && i < completions) completed.add(i);
+    }
+    succeeded = completed.size;
+  }
   const restarts = onFailure ? pods.reduce((n, p) => n + (p.status?.containerStatuses ?? []).reduce((m, c) => m + c.restartCount, 0), 0) : 0;
   const failed = Math.max(job.status?.failed ?? 0, pods.filter((p) => p.status?.phase === "Failed").length + restarts);
   const ready = active.filter(isReady).length;
-  const base = { active, succeeded, failed, ready };
+  const base = { active, succeeded, failed, ready, ...(completed ? { completed } : {}) };
   if (succeeded >= completions) return { ...base, wantActive: 0, finish: { type: "Complete", reason: "Completed", message: "Job completed" } };
   if (failed > backoffLimit)
     return { ...base, wantActive: 0, finish: { type: "Failed", reason: "BackoffLimitExceeded", message: "Job has reached the specified backoff limit" } };
@@ -65,6 +78,6 @@ export function jobStatus(job: Job, a: JobAssessment, now: string): JobStatus {
     succeeded: a.succeeded,
     failed: a.failed,
     ready: a.ready,
-    completedIndexes: prev?.completedIndexes ?? "",
+    completedIndexes: a.completed ? formatIndexes(a.completed) : (prev?.completedIndexes ?? ""),
   };
 }
