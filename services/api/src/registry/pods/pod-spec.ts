@@ -2,6 +2,7 @@ import type { Container, PodSpec, PodTemplateSpec, Probe } from "@choreo/kit/gen
 import { compareQuantities, parseQuantity, selectorFromSet } from "@choreo/kit/apimachinery";
 import { validateDns1123Label, validateDns1123Subdomain } from "@choreo/kit/apimachinery";
 import type { Errors } from "../shared/validation.js";
+import { validateConfigRefs } from "./config-refs.js";
 import { refuseUnenforced } from "./unenforced.js";
 
 const RESTART_POLICIES = ["Always", "OnFailure", "Never"] as const;
@@ -146,6 +147,7 @@ export function validatePodSpec(e: Errors, spec: PodSpec | undefined, path: stri
     if (t.effect) e.oneOf(`${f}.effect`, t.effect, ["NoSchedule", "PreferNoSchedule", "NoExecute"]);
   });
   if (spec.preemptionPolicy) e.oneOf(`${path}.preemptionPolicy`, spec.preemptionPolicy, ["PreemptLowerPriority", "Never"]);
+  validateConfigRefs(e, spec, path);
   refuseUnenforced(e, spec, path);
 }
 
