@@ -10,6 +10,7 @@ import { buildPodStatus, isTerminal, reportsRunning, sameStatus } from "./pod-st
 import { planRestarts, type RestartBackoff } from "./restart-policy.js";
 import { advanceContainers } from "./init-runner.js";
 import { notStarted } from "./init-containers.js";
+import { isHeldBack } from "./config-sources/config-runtime.js";
 import type { Prober } from "./probes/prober.js";
 import type { PodRuntimeStatus, Runtime, RuntimePod } from "./runtime/runtime.js";
 
@@ -76,10 +77,12 @@ export function podReconciler(d: PodReconcilerDeps): Reconcile {
       const ctx = await runHooks(START_HOOKS, { pod, node: d.node, runtime: d.runtime, log: d.log });
       rt = ctx.status ?? (d.runtime.podStatus(meta.uid) as PodRuntimeStatus);
       d.log.debug({ pod: key, podIp: rt.podIp }, "pod started");
-      for (const c of rt.containerStatuses.filter((cs) => !notStarted(cs))) d.events?.emit(podRef(pod), "Normal", "Started", `Started container ${c.name}`);
+      if (!isHeldBack(rt))
+        for (const c of rt.containerStatuses.filter((cs) => !notStarted(cs))) d.events?.emit(podRef(pod), "Normal", "Started", `Started container ${c.name}`);
     }
     // Init containers one at a time, then the app containers (a no-op for a pod already running).
-    const init = await advanceContainers(d, pod, rt);
+    // A pod held back for a missing ConfigMap or Secret (config-sources/) has nothing to advance yet.
+    const init = isHeldBack(rt) ? { rt, backingOff: new Set<string>(), recheckMs: undefined } : await advanceContainers(d, pod, rt);
     rt = init.rt;
 
     const policy = pod.spec?.restartPolicy || "Always";

@@ -285,6 +285,14 @@ class ConfigSources {
   }
 }
 
+/** The statuses {@link waitingStatus} made: nothing of those pods runs. */
+const heldBack = new WeakSet<PodRuntimeStatus>();
+
+/** Whether `rt` is the status of a pod held back for its configuration (nothing started: no Started events, no init sequence). */
+export function isHeldBack(rt: PodRuntimeStatus): boolean {
+  return heldBack.has(rt);
+}
+
 /**
  * The status of a pod held back: the container whose configuration failed
  * waits with CreateContainerConfigError and the kubelet's message; the
@@ -307,6 +315,7 @@ export function waitingStatus(pod: Pod, err: ConfigError, startedAt: string): Po
     startedAt,
     containerStatuses: (spec?.containers ?? []).map((c) => status(c.name, c.image, inits.length > 0 ? "PodInitializing" : "ContainerCreating")),
   };
-  if (inits.length > 0) Object.assign(rt, { initContainerStatuses: inits.map((c) => status(c.name, c.image, "PodInitializing")) });
+  if (inits.length > 0) rt.initContainerStatuses = inits.map((c) => status(c.name, c.image, "PodInitializing"));
+  heldBack.add(rt);
   return rt;
 }
