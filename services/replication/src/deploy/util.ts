@@ -4,6 +4,7 @@
 import { createHash } from "node:crypto";
 import type { Deployment, ReplicaSet } from "@choreo/kit/gen/choreo/apps/v1/apps";
 import type { PodTemplateSpec } from "@choreo/kit/gen/choreo/core/v1/core";
+import { messageToKubeJson } from "@choreo/kit/kube-json";
 import { canonical, scaled } from "../ds/plan.js";
 
 export const HASH_LABEL = "pod-template-hash";
@@ -28,10 +29,14 @@ const NOT_COPIED = new Set([
 /** The alphabet of Kubernetes' rand.SafeEncodeString (no vowels: no words, no look-alikes). */
 const SAFE = "bcdfghjklmnpqrstvwxz2456789";
 
-/** The pod-template-hash of `template` (with `collisionCount` mixed in after a clash): a short safe string. */
+/**
+ * The pod-template-hash of `template` (with `collisionCount` mixed in after a
+ * clash): a short safe string. A count of 0 is no clash (status decodes an
+ * unset count as 0).
+ */
 export function podTemplateHash(template: PodTemplateSpec | undefined, collisionCount?: number): string {
-  const h = createHash("sha256").update(canonical(template ?? null));
-  if (collisionCount !== undefined) h.update(`/${collisionCount}`);
+  const h = createHash("sha256").update(templateJson(template));
+  if (collisionCount) h.update(`/${collisionCount}`);
   const n = h.digest().readUInt32BE(0);
   return [...String(n)].map((c) => SAFE[c.charCodeAt(0) % SAFE.length]).join("");
 }
@@ -44,9 +49,17 @@ function withoutHash(t: PodTemplateSpec | undefined): PodTemplateSpec | undefine
   return { ...t, metadata: { ...t.metadata, labels } };
 }
 
+/**
+ * The template as canonical Kubernetes JSON: what it means, not how it was
+ * decoded (an unset and a zero field are the same, as in the api's store).
+ */
+function templateJson(t: PodTemplateSpec | undefined): string {
+  return t ? canonical(messageToKubeJson("choreo.core.v1.PodTemplateSpec", t)) : "null";
+}
+
 /** Whether two templates are equal but for the pod-template-hash label (Kubernetes' EqualIgnoreHash). */
 export function equalIgnoreHash(a: PodTemplateSpec | undefined, b: PodTemplateSpec | undefined): boolean {
-  return canonical(withoutHash(a) ?? null) === canonical(withoutHash(b) ?? null);
+  return templateJson(withoutHash(a)) === templateJson(withoutHash(b));
 }
 
 /** spec.replicas, defaulted as the api does. */

@@ -1,0 +1,190 @@
+// test-tier: servers
+// Deployments on a real control plane (api, scheduler, replication, hollow
+// nodes) driven by real kubectl: create → 3 pods; set image → a new
+// ReplicaSet, the old one scaled to 0, within maxSurge/maxUnavailable at
+// every moment the event log shows; rollout status, history (change-cause),
+// undo (revision 3); a rollout whose pods never become ready stops with
+// ProgressDeadlineExceeded while the old pods keep running; kill -9 of the
+// replication actor mid-rollout resumes without overshooting.
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { unwrap } from "@choreo/kit";
+import type { Deployment, ReplicaSet } from "@choreo/kit/gen/choreo/apps/v1/apps";
+import type { Pod } from "@choreo/kit/gen/choreo/core/v1/core";
+import { Informer } from "@choreo/kit/informer";
+import { silentLogger } from "@choreo/kit/log";
+import { waitFor } from "@choreo/kit/testing";
+import { startCluster, type TestCluster } from "./support/cluster.js";
+import { run, writeKubeconfig } from "./support/kubectl.js";
+
+const isReady = (p: Pod): boolean => p.status?.conditions.some((c) => c.type === "Ready" && c.status === "True") ?? false;
+const isLive = (p: Pod): boolean => !p.metadata?.deletionTimestamp && p.status?.phase !== "Failed" && p.status?.phase !== "Succeeded";
+
+/** Follows the pods labelled app=<app> through the event log: every intermediate state is seen. */
+class PodWatch {
+  readonly pods = new Map<string, Pod>();
+  maxLive = 0;
+  minReady = Number.POSITIVE_INFINITY;
+  sampling = false;
+  private see(p: Pod, gone = false): void {
+    const name = p.metadata?.name ?? "";
+    if (gone || !isLive(p)) this.pods.delete(name);
+    else this.pods.set(name, p);
+    if (!this.sampling) return;
+    const live = [...this.pods.values()];
+    this.maxLive = Math.max(this.maxLive, live.length);
+    this.minReady = Math.min(this.minReady, live.filter(isReady).length);
+  }
+  constructor(informer: Informer<"pod">, app: string) {
+    const mine = (p: Pod): boolean => p.metadata?.labels["app"] === app;
+    informer.addEventHandler({
+      onAdd: (p) => mine(p) && this.see(p),
+      onUpdate: (_o, n) => mine(n) && this.see(n),
+      onDelete: (p) => mine(p) && this.see(p, true),
+    });
+  }
+  images(): string[] {
+    return [...this.pods.values()].map((p) => p.spec?.containers[0]?.image ?? "").sort();
+  }
+  ready(): number {
+    return [...this.pods.values()].filter(isReady).length;
+  }
+  start(): void {
+    this.maxLive = this.pods.size;
+    this.minReady = this.ready();
+    this.sampling = true;
+  }
+}
+
+function manifest(
+  name: string,
+  o: { replicas: number; image: string; cause?: string; surge?: string | number; unavailable?: string | number; deadline?: number },
+): string {
+  return JSON.stringify({
+    apiVersion: "apps/v1",
+    kind: "Deployment",
+    metadata: { name, namespace: "default", ...(o.cause ? { annotations: { "kubernetes.io/change-cause": o.cause } } : {}) },
+    spec: {
+      replicas: o.replicas,
+      selector: { matchLabels: { app: name } },
+      strategy: { type: "RollingUpdate", rollingUpdate: { maxSurge: o.surge ?? "25%", maxUnavailable: o.unavailable ?? "25%" } },
+      ...(o.deadline ? { progressDeadlineSeconds: o.deadline } : {}),
+      template: { metadata: { labels: { app: name } }, spec: { containers: [{ name: "app", image: o.image }] } },
+    },
+  });
+}
+
+describe("deployments", () => {
+  let c: TestCluster;
+  let kubeconfig: string;
+  let informer: Informer<"pod">;
+  const ac = new AbortController();
+  const kubectl = async (...args: string[]) => {
+    const r = await run("kubectl", args, kubeconfig);
+    assert.equal(r.code, 0, `kubectl ${args.join(" ")}: ${r.stderr}${r.stdout}`);
+    return r.stdout;
+  };
+  const apply = (json: string) => run("kubectl", ["apply", "-f", "-"], kubeconfig, { input: json });
+  const deployment = async (name: string) => unwrap(await c.client.get("deployments", "default", name)) as Deployment;
+  const replicaSets = async (app: string) =>
+    (await c.client.list("replicasets", { namespace: "default", labelSelector: `app=${app}` })).items.map((o) => unwrap(o) as ReplicaSet);
+
+  before(async () => {
+    c = await startCluster({
+      actors: [{ name: "node-agent", env: { CHOREO_HOLLOW_NODES: "3", CHOREO_NODE_PODS: "110" } }, { name: "scheduler" }, { name: "replication" }],
+    });
+    kubeconfig = writeKubeconfig(c);
+    await waitFor(async () => (await c.client.list("nodes")).items.length === 3, { timeoutMs: 30_000, message: "3 hollow nodes" });
+    informer = new Informer<"pod">({ client: c.client, nc: c.nc, jsm: await jetstreamManager(c.nc), kind: "pod", namespace: "default", log: silentLogger() });
+    void informer.start(ac.signal).catch(() => undefined);
+    await informer.waitForSync();
+  });
+  after(async () => {
+    ac.abort();
+    await c?.stop();
+  });
+
+  it("set image rolls within maxSurge/maxUnavailable; rollout status, history with change-cause, undo to revision 3", async () => {
+    const watch = new PodWatch(informer, "web");
+    const created = await apply(manifest("web", { replicas: 3, image: "nginx:1", cause: "v1", unavailable: 0 }));
+    assert.equal(created.code, 0, created.stderr);
+    await waitFor(() => watch.ready() === 3, { timeoutMs: 60_000, message: "3 ready pods" });
+    assert.equal((await replicaSets("web")).length, 1);
+    await kubectl("rollout", "status", "deployment/web", "--timeout=60s");
+
+    // maxSurge 25% of 3 → 1; maxUnavailable 0: never more than 4 pods, never fewer than 3 ready.
+    watch.start();
+    await kubectl("set", "image", "deployment/web", "app=nginx:2");
+    await kubectl("annotate", "deployment/web", "kubernetes.io/change-cause=v2", "--overwrite");
+    const status = await kubectl("rollout", "status", "deployment/web", "--timeout=90s");
+    assert.match(status, /successfully rolled out/);
+    await waitFor(() => watch.images().join() === "nginx:2,nginx:2,nginx:2", { timeoutMs: 30_000, message: "3 pods of nginx:2" });
+    assert.ok(watch.maxLive <= 4, `never more than replicas + maxSurge = 4 pods (saw ${watch.maxLive})`);
+    assert.ok(watch.minReady >= 3, `never fewer than replicas − maxUnavailable = 3 ready (saw ${watch.minReady})`);
+
+    const rss = await replicaSets("web");
+    assert.equal(rss.length, 2);
+    const byImage = new Map(rss.map((rs) => [rs.spec?.template?.spec?.containers[0]?.image ?? "", rs]));
+    assert.equal(byImage.get("nginx:1")?.spec?.replicas, 0);
+    assert.equal(byImage.get("nginx:2")?.spec?.replicas, 3);
+    for (const rs of rss) {
+      const hash = rs.metadata?.labels["pod-template-hash"] ?? "";
+      assert.ok(hash && rs.metadata?.name === `web-${hash}`, `name <deployment>-<hash>: ${rs.metadata?.name}`);
+      assert.equal(rs.spec?.selector?.matchLabels["pod-template-hash"], hash);
+    }
+    await waitFor(async () => (await deployment("web")).metadata?.annotations["deployment.kubernetes.io/revision"] === "2", {
+      timeoutMs: 10_000,
+      message: "revision 2",
+    });
+    await waitFor(async () => /2\s+v2/.test(await kubectl("rollout", "history", "deployment/web")), { timeoutMs: 20_000, message: "history shows v2" });
+    const history = await kubectl("rollout", "history", "deployment/web");
+    assert.match(history, /1\s+v1/);
+    assert.match(history, /2\s+v2/);
+    const described = await kubectl("describe", "deployment/web");
+    assert.match(described, /ScalingReplicaSet\s+.*Scaled up replica set web-\w+ from 0 to 1/);
+    assert.match(described, /NewReplicaSet:\s+web-\w+ \(3\/3 replicas created\)/);
+
+    await kubectl("rollout", "undo", "deployment/web");
+    await kubectl("rollout", "status", "deployment/web", "--timeout=90s");
+    await waitFor(() => watch.images().join() === "nginx:1,nginx:1,nginx:1", { timeoutMs: 30_000, message: "back to nginx:1" });
+    const d = await deployment("web");
+    assert.equal(d.metadata?.annotations["deployment.kubernetes.io/revision"], "3");
+    assert.equal((await replicaSets("web")).length, 2, "undo reuses the first ReplicaSet");
+    assert.match(await kubectl("rollout", "history", "deployment/web"), /3\s+v1/);
+    assert.ok(watch.maxLive <= 4 && watch.minReady >= 3, `undo within the bounds too (max ${watch.maxLive}, min ready ${watch.minReady})`);
+  });
+
+  it("pods that never become ready: Progressing False ProgressDeadlineExceeded, the old pods keep running", async () => {
+    const watch = new PodWatch(informer, "stuck");
+    assert.equal((await apply(manifest("stuck", { replicas: 2, image: "nginx:1", deadline: 10, unavailable: 0 }))).code, 0);
+    await kubectl("rollout", "status", "deployment/stuck", "--timeout=60s");
+    // Hollow containers start unready with this annotation: the new pod never becomes available.
+    await kubectl("patch", "deployment/stuck", "--type=merge", "-p", '{"spec":{"template":{"metadata":{"annotations":{"hollow.choreo.dev/ready":"false"}}}}}');
+    const r = await run("kubectl", ["rollout", "status", "deployment/stuck", "--timeout=60s"], kubeconfig);
+    assert.notEqual(r.code, 0);
+    assert.match(r.stderr, /exceeded its progress deadline/);
+    const cond = (await deployment("stuck")).status?.conditions.find((x) => x.type === "Progressing");
+    assert.deepEqual([cond?.status, cond?.reason], ["False", "ProgressDeadlineExceeded"]);
+    const old = [...watch.pods.values()].filter((p) => !p.metadata?.annotations["hollow.choreo.dev/ready"]);
+    assert.equal(old.filter(isReady).length, 2, "both old pods still running and ready");
+  });
+
+  it("kill -9 of the replication actor mid-rollout: it resumes and finishes, never more than replicas + maxSurge pods", async () => {
+    const watch = new PodWatch(informer, "big");
+    assert.equal((await apply(manifest("big", { replicas: 20, image: "nginx:1" }))).code, 0);
+    await kubectl("rollout", "status", "deployment/big", "--timeout=90s");
+    watch.start();
+    await kubectl("set", "image", "deployment/big", "app=nginx:2");
+    await waitFor(() => watch.images().filter((i) => i === "nginx:2").length >= 3, { timeoutMs: 30_000, intervalMs: 5, message: "rollout under way" });
+    await c.actors.get("replication")?.kill();
+    const atKill = watch.images().filter((i) => i === "nginx:2").length;
+    await c.startActor("replication");
+    await kubectl("rollout", "status", "deployment/big", "--timeout=120s");
+    await waitFor(() => watch.images().every((i) => i === "nginx:2") && watch.pods.size === 20, { timeoutMs: 30_000, message: "20 pods of nginx:2" });
+    console.log(`deployment crash: killed with ${atKill}/20 updated; max pods ${watch.maxLive}, min ready ${watch.minReady}`);
+    // maxSurge 25% of 20 → 5, maxUnavailable 25% → 5.
+    assert.ok(watch.maxLive <= 25, `never more than 25 pods (saw ${watch.maxLive})`);
+    assert.ok(watch.minReady >= 15, `never fewer than 15 ready (saw ${watch.minReady})`);
+  });
+});
