@@ -100,6 +100,30 @@ describe("HollowRuntime", () => {
     await rt.close();
   });
 
+  it("init containers: nothing runs until startContainer; each completes on its own (init-exit-code scripts a failure)", async () => {
+    const rt = new HollowRuntime({ podCidr: "10.244.7.0/24", startDelayMs: 5 });
+    const withInits = (name: string, annotations: Record<string, string> = {}): Pod => {
+      const p = pod(name, { annotations });
+      p.spec!.initContainers = [{ ...p.spec!.containers[0]!, name: "setup" }];
+      return p;
+    };
+    const st = await rt.startPod(withInits("i"));
+    assert.equal(st.initContainerStatuses?.[0]?.state?.waiting?.reason, "PodInitializing");
+    assert.equal(st.containerStatuses[0]?.state?.waiting?.reason, "PodInitializing");
+    await rt.startContainer("uid-i", "setup");
+    const done = await waitFor(() => rt.podStatus("uid-i")!.initContainerStatuses?.[0]?.state?.terminated, { message: "setup completed" });
+    assert.deepEqual([done.exitCode, done.reason], [0, "Completed"]);
+    assert.equal(rt.podStatus("uid-i")!.containerStatuses[0]?.state?.waiting?.reason, "PodInitializing", "the app waits for the agent");
+    await rt.startContainer("uid-i", "app");
+    assert.ok(rt.podStatus("uid-i")!.containerStatuses[0]?.state?.running);
+
+    await rt.startPod(withInits("j", { [HOLLOW_ANNOTATIONS.initExitCode]: "4" }));
+    await rt.startContainer("uid-j", "setup");
+    const failed = await waitFor(() => rt.podStatus("uid-j")!.initContainerStatuses?.[0]?.state?.terminated, { message: "setup failed" });
+    assert.deepEqual([failed.exitCode, failed.reason], [4, "Error"]);
+    await rt.close();
+  });
+
   it("adopts a pod from its Running status without restarting it, keeping its IP", async () => {
     const first = new HollowRuntime({ podCidr: "10.244.7.0/24", startDelayMs: 5 });
     const st = await first.startPod(pod("f"));
