@@ -3,7 +3,8 @@
 // runtimes): a pod waits for its missing ConfigMap → it is created → the pod
 // runs and serves its values (env, envFrom with a prefix, a mounted file) →
 // the ConfigMap is updated → the mounted file changes in the running
-// container, which is not restarted (its env stays as it started).
+// container, which is not restarted (its env, and a subPath mount of the
+// volume, stay as it started).
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { unwrap } from "@choreo/kit";
@@ -31,6 +32,7 @@ spec:
       mkdir -p /www
       echo "$GREETING $APP_color" > /www/env.txt
       ln -s /etc/app /www/app
+      ln -s /etc/fixed /www/fixed
       exec httpd -f -p 8080 -h /www
     env:
     - name: GREETING
@@ -40,6 +42,7 @@ spec:
       configMapRef: {name: app-config}
     volumeMounts:
     - {name: cfg, mountPath: /etc/app}
+    - {name: cfg, mountPath: /etc/fixed/greeting, subPath: greeting}
   volumes:
   - name: cfg
     configMap: {name: app-config}
@@ -157,6 +160,7 @@ for (const runtime of ["docker", "process"] as RealRuntime[]) {
         const ip = web.status!.podIp;
         assert.equal(await waitFor(() => get(`http://${ip}:8080/env.txt`), { ...WAIT, message: "web serves" }), "hello blue");
         assert.equal(await get(`http://${ip}:8080/app/greeting`), "hello");
+        assert.equal(await get(`http://${ip}:8080/fixed/greeting`), "hello", "a subPath of the volume (its symlink followed inside the volume)");
         await waitFor(async () => (await logsOf("env-only")).includes("greeting=hello"), { ...WAIT, message: "env-only logs its greeting" });
 
         // Update the ConfigMap: the mounted file changes in place (within a minute), the container keeps running.
@@ -168,6 +172,7 @@ for (const runtime of ["docker", "process"] as RealRuntime[]) {
         assert.equal(after.containerId, before.containerId);
         assert.equal(after.state?.running?.startedAt, before.state?.running?.startedAt);
         assert.equal(await get(`http://${ip}:8080/env.txt`), "hello blue", "env stays as the container started");
+        assert.equal(await get(`http://${ip}:8080/fixed/greeting`), "hello", "a subPath mount is not updated (as in Kubernetes)");
         await kubectl("delete", "pod", "web", "env-only", "--wait=false");
       }));
 
