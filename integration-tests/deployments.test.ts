@@ -5,7 +5,8 @@
 // every moment the event log shows; rollout status, history (change-cause),
 // undo (revision 3); a rollout whose pods never become ready stops with
 // ProgressDeadlineExceeded while the old pods keep running; kill -9 of the
-// replication actor mid-rollout resumes without overshooting.
+// replication actor mid-rollout resumes without overshooting; kubectl delete
+// takes the ReplicaSets and pods with it.
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { jetstreamManager } from "@nats-io/jetstream";
@@ -186,5 +187,9 @@ describe("deployments", () => {
     // maxSurge 25% of 20 → 5, maxUnavailable 25% → 5.
     assert.ok(watch.maxLive <= 25, `never more than 25 pods (saw ${watch.maxLive})`);
     assert.ok(watch.minReady >= 15, `never fewer than 15 ready (saw ${watch.minReady})`);
+
+    // kubectl delete: the garbage collector takes the ReplicaSets, then their pods.
+    await kubectl("delete", "deployment/big");
+    await waitFor(async () => (await replicaSets("big")).length === 0 && watch.pods.size === 0, { timeoutMs: 60_000, message: "ReplicaSets and pods gone" });
   });
 });

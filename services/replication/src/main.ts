@@ -77,6 +77,7 @@ const ownerCaches: Partial<Record<KindCase, OwnerKind["cache"]>> = {
 const gc = new GarbageCollector({
   client,
   pods,
+  dependents: [{ resource: "replicasets", cache: replicasets }],
   log,
   registry,
   owners: GC_OWNER_KINDS.map((k) => {

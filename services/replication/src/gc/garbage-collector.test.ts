@@ -108,3 +108,61 @@ describe("GarbageCollector", () => {
     assert.equal(client.actions.length, 0);
   });
 });
+
+describe("GarbageCollector: ReplicaSets of Deployments", () => {
+  type Meta = { metadata?: import("@choreo/kit/gen/choreo/meta/v1/meta").ObjectMeta };
+  const rsOf = (name: string, deploymentUid: string): Meta => ({
+    metadata: {
+      ...pod(name).metadata!,
+      ownerReferences: [{ apiVersion: "apps/v1", kind: "Deployment", name: "web", uid: deploymentUid, controller: true, blockOwnerDeletion: true }],
+    },
+  });
+  function setupDeployments() {
+    const deployments = new FakeCache<Meta>();
+    const replicasets = new FakeCache<Meta>();
+    const client = new RecordingClient();
+    const gc = new GarbageCollector({
+      client,
+      pods: new FakeCache<Pod>(),
+      dependents: [{ resource: "replicasets", cache: replicasets }],
+      log: silentLogger(),
+      owners: [{ kind: "Deployment", resource: "deployments", cache: deployments }],
+    });
+    return { deployments, replicasets, client, gc };
+  }
+
+  it("background: a ReplicaSet whose Deployment is gone is deleted; one whose Deployment exists is kept", async () => {
+    const { replicasets, client, gc } = setupDeployments();
+    replicasets.put(rsOf("web-abc", "uid-gone"));
+    await gc.reconcile("replicasets|default/web-abc");
+    assert.deepEqual(
+      client.of("delete").map((d) => [d.resource, d.name]),
+      [["replicasets", "web-abc"]],
+    );
+    replicasets.put(rsOf("web-def", "uid-live"));
+    client.objects.set("deployments/default/web", {
+      kind: {
+        $case: "deployment",
+        value: { apiVersion: "apps/v1", kind: "Deployment", metadata: { ...rsOf("web", "").metadata!, uid: "uid-live", ownerReferences: [] } },
+      },
+    });
+    await gc.reconcile("replicasets|default/web-def");
+    assert.equal(client.of("delete").length, 1);
+  });
+
+  it("orphan: the Deployment's ownerReference is removed from its ReplicaSets, then the finalizer", async () => {
+    const { deployments, replicasets, client, gc } = setupDeployments();
+    deployments.put({ metadata: { ...pod("web").metadata!, uid: "uid-d", deletionTimestamp: "2025-01-01T00:00:00Z", finalizers: [FINALIZER_ORPHAN] } });
+    replicasets.put(rsOf("web-abc", "uid-d"));
+    await gc.reconcile("owner|Deployment|default/web");
+    const patches = client.of("patch");
+    assert.deepEqual(
+      patches.map((p) => [p.resource, p.name]),
+      [
+        ["replicasets", "web-abc"],
+        ["deployments", "web"],
+      ],
+    );
+    assert.deepEqual((patches[0]?.patch as { metadata: { ownerReferences: unknown[] } }).metadata.ownerReferences, []);
+  });
+});

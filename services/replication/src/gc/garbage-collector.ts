@@ -1,5 +1,6 @@
-// The garbage collector: dependents (pods) follow their owners
-// (ReplicationControllers, DaemonSets, Jobs).
+// The garbage collector: dependents (pods; ReplicaSets of Deployments) follow
+// their owners (ReplicationControllers, ReplicaSets, Deployments, DaemonSets,
+// Jobs).
 //   Background: an owner gone → each dependent whose owners are all gone is
 //     deleted (after a live read confirms the owner really is gone; only if
 //     the dependent is still the version that named it).
@@ -12,6 +13,7 @@ import { isConflict, isNotFound, keyOf, splitKey } from "@choreo/kit";
 import type { ApiClient } from "@choreo/kit/client";
 import { Controller, done, requeueAfter, type Result } from "@choreo/kit/controller";
 import type { Pod } from "@choreo/kit/gen/choreo/core/v1/core";
+type Dependent = { metadata?: ObjectMeta | undefined };
 import type { ObjectMeta, OwnerReference } from "@choreo/kit/gen/choreo/meta/v1/meta";
 import type { Runnable } from "@choreo/kit/lifecycle";
 import type { Logger } from "@choreo/kit/log";
@@ -29,22 +31,36 @@ export interface OwnerKind {
   cache: Cache<{ metadata?: ObjectMeta | undefined }>;
 }
 
+/** A dependent kind the collector deletes or orphans. */
+export interface DependentKind {
+  /** The api resource (plural). */
+  resource: string;
+  cache: Cache<Dependent>;
+}
+
 /** Options of {@link GarbageCollector}. */
 export interface GarbageCollectorOptions {
   client: Pick<ApiClient, "get" | "delete" | "patch">;
   pods: Cache<Pod>;
+  /** Dependents besides pods (ReplicaSets, whose owners are Deployments). */
+  dependents?: DependentKind[];
   owners: OwnerKind[];
   log: Logger;
   workers?: number;
   registry?: Registry;
 }
 
-/** Keys: `pod|<ns>/<name>` (is this dependent garbage?) and `owner|<Kind>|<ns>/<name>` (an owner's finalizers). */
+/**
+ * Keys: `pod|<ns>/<name>` or `<resource>|<ns>/<name>` (is this dependent
+ * garbage?) and `owner|<Kind>|<ns>/<name>` (an owner's finalizers).
+ */
 export class GarbageCollector implements Runnable {
   readonly name = "garbage-collector";
   readonly controller: Controller;
   private readonly log: Logger;
   private readonly kinds = new Map<string, OwnerKind>();
+  /** Dependent kinds by key prefix ("pod" for pods, else the resource). */
+  private readonly deps = new Map<string, DependentKind>();
 
   constructor(private readonly opts: GarbageCollectorOptions) {
     this.log = opts.log.child({ controller: "garbage-collector" });
@@ -55,11 +71,15 @@ export class GarbageCollector implements Runnable {
       log: opts.log,
       registry: opts.registry,
     });
-    opts.pods.addIndexer(BY_OWNER, ownerUidsOf);
-    const enqueuePod = (p: Pod): void => {
-      if (p.metadata && p.metadata.ownerReferences.length > 0) this.controller.enqueue(`pod|${keyOf(p.metadata)}`);
-    };
-    opts.pods.addEventHandler({ onAdd: enqueuePod, onUpdate: (_o, n) => enqueuePod(n) });
+    this.deps.set("pod", { resource: "pods", cache: opts.pods });
+    for (const d of opts.dependents ?? []) this.deps.set(d.resource, d);
+    for (const [prefix, d] of this.deps) {
+      d.cache.addIndexer(BY_OWNER, ownerUidsOf);
+      const enqueueDep = (o: Dependent): void => {
+        if (o.metadata && o.metadata.ownerReferences.length > 0) this.controller.enqueue(`${prefix}|${keyOf(o.metadata)}`);
+      };
+      d.cache.addEventHandler({ onAdd: enqueueDep, onUpdate: (_o, n) => enqueueDep(n) });
+    }
     for (const k of opts.owners) {
       this.kinds.set(k.kind, k);
       const enqueueOwner = (o: { metadata?: ObjectMeta | undefined }): void => {
@@ -69,28 +89,33 @@ export class GarbageCollector implements Runnable {
         onAdd: enqueueOwner,
         onUpdate: (_o, n) => enqueueOwner(n),
         onDelete: (o) => {
-          for (const p of opts.pods.byIndex(BY_OWNER, o.metadata?.uid ?? "")) enqueuePod(p);
+          for (const [prefix, dep] of this.dependentsOf(o.metadata?.uid ?? "")) if (dep.metadata) this.controller.enqueue(`${prefix}|${keyOf(dep.metadata)}`);
         },
       });
     }
   }
 
   async start(signal: AbortSignal): Promise<void> {
-    await Promise.all([this.opts.pods.waitForSync(signal), ...this.opts.owners.map((k) => k.cache.waitForSync(signal))]);
+    await Promise.all([...[...this.deps.values()].map((d) => d.cache.waitForSync(signal)), ...this.opts.owners.map((k) => k.cache.waitForSync(signal))]);
     await this.controller.start(signal);
   }
 
   async reconcile(key: string): Promise<Result> {
     const [what, ...rest] = key.split("|");
-    if (what === "pod") return this.reconcilePod(rest.join("|"));
+    const dep = this.deps.get(what ?? "");
+    if (dep) return this.reconcileDependent(dep, rest.join("|"));
     const [kind, objKey] = rest;
     return this.reconcileOwner(kind ?? "", objKey ?? "");
   }
 
-  /** Deletes the pod if every owner is gone, or an owner is being deleted in the foreground. */
-  private async reconcilePod(key: string): Promise<Result> {
-    const pod = this.opts.pods.get(key);
-    const m = pod?.metadata;
+  /** Every dependent (of every dependent kind) with an ownerReference to `uid`, with its key prefix. */
+  private dependentsOf(uid: string): [string, Dependent][] {
+    return [...this.deps].flatMap(([prefix, d]) => d.cache.byIndex(BY_OWNER, uid).map((o): [string, Dependent] => [prefix, o]));
+  }
+
+  /** Deletes the dependent if every owner is gone, or an owner is being deleted in the foreground. */
+  private async reconcileDependent(dep: DependentKind, key: string): Promise<Result> {
+    const m = dep.cache.get(key)?.metadata;
     if (!m || m.ownerReferences.length === 0 || m.deletionTimestamp) return done();
     let alive = 0;
     let foreground = false;
@@ -104,11 +129,14 @@ export class GarbageCollector implements Runnable {
     try {
       // Only the pod as read: its ownerReferences may have changed since (an orphaning GC removed them
       // while this cache still had the old copy). A conflict is fine: the update re-enqueues the pod.
-      await this.opts.client.delete("pods", m.namespace, m.name, {
+      await this.opts.client.delete(dep.resource, m.namespace, m.name, {
         preconditions: { uid: m.uid, resourceVersion: m.resourceVersion },
         propagationPolicy: "Background",
       });
-      this.log.info({ pod: key, owners: m.ownerReferences.map((r) => `${r.kind}/${r.name}`), foreground }, "dependent deleted");
+      this.log.info(
+        { [dep.resource === "pods" ? "pod" : dep.resource]: key, owners: m.ownerReferences.map((r) => `${r.kind}/${r.name}`), foreground },
+        "dependent deleted",
+      );
     } catch (err) {
       if (!isNotFound(err) && !isConflict(err)) throw err;
     }
@@ -140,14 +168,14 @@ export class GarbageCollector implements Runnable {
     const owner = kind?.cache.get(key);
     const m = owner?.metadata;
     if (!kind || !m?.deletionTimestamp) return done();
-    const dependents = this.opts.pods.byIndex(BY_OWNER, m.uid);
+    const dependents = this.dependentsOf(m.uid);
     if (m.finalizers.includes(FINALIZER_ORPHAN)) {
-      for (const p of dependents) {
+      for (const [prefix, p] of dependents) {
         const pm = p.metadata;
         if (!pm) continue;
         const refs = pm.ownerReferences.filter((r) => r.uid !== m.uid);
         try {
-          await this.opts.client.patch("pods", pm.namespace, pm.name, "application/merge-patch+json", {
+          await this.opts.client.patch(this.deps.get(prefix)?.resource ?? "pods", pm.namespace, pm.name, "application/merge-patch+json", {
             metadata: { ownerReferences: refs, resourceVersion: pm.resourceVersion },
           });
         } catch (err) {
@@ -160,7 +188,7 @@ export class GarbageCollector implements Runnable {
     }
     if (m.finalizers.includes(FINALIZER_FOREGROUND)) {
       if (dependents.length > 0) {
-        for (const p of dependents) if (p.metadata) this.controller.enqueue(`pod|${keyOf(p.metadata)}`);
+        for (const [prefix, p] of dependents) if (p.metadata) this.controller.enqueue(`${prefix}|${keyOf(p.metadata)}`);
         return requeueAfter(500);
       }
       await this.removeFinalizer(kind, key, m, FINALIZER_FOREGROUND);
