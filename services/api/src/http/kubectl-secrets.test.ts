@@ -5,7 +5,7 @@
 // apply, and a configmap beside them.
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -148,6 +148,20 @@ current-context: choreo
     const patched = await kubectl("patch", "secret", "applied", "--type=merge", "-p", '{"type":"kubernetes.io/basic-auth"}');
     assert.notEqual(patched.code, 0);
     assert.match(patched.stderr, /type: Invalid value: "kubernetes\.io\/basic-auth": field is immutable/);
+  });
+
+  it("discovery and OpenAPI: api-resources lists secrets, explain knows stringData; kubectl 1.20 reads them too", async () => {
+    const resources = await ok("api-resources", "--api-group=", "--namespaced=true");
+    assert.match(resources, /^secrets\s+v1\s+true\s+Secret$/m);
+    assert.match(await ok("explain", "secret.stringData"), /stringData/);
+    const old = process.env["CHOREO_KUBECTL_120"] ?? "/var/lib/choreo/tools/kubectl-1.20/usr/bin/kubectl";
+    if (!existsSync(old)) return;
+    const r = await exec(
+      old,
+      ["--kubeconfig", kubeconfig, "--cache-dir", path.join(dir, "cache-1.20"), "get", "secret", "s", "-o", "jsonpath={.data.password}"],
+      { timeout: 30_000 },
+    );
+    assert.equal(Buffer.from(r.stdout, "base64").toString(), "hunter2");
   });
 
   it("create configmap still works beside them", async () => {
