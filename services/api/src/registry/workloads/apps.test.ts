@@ -63,8 +63,12 @@ describe("apps/v1 ReplicaSet and Deployment", () => {
     assert.equal(spec(d)["revisionHistoryLimit"], 0);
   });
 
-  it("defaults a ReplicaSet's replicas to 1", async () => {
-    const rs = toKubeJson(await s.client.create(fromKubeJson(replicaSet("rs-defaults"))));
+  it("defaults a ReplicaSet's replicas to 1 and drops a status given on create", async () => {
+    const rs = toKubeJson(await s.client.create(fromKubeJson({ ...replicaSet("rs-defaults"), status: { replicas: 7, readyReplicas: 7 } })));
+    assert.deepEqual(rs["status"], { replicas: 0 });
+    const selected = await s.client.list("replicasets", { namespace: "default", fieldSelector: "status.replicas=0" });
+    const names = selected.items.map((o) => (toKubeJson(o)["metadata"] as KubeJson)["name"]);
+    assert.ok(names.includes("rs-defaults"), "status.replicas reads 0, as Kubernetes' int32");
     assert.equal(spec(rs)["replicas"], 1);
     assert.equal(((spec(rs)["template"] as KubeJson)["spec"] as KubeJson)["restartPolicy"], "Always");
   });

@@ -1,6 +1,6 @@
 // Deployment (apps/v1): Kubernetes' defaults (SetDefaults_Deployment) and
 // validation (pkg/apis/apps/validation ValidateDeployment*).
-import type { Deployment, DeploymentStrategy, RollingUpdateDeployment } from "@choreo/kit/gen/choreo/apps/v1/apps";
+import { DeploymentStatus, type Deployment, type DeploymentStrategy, type RollingUpdateDeployment } from "@choreo/kit/gen/choreo/apps/v1/apps";
 import type { IntOrString } from "@choreo/kit/gen/choreo/core/v1/core";
 import type { Strategy } from "../generic/strategy.js";
 import { defaultPodSpec } from "../pods/pod-spec.js";
@@ -74,7 +74,11 @@ function defaults(d: Deployment): void {
 
 /** Deployment: the pods of an application, rolled out through ReplicaSets. */
 export const deploymentStrategy: Strategy<Deployment> = {
-  prepareCreate: defaults,
+  prepareCreate(d) {
+    // As Kubernetes' PrepareForCreate: a new object's status is the controller's to write.
+    d.status = DeploymentStatus.fromPartial({});
+    defaults(d);
+  },
   prepareUpdate: defaults,
   validate(d, old) {
     const e = new Errors();

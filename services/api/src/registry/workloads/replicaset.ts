@@ -1,7 +1,7 @@
 // ReplicaSet (apps/v1): Kubernetes' defaults (SetDefaults_ReplicaSet) and
 // validation (pkg/apis/apps/validation ValidateReplicaSet*), and what the
 // Deployment strategy shares with it: the label selector and the pod template.
-import type { ReplicaSet } from "@choreo/kit/gen/choreo/apps/v1/apps";
+import { ReplicaSetStatus, type ReplicaSet } from "@choreo/kit/gen/choreo/apps/v1/apps";
 import type { PodTemplateSpec } from "@choreo/kit/gen/choreo/core/v1/core";
 import { selectorFromLabelSelector, SelectorParseError, type LabelSelector as Selector } from "@choreo/kit/apimachinery";
 import type { LabelSelector } from "@choreo/kit";
@@ -58,7 +58,11 @@ function defaults(rs: ReplicaSet): void {
 
 /** ReplicaSet: keeps `replicas` pods matching its selector; owned by a Deployment or alone. */
 export const replicaSetStrategy: Strategy<ReplicaSet> = {
-  prepareCreate: defaults,
+  prepareCreate(rs) {
+    // As Kubernetes' PrepareForCreate: a new object's status is the controller's to write (status.replicas reads 0).
+    rs.status = ReplicaSetStatus.fromPartial({});
+    defaults(rs);
+  },
   prepareUpdate: defaults,
   validate(rs, old) {
     const e = new Errors();
