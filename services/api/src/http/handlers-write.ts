@@ -1,17 +1,5 @@
 // Writes: POST (create), PUT (update, update status), PATCH, DELETE, DELETE on a collection.
-import {
-  badRequest,
-  emptyMeta,
-  failure,
-  methodNotAllowed,
-  statusOf,
-  unwrap,
-  ApiError,
-  Reason,
-  type ApiObject,
-  type DeleteOptions,
-  type KindInfo,
-} from "@choreo/kit";
+import { badRequest, emptyMeta, methodNotAllowed, statusOf, unwrap, type ApiObject, type DeleteOptions, type KindInfo } from "@choreo/kit";
 import { fromKubeJson, kindOfKubeJson, listToKubeJson, messageFromKubeJson, toKubeJson } from "@choreo/kit/kube-json";
 import { parse as parseYaml } from "yaml";
 import { APPLY_PATCH, decodeBody, mediaType, parseJsonText, patchTypeOf, readBody, YAML_TYPES } from "./body.js";
@@ -107,7 +95,7 @@ export async function updateObject(ctx: RequestContext): Promise<void> {
  */
 export async function patchObject(ctx: RequestContext): Promise<void> {
   const patchType = patchTypeOf(ctx.req);
-  if (dryRunOf(ctx.url)) throw new ApiError(failure(400, Reason.BadRequest, "dryRun is not supported for patch"));
+  const dryRun = dryRunOf(ctx.url);
   const apply = patchType === APPLY_PATCH;
   const force = ctx.url.searchParams.get("force");
   if (force !== null && !apply) throw badRequest("force: Invalid value: true: may not be specified for non-apply patch");
@@ -157,6 +145,7 @@ export async function patchObject(ctx: RequestContext): Promise<void> {
     subresource,
     fieldManager: fieldManagerOf(ctx),
     force: apply ? force === "true" : undefined,
+    dryRun,
   });
   sendJson(ctx.res, existed ? 200 : 201, toKubeJson(patched));
 }

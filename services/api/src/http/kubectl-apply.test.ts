@@ -128,6 +128,31 @@ current-context: choreo
     assert.equal(managers.stdout, "kubectl");
   });
 
+  it("--dry-run=server: apply (patch and create), server-side apply, create and delete answer as if done and store nothing", async () => {
+    const before = await rv();
+    const changed = file("rc-dry.yaml", RC(9));
+    for (const args of [
+      ["apply", "--dry-run=server", "-f", changed],
+      ["apply", "--server-side", "--dry-run=server", "-f", changed],
+    ]) {
+      const r = await kubectl(...args);
+      assert.equal(r.code, 0, r.stderr);
+      assert.match(r.stdout, /replicationcontroller\/web (configured|serverside-applied) \(server dry run\)/);
+    }
+    const deleted = await kubectl("delete", "rc", "web", "--dry-run=server");
+    assert.equal(deleted.code, 0, deleted.stderr);
+    assert.match(deleted.stdout, /replicationcontroller "web" deleted \(server dry run\)/);
+    assert.equal(await rv(), before, "the RC is as it was");
+    assert.notEqual((await kubectl("get", "rc", "web", "-o", "jsonpath={.spec.replicas}")).stdout, "9");
+
+    const created = await kubectl("create", "--dry-run=server", "-f", file("rc-new.yaml", RC(1).replace("name: web", "name: dry-new")));
+    assert.equal(created.code, 0, created.stderr);
+    assert.match(created.stdout, /replicationcontroller\/dry-new created \(server dry run\)/);
+    const missing = await kubectl("get", "rc", "dry-new");
+    assert.notEqual(missing.code, 0);
+    assert.match(missing.stderr, /NotFound/);
+  });
+
   it("removes a field the applier stops applying", async () => {
     const withMin = file("rc-min.yaml", RC(2).replace("spec:\n  replicas: 2", "spec:\n  minReadySeconds: 7\n  replicas: 2"));
     assert.equal((await kubectl("apply", "--server-side", "-f", withMin)).code, 0);

@@ -24,6 +24,7 @@ import { watchObjects, type WatchSource } from "./generic/watch.js";
 import { purgeNamespace } from "./namespaces/purge.js";
 import { bindPod } from "./pods/binding.js";
 import { getScale, updateScale } from "./workloads/scale.js";
+import { withDryRun } from "./generic/dry-run.js";
 
 /**
  * The api's verbs: the one implementation of ApiHandlers, served by every
@@ -54,27 +55,27 @@ export class Registry implements ApiHandlers {
   }
 
   create(req: CreateRequest): Promise<ApiObject> {
-    return withManager(req.fieldManager, kindOfRequest(req), "", () => this.store.create(req));
+    return withDryRun(req.dryRun, () => withManager(req.fieldManager, kindOfRequest(req), "", () => this.store.create(req)));
   }
 
   update(req: UpdateRequest): Promise<ApiObject> {
-    return withManager(req.fieldManager, kindOfRequest(req), "", () => this.store.update(req));
+    return withDryRun(req.dryRun, () => withManager(req.fieldManager, kindOfRequest(req), "", () => this.store.update(req)));
   }
 
   updateStatus(req: UpdateRequest): Promise<ApiObject> {
-    return withManager(req.fieldManager, kindOfRequest(req), "status", () => this.store.updateStatus(req));
+    return withDryRun(req.dryRun, () => withManager(req.fieldManager, kindOfRequest(req), "status", () => this.store.updateStatus(req)));
   }
 
   patch(req: PatchRequest): Promise<ApiObject> {
-    return patchObject(this.store, req);
+    return withDryRun(req.dryRun, () => patchObject(this.store, req));
   }
 
   delete(req: DeleteRequest): Promise<ApiObject> {
-    return this.store.delete(req);
+    return withDryRun(req.options?.dryRun.includes("All"), () => this.store.delete(req));
   }
 
   deleteCollection(req: DeleteCollectionRequest): Promise<ObjectList> {
-    return this.store.deleteCollection(req);
+    return withDryRun(req.options?.dryRun.includes("All"), () => this.store.deleteCollection(req));
   }
 
   bind(req: BindRequest): Promise<ApiObject> {

@@ -36,6 +36,7 @@ import { messageToKubeJson } from "@choreo/kit/kube-json";
 import type { Logger } from "@choreo/kit/log";
 import { StoreError, type IndexEntry, type ObjectStorage, type Stored } from "../../storage/object-storage.js";
 import { canonicalJson } from "../shared/canonical.js";
+import { isDryRun } from "./dry-run.js";
 import { Errors, validateMeta } from "../shared/validation.js";
 import { trackManagedFields } from "./managed-fields-store.js";
 import { parseSelection, selectsObject } from "./selection.js";
@@ -144,6 +145,12 @@ export class GenericStore {
     // What Redis and the event log hold (a sealed Secret): never the plaintext of a kind with a storage form.
     const stored = strategy?.toStorage?.(v) ?? v;
     if (stored !== v) object = ObjectMsg.encode(this.wrapValue(info, stored)).finish();
+    if (isDryRun()) {
+      // Everything but the write: a create still meets an object of that name, an update keeps the stored version.
+      if (mode === "create" && (await this.storage.get(info.resource, namespace, meta.name))) throw alreadyExists(info.resource, meta.name, info.group);
+      meta.resourceVersion = old ? String(old.revision) : "";
+      return v;
+    }
     const newIdx = mode === "delete" ? {} : (strategy?.indexes?.(v) ?? {});
     const oldIdx = old ? (strategy?.indexes?.(old.value) ?? {}) : {};
     const indexAdd: IndexEntry[] = Object.entries(newIdx)
@@ -207,7 +214,10 @@ export class GenericStore {
       this.validate(info, v);
       for (let attempt = 0; ; attempt++) {
         try {
-          return await this.write("create", info, v);
+          const created = await this.write("create", info, v);
+          // A dry run gives back what it allocated (a ClusterIP, node ports): the answer shows them, nothing keeps them.
+          if (isDryRun()) await strategy?.abortCreate?.(v);
+          return created;
         } catch (err) {
           // A generated name that collided: draw another.
           if (!(err instanceof ApiError && err.reason === "AlreadyExists" && v.metadata?.generateName && attempt < 3)) throw err;
@@ -247,6 +257,7 @@ export class GenericStore {
   async remove(info: KindInfo, current: Current): Promise<AnyObject> {
     const v = structuredClone(current.value);
     const gone = await this.write("delete", info, v, current);
+    if (isDryRun()) return gone;
     await this.strategy(info)
       ?.afterDelete?.(current.value)
       .catch((err: unknown) => this.log.warn({ err }, "after-delete hook failed"));

@@ -175,7 +175,11 @@ export interface PatchRequest {
     | string
     | undefined;
   /** Server-side apply: take the conflicting fields from their managers. */
-  force?: boolean | undefined;
+  force?:
+    | boolean
+    | undefined;
+  /** dryRun=All: everything but the storage write. */
+  dryRun?: boolean | undefined;
 }
 
 export interface DeleteRequest {
@@ -1399,6 +1403,7 @@ function createBasePatchRequest(): PatchRequest {
     subresource: "",
     fieldManager: undefined,
     force: undefined,
+    dryRun: undefined,
   };
 }
 
@@ -1427,6 +1432,9 @@ export const PatchRequest: MessageFns<PatchRequest> = {
     }
     if (message.force !== undefined) {
       writer.uint32(64).bool(message.force);
+    }
+    if (message.dryRun !== undefined) {
+      writer.uint32(72).bool(message.dryRun);
     }
     return writer;
   },
@@ -1508,6 +1516,14 @@ export const PatchRequest: MessageFns<PatchRequest> = {
             message.force = reader.bool();
             continue;
           }
+          case 9: {
+            if (tag !== 72) {
+              break;
+            }
+
+            message.dryRun = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1533,6 +1549,7 @@ export const PatchRequest: MessageFns<PatchRequest> = {
     message.subresource = object.subresource ?? "";
     message.fieldManager = object.fieldManager ?? undefined;
     message.force = object.force ?? undefined;
+    message.dryRun = object.dryRun ?? undefined;
     return message;
   },
 };
