@@ -156,6 +156,47 @@ describe("deployments", () => {
     assert.ok(watch.maxLive <= 4 && watch.minReady >= 3, `undo within the bounds too (max ${watch.maxLive}, min ready ${watch.minReady})`);
   });
 
+  it("kubectl create deployment, scale, rollout pause/resume, restart, undo --to-revision, get", async () => {
+    const watch = new PodWatch(informer, "app");
+    await kubectl("create", "deployment", "app", "--image=nginx:1", "--replicas=2");
+    await kubectl("rollout", "status", "deployment/app", "--timeout=60s");
+    await kubectl("scale", "deployment/app", "--replicas=4");
+    await waitFor(() => watch.ready() === 4, { timeoutMs: 60_000, message: "scaled to 4" });
+
+    await kubectl("rollout", "pause", "deployment/app");
+    await kubectl("set", "image", "deployment/app", "nginx=nginx:2");
+    await waitFor(
+      async () => {
+        const d = await deployment("app");
+        const p = d.status?.conditions.find((x) => x.type === "Progressing");
+        return d.status?.observedGeneration === d.metadata?.generation && p?.reason === "DeploymentPaused";
+      },
+      { timeoutMs: 30_000, message: "paused and observed" },
+    );
+    assert.equal((await replicaSets("app")).length, 1, "a paused Deployment starts no rollout");
+    assert.deepEqual(watch.images(), ["nginx:1", "nginx:1", "nginx:1", "nginx:1"]);
+
+    await kubectl("rollout", "resume", "deployment/app");
+    await kubectl("rollout", "status", "deployment/app", "--timeout=90s");
+    await waitFor(() => watch.images().join() === "nginx:2,nginx:2,nginx:2,nginx:2", { timeoutMs: 30_000, message: "resumed to nginx:2" });
+
+    await kubectl("rollout", "restart", "deployment/app");
+    await kubectl("rollout", "status", "deployment/app", "--timeout=90s");
+    await waitFor(() => [...watch.pods.values()].filter((p) => p.metadata?.annotations["kubectl.kubernetes.io/restartedAt"]).length === 4, {
+      timeoutMs: 30_000,
+      message: "restarted pods",
+    });
+    assert.equal((await replicaSets("app")).length, 3);
+
+    await kubectl("rollout", "undo", "deployment/app", "--to-revision=1");
+    await kubectl("rollout", "status", "deployment/app", "--timeout=90s");
+    await waitFor(() => watch.images().join() === "nginx:1,nginx:1,nginx:1,nginx:1", { timeoutMs: 30_000, message: "back to revision 1" });
+    assert.equal((await deployment("app")).metadata?.annotations["deployment.kubernetes.io/revision"], "4");
+    assert.match(await kubectl("get", "deployment", "app"), /app\s+4\/4\s+4\s+4/);
+    const described = await kubectl("describe", "deployment/app");
+    assert.match(described, /OldReplicaSets:\s+app-\w+ \(0\/0 replicas created\)/);
+  });
+
   it("pods that never become ready: Progressing False ProgressDeadlineExceeded, the old pods keep running", async () => {
     const watch = new PodWatch(informer, "stuck");
     assert.equal((await apply(manifest("stuck", { replicas: 2, image: "nginx:1", deadline: 10, unavailable: 0 }))).code, 0);
