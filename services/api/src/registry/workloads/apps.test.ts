@@ -86,11 +86,31 @@ describe("apps/v1 ReplicaSet and Deployment", () => {
         "spec.template.metadata.labels",
         /`selector` does not match template `labels`/,
       );
+      const expr = (e: KubeJson): KubeJson => ({ selector: { matchLabels: { app: "e" }, matchExpressions: [e] } });
+      const tplE = { template: { metadata: { labels: { app: "e" } }, spec: { containers: [{ name: "c", image: "nginx" }] } } };
       await refused(
         resource,
-        make("bad-op", { selector: { matchExpressions: [{ key: "app", operator: "Near", values: ["x"] }] } }),
-        "spec.selector",
-        /invalid label selector/,
+        make("bad-op", { ...expr({ key: "app", operator: "Near", values: ["x"] }), ...tplE }),
+        "spec.selector.matchExpressions[0].operator",
+        /not a valid selector operator/,
+      );
+      await refused(
+        resource,
+        make("in-empty", { ...expr({ key: "tier", operator: "In", values: [] }), ...tplE }),
+        "spec.selector.matchExpressions[0].values",
+        /Required value/,
+      );
+      await refused(
+        resource,
+        make("exists-values", { ...expr({ key: "tier", operator: "Exists", values: ["a"] }), ...tplE }),
+        "spec.selector.matchExpressions[0].values",
+        /may not be specified when `operator` is 'Exists' or 'DoesNotExist'/,
+      );
+      await refused(
+        resource,
+        make("bad-value", { ...expr({ key: "tier", operator: "NotIn", values: ["not valid!"] }), ...tplE }),
+        "spec.selector.matchExpressions[0].values[0]",
+        /Invalid value/,
       );
     });
 

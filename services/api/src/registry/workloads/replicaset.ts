@@ -3,7 +3,7 @@
 // Deployment strategy shares with it: the label selector and the pod template.
 import { ReplicaSetStatus, type ReplicaSet } from "@choreo/kit/gen/choreo/apps/v1/apps";
 import type { PodTemplateSpec } from "@choreo/kit/gen/choreo/core/v1/core";
-import { selectorFromLabelSelector, SelectorParseError, type LabelSelector as Selector } from "@choreo/kit/apimachinery";
+import { selectorFromLabelSelector, SelectorParseError, validateLabelKey, validateLabelValue, type LabelSelector as Selector } from "@choreo/kit/apimachinery";
 import type { LabelSelector } from "@choreo/kit";
 import type { Strategy } from "../generic/strategy.js";
 import { defaultPodSpec, validateTemplate } from "../pods/pod-spec.js";
@@ -21,14 +21,24 @@ export function validateAppsSelector(e: Errors, sel: LabelSelector | undefined, 
   }
   e.labelMap(`${path}.matchLabels`, sel.matchLabels);
   if (Object.keys(sel.matchLabels).length + sel.matchExpressions.length === 0) e.invalid(path, sel, `empty selector is invalid for ${kind}`);
+  // Kubernetes' ValidateLabelSelectorRequirement, values validated strictly.
   sel.matchExpressions.forEach((r, i) => {
-    if ((r.operator === "In" || r.operator === "NotIn") && r.values.length === 0) e.required(`${path}.matchExpressions[${i}].values`, undefined);
+    const at = `${path}.matchExpressions[${i}]`;
+    if (r.operator === "In" || r.operator === "NotIn") {
+      if (r.values.length === 0) e.required(`${at}.values`, undefined);
+    } else if (r.operator === "Exists" || r.operator === "DoesNotExist") {
+      if (r.values.length > 0) e.forbidden(`${at}.values`, "may not be specified when `operator` is 'Exists' or 'DoesNotExist'");
+    } else e.invalid(`${at}.operator`, r.operator, "not a valid selector operator");
+    for (const m of validateLabelKey(r.key)) e.invalid(`${at}.key`, r.key, m);
+    r.values.forEach((v, j) => {
+      for (const m of validateLabelValue(v)) e.invalid(`${at}.values[${j}]`, v, m);
+    });
   });
   try {
     return selectorFromLabelSelector(sel);
   } catch (err) {
     if (!(err instanceof SelectorParseError)) throw err;
-    e.invalid(path, sel, `invalid label selector: ${err.message}`);
+    e.invalid(path, sel, "invalid label selector");
     return undefined;
   }
 }
