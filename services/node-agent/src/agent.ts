@@ -93,6 +93,7 @@ export class NodeAgent implements Runnable {
       events: options.events,
       log: options.log.child({ node: options.node.name }),
       resyncMs: options.configResyncMs,
+      nc: options.nc,
     });
     const opts = (this.opts = { ...options, runtime });
     const node = opts.node.name;

@@ -14,6 +14,8 @@ export interface AgentConfig {
   leaseRenewMs: number;
   leaseDurationSeconds: number;
   restartBackoffMs: number;
+  /** Pods waiting for a ConfigMap or Secret retried, config volumes refreshed, this often. */
+  configResyncMs: number;
   cpu: string;
   memory: string;
   pods: string;
@@ -82,6 +84,7 @@ export function loadConfig(argv = process.argv.slice(2), env = process.env): Age
     leaseRenewMs: num(env["CHOREO_LEASE_RENEW_MS"], 2_000),
     leaseDurationSeconds: num(env["CHOREO_LEASE_DURATION_SECONDS"], 10),
     restartBackoffMs: num(env["CHOREO_RESTART_BACKOFF_MS"], 10_000),
+    configResyncMs: num(env["CHOREO_CONFIG_RESYNC_MS"], 10_000),
     cpu: env["CHOREO_NODE_CPU"] ?? "4",
     memory: env["CHOREO_NODE_MEMORY"] ?? "16Gi",
     pods: env["CHOREO_NODE_PODS"] ?? "110",

@@ -50,6 +50,7 @@ export interface HollowNodesOptions {
       | "events"
       | "extras"
       | "stopPodsOnExit"
+      | "configResyncMs"
     >
   >;
   registry?: Registry;

@@ -52,6 +52,7 @@ const agentOpts = {
   restartBackoff: { initialMs: config.restartBackoffMs, maxMs: 30 * config.restartBackoffMs },
   stopPodsOnExit: config.stopPodsOnExit,
   workers: config.workers,
+  configResyncMs: config.configResyncMs,
 };
 
 /** auto: docker when an engine answers on its socket, else the process runtime. */

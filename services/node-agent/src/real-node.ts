@@ -25,7 +25,9 @@ export interface RealNodeDeps {
   jsm: JetStreamManager;
   log: Logger;
   registry?: Registry;
-  agent?: Partial<Pick<NodeAgentOptions, "leaseRenewMs" | "leaseDurationSeconds" | "restartBackoff" | "events" | "stopPodsOnExit" | "workers">>;
+  agent?: Partial<
+    Pick<NodeAgentOptions, "leaseRenewMs" | "leaseDurationSeconds" | "restartBackoff" | "events" | "stopPodsOnExit" | "workers" | "configResyncMs">
+  >;
 }
 
 /** A real node: its agent, and the network to take down after it when pods stop on exit. */

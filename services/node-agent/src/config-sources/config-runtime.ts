@@ -1,6 +1,8 @@
 import fs from "node:fs";
 import path from "node:path";
+import type { NatsConnection, Subscription } from "@nats-io/transport-node";
 import { keyOf } from "@choreo/kit";
+import { resourceFilter, untoken } from "@choreo/kit/bus";
 import { nowRfc3339 } from "@choreo/kit/apimachinery";
 import type { ApiClient } from "@choreo/kit/client";
 import { objectRef, type EventRecorder } from "@choreo/kit/events";
@@ -24,6 +26,13 @@ export interface ConfigSourcesDeps {
   log: Logger;
   /** Waiting pods are retried, and mounted files refreshed, this often (default 10 s). */
   resyncMs?: number | undefined;
+  /**
+   * Where ConfigMap and Secret changes are published (the event log's
+   * subjects): a change in a namespace with waiting or mounted pods
+   * brings the resync forward. Only the subject is read (a Secret's
+   * payload is sealed); the objects are fetched through the api.
+   */
+  nc?: NatsConnection | undefined;
   /** The lookup of a namespace (default: through the api client). */
   lookup?: (namespace: string) => Lookup;
 }
@@ -83,6 +92,9 @@ class ConfigSources {
   private readonly busy = new Map<string, Promise<unknown>>();
   private timer: NodeJS.Timeout | undefined;
   private syncing = false;
+  /** A resync asked for while one ran: run again after it. */
+  private again = false;
+  private subs: Subscription[] = [];
 
   constructor(
     private readonly inner: Runtime,
@@ -93,11 +105,17 @@ class ConfigSources {
     await this.inner.init();
     this.timer ??= setInterval(() => void this.resync(), this.d.resyncMs ?? 10_000);
     this.timer.unref();
+    // Real nodes only: hollow ones (thousands per process, nothing mounted) keep to the period.
+    if (this.d.nc && this.d.stateDir && this.subs.length === 0)
+      for (const resource of ["configmaps", "secrets"])
+        this.subs.push(this.d.nc.subscribe(resourceFilter(resource), { callback: (_err, msg) => this.changed(msg.subject) }));
   }
 
   async close(): Promise<void> {
     clearInterval(this.timer);
     this.timer = undefined;
+    for (const s of this.subs) s.unsubscribe();
+    this.subs = [];
     await this.inner.close();
   }
 
@@ -195,16 +213,29 @@ class ConfigSources {
     return status;
   }
 
+  /** A ConfigMap or Secret changed (`choreo.ev.<resource>.<namespace>.<name>`): resync now if a pod of its namespace may care. */
+  private changed(subject: string): void {
+    const ns = untoken(subject.split(".")[3] ?? "");
+    const pods = [...[...this.waiting.values()].map((w) => w.pod), ...this.mounted.values()];
+    if (pods.some((p) => p.metadata?.namespace === ns)) void this.resync();
+  }
+
   /** One period: waiting pods tried again, mounted files refreshed, volumes of pods gone removed. */
   private async resync(): Promise<void> {
-    if (this.syncing) return;
+    if (this.syncing) {
+      this.again = true;
+      return;
+    }
     this.syncing = true;
     try {
-      for (const [uid, w] of [...this.waiting])
-        await this.retry(uid, w).catch((err: unknown) => this.d.log.warn({ err, uid }, "retrying a waiting pod failed"));
-      for (const [uid, pod] of [...this.mounted])
-        await this.refresh(uid, pod).catch((err: unknown) => this.d.log.warn({ err, uid }, "refreshing config volumes failed"));
-      this.removeLeftovers();
+      do {
+        this.again = false;
+        for (const [uid, w] of [...this.waiting])
+          await this.retry(uid, w).catch((err: unknown) => this.d.log.warn({ err, uid }, "retrying a waiting pod failed"));
+        for (const [uid, pod] of [...this.mounted])
+          await this.refresh(uid, pod).catch((err: unknown) => this.d.log.warn({ err, uid }, "refreshing config volumes failed"));
+        this.removeLeftovers();
+      } while (this.again && this.timer);
     } finally {
       this.syncing = false;
     }
