@@ -6,7 +6,9 @@
 // undo (revision 3); a rollout whose pods never become ready stops with
 // ProgressDeadlineExceeded while the old pods keep running; kill -9 of the
 // replication actor mid-rollout resumes without overshooting; kubectl delete
-// takes the ReplicaSets and pods with it.
+// takes the ReplicaSets and pods with it. Then real pods (process runtime)
+// behind a Service: a rollout while a client loops through it loses no
+// request.
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { jetstreamManager } from "@nats-io/jetstream";
@@ -16,8 +18,9 @@ import type { Pod } from "@choreo/kit/gen/choreo/core/v1/core";
 import { Informer } from "@choreo/kit/informer";
 import { silentLogger } from "@choreo/kit/log";
 import { waitFor } from "@choreo/kit/testing";
-import { startCluster, type TestCluster } from "./support/cluster.js";
+import { startCluster, withLogsOnFailure, type TestCluster } from "./support/cluster.js";
 import { run, writeKubeconfig } from "./support/kubectl.js";
+import { startRealCluster, type RealCluster } from "./support/real-cluster.js";
 
 const isReady = (p: Pod): boolean => p.status?.conditions.some((c) => c.type === "Ready" && c.status === "True") ?? false;
 const isLive = (p: Pod): boolean => !p.metadata?.deletionTimestamp && p.status?.phase !== "Failed" && p.status?.phase !== "Succeeded";
@@ -233,4 +236,113 @@ describe("deployments", () => {
     await kubectl("delete", "deployment/big");
     await waitFor(async () => (await replicaSets("big")).length === 0 && watch.pods.size === 0, { timeoutMs: 60_000, message: "ReplicaSets and pods gone" });
   });
+});
+
+/** A Deployment of HTTP pods answering "<VERSION> <pod name>", ready when serving, draining 2 s on SIGTERM; and its Service. */
+const realWeb = (version: string): string => `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  replicas: 3
+  selector:
+    matchLabels: {app: web}
+  strategy:
+    rollingUpdate: {maxSurge: 1, maxUnavailable: 0}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      terminationGracePeriodSeconds: 10
+      containers:
+      - name: web
+        image: local/busybox:1.35
+        command: ["sh", "-c"]
+        args:
+        - |
+          echo "$VERSION $POD_NAME" > /www/index.html
+          httpd -f -p 8080 -h /www &
+          pid=$!
+          trap 'sleep 2; kill $pid; exit 0' TERM
+          wait $pid
+        env:
+        - {name: VERSION, value: ${version}}
+        - name: POD_NAME
+          valueFrom: {fieldRef: {fieldPath: metadata.name}}
+        ports:
+        - {name: http, containerPort: 8080}
+        readinessProbe:
+          httpGet: {path: /index.html, port: http}
+          periodSeconds: 1
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: web
+spec:
+  selector: {app: web}
+  ports:
+  - {name: http, port: 80, targetPort: http}
+`;
+
+describe("deployments on real pods (process runtime)", () => {
+  let c: RealCluster;
+  const kubectl = async (...args: string[]) => {
+    const r = await run("kubectl", args, c.kubeconfig);
+    assert.equal(r.code, 0, `kubectl ${args.join(" ")}: ${r.stderr}${r.stdout}`);
+    return r.stdout;
+  };
+  const get = async (url: string): Promise<string | undefined> => {
+    try {
+      const r = await fetch(url, { signal: AbortSignal.timeout(3_000) });
+      return r.ok ? (await r.text()).trim() : undefined;
+    } catch {
+      return undefined;
+    }
+  };
+  before(async () => {
+    c = await startRealCluster("process");
+  });
+  after(async () => {
+    if (!c) return;
+    await c.stop();
+    assert.deepEqual(c.leftovers(), [], "nothing of the cluster is left on the machine");
+  });
+
+  it("a rollout (kubectl set env: one local image) while a client loops through the Service: no request fails", () =>
+    withLogsOnFailure(c, async () => {
+      await kubectl("apply", "-f", c.manifest("web.yaml", realWeb("v1")));
+      await kubectl("rollout", "status", "deployment/web", "--timeout=120s");
+      const vip = await kubectl("get", "service", "web", "-o", "jsonpath={.spec.clusterIP}");
+      await waitFor(
+        async () => (await kubectl("get", "endpoints", "web", "-o", "jsonpath={.subsets[*].addresses[*].ip}")).split(/\s+/).filter(Boolean).length === 3,
+        { timeoutMs: 60_000, message: "3 ready endpoints" },
+      );
+      let stop = false;
+      let ok = 0;
+      const failures: string[] = [];
+      const versions = new Set<string>();
+      const client = (async () => {
+        while (!stop) {
+          const body = await get(`http://${vip}:80/`);
+          if (body) {
+            ok++;
+            versions.add(body.split(" ")[0] ?? "");
+          } else failures.push(new Date().toISOString());
+        }
+      })();
+      await kubectl("set", "env", "deployment/web", "VERSION=v2");
+      await kubectl("rollout", "status", "deployment/web", "--timeout=180s");
+      // The last old pods drain for 2 s after SIGTERM.
+      await waitFor(async () => (await get(`http://${vip}:80/`))?.startsWith("v2") === true && versions.has("v2"), {
+        timeoutMs: 30_000,
+        message: "v2 answers",
+      });
+      await new Promise((r) => setTimeout(r, 3_000));
+      stop = true;
+      await client;
+      assert.deepEqual(failures, [], `no failed requests (${ok} answered)`);
+      assert.ok(ok > 50, `the client kept sending (${ok} answered)`);
+      assert.deepEqual([...versions].sort(), ["v1", "v2"]);
+    }));
 });
