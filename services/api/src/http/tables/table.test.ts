@@ -155,6 +155,7 @@ const SAMPLES: Record<string, Record<string, unknown>> = {
   },
   leases: { apiVersion: "coordination.k8s.io/v1", kind: "Lease", metadata: meta("n1"), spec: { holderIdentity: "n1", leaseDurationSeconds: 40 } },
   configmaps: { apiVersion: "v1", kind: "ConfigMap", metadata: meta("game"), data: { "game.properties": "lives=3" }, binaryData: { "logo.bin": "AA==" } },
+  secrets: { apiVersion: "v1", kind: "Secret", metadata: meta("db"), type: "Opaque", data: { password: "aHVudGVyMg==" } },
 };
 
 describe("toTable shape", () => {
