@@ -251,6 +251,7 @@ class ConfigSources {
       const cur = this.waiting.get(uid);
       if (cur !== w) return; // stopped, or started, meanwhile
       const pod = this.fresh(cur.pod);
+      if (pod.metadata?.deletionTimestamp) return; // being deleted: the agent stops it, nothing to start
       const before = cur.status;
       const status = await this.tryStart(pod);
       if (status !== before) {
