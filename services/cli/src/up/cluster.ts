@@ -82,8 +82,6 @@ function apiEnv(o: UpOptions, nats: ServerHandle, redis: ServerHandle): Record<s
     CHOREO_DATA_DIR: o.dataDir,
     // Secrets' encryption keys (made 0600 by the api at its first start), beside the NATS and Redis credentials.
     CHOREO_ENCRYPTION_KEYS_FILE: path.join(o.dataDir, "encryption", "keys"),
-    // Secrets' encryption keys (made 0600 by the api at its first start), beside the NATS and Redis credentials.
-    CHOREO_ENCRYPTION_KEYS_FILE: path.join(o.dataDir, "encryption", "keys"),
     CHOREO_REPLICA_ID: "api-0",
   };
 }
