@@ -126,9 +126,9 @@ current-context: choreo
   });
 
   it("explain of an unknown resource or field fails as Kubernetes does", async () => {
-    const r = await kubectl("explain", "deployments");
+    const r = await kubectl("explain", "statefulsets");
     assert.notEqual(r.code, 0);
-    assert.match(r.stderr, /the server doesn't have a resource type "deployments"/);
+    assert.match(r.stderr, /the server doesn't have a resource type "statefulsets"/);
     const f = await kubectl("explain", "pod.spec.nope");
     assert.notEqual(f.code, 0);
     assert.match(f.stderr, /field "nope" does not exist/);
