@@ -179,21 +179,29 @@ describe("apps/v1 ReplicaSet and Deployment", () => {
     await refused("deployments", deployment("neg-history", { revisionHistoryLimit: -1 }), "spec.revisionHistoryLimit", /must be greater than or equal to 0/);
   });
 
-  it("bumps generation on a spec change only; status goes through the status subresource", async () => {
+  it("bumps generation on a spec change (and a Deployment's annotations) only; status goes through the status subresource", async () => {
     const created = toKubeJson(await s.client.create(fromKubeJson(deployment("gen"))));
     const labelled = structuredClone(created);
     (labelled["metadata"] as KubeJson)["labels"] = { team: "a" };
     const afterLabel = toKubeJson(await s.client.update(fromKubeJson(labelled)));
     assert.equal((afterLabel["metadata"] as KubeJson)["generation"], 1);
-    const scaled = structuredClone(afterLabel);
+    // A Deployment's annotations are a new generation (Kubernetes copies them to its ReplicaSets); a ReplicaSet's are not.
+    const annotated = structuredClone(afterLabel);
+    (annotated["metadata"] as KubeJson)["annotations"] = { note: "x" };
+    const afterAnnotation = toKubeJson(await s.client.update(fromKubeJson(annotated)));
+    assert.equal((afterAnnotation["metadata"] as KubeJson)["generation"], 2);
+    const rs = toKubeJson(await s.client.create(fromKubeJson(replicaSet("gen-rs"))));
+    (rs["metadata"] as KubeJson)["annotations"] = { note: "x" };
+    assert.equal((toKubeJson(await s.client.update(fromKubeJson(rs)))["metadata"] as KubeJson)["generation"], 1);
+    const scaled = structuredClone(afterAnnotation);
     spec(scaled)["replicas"] = 4;
     const afterSpec = toKubeJson(await s.client.update(fromKubeJson(scaled)));
-    assert.equal((afterSpec["metadata"] as KubeJson)["generation"], 2);
+    assert.equal((afterSpec["metadata"] as KubeJson)["generation"], 3);
     const withStatus = structuredClone(afterSpec);
-    withStatus["status"] = { observedGeneration: 2, replicas: 4, updatedReplicas: 4, readyReplicas: 3, availableReplicas: 3 };
+    withStatus["status"] = { observedGeneration: 3, replicas: 4, updatedReplicas: 4, readyReplicas: 3, availableReplicas: 3 };
     const afterStatus = toKubeJson(await s.client.updateStatus(fromKubeJson(withStatus)));
-    assert.equal((afterStatus["metadata"] as KubeJson)["generation"], 2);
-    assert.equal((afterStatus["status"] as KubeJson)["observedGeneration"], 2);
+    assert.equal((afterStatus["metadata"] as KubeJson)["generation"], 3);
+    assert.equal((afterStatus["status"] as KubeJson)["observedGeneration"], 3);
     assert.equal((afterStatus["status"] as KubeJson)["readyReplicas"], 3);
   });
 

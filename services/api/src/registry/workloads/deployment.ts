@@ -4,6 +4,7 @@ import { DeploymentStatus, type Deployment, type DeploymentStrategy, type Rollin
 import type { IntOrString } from "@choreo/kit/gen/choreo/core/v1/core";
 import type { Strategy } from "../generic/strategy.js";
 import { defaultPodSpec } from "../pods/pod-spec.js";
+import { canonicalJson } from "../shared/canonical.js";
 import { Errors } from "../shared/validation.js";
 import { selectorImmutable, validateAppsSelector, validateAppsTemplate } from "./replicaset.js";
 
@@ -79,7 +80,12 @@ export const deploymentStrategy: Strategy<Deployment> = {
     d.status = DeploymentStatus.fromPartial({});
     defaults(d);
   },
-  prepareUpdate: defaults,
+  prepareUpdate(d, old) {
+    defaults(d);
+    // As Kubernetes: an annotation change is a new generation too (the controller copies annotations to the ReplicaSets).
+    if (d.metadata && canonicalJson(d.metadata.annotations) !== canonicalJson(old.metadata?.annotations ?? {}))
+      d.metadata.generation = (old.metadata?.generation ?? 0) + 1;
+  },
   validate(d, old) {
     const e = new Errors();
     const spec = d.spec;
