@@ -89,6 +89,27 @@ describe("secrets encrypted at rest by the api process", () => {
       assert.equal(ns.status, 200);
       await ns.arrayBuffer();
       assert.equal(readFileSync(path.join(c.dir, "api-0.log"), "utf8").includes(VALUE), false);
+      // The metric names the key no longer held, and the one in use.
+      const metrics = await (await fetch(`http://127.0.0.1:${c.apis[0]?.metricsPort}/metrics`)).text();
+      const counted = (key: string, status: string): boolean =>
+        metrics
+          .split("\n")
+          .some(
+            (l) =>
+              l.startsWith("choreo_api_secret_transformations_total{") &&
+              l.includes('operation="unseal"') &&
+              l.includes(`key="${key}"`) &&
+              l.includes(`status="${status}"`) &&
+              Number(l.split(" ").at(-1)) > 0,
+          );
+      assert.ok(
+        counted("key1", "error"),
+        metrics
+          .split("\n")
+          .filter((l) => l.includes("secret"))
+          .join("\n"),
+      );
+      assert.ok(counted("key2", "ok"));
     });
   });
 });

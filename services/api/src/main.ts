@@ -31,7 +31,10 @@ const redis = new Redis(redisConnectUrl(config.redisUrl, process.env["CHOREO_RED
 const nc = await connectBus(config.natsUrl, `api-${config.replicaId}`);
 const jsm = await ensureEventStream(nc, { retention: config.eventRetention });
 const store = new RedisStore(redis);
-const encryption = new SecretSealer(ensureEncryptionKeys(config.encryptionKeysFile));
+// Secrets are sealed before Redis and the event log; the counter shows which keys are still read (rotation).
+const encryption = new SecretSealer(ensureEncryptionKeys(config.encryptionKeysFile), (operation, key, ok) =>
+  m.secretTransformations.inc({ operation, key, status: ok ? "ok" : "error" }),
+);
 log.info({ file: config.encryptionKeysFile, writeKey: encryption.writeKey }, "secrets encrypted at rest");
 const registry = createRegistry({ store, serviceCidr: config.serviceCidr, log: log.child({ subsystem: "registry" }), encryption });
 const cache = new WatchCache({ nc, jsm, log: log.child({ subsystem: "watch-cache" }), capacity: config.watchCacheSize });

@@ -63,8 +63,13 @@ describe("secret sealing", () => {
   it("every key opens what it sealed; a missing or wrong key is a 500 InternalError naming the secret", () => {
     const old = key("old");
     const sealedOld = new SecretSealer([old]).seal(secret("a"));
-    const rotated = new SecretSealer([key("new"), old]);
+    const seen: string[] = [];
+    const rotated = new SecretSealer([key("new"), old], (op, name, ok) => seen.push(`${op} ${name} ${ok}`));
     assert.equal(Buffer.from(rotated.unseal(sealedOld).data["password"] ?? []).toString(), "hunter2");
+    rotated.seal(secret("b"));
+    assert.throws(() => rotated.unseal({ ...sealedOld, metadata: { ...emptyMeta(), name: "c", namespace: "default" } }));
+    // What the metric counts: the key each transformation used, and whether it worked.
+    assert.deepEqual(seen, ["unseal old true", "seal new true", "unseal old false"]);
     assert.throws(
       () => new SecretSealer([key("new")]).unseal(sealedOld),
       (err) => is500(err, /^Internal error occurred: secrets\/default\/a is encrypted with key "old", which is not among/),

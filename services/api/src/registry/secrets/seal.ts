@@ -8,6 +8,9 @@ export const SEAL_PREFIX = "k8s:enc:aesgcm:v1:";
 /** The one data key of a sealed Secret (a colon: never a valid data key). */
 export const SEALED_DATA_KEY = "k8s:enc";
 const NONCE_BYTES = 12;
+
+/** One seal or unseal, for metrics: the key used (or named), and whether it worked. */
+export type TransformObserver = (operation: "seal" | "unseal", key: string, ok: boolean) => void;
 const TAG_BYTES = 16;
 
 /**
@@ -27,7 +30,10 @@ export class SecretSealer {
   private readonly byName: Map<string, Buffer>;
   private readonly first: EncryptionKey;
 
-  constructor(keys: readonly EncryptionKey[]) {
+  constructor(
+    keys: readonly EncryptionKey[],
+    private readonly observe: TransformObserver = () => undefined,
+  ) {
     const first = keys[0];
     if (!first) throw new Error("no encryption key");
     this.first = first;
@@ -47,6 +53,7 @@ export class SecretSealer {
     cipher.setAAD(additionalData(meta.namespace, meta.name));
     const body = Buffer.concat([cipher.update(Secret.encode(s).finish()), cipher.final()]);
     const sealed = Buffer.concat([Buffer.from(`${SEAL_PREFIX}${this.first.name}:`), nonce, body, cipher.getAuthTag()]);
+    this.observe("seal", this.first.name, true);
     return {
       apiVersion: s.apiVersion,
       kind: s.kind,
@@ -69,9 +76,13 @@ export class SecretSealer {
     const colon = text.indexOf(":", SEAL_PREFIX.length);
     const name = colon < 0 ? "" : text.slice(SEAL_PREFIX.length, colon);
     const key = this.byName.get(name);
-    if (!key) throw internal(`${where} is encrypted with key "${name}", which is not among the api's encryption keys (CHOREO_ENCRYPTION_KEYS_FILE)`);
+    const fail = (why: string): never => {
+      this.observe("unseal", name, false);
+      throw internal(`${where} ${why}`);
+    };
+    if (!key) return fail(`is encrypted with key "${name}", which is not among the api's encryption keys (CHOREO_ENCRYPTION_KEYS_FILE)`);
     const rest = sealed.subarray(colon + 1);
-    if (rest.length < NONCE_BYTES + TAG_BYTES) throw internal(`${where}: the encrypted value is truncated`);
+    if (rest.length < NONCE_BYTES + TAG_BYTES) return fail("holds a truncated encrypted value");
     const decipher = createDecipheriv("aes-256-gcm", key, rest.subarray(0, NONCE_BYTES));
     decipher.setAAD(additionalData(meta.namespace, meta.name));
     decipher.setAuthTag(rest.subarray(rest.length - TAG_BYTES));
@@ -79,8 +90,9 @@ export class SecretSealer {
     try {
       plain = Buffer.concat([decipher.update(rest.subarray(NONCE_BYTES, rest.length - TAG_BYTES)), decipher.final()]);
     } catch {
-      throw internal(`${where} does not decrypt with key "${name}": the key is not the one it was encrypted with, or the stored value was altered`);
+      return fail(`does not decrypt with key "${name}": the key is not the one it was encrypted with, or the stored value was altered`);
     }
+    this.observe("unseal", name, true);
     const s = Secret.decode(plain);
     s.metadata ??= emptyMeta();
     // What the shell carries is current: the revision is set by whoever decodes.
