@@ -132,6 +132,16 @@ describe("kubectl 1.32: ReplicaSets and Deployments on the Kubernetes wire", () 
     assert.deepEqual(d.spec.template.spec.containers[0].env, [{ name: "A", value: "1" }]);
   });
 
+  it("client-side apply creates a Deployment, then patches it (strategic merge) from the last applied configuration", async () => {
+    assert.match(await ok("apply", "-f", file("cs.yaml", deploy("cs", 2))), /deployment\.apps\/cs created/);
+    assert.match(await ok("apply", "-f", file("cs.yaml", deploy("cs", 2))), /deployment\.apps\/cs unchanged/);
+    assert.match(await ok("apply", "-f", file("cs.yaml", deploy("cs", 3))), /deployment\.apps\/cs configured/);
+    const d = await json("get", "deploy", "cs");
+    assert.equal(d.spec.replicas, 3);
+    assert.equal(d.spec.template.spec.containers[0].ports[0].containerPort, 8080);
+    assert.match(d.metadata.annotations["kubectl.kubernetes.io/last-applied-configuration"], /"replicas":3/);
+  });
+
   it("server-side apply creates and updates a Deployment; a second identical apply writes nothing", async () => {
     const f = file("api.yaml", deploy("api", 2));
     assert.match(await ok("apply", "--server-side", "-f", f), /deployment\.apps\/api serverside-applied/);
