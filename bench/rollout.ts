@@ -4,7 +4,7 @@
 // from the image change to a complete rollout (every pod updated and
 // available, observedGeneration current), the most pods seen at once, and the
 // CPU each process spent. No assertions on times.
-//   node --import tsx bench/rollout.ts -- --pods 100,1000 --nodes 20
+//   npm run bench:rollout -- --pods 100,1000 --nodes 20
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { unwrap } from "@choreo/kit";
