@@ -202,8 +202,38 @@ describe("cronjobs: CronJob controller and Job additions", () => {
       // (An Event in flight at the kill may be lost, and a run made just before it is adopted without one.)
       const creates = (await events("tick", "SuccessfulCreate")).map((e) => e.message);
       assert.ok(creates.length <= 2 && new Set(creates).size === creates.length, `no run repeated after the restart: ${creates.join("; ")}`);
-      await c.client.delete("cronjobs", "default", "slow");
-      await c.client.delete("cronjobs", "default", "tick");
+      // The garbage collector follows Jobs as dependents: Foreground deletes slow's running Job before slow,
+      // Orphan leaves tick's Job without its ownerReference.
+      const slowJob = slowJobs[0]!.metadata!.name;
+      const deleting = unwrap(await c.client.delete("cronjobs", "default", "slow", { propagationPolicy: "Foreground" })) as CronJob;
+      assert.ok(deleting.metadata?.finalizers.includes("foregroundDeletion"), "slow waits for its Job");
+      const gone = (p: Promise<unknown>): Promise<boolean> =>
+        p.then(
+          () => false,
+          (err: unknown) => isNotFound(err),
+        );
+      await waitFor(
+        async () => {
+          // The CronJob read first: once it is gone, its Job must be gone already.
+          const cjGone = await gone(c.client.get("cronjobs", "default", "slow"));
+          const jobGone = await gone(c.client.get("jobs", "default", slowJob));
+          assert.ok(!cjGone || jobGone, "the CronJob never goes before its Job");
+          return cjGone && jobGone;
+        },
+        { timeoutMs: 60_000, intervalMs: 200, message: "slow and its Job gone (Foreground)" },
+      );
+      const tickUid = (await cronJob("tick")).metadata!.uid;
+      await c.client.delete("cronjobs", "default", "tick", { propagationPolicy: "Orphan" });
+      await waitFor(() => gone(c.client.get("cronjobs", "default", "tick")), { timeoutMs: 60_000, intervalMs: 200, message: "tick gone (Orphan)" });
+      const tickJobs = (await c.client.list("jobs", { namespace: "default" })).items
+        .map((o) => unwrap(o) as Job)
+        .filter((j) => j.metadata?.name.startsWith("tick-"));
+      assert.ok(tickJobs.length >= 1, "tick's Jobs stay");
+      assert.ok(
+        tickJobs.every((j) => !j.metadata?.ownerReferences.some((r) => r.uid === tickUid)),
+        "without the ownerReference to tick",
+      );
+      for (const j of tickJobs) await c.client.delete("jobs", "default", j.metadata!.name);
     }));
 
   it("an Indexed Job: pods with indexes 0..n-1, JOB_COMPLETION_INDEX and hostnames; completedIndexes; ttlSecondsAfterFinished deletes it", () =>

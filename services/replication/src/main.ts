@@ -77,7 +77,10 @@ const ownerCaches: Partial<Record<KindCase, OwnerKind["cache"]>> = {
 const gc = new GarbageCollector({
   client,
   pods,
-  dependents: [{ resource: "replicasets", cache: replicasets }],
+  dependents: [
+    { resource: "replicasets", cache: replicasets },
+    { resource: "jobs", cache: jobs },
+  ],
   log,
   registry,
   owners: GC_OWNER_KINDS.map((k) => {

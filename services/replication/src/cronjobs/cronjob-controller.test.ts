@@ -251,23 +251,4 @@ describe("CronJobController", () => {
     assert.equal(bad.client.of("create").length, 0);
     assert.match(bad.events[0] ?? "", /^Warning UnparseableSchedule unparseable schedule: "61 \* \* \* \*" : end of range/);
   });
-
-  it("a CronJob gone: its Jobs are deleted (Background), once a live read confirms it", async () => {
-    const t = setup(cronJob(), [job("tick-1", { finished: "Complete" }), job("tick-2")], "2026-11-25T10:05:00Z");
-    await t.c.reconcile("deleted|default/tick/uid-tick");
-    assert.deepEqual(
-      t.client.of("get").map((g) => [g.resource, g.name]),
-      [["cronjobs", "tick"]],
-    );
-    assert.deepEqual(
-      t.client
-        .of("delete")
-        .map((d) => [d.name, d.options?.propagationPolicy])
-        .sort(),
-      [
-        ["tick-1", "Background"],
-        ["tick-2", "Background"],
-      ],
-    );
-  });
 });

@@ -5,7 +5,7 @@
 // names are deterministic per schedule time, so a restart never runs a time
 // twice (the create answers AlreadyExists). After Kubernetes' cronjob
 // controller v2 (pkg/controller/cronjob).
-import { isAlreadyExists, isConflict, isNotFound, keyOf, splitKey, unwrap } from "@choreo/kit";
+import { isAlreadyExists, isConflict, isNotFound, keyOf, unwrap } from "@choreo/kit";
 import { CronParseError, localZone, nowRfc3339, parseCronSchedule, timeZoneError, type CronSchedule } from "@choreo/kit/apimachinery";
 import type { ApiClient } from "@choreo/kit/client";
 import { Controller, done, requeueAfter, type Result } from "@choreo/kit/controller";
@@ -22,7 +22,6 @@ import { jobName, mostRecentScheduleTime, nextScheduleDelay, nextScheduleTime, r
 /** The annotation with a Job's schedule time, in the CronJob's zone. */
 export const SCHEDULED_TIMESTAMP_ANNOTATION = "batch.kubernetes.io/cronjob-scheduled-timestamp";
 const CRONJOB = { kind: "CronJob", apiVersion: "batch/v1" } as const;
-const DELETED = "deleted|";
 
 /** Options of {@link CronJobController}. */
 export interface CronJobControllerOptions {
@@ -74,8 +73,6 @@ export class CronJobController implements Runnable {
   readonly controller: Controller;
   private readonly log: Logger;
   private readonly now: () => number;
-  /** CronJobs seen being deleted with propagation Orphan: their Jobs lose the ownerReference instead of being deleted. */
-  private readonly orphaning = new Set<string>();
   private readonly created?: Counter;
 
   constructor(private readonly opts: CronJobControllerOptions) {
@@ -98,13 +95,11 @@ export class CronJobController implements Runnable {
     const enqueue = (cj: CronJob): void => {
       const m = cj.metadata;
       if (!m) return;
-      if (m.deletionTimestamp && m.finalizers.includes("orphan")) this.orphaning.add(m.uid);
       this.controller.enqueue(keyOf(m));
     };
     opts.cronjobs.addEventHandler({
       onAdd: enqueue,
       onUpdate: (_o, n) => enqueue(n),
-      onDelete: (cj) => cj.metadata && this.controller.enqueue(`${DELETED}${cj.metadata.namespace}/${cj.metadata.name}/${cj.metadata.uid}`),
     });
     const enqueueOwner = (j: Job): void => {
       const ref = controllerOf(j.metadata);
@@ -119,10 +114,6 @@ export class CronJobController implements Runnable {
   }
 
   async reconcile(key: string): Promise<Result> {
-    if (key.startsWith(DELETED)) {
-      await this.collectJobsOf(key.slice(DELETED.length));
-      return done();
-    }
     const cj = this.opts.cronjobs.get(key);
     if (!cj?.metadata) return done();
     const uid = cj.metadata.uid;
@@ -335,49 +326,5 @@ export class CronJobController implements Runnable {
       // A newer CronJob is on its way through the informer, and with it another sync.
       if (!isConflict(err) && !isNotFound(err)) throw err;
     }
-  }
-
-  /**
-   * A CronJob is gone: its Jobs follow it (Background), unless it was deleted
-   * with propagation Orphan, then they only lose their ownerReference. A live
-   * read confirms it is really gone (not recreated under the same name).
-   */
-  private async collectJobsOf(rest: string): Promise<void> {
-    const i = rest.lastIndexOf("/");
-    const uid = rest.slice(i + 1);
-    const { namespace, name } = splitKey(rest.slice(0, i));
-    const jobs = this.opts.jobs.byIndex(BY_OWNER, uid);
-    if (jobs.length === 0) {
-      this.orphaning.delete(uid);
-      return;
-    }
-    try {
-      const live = unwrap(await this.opts.client.get("cronjobs", namespace, name));
-      if (live.metadata?.uid === uid) return;
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
-    }
-    const orphan = this.orphaning.has(uid);
-    for (const j of jobs) {
-      const jm = j.metadata;
-      if (!jm) continue;
-      try {
-        if (orphan) {
-          const refs = jm.ownerReferences.filter((r) => r.uid !== uid);
-          await this.opts.client.patch("jobs", jm.namespace, jm.name, "application/merge-patch+json", {
-            metadata: { ownerReferences: refs, resourceVersion: jm.resourceVersion },
-          });
-        } else {
-          await this.opts.client.delete("jobs", jm.namespace, jm.name, {
-            propagationPolicy: "Background",
-            preconditions: { uid: jm.uid, resourceVersion: "" },
-          });
-        }
-      } catch (err) {
-        if (!isNotFound(err)) throw err;
-      }
-      this.log.info({ cronjob: `${namespace}/${name}`, job: jm.name, orphan }, orphan ? "dependent job orphaned" : "dependent job deleted");
-    }
-    this.orphaning.delete(uid);
   }
 }

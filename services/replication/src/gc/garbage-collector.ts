@@ -1,4 +1,4 @@
-// The garbage collector: dependents (pods; ReplicaSets of Deployments) follow
+// The garbage collector: dependents (pods; ReplicaSets of Deployments; Jobs of CronJobs) follow
 // their owners (ReplicationControllers, ReplicaSets, Deployments, DaemonSets,
 // Jobs).
 //   Background: an owner gone → each dependent whose owners are all gone is
@@ -42,7 +42,7 @@ export interface DependentKind {
 export interface GarbageCollectorOptions {
   client: Pick<ApiClient, "get" | "delete" | "patch">;
   pods: Cache<Pod>;
-  /** Dependents besides pods (ReplicaSets, whose owners are Deployments). */
+  /** Dependents besides pods (ReplicaSets of Deployments, Jobs of CronJobs). */
   dependents?: DependentKind[];
   owners: OwnerKind[];
   log: Logger;
