@@ -2,6 +2,7 @@
 // every workload controller (RC, DaemonSet, Job).
 import { emptyMeta } from "@choreo/kit";
 import type { Pod, PodTemplateSpec } from "@choreo/kit/gen/choreo/core/v1/core";
+import { messageToKubeJson } from "@choreo/kit/kube-json";
 import type { ObjectMeta, OwnerReference } from "@choreo/kit/gen/choreo/meta/v1/meta";
 
 /** An owning object: kind and apiVersion say what it is. */
@@ -80,4 +81,22 @@ export function isAvailable(p: Pod, minReadySeconds: number, nowMs: number): boo
   if (minReadySeconds <= 0) return true;
   const since = Date.parse(c.lastTransitionTime);
   return Number.isFinite(since) && since + minReadySeconds * 1000 <= nowMs;
+}
+
+/** JSON with object keys sorted: equal values give equal strings (template hashes and comparisons). */
+export function canonical(v: unknown): string {
+  return JSON.stringify(v, (_k, x: unknown) =>
+    x && typeof x === "object" && !Array.isArray(x)
+      ? Object.fromEntries(Object.entries(x as Record<string, unknown>).sort(([a], [b]) => a.localeCompare(b)))
+      : x,
+  );
+}
+
+/**
+ * The template as canonical Kubernetes JSON: what it means, not how it was
+ * decoded (an unset and a zero field are the same, as in the api's store).
+ * Template hashes and comparisons are taken over it.
+ */
+export function templateJson(t: PodTemplateSpec | undefined): string {
+  return t ? canonical(messageToKubeJson("choreo.core.v1.PodTemplateSpec", t)) : "null";
 }

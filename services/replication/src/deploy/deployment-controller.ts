@@ -15,7 +15,7 @@ import type { Runnable } from "@choreo/kit/lifecycle";
 import type { Logger } from "@choreo/kit/log";
 import type { Registry } from "prom-client";
 import { Counter } from "prom-client";
-import { canonical } from "../ds/plan.js";
+import { canonical } from "../pod-template.js";
 import { controllerOf, controllerRef } from "../pod-template.js";
 import { claimPods } from "../rc/claim.js";
 import { setSelector } from "../rs/replicaset-controller.js";

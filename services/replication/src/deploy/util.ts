@@ -4,8 +4,8 @@
 import { createHash } from "node:crypto";
 import type { Deployment, ReplicaSet } from "@choreo/kit/gen/choreo/apps/v1/apps";
 import type { PodTemplateSpec } from "@choreo/kit/gen/choreo/core/v1/core";
-import { messageToKubeJson } from "@choreo/kit/kube-json";
-import { canonical, scaled } from "../ds/plan.js";
+import { scaled } from "../ds/plan.js";
+import { templateJson } from "../pod-template.js";
 
 export const HASH_LABEL = "pod-template-hash";
 export const REVISION = "deployment.kubernetes.io/revision";
@@ -47,14 +47,6 @@ function withoutHash(t: PodTemplateSpec | undefined): PodTemplateSpec | undefine
   const labels = { ...t.metadata.labels };
   delete labels[HASH_LABEL];
   return { ...t, metadata: { ...t.metadata, labels } };
-}
-
-/**
- * The template as canonical Kubernetes JSON: what it means, not how it was
- * decoded (an unset and a zero field are the same, as in the api's store).
- */
-function templateJson(t: PodTemplateSpec | undefined): string {
-  return t ? canonical(messageToKubeJson("choreo.core.v1.PodTemplateSpec", t)) : "null";
 }
 
 /** Whether two templates are equal but for the pod-template-hash label (Kubernetes' EqualIgnoreHash). */

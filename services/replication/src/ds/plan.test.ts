@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { unwrap } from "@choreo/kit";
-import { fromKubeJson } from "@choreo/kit/kube-json";
+import { fromKubeJson, toKubeJson } from "@choreo/kit/kube-json";
 import type { DaemonSet } from "@choreo/kit/gen/choreo/apps/v1/apps";
 import type { Node, Pod } from "@choreo/kit/gen/choreo/core/v1/core";
 import { pod } from "../testing.js";
@@ -31,6 +31,13 @@ const daemonPod = (name: string, nodeName: string, d: DaemonSet, o: { ready?: bo
 };
 
 describe("DaemonSet plan", () => {
+  it("the template hash survives an api round trip (the JSON decode adds empty structs) and changes with the template", () => {
+    const d = ds();
+    const again = unwrap(fromKubeJson(toKubeJson({ kind: { $case: "daemonSet", value: d } }))) as DaemonSet;
+    assert.notDeepEqual(again.spec?.template, d.spec?.template, "decoded with other (empty) values: the case this guards");
+    assert.equal(templateHash(again.spec?.template), templateHash(d.spec?.template));
+    assert.notEqual(templateHash(ds({ image: "v2" }).spec?.template), templateHash(d.spec?.template));
+  });
   it("a pod for every eligible node: nodeSelector must match, NoSchedule/NoExecute taints must be tolerated; not-ready/unreachable are tolerated by default", () => {
     const d = ds({ nodeSelector: { disk: "ssd" } });
     assert.equal(eligible(d, node("a", { labels: { disk: "ssd" } })), true);

@@ -4,7 +4,7 @@ import { createHash } from "node:crypto";
 import { matchesNodeSelector, untoleratedTaints } from "@choreo/kit";
 import type { DaemonSet, DaemonSetStatus } from "@choreo/kit/gen/choreo/apps/v1/apps";
 import type { IntOrString, Node, Pod, PodTemplateSpec, Toleration } from "@choreo/kit/gen/choreo/core/v1/core";
-import { isAvailable, isReady } from "../pod-template.js";
+import { isAvailable, isReady, templateJson } from "../pod-template.js";
 
 export const REVISION_LABEL = "controller-revision-hash";
 
@@ -15,21 +15,14 @@ export const DAEMON_TOLERATIONS: Toleration[] = [
   { key: "node.kubernetes.io/unschedulable", operator: "Exists", value: "", effect: "NoSchedule" },
 ];
 
-/** JSON with object keys sorted: equal values give equal strings (template hashes and comparisons). */
-export function canonical(v: unknown): string {
-  return JSON.stringify(v, (_k, x: unknown) =>
-    x && typeof x === "object" && !Array.isArray(x)
-      ? Object.fromEntries(Object.entries(x as Record<string, unknown>).sort(([a], [b]) => a.localeCompare(b)))
-      : x,
-  );
-}
-
-/** A stable hash of the pod template: pods with another hash are out of date. */
+/**
+ * A stable hash of the pod template: pods with another hash are out of date.
+ * Taken over the template's Kubernetes JSON, so that an api round trip (a
+ * `kubectl label` on the DaemonSet decodes the template with empty structs
+ * where there were none) is the same template and rolls no pod.
+ */
 export function templateHash(t: PodTemplateSpec | undefined): string {
-  return createHash("sha256")
-    .update(canonical(t ?? null))
-    .digest("hex")
-    .slice(0, 10);
+  return createHash("sha256").update(templateJson(t)).digest("hex").slice(0, 10);
 }
 
 /** The template with the DaemonSet tolerations added (what its pods run with). */
