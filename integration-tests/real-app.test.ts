@@ -4,7 +4,8 @@
 // (examples/app.yaml, unchanged but for the image) — onto docker nodes with
 // real kubectl, rolls it forward with `kubectl set image` and back with
 // `kubectl rollout undo` while a client loops through the Service, and never
-// loses a request.
+// loses a request; a broken release (a missing image) stalls with
+// ProgressDeadlineExceeded while the old pods keep serving, and is undone.
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import path from "node:path";
@@ -48,7 +49,7 @@ describe("a real application from Kubernetes manifests (docker nodes)", { skip: 
     execFileSync("docker", ["rmi", V2]);
   });
 
-  it("ConfigMap, Secret, Deployment and Service applied unchanged: served with their configuration; set image forward and rollout undo back lose no request", () =>
+  it("ConfigMap, Secret, Deployment and Service applied unchanged: served with their configuration; set image forward and rollout undo back lose no request; a broken image stalls with ProgressDeadlineExceeded while the old pods serve", () =>
     withLogsOnFailure(c, async () => {
       const applied = await kubectl("apply", "-f", APP);
       for (const what of ["configmap/app-config", "secret/app-secret", "deployment.apps/app", "service/app"])
@@ -74,6 +75,7 @@ describe("a real application from Kubernetes manifests (docker nodes)", { skip: 
       })();
       try {
         await kubectl("set", "image", "deployment/app", `app=${V2}`);
+        await kubectl("annotate", "deployment/app", "kubernetes.io/change-cause=release v2");
         await kubectl("rollout", "status", "deployment/app", "--timeout=180s");
         await waitFor(async () => (await images()).every((i) => i === V2) && (await images()).length === 3, {
           timeoutMs: 60_000,
@@ -85,6 +87,21 @@ describe("a real application from Kubernetes manifests (docker nodes)", { skip: 
           timeoutMs: 60_000,
           message: "back on the first image",
         });
+        // A broken release: its image does not exist. The rollout stalls with ProgressDeadlineExceeded while the old pods keep serving.
+        await kubectl("patch", "deployment/app", "--type=merge", "-p", '{"spec":{"progressDeadlineSeconds":15}}');
+        await kubectl("set", "image", "deployment/app", "app=local/app:missing");
+        const stalled = await run("kubectl", ["rollout", "status", "deployment/app", "--timeout=120s"], c.kubeconfig);
+        assert.notEqual(stalled.code, 0, "rollout status fails");
+        assert.match(stalled.stderr, /exceeded its progress deadline/);
+        const progressing = await kubectl("get", "deployment/app", "-o", "jsonpath={.status.conditions[?(@.type=='Progressing')].reason}");
+        assert.equal(progressing, "ProgressDeadlineExceeded");
+        assert.equal(await kubectl("get", "deployment/app", "-o", "jsonpath={.status.availableReplicas}"), "3", "the old pods still serve");
+        await kubectl("rollout", "undo", "deployment/app");
+        await kubectl("rollout", "status", "deployment/app", "--timeout=180s");
+        await waitFor(async () => (await images()).every((i) => i === "local/busybox:1.35") && (await images()).length === 3, {
+          timeoutMs: 60_000,
+          message: "the broken pod gone",
+        });
         // The last old pods drain for 2 s after SIGTERM.
         await new Promise((r) => setTimeout(r, 3_000));
       } finally {
@@ -95,9 +112,14 @@ describe("a real application from Kubernetes manifests (docker nodes)", { skip: 
       assert.ok(ok > 50, `the client kept sending (${ok} answered)`);
 
       const history = await kubectl("rollout", "history", "deployment/app");
-      assert.match(history, /^2\s/m, "revision 2: the new image");
-      assert.match(history, /^3\s/m, "revision 3: the first template brought back");
+      assert.match(history, /^2\s+release v2$/m, "revision 2: the new image, with its change-cause");
+      assert.match(history, /^4\s/m, "revision 4: the broken release");
+      assert.match(history, /^5\s/m, "revision 5: the first template brought back again");
       const rs = await kubectl("get", "rs", "-l", "app=app", "-o", "jsonpath={range .items[*]}{.spec.replicas}{' '}{end}");
-      assert.deepEqual(rs.trim().split(" ").map(Number).sort(), [0, 3], "two ReplicaSets: the current one with 3 pods, the other scaled to 0");
+      assert.deepEqual(
+        rs.trim().split(" ").map(Number).sort(),
+        [0, 0, 3],
+        "three ReplicaSets: the current one with 3 pods, the v2 and the broken one scaled to 0",
+      );
     }));
 });
