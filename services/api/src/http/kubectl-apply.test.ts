@@ -4,21 +4,16 @@
 // scale, --force-conflicts), managedFields, client-side apply, and
 // fieldValidation (Warn's warnings, Strict's 400).
 import assert from "node:assert/strict";
-import { execFile } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
-import { promisify } from "node:util";
 import { silentLogger } from "@choreo/kit/log";
 import { startMemoryRegistry } from "../testing/memory-registry.js";
 import { createGateway, type Gateway } from "./gateway.js";
+import { kubectlInstalled, kubectlRunner, writeKubeconfig } from "./testing/kubectl.js";
 
-const exec = promisify(execFile);
-const hasKubectl = await exec("kubectl", ["version", "--client"]).then(
-  () => true,
-  () => false,
-);
+const hasKubectl = await kubectlInstalled();
 
 const RC = (replicas: number, extra = ""): string => `apiVersion: v1
 kind: ReplicationController
@@ -48,15 +43,7 @@ describe("kubectl apply --server-side and fieldValidation", { skip: hasKubectl ?
   let kubeconfig: string;
   let base: string;
 
-  const kubectl = async (...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> => {
-    try {
-      const r = await exec("kubectl", ["--kubeconfig", kubeconfig, "--cache-dir", path.join(dir, "cache"), "--request-timeout=8s", ...args], { timeout: 9000 });
-      return { code: 0, stdout: r.stdout, stderr: r.stderr };
-    } catch (err) {
-      const e = err as { code?: number; stdout?: string; stderr?: string };
-      return { code: typeof e.code === "number" ? e.code : 1, stdout: e.stdout ?? "", stderr: e.stderr ?? String(err) };
-    }
-  };
+  const kubectl = (...args: string[]) => kubectlRunner(dir, kubeconfig)(...args);
   const file = (name: string, text: string): string => {
     const p = path.join(dir, name);
     writeFileSync(p, text);
@@ -70,23 +57,7 @@ describe("kubectl apply --server-side and fieldValidation", { skip: hasKubectl ?
     gateway = createGateway({ handlers: registry, log: silentLogger() });
     const { httpPort } = await gateway.listen({ host: "127.0.0.1", httpPort: 0 });
     base = `http://127.0.0.1:${httpPort}`;
-    kubeconfig = file(
-      "kubeconfig",
-      `apiVersion: v1
-kind: Config
-clusters:
-- name: choreo
-  cluster:
-    server: http://127.0.0.1:${httpPort}
-users:
-- name: admin
-  user: {}
-contexts:
-- name: choreo
-  context: {cluster: choreo, user: admin, namespace: default}
-current-context: choreo
-`,
-    );
+    kubeconfig = writeKubeconfig(dir, { server: `http://127.0.0.1:${httpPort}` });
   });
   after(async () => {
     await gateway.close();

@@ -3,23 +3,19 @@
 // and accept application/vnd.kubernetes.protobuf): each object created through
 // protobuf reads back in JSON as its twin created through JSON does.
 import assert from "node:assert/strict";
-import { execFile, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
-import { promisify } from "node:util";
 import { silentLogger } from "@choreo/kit/log";
 import { createGateway, type Gateway } from "./gateway.js";
 import { until } from "./testing/harness.js";
 import { MemoryHandlers } from "./testing/memory-handlers.js";
 import { ensureServingCert } from "./tls.js";
+import { kubectlInstalled, kubectlRunner, writeKubeconfig } from "./testing/kubectl.js";
 
-const exec = promisify(execFile);
-const hasKubectl = await exec("kubectl", ["version", "--client"]).then(
-  () => true,
-  () => false,
-);
+const hasKubectl = await kubectlInstalled();
 
 type Json = Record<string, unknown>;
 
@@ -40,16 +36,7 @@ describe("kubectl over protobuf", { skip: hasKubectl ? false : "kubectl not on P
   let kubeconfig: string;
   const TOKEN = "kubectl-protobuf-token";
 
-  const base = () => ["--kubeconfig", kubeconfig, "--cache-dir", path.join(dir, "cache")];
-  const kubectl = async (...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> => {
-    try {
-      const r = await exec("kubectl", [...base(), "--request-timeout=8s", ...args], { timeout: 9000 });
-      return { code: 0, stdout: r.stdout, stderr: r.stderr };
-    } catch (err) {
-      const e = err as { code?: number; stdout?: string; stderr?: string };
-      return { code: typeof e.code === "number" ? e.code : 1, stdout: e.stdout ?? "", stderr: e.stderr ?? String(err) };
-    }
-  };
+  const kubectl = (...args: string[]) => kubectlRunner(dir, kubeconfig)(...args);
   const ok = async (...args: string[]): Promise<string> => {
     const r = await kubectl(...args);
     assert.equal(r.code, 0, `kubectl ${args.join(" ")}: ${r.stderr}`);
@@ -82,26 +69,7 @@ describe("kubectl over protobuf", { skip: hasKubectl ? false : "kubectl not on P
     handlers.seed({ apiVersion: "v1", kind: "Namespace", metadata: { name: "default" } });
     gateway = createGateway({ handlers, log: silentLogger(), tokens: [TOKEN] });
     const { httpsPort } = await gateway.listen({ host: "127.0.0.1", httpsPort: 0, tls: cert });
-    kubeconfig = path.join(dir, "kubeconfig");
-    writeFileSync(
-      kubeconfig,
-      `apiVersion: v1
-kind: Config
-clusters:
-- name: choreo
-  cluster:
-    server: https://127.0.0.1:${httpsPort}
-    certificate-authority-data: ${Buffer.from(cert.caPem).toString("base64")}
-users:
-- name: admin
-  user:
-    token: ${TOKEN}
-contexts:
-- name: choreo
-  context: {cluster: choreo, user: admin, namespace: default}
-current-context: choreo
-`,
-    );
+    kubeconfig = writeKubeconfig(dir, { server: `https://127.0.0.1:${httpsPort}`, caPem: cert.caPem, token: TOKEN });
   });
   after(async () => {
     await gateway.close();
@@ -162,7 +130,9 @@ current-context: choreo
     writeFileSync(path.join(dir, "e1.json"), JSON.stringify(ev("e1", "listed-message")));
     writeFileSync(path.join(dir, "e2.json"), JSON.stringify(ev("e2", "watched-message")));
     await ok("create", "-f", path.join(dir, "e1.json"));
-    const child = spawn("kubectl", [...base(), "events", "-w", "-v=8"], { stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn("kubectl", ["--kubeconfig", kubeconfig, "--cache-dir", path.join(dir, "cache"), "events", "-w", "-v=8"], {
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (c: Buffer) => (stdout += c.toString()));

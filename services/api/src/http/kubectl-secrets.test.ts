@@ -14,12 +14,10 @@ import { silentLogger } from "@choreo/kit/log";
 import { startStack, type Stack } from "../testing/stack.js";
 import { createGateway, type Gateway } from "./gateway.js";
 import { ensureServingCert } from "./tls.js";
+import { kubectlInstalled, kubectlRunner, writeKubeconfig } from "./testing/kubectl.js";
 
 const exec = promisify(execFile);
-const hasKubectl = await exec("kubectl", ["version", "--client"]).then(
-  () => true,
-  () => false,
-);
+const hasKubectl = await kubectlInstalled();
 type Json = Record<string, unknown>;
 
 describe("kubectl and secrets", { skip: hasKubectl ? false : "kubectl not on PATH" }, () => {
@@ -29,17 +27,7 @@ describe("kubectl and secrets", { skip: hasKubectl ? false : "kubectl not on PAT
   let kubeconfig: string;
   const TOKEN = "kubectl-secrets-token";
 
-  const kubectl = async (...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> => {
-    try {
-      const r = await exec("kubectl", ["--kubeconfig", kubeconfig, "--cache-dir", path.join(dir, "cache"), "--request-timeout=20s", ...args], {
-        timeout: 30_000,
-      });
-      return { code: 0, stdout: r.stdout, stderr: r.stderr };
-    } catch (err) {
-      const e = err as { code?: number; stdout?: string; stderr?: string };
-      return { code: typeof e.code === "number" ? e.code : 1, stdout: e.stdout ?? "", stderr: e.stderr ?? String(err) };
-    }
-  };
+  const kubectl = (...args: string[]) => kubectlRunner(dir, kubeconfig, { requestTimeoutSeconds: 20 })(...args);
   const ok = async (...args: string[]): Promise<string> => {
     const r = await kubectl(...args);
     assert.equal(r.code, 0, `kubectl ${args.join(" ")}: ${r.stderr}`);
@@ -57,26 +45,7 @@ describe("kubectl and secrets", { skip: hasKubectl ? false : "kubectl not on PAT
     const cert = await ensureServingCert(dir, []);
     gateway = createGateway({ handlers: stack.registry, log: silentLogger(), tokens: [TOKEN] });
     const { httpsPort } = await gateway.listen({ host: "127.0.0.1", httpsPort: 0, tls: cert });
-    kubeconfig = path.join(dir, "kubeconfig");
-    writeFileSync(
-      kubeconfig,
-      `apiVersion: v1
-kind: Config
-clusters:
-- name: choreo
-  cluster:
-    server: https://127.0.0.1:${httpsPort}
-    certificate-authority-data: ${Buffer.from(cert.caPem).toString("base64")}
-users:
-- name: admin
-  user:
-    token: ${TOKEN}
-contexts:
-- name: choreo
-  context: {cluster: choreo, user: admin, namespace: default}
-current-context: choreo
-`,
-    );
+    kubeconfig = writeKubeconfig(dir, { server: `https://127.0.0.1:${httpsPort}`, caPem: cert.caPem, token: TOKEN });
   });
   after(async () => {
     await gateway.close();

@@ -12,12 +12,10 @@ import { silentLogger } from "@choreo/kit/log";
 import { createGateway, type Gateway } from "./gateway.js";
 import { MemoryHandlers } from "./testing/memory-handlers.js";
 import { ensureServingCert } from "./tls.js";
+import { kubectlInstalled, kubectlRunner, writeKubeconfig } from "./testing/kubectl.js";
 
 const exec = promisify(execFile);
-const hasKubectl = await exec("kubectl", ["version", "--client"]).then(
-  () => true,
-  () => false,
-);
+const hasKubectl = await kubectlInstalled();
 
 const POD = `apiVersion: v1
 kind: Pod
@@ -40,15 +38,7 @@ describe("kubectl", { skip: hasKubectl ? false : "kubectl not on PATH" }, () => 
   let kubeconfig: string;
   const TOKEN = "kubectl-test-token";
 
-  const kubectl = async (...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> => {
-    try {
-      const r = await exec("kubectl", ["--kubeconfig", kubeconfig, "--cache-dir", path.join(dir, "cache"), "--request-timeout=8s", ...args], { timeout: 9000 });
-      return { code: 0, stdout: r.stdout, stderr: r.stderr };
-    } catch (err) {
-      const e = err as { code?: number; stdout?: string; stderr?: string };
-      return { code: typeof e.code === "number" ? e.code : 1, stdout: e.stdout ?? "", stderr: e.stderr ?? String(err) };
-    }
-  };
+  const kubectl = (...args: string[]) => kubectlRunner(dir, kubeconfig)(...args);
 
   before(async () => {
     dir = mkdtempSync(path.join(tmpdir(), "choreo-kubectl-"));
@@ -57,26 +47,7 @@ describe("kubectl", { skip: hasKubectl ? false : "kubectl not on PATH" }, () => 
     handlers.seed({ apiVersion: "v1", kind: "Namespace", metadata: { name: "default" } });
     gateway = createGateway({ handlers, log: silentLogger(), tokens: [TOKEN] });
     const { httpsPort } = await gateway.listen({ host: "127.0.0.1", httpsPort: 0, tls: cert });
-    kubeconfig = path.join(dir, "kubeconfig");
-    writeFileSync(
-      kubeconfig,
-      `apiVersion: v1
-kind: Config
-clusters:
-- name: choreo
-  cluster:
-    server: https://127.0.0.1:${httpsPort}
-    certificate-authority-data: ${Buffer.from(cert.caPem).toString("base64")}
-users:
-- name: admin
-  user:
-    token: ${TOKEN}
-contexts:
-- name: choreo
-  context: {cluster: choreo, user: admin, namespace: default}
-current-context: choreo
-`,
-    );
+    kubeconfig = writeKubeconfig(dir, { server: `https://127.0.0.1:${httpsPort}`, caPem: cert.caPem, token: TOKEN });
     writeFileSync(path.join(dir, "pod.yaml"), POD);
   });
   after(async () => {

@@ -8,15 +8,14 @@ import { isAlreadyExists, isConflict, isNotFound, keyOf } from "@choreo/kit";
 import type { ApiClient } from "@choreo/kit/client";
 import { Controller, done, requeueAfter, type Result } from "@choreo/kit/controller";
 import { objectRef, type EventRecorder } from "@choreo/kit/events";
-import type { Deployment, ReplicaSet } from "@choreo/kit/gen/choreo/apps/v1/apps";
+import { DeploymentStatus, type Deployment, type ReplicaSet } from "@choreo/kit/gen/choreo/apps/v1/apps";
 import type { Pod } from "@choreo/kit/gen/choreo/core/v1/core";
 import { BY_NAMESPACE, BY_OWNER, namespaceOf, ownerUidsOf, type Cache } from "@choreo/kit/informer";
 import type { Runnable } from "@choreo/kit/lifecycle";
 import type { Logger } from "@choreo/kit/log";
 import type { Registry } from "prom-client";
 import { Counter } from "prom-client";
-import { canonical } from "../pod-template.js";
-import { controllerOf, controllerRef } from "../pod-template.js";
+import { canonical, controllerOf, controllerRef } from "../pod-template.js";
 import { claimPods } from "../rc/claim.js";
 import { setSelector } from "../rs/replicaset-controller.js";
 import { DEPLOYMENT, planDeployment, type DeploymentPlan } from "./plan.js";
@@ -209,17 +208,9 @@ export class DeploymentController implements Runnable {
     }
   }
 
-  private emptyStatus(d: Deployment): NonNullable<Deployment["status"]> {
-    return {
-      observedGeneration: 0,
-      replicas: 0,
-      updatedReplicas: 0,
-      readyReplicas: 0,
-      availableReplicas: 0,
-      unavailableReplicas: 0,
-      conditions: [],
-      collisionCount: d.status?.collisionCount,
-    };
+  /** A status with every count 0 (the collision count kept). */
+  private emptyStatus(d: Deployment): DeploymentStatus {
+    return DeploymentStatus.fromPartial({ collisionCount: d.status?.collisionCount });
   }
 
   /** The Deployment must still exist with this uid and not be deleting (Kubernetes re-reads it before adopting). */

@@ -6,7 +6,7 @@
 // minReadySeconds) with the resourceVersion the plan was made on, deletions,
 // ScalingReplicaSet Events, the Deployment's revision annotation and status.
 import { emptyMeta } from "@choreo/kit";
-import type { Deployment, DeploymentStatus, ReplicaSet } from "@choreo/kit/gen/choreo/apps/v1/apps";
+import { DeploymentStatus, type Deployment, type ReplicaSet } from "@choreo/kit/gen/choreo/apps/v1/apps";
 import type { Pod } from "@choreo/kit/gen/choreo/core/v1/core";
 import { controllerRef } from "../pod-template.js";
 import { PROGRESSING, Reason, calculateStatus, condition, getCondition, isComplete, progressDeadline, rolloutStatus, setCondition } from "./progress.js";
@@ -86,15 +86,7 @@ class Planner {
     private readonly now: number,
   ) {
     this.d = structuredClone(d);
-    this.d.status ??= {
-      observedGeneration: 0,
-      replicas: 0,
-      updatedReplicas: 0,
-      readyReplicas: 0,
-      availableReplicas: 0,
-      unavailableReplicas: 0,
-      conditions: [],
-    };
+    this.d.status ??= DeploymentStatus.fromPartial({});
     this.rss = rss.map((rs) => structuredClone(rs));
     this.plan = { patches: [], deletes: [], annotations: {}, status: this.d.status };
   }
