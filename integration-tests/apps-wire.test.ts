@@ -2,9 +2,10 @@
 // kubectl 1.32 against the api alone (no controllers: the api stores what it is
 // told) for apps/v1 ReplicaSet and Deployment: the typed `create deployment` in
 // protobuf, get -o wide, scale, set image, strategic patch, client-side and
-// server-side apply, explain, and Kubernetes' 422s.
+// server-side apply, explain, and Kubernetes' 422s. Then kubectl 1.20 on the
+// new kinds: Deployment, ReplicaSet, CronJob (batch/v1) and Secret.
 import assert from "node:assert/strict";
-import { writeFileSync } from "node:fs";
+import { existsSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { startCluster, type TestCluster } from "./support/cluster.js";
@@ -31,6 +32,8 @@ spec:
       - name: redis
         image: redis:7
 `;
+
+const KUBECTL_120 = process.env["CHOREO_KUBECTL_120"] ?? "/var/lib/choreo/tools/kubectl-1.20/usr/bin/kubectl";
 
 const deploy = (name: string, replicas: number, templateApp = name): string => `apiVersion: apps/v1
 kind: Deployment
@@ -186,4 +189,41 @@ describe("kubectl 1.32: ReplicaSets and Deployments on the Kubernetes wire", () 
     assert.match(out, /rollingUpdate\s+<RollingUpdateDeployment>/);
     assert.match(out, /type\s+<string>/);
   });
+
+  it(
+    "kubectl 1.20 reads and writes the new kinds: Deployment (apply, get -o wide, scale, set image), ReplicaSet, CronJob (batch/v1), Secret",
+    { skip: existsSync(KUBECTL_120) ? false : `no kubectl 1.20 at ${KUBECTL_120}` },
+    async () => {
+      const old = async (...args: string[]): Promise<string> => {
+        const r = await run(KUBECTL_120, args, kc);
+        assert.equal(r.code, 0, `kubectl 1.20 ${args.join(" ")}: ${r.stderr}`);
+        return r.stdout;
+      };
+      assert.match(await old("apply", "-f", file("old.yaml", deploy("old", 2))), /deployment\.apps\/old created/);
+      assert.match(await old("get", "deploy", "old", "-o", "wide"), /^old\s+0\/2\s+0\s+0\s+\S+\s+api\s+busybox\s+app=old$/m);
+      assert.match(await old("scale", "deploy/old", "--replicas=4"), /deployment\.apps\/old scaled/);
+      assert.match(await old("set", "image", "deploy/old", "api=busybox:1.36"), /deployment\.apps\/old image updated/);
+      assert.equal(await old("get", "deploy", "old", "-o", "jsonpath={.spec.replicas} {.spec.template.spec.containers[0].image}"), "4 busybox:1.36");
+      assert.match(await old("get", "rs", "cache"), /^cache\s+0\s+0\s+0\s+/m);
+      const cronJob = `apiVersion: batch/v1
+kind: CronJob
+metadata:
+  name: nightly
+spec:
+  schedule: "0 3 * * *"
+  jobTemplate:
+    spec:
+      template:
+        spec:
+          restartPolicy: OnFailure
+          containers:
+          - name: c
+            image: busybox
+`;
+      assert.match(await old("apply", "-f", file("cj.yaml", cronJob)), /cronjob\.batch\/nightly created/);
+      assert.match(await old("get", "cronjobs"), /^nightly\s+0 3 \* \* \*\s+<none>\s+False\s+0\s+<none>\s+/m);
+      assert.match(await old("create", "secret", "generic", "old-secret", "--from-literal=k=v"), /secret\/old-secret created/);
+      assert.equal(Buffer.from(await old("get", "secret", "old-secret", "-o", "jsonpath={.data.k}"), "base64").toString(), "v");
+    },
+  );
 });

@@ -1,7 +1,7 @@
 // test-tier: servers
 // The two official clients read every answer: one object of each served kind
 // (Namespace, Node, Pod, Service, Endpoints, ReplicationController, Event,
-// ConfigMap, DaemonSet, ReplicaSet, Deployment, Job, Lease) is created on a real cluster (api +
+// ConfigMap, Secret, DaemonSet, ReplicaSet, Deployment, Job, CronJob, Lease) is created on a real cluster (api +
 // nats-server + redis-server, scheduler, replication, endpoints and a hollow
 // node agent) and read back — get, list, watch event, status and scale
 // subresources — through (a) the official Python client (Debian's
@@ -84,6 +84,16 @@ const OBJECTS: [string, Record<string, unknown>][] = [
     `/apis/batch/v1/namespaces/${NS}/jobs`,
     { apiVersion: "batch/v1", kind: "Job", metadata: { name: "job" }, spec: { template: { ...template, spec: { ...template.spec, restartPolicy: "Never" } } } },
   ],
+  [`/api/v1/namespaces/${NS}/secrets`, { apiVersion: "v1", kind: "Secret", metadata: { name: "sec" }, stringData: { password: "hunter2" } }],
+  [
+    `/apis/batch/v1/namespaces/${NS}/cronjobs`,
+    {
+      apiVersion: "batch/v1",
+      kind: "CronJob",
+      metadata: { name: "cj" },
+      spec: { schedule: "0 0 1 1 *", jobTemplate: { spec: { template: { ...template, spec: { ...template.spec, restartPolicy: "Never" } } } } },
+    },
+  ],
   [
     `/apis/coordination.k8s.io/v1/namespaces/${NS}/leases`,
     { apiVersion: "coordination.k8s.io/v1", kind: "Lease", metadata: { name: "lease" }, spec: { holderIdentity: "me", leaseDurationSeconds: 15 } },
@@ -154,6 +164,10 @@ describe("the official clients read every answer", () => {
     assert.equal(facts["deploy.maxSurge"], "25%");
     assert.equal(facts["deploy.scale.selector"], "app=deploy");
     assert.equal(facts["event.reportingComponent"], "");
+    assert.equal(facts["secret.password"], "hunter2");
+    assert.equal(facts["secret.type"], "Opaque");
+    assert.equal(facts["cj.concurrencyPolicy"], "Allow");
+    assert.equal(facts["cj.successfulJobsHistoryLimit"], 3);
   });
 
   it("@kubernetes/client-node reads every kind, list, watch event, status and scale", async () => {
@@ -198,6 +212,10 @@ describe("the official clients read every answer", () => {
     await core.listNamespacedEvent({ namespace });
     assert.equal((await core.readNamespacedConfigMap({ name: "cfg", namespace })).data?.["a"], "b");
     await core.listNamespacedConfigMap({ namespace });
+    const secret = await core.readNamespacedSecret({ name: "sec", namespace });
+    assert.equal(Buffer.from(secret.data?.["password"] ?? "", "base64").toString(), "hunter2");
+    assert.equal(secret.stringData, undefined, "stringData is never returned");
+    await core.listNamespacedSecret({ namespace });
 
     const ds = await apps.readNamespacedDaemonSet({ name: "ds", namespace });
     assert.equal(typeof ds.status?.numberReady, "number");
@@ -217,6 +235,10 @@ describe("the official clients read every answer", () => {
     assert.ok(job.status);
     await batch.readNamespacedJobStatus({ name: "job", namespace });
     await batch.listNamespacedJob({ namespace });
+    const cj = await batch.readNamespacedCronJob({ name: "cj", namespace });
+    assert.equal(cj.spec.concurrencyPolicy, "Allow");
+    await batch.readNamespacedCronJobStatus({ name: "cj", namespace });
+    await batch.listNamespacedCronJob({ namespace });
     assert.equal((await coord.readNamespacedLease({ name: "lease", namespace })).spec?.holderIdentity, "me");
     await coord.listNamespacedLease({ namespace });
 

@@ -6,6 +6,7 @@ Each call deserializes into the client's models (V1Pod, V1Scale, ...), which
 refuse a missing required field ("Invalid value for `restart_count`, must not
 be `None`"). Prints one JSON line of facts read; exits 1 on the first error.
 """
+import base64
 import json
 import sys
 import traceback
@@ -74,6 +75,11 @@ def main() -> int:
     step("list_namespaced_event", lambda: core.list_namespaced_event(ns))
     step("read_namespaced_config_map", lambda: core.read_namespaced_config_map("cfg", ns))
     step("list_namespaced_config_map", lambda: core.list_namespaced_config_map(ns))
+    # Secret: the data as base64, stringData never returned
+    sec = step("read_namespaced_secret", lambda: core.read_namespaced_secret("sec", ns))
+    facts["secret.password"] = base64.b64decode(sec.data["password"]).decode()
+    facts["secret.type"] = sec.type
+    step("list_namespaced_secret", lambda: core.list_namespaced_secret(ns))
     # DaemonSet, Job, Lease
     ds = step("read_namespaced_daemon_set", lambda: apps.read_namespaced_daemon_set("ds", ns))
     facts["ds.numberReady"] = ds.status.number_ready
@@ -95,6 +101,11 @@ def main() -> int:
     facts["job.status"] = j.status is not None
     step("list_namespaced_job", lambda: batch.list_namespaced_job(ns))
     step("read_namespaced_job_status", lambda: batch.read_namespaced_job_status("job", ns))
+    cj = step("read_namespaced_cron_job", lambda: batch.read_namespaced_cron_job("cj", ns))
+    facts["cj.concurrencyPolicy"] = cj.spec.concurrency_policy
+    facts["cj.successfulJobsHistoryLimit"] = cj.spec.successful_jobs_history_limit
+    step("list_namespaced_cron_job", lambda: batch.list_namespaced_cron_job(ns))
+    step("read_namespaced_cron_job_status", lambda: batch.read_namespaced_cron_job_status("cj", ns))
     step("read_namespaced_lease", lambda: coord.read_namespaced_lease("lease", ns))
     step("list_namespaced_lease", lambda: coord.list_namespaced_lease(ns))
     print(json.dumps(facts, default=str))
