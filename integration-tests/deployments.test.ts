@@ -5,7 +5,9 @@
 // every moment the event log shows; rollout status, history (change-cause),
 // undo (revision 3); a rollout whose pods never become ready stops with
 // ProgressDeadlineExceeded while the old pods keep running; kill -9 of the
-// replication actor mid-rollout resumes without overshooting; kubectl delete
+// replication actor mid-rollout resumes without overshooting; kill -9 of the
+// api, of redis-server and of nats-server mid-rollout: each rollout finishes
+// and no node is taken for failed; kubectl delete
 // takes the ReplicaSets and pods with it. Then real pods (process runtime)
 // behind a Service: a rollout while a client loops through it loses no
 // request.
@@ -14,7 +16,7 @@ import { after, before, describe, it } from "node:test";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { unwrap } from "@choreo/kit";
 import type { Deployment, ReplicaSet } from "@choreo/kit/gen/choreo/apps/v1/apps";
-import type { Pod } from "@choreo/kit/gen/choreo/core/v1/core";
+import type { Node, Pod } from "@choreo/kit/gen/choreo/core/v1/core";
 import { Informer } from "@choreo/kit/informer";
 import { silentLogger } from "@choreo/kit/log";
 import { waitFor } from "@choreo/kit/testing";
@@ -213,6 +215,60 @@ describe("deployments", () => {
     assert.deepEqual([cond?.status, cond?.reason], ["False", "ProgressDeadlineExceeded"]);
     const old = [...watch.pods.values()].filter((p) => !p.metadata?.annotations["hollow.choreo.dev/ready"]);
     assert.equal(old.filter(isReady).length, 2, "both old pods still running and ready");
+  });
+
+  it("kill -9 of the api, of redis-server and of nats-server mid-rollout: each rollout finishes once the fault clears, and no node is taken for failed", async () => {
+    const name = "faults";
+    const podsOf = async (): Promise<Pod[]> =>
+      (await c.client.list("pods", { namespace: "default", labelSelector: `app=${name}` })).items.map((o) => unwrap(o) as Pod).filter(isLive);
+    const complete = async (image: string): Promise<boolean> => {
+      const d = await deployment(name);
+      const st = d.status;
+      const pods = await podsOf();
+      return (
+        (st?.observedGeneration ?? 0) >= (d.metadata?.generation ?? 1) &&
+        st?.updatedReplicas === 10 &&
+        st.availableReplicas === 10 &&
+        st.replicas === 10 &&
+        pods.length === 10 &&
+        pods.every((p) => p.spec?.containers[0]?.image === image)
+      );
+    };
+    assert.equal((await apply(manifest(name, { replicas: 10, image: "nginx:1", surge: 2, unavailable: 0 }))).code, 0);
+    await waitFor(() => complete("nginx:1"), { timeoutMs: 90_000, intervalMs: 200, message: "10 pods of nginx:1" });
+    const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+    const faults: [string, () => Promise<void>][] = [
+      ["api", async () => (await c.killApi(0), await sleep(1_000), await c.startApi(0))],
+      ["redis-server", async () => (await c.redis.kill(), await sleep(3_000), await c.redis.restart())],
+      ["nats-server", async () => (await c.nats.kill(), await sleep(3_000), await c.nats.restart())],
+    ];
+    for (const [i, [what, fault]] of faults.entries()) {
+      const image = `nginx:${i + 2}`;
+      await kubectl("set", "image", `deployment/${name}`, `app=${image}`);
+      await waitFor(async () => (await podsOf()).some((p) => p.spec?.containers[0]?.image === image), {
+        timeoutMs: 30_000,
+        intervalMs: 20,
+        message: `the rollout to ${image} under way`,
+      });
+      await fault();
+      const cleared = Date.now();
+      await waitFor(() => complete(image), { timeoutMs: 120_000, intervalMs: 200, message: `the rollout to ${image} finished after the ${what} fault` });
+      console.log(`deployment faults: kill -9 of ${what} mid-rollout → complete ${Date.now() - cleared} ms after it was back`);
+    }
+    // A control-plane outage is not a node failure: no node marked NotReady, no pod evicted.
+    const reasons = (await c.client.list("events")).items.map((o) => (unwrap(o) as { reason?: string }).reason);
+    assert.ok(!reasons.includes("TaintManagerEviction"), "no pod evicted");
+    assert.ok(!reasons.includes("NodeNotReady"), "no node taken for failed");
+    const nodes = (await c.client.list("nodes")).items.map((o) => unwrap(o) as Node);
+    assert.ok(
+      nodes.every((n) => !n.spec?.taints.some((t) => t.key === "node.kubernetes.io/unreachable")),
+      "no node tainted unreachable",
+    );
+    assert.ok(
+      nodes.every((n) => n.status?.conditions.find((x) => x.type === "Ready")?.status === "True"),
+      "every node Ready",
+    );
+    await kubectl("delete", `deployment/${name}`);
   });
 
   it("kill -9 of the replication actor mid-rollout: it resumes and finishes, never more than replicas + maxSurge pods", async () => {

@@ -236,7 +236,7 @@ describe("the official clients read every answer", () => {
     await batch.readNamespacedJobStatus({ name: "job", namespace });
     await batch.listNamespacedJob({ namespace });
     const cj = await batch.readNamespacedCronJob({ name: "cj", namespace });
-    assert.equal(cj.spec.concurrencyPolicy, "Allow");
+    assert.equal(cj.spec?.concurrencyPolicy, "Allow");
     await batch.readNamespacedCronJobStatus({ name: "cj", namespace });
     await batch.listNamespacedCronJob({ namespace });
     assert.equal((await coord.readNamespacedLease({ name: "lease", namespace })).spec?.holderIdentity, "me");

@@ -4,7 +4,9 @@
 // nodes are evicted per second); a Lease renewed again clears the taint (the
 // node's agent sets Ready=True itself). Renewals are timed on this actor's
 // clock (when it saw renewTime change), like Kubernetes, so clock skew
-// between machines does not matter.
+// between machines does not matter. Most nodes falling silent at once is a
+// disruption (the control plane or the network, not the nodes): then no node
+// is marked or evicted, as in Kubernetes' full/partial disruption states.
 import { isNotFound, keyOf } from "@choreo/kit";
 import { nowRfc3339 } from "@choreo/kit/apimachinery";
 import type { ApiClient } from "@choreo/kit/client";
@@ -52,6 +54,19 @@ export function podsToEvict(pods: readonly Pod[], taint: Taint): Pod[] {
   );
 }
 
+/**
+ * Whether `silent` of `total` nodes falling silent at once is a disruption —
+ * the control plane or the network cut off, not the nodes failing — in which
+ * no node is marked or evicted (Kubernetes' zone states, pure): every node
+ * silent (full disruption), or more than 2 and at least 55% of them in a
+ * cluster of at most 50 nodes (partial disruption, where Kubernetes' eviction
+ * rate for small clusters is 0).
+ */
+export function disrupted(total: number, silent: number): boolean {
+  if (total === 0 || silent === 0) return false;
+  return silent === total || (total <= 50 && silent > 2 && silent / total >= 0.55);
+}
+
 /** A node's status with Ready=Unknown (pure). */
 export function markUnknown(node: Node, now: string): Node {
   const next = structuredClone(node);
@@ -77,6 +92,8 @@ export class NodeLifecycle implements Runnable {
   private readonly observed = new Map<string, { renewTime: string; at: number }>();
   /** node → when this actor tainted it. */
   private readonly tainted = new Map<string, number>();
+  /** Whether the last check found a disruption (see {@link disrupted}). */
+  private disruption = false;
   private tokens: number;
   private lastRefill: number;
   readonly stats = { markedUnknown: 0, evictedPods: 0, cleared: 0 };
@@ -134,14 +151,34 @@ export class NodeLifecycle implements Runnable {
       if (hasTaint(node)) await this.clear(name);
       return requeueAfter(graceMs - silentFor + 100);
     }
+    if (this.inDisruption(graceMs)) return requeueAfter(1_000);
     const ready = node.status?.conditions.find((c) => c.type === "Ready")?.status;
     if (ready !== "Unknown" || !hasTaint(node)) await this.markUnreachable(name);
     const since = this.tainted.get(name) ?? this.now();
     this.tainted.set(name, since);
     const wait = since + evictionMs - this.now();
     if (wait > 0) return requeueAfter(wait + 100);
+    // Checked again: the others may have fallen silent since this node was marked.
+    if (this.inDisruption(graceMs)) return requeueAfter(1_000);
     await this.evict(name, signal);
     return requeueAfter(Math.max(1_000, evictionMs));
+  }
+
+  /** Whether the silent nodes now make a disruption (logged when that changes). */
+  private inDisruption(graceMs: number): boolean {
+    const names = this.opts.nodes.keys();
+    const silent = names.filter((n) => this.now() - (this.observed.get(n)?.at ?? this.now()) >= graceMs).length;
+    const now = disrupted(names.length, silent);
+    if (now !== this.disruption) {
+      this.disruption = now;
+      if (now)
+        this.opts.log.warn(
+          { silent, nodes: names.length },
+          "most nodes silent at once: a control-plane or network outage, not node failures; no node marked or evicted",
+        );
+      else this.opts.log.info({ silent, nodes: names.length }, "disruption over: node failures handled again");
+    }
+    return now;
   }
 
   private async markUnreachable(name: string): Promise<void> {
