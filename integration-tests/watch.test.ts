@@ -18,6 +18,8 @@ const pod = (name: string, labels: Record<string, string> = { app: "w" }) =>
 
 async function collect(c: TestCluster, from: string, until: number, query = ""): Promise<WatchEvent[] | { status: number; body: string }> {
   const ac = new AbortController();
+  // A watch that never reaches `until` fails the test with what it got, instead of hanging it.
+  const timer = setTimeout(() => ac.abort(), 20_000);
   const res = await fetch(`${c.httpUrl}/api/v1/namespaces/default/pods?watch=true&resourceVersion=${from}${query}`, {
     headers: { authorization: `Bearer ${c.token}` },
     signal: ac.signal,
@@ -48,7 +50,10 @@ async function collect(c: TestCluster, from: string, until: number, query = ""):
         if (Number(line.object.metadata?.resourceVersion) >= until) return events;
       }
     }
+  } catch (err) {
+    if (!ac.signal.aborted) throw err;
   } finally {
+    clearTimeout(timer);
     ac.abort();
   }
   return events;

@@ -6,7 +6,7 @@ import { bindingRefusalOf, isConflict, isNotFound, keyOf, splitKey } from "@chor
 import type { ApiClient } from "@choreo/kit/client";
 import type { Node, ObjectReference, Pod } from "@choreo/kit/gen/choreo/core/v1/core";
 import type { Cache } from "@choreo/kit/informer";
-import type { Runnable } from "@choreo/kit/lifecycle";
+import { onAbort, type Runnable } from "@choreo/kit/lifecycle";
 import type { Logger } from "@choreo/kit/log";
 import { getOrCreateCounter } from "@choreo/kit/metrics";
 import type { Counter, Registry } from "prom-client";
@@ -114,7 +114,7 @@ export class Scheduler implements Runnable {
 
   async start(signal: AbortSignal): Promise<void> {
     await Promise.all([this.opts.pods.waitForSync(signal), this.opts.nodes.waitForSync(signal)]);
-    signal.addEventListener("abort", () => this.queue.close(), { once: true });
+    onAbort(signal, () => this.queue.close());
     const workers = Array.from({ length: this.opts.workers ?? 8 }, () => this.work(signal));
     await Promise.all(workers);
   }

@@ -167,6 +167,7 @@ export async function podLog(ctx: RequestContext): Promise<void> {
 /** Resolves when the response can take more, or the stream is aborted. */
 export function drained(ctx: RequestContext, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
     const finish = () => {
       ctx.res.off("drain", finish);
       signal.removeEventListener("abort", finish);

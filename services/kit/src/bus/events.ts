@@ -5,6 +5,7 @@ import { expired } from "../api/errors.js";
 import { EVENT_STREAM } from "./subjects.js";
 import { streamState } from "./stream.js";
 import { EVENT_SIGNATURE_HEADER, signedEventsPolicy } from "./signing.js";
+import { onAbort } from "../lifecycle/runnable.js";
 
 /** Encodes a watch event (the payload of every event-log message). */
 export function encodeEvent(ev: WatchEvent): Uint8Array {
@@ -49,8 +50,8 @@ export async function* consumeEvents(opts: ConsumeOptions): AsyncGenerator<Watch
   });
   const messages = await consumer.consume({ max_messages: 512 });
   const policy = signedEventsPolicy(opts.nc);
-  const stop = (): void => void messages.close();
-  opts.signal.addEventListener("abort", stop, { once: true });
+  // The signal may have aborted while the consumer was being made: then stop at once.
+  const unlisten = onAbort(opts.signal, () => void messages.close());
   try {
     for await (const m of messages) {
       if (opts.signal.aborted) break;
@@ -68,7 +69,7 @@ export async function* consumeEvents(opts: ConsumeOptions): AsyncGenerator<Watch
       yield ev;
     }
   } finally {
-    opts.signal.removeEventListener("abort", stop);
+    unlisten();
     await messages.close();
   }
 }

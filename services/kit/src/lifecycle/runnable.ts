@@ -72,6 +72,21 @@ export function signalController(opts: SignalControllerOptions = {}): AbortContr
 }
 
 /** Resolves true after `ms`, or false as soon as `signal` aborts (never rejects). */
+/**
+ * Runs `fn` when `signal` aborts — at once if it already has. Code that
+ * awaits between checking a signal and listening to it misses an abort that
+ * lands in the gap, and then waits forever; this closes the gap. Returns the
+ * function that removes the listener.
+ */
+export function onAbort(signal: AbortSignal, fn: () => void): () => void {
+  if (signal.aborted) {
+    fn();
+    return () => undefined;
+  }
+  signal.addEventListener("abort", fn, { once: true });
+  return () => signal.removeEventListener("abort", fn);
+}
+
 export function sleep(ms: number, signal?: AbortSignal): Promise<boolean> {
   return new Promise((resolve) => {
     if (signal?.aborted) {

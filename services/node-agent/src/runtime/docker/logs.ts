@@ -1,5 +1,6 @@
 import type { Readable } from "node:stream";
 import type Dockerode from "dockerode";
+import { onAbort } from "@choreo/kit/lifecycle";
 import type { LogOptions } from "../runtime.js";
 import { Demuxer, demuxAll } from "./demux.js";
 
@@ -32,10 +33,8 @@ export async function* containerLogs(
   }
   if (signal.aborted) return;
   const stream = (await container.logs({ ...base, follow: true })) as Readable;
-  const abort = (): void => {
-    stream.destroy();
-  };
-  signal.addEventListener("abort", abort, { once: true });
+  // An abort while the stream was being opened destroys it at once.
+  const unlisten = onAbort(signal, () => stream.destroy());
   try {
     const demux = new Demuxer();
     for await (const chunk of stream) {
@@ -46,7 +45,7 @@ export async function* containerLogs(
     // Destroying the stream on abort surfaces as an error: that is the normal end of a follow.
     if (!signal.aborted) throw err;
   } finally {
-    signal.removeEventListener("abort", abort);
+    unlisten();
     stream.destroy();
   }
 }
