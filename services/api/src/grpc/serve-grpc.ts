@@ -89,6 +89,7 @@ export class GrpcTransport {
       delete: unary(handlers.delete),
       deleteCollection: unary(handlers.deleteCollection),
       bind: unary(handlers.bind),
+      evict: unary(handlers.evict),
       getScale: unary(handlers.getScale),
       updateScale: unary(handlers.updateScale),
       watch: (call) => {

@@ -3,6 +3,7 @@ import type {
   CreateRequest,
   DeleteCollectionRequest,
   DeleteRequest,
+  EvictRequest,
   GetRequest,
   GetScaleRequest,
   ListRequest,
@@ -48,6 +49,12 @@ export interface ApiHandlers {
   deleteCollection(req: DeleteCollectionRequest): Promise<ObjectList>;
   /** Sets spec.nodeName of an unbound pod; 409 if it is bound already. */
   bind(req: BindRequest): Promise<ApiObject>;
+  /**
+   * Evicts a pod (pods/NAME/eviction): deleted with the eviction's
+   * deleteOptions unless its PodDisruptionBudget has no disruption left
+   * (429 TooManyRequests). Returns the pod as last stored.
+   */
+  evict(req: EvictRequest): Promise<ApiObject>;
   getScale(req: GetScaleRequest): Promise<Scale>;
   updateScale(req: UpdateScaleRequest): Promise<Scale>;
 }

@@ -4,6 +4,7 @@ import type {
   CreateRequest,
   DeleteCollectionRequest,
   DeleteRequest,
+  EvictRequest,
   GetRequest,
   GetScaleRequest,
   ListRequest,
@@ -23,6 +24,7 @@ import type { GenericStore } from "./generic/store.js";
 import { watchObjects, type WatchSource } from "./generic/watch.js";
 import { purgeNamespace } from "./namespaces/purge.js";
 import { bindPod } from "./pods/binding.js";
+import { evictPod } from "./pods/eviction.js";
 import { getScale, updateScale } from "./workloads/scale.js";
 import { withDryRun } from "./generic/dry-run.js";
 
@@ -80,6 +82,10 @@ export class Registry implements ApiHandlers {
 
   bind(req: BindRequest): Promise<ApiObject> {
     return bindPod(this.store, req);
+  }
+
+  evict(req: EvictRequest): Promise<ApiObject> {
+    return withDryRun(req.eviction?.deleteOptions?.dryRun.includes("All"), () => evictPod(this.store, req));
   }
 
   getScale(req: GetScaleRequest): Promise<Scale> {

@@ -3,6 +3,7 @@ import {
   CreateRequest,
   DeleteCollectionRequest,
   DeleteRequest,
+  EvictRequest,
   GetRequest,
   GetScaleRequest,
   ListRequest,
@@ -28,6 +29,7 @@ export const METHODS = {
   delete: DeleteRequest as Codec<DeleteRequest>,
   deleteCollection: DeleteCollectionRequest as Codec<DeleteCollectionRequest>,
   bind: BindRequest as Codec<BindRequest>,
+  evict: EvictRequest as Codec<EvictRequest>,
   getScale: GetScaleRequest as Codec<GetScaleRequest>,
   updateScale: UpdateScaleRequest as Codec<UpdateScaleRequest>,
 } as const;

@@ -37,6 +37,7 @@ import type {
   CreateRequest,
   DeleteCollectionRequest,
   DeleteRequest,
+  EvictRequest,
   GetRequest,
   GetScaleRequest,
   ListRequest,
@@ -325,6 +326,12 @@ export class MemoryHandlers implements ApiHandlers {
     if (spec["nodeName"]) throw conflict("pods", req.name, `pod ${req.name} is already assigned to node "${String(spec["nodeName"])}"`);
     spec["nodeName"] = req.binding?.target?.name ?? "";
     return this.store(info("pods"), cur, "MODIFIED");
+  }
+
+  /** Deletes the pod (no disruption budgets here). */
+  async evict(req: EvictRequest): Promise<ApiObject> {
+    this.calls.push({ method: "evict", req });
+    return this.delete({ resource: "pods", namespace: req.namespace, name: req.name, options: req.eviction?.deleteOptions });
   }
 
   private scaleOf(k: KindInfo, o: Json): Scale {

@@ -38,6 +38,7 @@ import {
   Service,
 } from "../../core/v1/core.js";
 import { DeleteOptions, ListMeta, Status } from "../../meta/v1/meta.js";
+import { Eviction, PodDisruptionBudget } from "../../policy/v1/policy.js";
 
 /**
  * The api service: one handler set served over NATS request-reply (actors),
@@ -63,6 +64,7 @@ export interface Object {
     | { $case: "deployment"; value: Deployment }
     | { $case: "secret"; value: Secret }
     | { $case: "cronJob"; value: CronJob }
+    | { $case: "podDisruptionBudget"; value: PodDisruptionBudget }
     | undefined;
 }
 
@@ -220,6 +222,16 @@ export interface UpdateScaleRequest {
   fieldManager?: string | undefined;
 }
 
+/**
+ * Evicts a pod (pods/NAME/eviction): deleted with the eviction's
+ * deleteOptions unless its PodDisruptionBudget has no disruption left (429).
+ */
+export interface EvictRequest {
+  namespace: string;
+  name: string;
+  eviction?: Eviction | undefined;
+}
+
 /** The reply of every NATS request: exactly one of these is set. */
 export interface Reply {
   result?:
@@ -281,6 +293,9 @@ export const Object: MessageFns<Object> = {
         break;
       case "cronJob":
         CronJob.encode(message.kind.value, writer.uint32(122).fork()).join();
+        break;
+      case "podDisruptionBudget":
+        PodDisruptionBudget.encode(message.kind.value, writer.uint32(130).fork()).join();
         break;
     }
     return writer;
@@ -422,6 +437,14 @@ export const Object: MessageFns<Object> = {
             message.kind = { $case: "cronJob", value: CronJob.decode(reader, reader.uint32()) };
             continue;
           }
+          case 16: {
+            if (tag !== 130) {
+              break;
+            }
+
+            message.kind = { $case: "podDisruptionBudget", value: PodDisruptionBudget.decode(reader, reader.uint32()) };
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -530,6 +553,12 @@ export const Object: MessageFns<Object> = {
       case "cronJob": {
         if (object.kind?.value !== undefined && object.kind?.value !== null) {
           message.kind = { $case: "cronJob", value: CronJob.fromPartial(object.kind.value) };
+        }
+        break;
+      }
+      case "podDisruptionBudget": {
+        if (object.kind?.value !== undefined && object.kind?.value !== null) {
+          message.kind = { $case: "podDisruptionBudget", value: PodDisruptionBudget.fromPartial(object.kind.value) };
         }
         break;
       }
@@ -2015,6 +2044,87 @@ export const UpdateScaleRequest: MessageFns<UpdateScaleRequest> = {
   },
 };
 
+function createBaseEvictRequest(): EvictRequest {
+  return { namespace: "", name: "", eviction: undefined };
+}
+
+export const EvictRequest: MessageFns<EvictRequest> = {
+  encode(message: EvictRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.namespace !== "") {
+      writer.uint32(10).string(message.namespace);
+    }
+    if (message.name !== "") {
+      writer.uint32(18).string(message.name);
+    }
+    if (message.eviction !== undefined) {
+      Eviction.encode(message.eviction, writer.uint32(26).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): EvictRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseEvictRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.namespace = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.eviction = Eviction.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<EvictRequest>, I>>(base?: I): EvictRequest {
+    return EvictRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<EvictRequest>, I>>(object: I): EvictRequest {
+    const message = createBaseEvictRequest();
+    message.namespace = object.namespace ?? "";
+    message.name = object.name ?? "";
+    message.eviction = (object.eviction !== undefined && object.eviction !== null)
+      ? Eviction.fromPartial(object.eviction)
+      : undefined;
+    return message;
+  },
+};
+
 function createBaseReply(): Reply {
   return { result: undefined };
 }
@@ -2241,6 +2351,16 @@ export const ApiService = {
     responseSerialize: (value: Scale): Buffer => Buffer.from(Scale.encode(value).finish()),
     responseDeserialize: (value: Buffer): Scale => Scale.decode(value),
   },
+  /** The pod as last stored (being deleted, or gone). */
+  evict: {
+    path: "/choreo.api.v1.Api/Evict" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: EvictRequest): Buffer => Buffer.from(EvictRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): EvictRequest => EvictRequest.decode(value),
+    responseSerialize: (value: Object): Buffer => Buffer.from(Object.encode(value).finish()),
+    responseDeserialize: (value: Buffer): Object => Object.decode(value),
+  },
 } as const;
 
 export interface ApiServer extends UntypedServiceImplementation {
@@ -2256,6 +2376,8 @@ export interface ApiServer extends UntypedServiceImplementation {
   bind: handleUnaryCall<BindRequest, Object>;
   getScale: handleUnaryCall<GetScaleRequest, Scale>;
   updateScale: handleUnaryCall<UpdateScaleRequest, Scale>;
+  /** The pod as last stored (being deleted, or gone). */
+  evict: handleUnaryCall<EvictRequest, Object>;
 }
 
 export interface ApiClient extends Client {
@@ -2401,6 +2523,19 @@ export interface ApiClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: Scale) => void,
+  ): ClientUnaryCall;
+  /** The pod as last stored (being deleted, or gone). */
+  evict(request: EvictRequest, callback: (error: ServiceError | null, response: Object) => void): ClientUnaryCall;
+  evict(
+    request: EvictRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: Object) => void,
+  ): ClientUnaryCall;
+  evict(
+    request: EvictRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: Object) => void,
   ): ClientUnaryCall;
 }
 

@@ -7,14 +7,18 @@
 
 /* eslint-disable */
 import { BinaryReader, BinaryWriter } from "@bufbuild/protobuf/wire";
-import { DeleteOptions, ObjectMeta } from "../../meta/v1/meta.js";
+import { IntOrString } from "../../core/v1/core.js";
+import { DeleteOptions, LabelSelector, ObjectMeta } from "../../meta/v1/meta.js";
 
-/** policy/v1: Eviction, the request kubectl drain sends to take a pod off its node. */
+/**
+ * policy/v1: Eviction, the request kubectl drain sends to take a pod off its
+ * node, and PodDisruptionBudget, the budget an eviction must keep.
+ */
 
 /**
  * Eviction evicts a pod from its node: a POST to pods/NAME/eviction. The pod
- * is deleted with the eviction's deleteOptions. Disruption budgets would refuse
- * an eviction with 429; choreo has no PodDisruptionBudget kind yet.
+ * is deleted with the eviction's deleteOptions, unless the pod's
+ * PodDisruptionBudget has no disruption left (429).
  */
 export interface Eviction {
   apiVersion: string;
@@ -25,6 +29,77 @@ export interface Eviction {
     | undefined;
   /** DeleteOptions may be provided: a grace period, preconditions, dryRun. */
   deleteOptions?: DeleteOptions | undefined;
+}
+
+export interface PodDisruptionBudgetSpec {
+  /**
+   * Pods that must stay available after an eviction: a number or a percentage.
+   * Mutually exclusive with max_unavailable.
+   */
+  minAvailable?:
+    | IntOrString
+    | undefined;
+  /**
+   * The pods the budget covers. Unset matches no pod; empty matches every pod
+   * of the namespace.
+   */
+  selector?:
+    | LabelSelector
+    | undefined;
+  /** Pods that may be unavailable after an eviction: a number or a percentage. */
+  maxUnavailable?:
+    | IntOrString
+    | undefined;
+  /**
+   * IfHealthyBudget or AlwaysAllow: whether a running but not ready pod may
+   * be evicted regardless of the budget (AlwaysAllow), or only when the
+   * budget is met (IfHealthyBudget, what an unset value means).
+   */
+  unhealthyPodEvictionPolicy?: string | undefined;
+}
+
+export interface PodDisruptionBudgetCondition {
+  type: string;
+  status: string;
+  observedGeneration: number;
+  lastTransitionTime: string;
+  reason: string;
+  message: string;
+}
+
+export interface PodDisruptionBudgetStatus {
+  /**
+   * The generation the disruption controller last computed this status for;
+   * evictions are refused while it trails metadata.generation.
+   */
+  observedGeneration: number;
+  /**
+   * Pods evicted through the eviction subresource that the controller has not
+   * yet seen deleted: pod name → RFC 3339 time of the eviction.
+   */
+  disruptedPods: { [key: string]: string };
+  disruptionsAllowed: number;
+  currentHealthy: number;
+  desiredHealthy: number;
+  expectedPods: number;
+  conditions: PodDisruptionBudgetCondition[];
+}
+
+export interface PodDisruptionBudgetStatus_DisruptedPodsEntry {
+  key: string;
+  value: string;
+}
+
+/**
+ * PodDisruptionBudget limits the voluntary disruptions (evictions) of the
+ * pods its selector matches.
+ */
+export interface PodDisruptionBudget {
+  apiVersion: string;
+  kind: string;
+  metadata?: ObjectMeta | undefined;
+  spec?: PodDisruptionBudgetSpec | undefined;
+  status?: PodDisruptionBudgetStatus | undefined;
 }
 
 function createBaseEviction(): Eviction {
@@ -122,6 +197,552 @@ export const Eviction: MessageFns<Eviction> = {
   },
 };
 
+function createBasePodDisruptionBudgetSpec(): PodDisruptionBudgetSpec {
+  return {
+    minAvailable: undefined,
+    selector: undefined,
+    maxUnavailable: undefined,
+    unhealthyPodEvictionPolicy: undefined,
+  };
+}
+
+export const PodDisruptionBudgetSpec: MessageFns<PodDisruptionBudgetSpec> = {
+  encode(message: PodDisruptionBudgetSpec, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.minAvailable !== undefined) {
+      IntOrString.encode(message.minAvailable, writer.uint32(10).fork()).join();
+    }
+    if (message.selector !== undefined) {
+      LabelSelector.encode(message.selector, writer.uint32(18).fork()).join();
+    }
+    if (message.maxUnavailable !== undefined) {
+      IntOrString.encode(message.maxUnavailable, writer.uint32(26).fork()).join();
+    }
+    if (message.unhealthyPodEvictionPolicy !== undefined) {
+      writer.uint32(34).string(message.unhealthyPodEvictionPolicy);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PodDisruptionBudgetSpec {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePodDisruptionBudgetSpec();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.minAvailable = IntOrString.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.selector = LabelSelector.decode(reader, reader.uint32());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.maxUnavailable = IntOrString.decode(reader, reader.uint32());
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.unhealthyPodEvictionPolicy = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<PodDisruptionBudgetSpec>, I>>(base?: I): PodDisruptionBudgetSpec {
+    return PodDisruptionBudgetSpec.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PodDisruptionBudgetSpec>, I>>(object: I): PodDisruptionBudgetSpec {
+    const message = createBasePodDisruptionBudgetSpec();
+    message.minAvailable = (object.minAvailable !== undefined && object.minAvailable !== null)
+      ? IntOrString.fromPartial(object.minAvailable)
+      : undefined;
+    message.selector = (object.selector !== undefined && object.selector !== null)
+      ? LabelSelector.fromPartial(object.selector)
+      : undefined;
+    message.maxUnavailable = (object.maxUnavailable !== undefined && object.maxUnavailable !== null)
+      ? IntOrString.fromPartial(object.maxUnavailable)
+      : undefined;
+    message.unhealthyPodEvictionPolicy = object.unhealthyPodEvictionPolicy ?? undefined;
+    return message;
+  },
+};
+
+function createBasePodDisruptionBudgetCondition(): PodDisruptionBudgetCondition {
+  return { type: "", status: "", observedGeneration: 0, lastTransitionTime: "", reason: "", message: "" };
+}
+
+export const PodDisruptionBudgetCondition: MessageFns<PodDisruptionBudgetCondition> = {
+  encode(message: PodDisruptionBudgetCondition, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.type !== "") {
+      writer.uint32(10).string(message.type);
+    }
+    if (message.status !== "") {
+      writer.uint32(18).string(message.status);
+    }
+    if (message.observedGeneration !== 0) {
+      writer.uint32(24).int64(message.observedGeneration);
+    }
+    if (message.lastTransitionTime !== "") {
+      writer.uint32(34).string(message.lastTransitionTime);
+    }
+    if (message.reason !== "") {
+      writer.uint32(42).string(message.reason);
+    }
+    if (message.message !== "") {
+      writer.uint32(50).string(message.message);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PodDisruptionBudgetCondition {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePodDisruptionBudgetCondition();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.type = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.status = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.observedGeneration = longToNumber(reader.int64());
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.lastTransitionTime = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.reason = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.message = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<PodDisruptionBudgetCondition>, I>>(base?: I): PodDisruptionBudgetCondition {
+    return PodDisruptionBudgetCondition.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PodDisruptionBudgetCondition>, I>>(object: I): PodDisruptionBudgetCondition {
+    const message = createBasePodDisruptionBudgetCondition();
+    message.type = object.type ?? "";
+    message.status = object.status ?? "";
+    message.observedGeneration = object.observedGeneration ?? 0;
+    message.lastTransitionTime = object.lastTransitionTime ?? "";
+    message.reason = object.reason ?? "";
+    message.message = object.message ?? "";
+    return message;
+  },
+};
+
+function createBasePodDisruptionBudgetStatus(): PodDisruptionBudgetStatus {
+  return {
+    observedGeneration: 0,
+    disruptedPods: {},
+    disruptionsAllowed: 0,
+    currentHealthy: 0,
+    desiredHealthy: 0,
+    expectedPods: 0,
+    conditions: [],
+  };
+}
+
+export const PodDisruptionBudgetStatus: MessageFns<PodDisruptionBudgetStatus> = {
+  encode(message: PodDisruptionBudgetStatus, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.observedGeneration !== 0) {
+      writer.uint32(8).int64(message.observedGeneration);
+    }
+    globalThis.Object.entries(message.disruptedPods).forEach(([key, value]: [string, string]) => {
+      PodDisruptionBudgetStatus_DisruptedPodsEntry.encode({ key: key as any, value }, writer.uint32(18).fork()).join();
+    });
+    if (message.disruptionsAllowed !== 0) {
+      writer.uint32(24).int32(message.disruptionsAllowed);
+    }
+    if (message.currentHealthy !== 0) {
+      writer.uint32(32).int32(message.currentHealthy);
+    }
+    if (message.desiredHealthy !== 0) {
+      writer.uint32(40).int32(message.desiredHealthy);
+    }
+    if (message.expectedPods !== 0) {
+      writer.uint32(48).int32(message.expectedPods);
+    }
+    for (const v of message.conditions) {
+      PodDisruptionBudgetCondition.encode(v!, writer.uint32(58).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PodDisruptionBudgetStatus {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePodDisruptionBudgetStatus();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.observedGeneration = longToNumber(reader.int64());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            const entry2 = PodDisruptionBudgetStatus_DisruptedPodsEntry.decode(reader, reader.uint32());
+            if (entry2.value !== undefined) {
+              message.disruptedPods[entry2.key] = entry2.value;
+            }
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.disruptionsAllowed = reader.int32();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.currentHealthy = reader.int32();
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.desiredHealthy = reader.int32();
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.expectedPods = reader.int32();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.conditions.push(PodDisruptionBudgetCondition.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<PodDisruptionBudgetStatus>, I>>(base?: I): PodDisruptionBudgetStatus {
+    return PodDisruptionBudgetStatus.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PodDisruptionBudgetStatus>, I>>(object: I): PodDisruptionBudgetStatus {
+    const message = createBasePodDisruptionBudgetStatus();
+    message.observedGeneration = object.observedGeneration ?? 0;
+    message.disruptedPods = (globalThis.Object.entries(object.disruptedPods ?? {}) as [string, string][]).reduce(
+      (acc: { [key: string]: string }, [key, value]: [string, string]) => {
+        if (value !== undefined) {
+          acc[key] = globalThis.String(value);
+        }
+        return acc;
+      },
+      {},
+    );
+    message.disruptionsAllowed = object.disruptionsAllowed ?? 0;
+    message.currentHealthy = object.currentHealthy ?? 0;
+    message.desiredHealthy = object.desiredHealthy ?? 0;
+    message.expectedPods = object.expectedPods ?? 0;
+    message.conditions = object.conditions?.map((e) => PodDisruptionBudgetCondition.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBasePodDisruptionBudgetStatus_DisruptedPodsEntry(): PodDisruptionBudgetStatus_DisruptedPodsEntry {
+  return { key: "", value: "" };
+}
+
+export const PodDisruptionBudgetStatus_DisruptedPodsEntry: MessageFns<PodDisruptionBudgetStatus_DisruptedPodsEntry> = {
+  encode(
+    message: PodDisruptionBudgetStatus_DisruptedPodsEntry,
+    writer: BinaryWriter = new BinaryWriter(),
+  ): BinaryWriter {
+    if (message.key !== "") {
+      writer.uint32(10).string(message.key);
+    }
+    if (message.value !== "") {
+      writer.uint32(18).string(message.value);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PodDisruptionBudgetStatus_DisruptedPodsEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePodDisruptionBudgetStatus_DisruptedPodsEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.key = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.value = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<PodDisruptionBudgetStatus_DisruptedPodsEntry>, I>>(
+    base?: I,
+  ): PodDisruptionBudgetStatus_DisruptedPodsEntry {
+    return PodDisruptionBudgetStatus_DisruptedPodsEntry.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PodDisruptionBudgetStatus_DisruptedPodsEntry>, I>>(
+    object: I,
+  ): PodDisruptionBudgetStatus_DisruptedPodsEntry {
+    const message = createBasePodDisruptionBudgetStatus_DisruptedPodsEntry();
+    message.key = object.key ?? "";
+    message.value = object.value ?? "";
+    return message;
+  },
+};
+
+function createBasePodDisruptionBudget(): PodDisruptionBudget {
+  return { apiVersion: "", kind: "", metadata: undefined, spec: undefined, status: undefined };
+}
+
+export const PodDisruptionBudget: MessageFns<PodDisruptionBudget> = {
+  encode(message: PodDisruptionBudget, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.apiVersion !== "") {
+      writer.uint32(10).string(message.apiVersion);
+    }
+    if (message.kind !== "") {
+      writer.uint32(18).string(message.kind);
+    }
+    if (message.metadata !== undefined) {
+      ObjectMeta.encode(message.metadata, writer.uint32(26).fork()).join();
+    }
+    if (message.spec !== undefined) {
+      PodDisruptionBudgetSpec.encode(message.spec, writer.uint32(34).fork()).join();
+    }
+    if (message.status !== undefined) {
+      PodDisruptionBudgetStatus.encode(message.status, writer.uint32(42).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PodDisruptionBudget {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePodDisruptionBudget();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.apiVersion = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.kind = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.metadata = ObjectMeta.decode(reader, reader.uint32());
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.spec = PodDisruptionBudgetSpec.decode(reader, reader.uint32());
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.status = PodDisruptionBudgetStatus.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<PodDisruptionBudget>, I>>(base?: I): PodDisruptionBudget {
+    return PodDisruptionBudget.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PodDisruptionBudget>, I>>(object: I): PodDisruptionBudget {
+    const message = createBasePodDisruptionBudget();
+    message.apiVersion = object.apiVersion ?? "";
+    message.kind = object.kind ?? "";
+    message.metadata = (object.metadata !== undefined && object.metadata !== null)
+      ? ObjectMeta.fromPartial(object.metadata)
+      : undefined;
+    message.spec = (object.spec !== undefined && object.spec !== null)
+      ? PodDisruptionBudgetSpec.fromPartial(object.spec)
+      : undefined;
+    message.status = (object.status !== undefined && object.status !== null)
+      ? PodDisruptionBudgetStatus.fromPartial(object.status)
+      : undefined;
+    return message;
+  },
+};
+
 type Builtin = Date | Function | Uint8Array | string | number | boolean | undefined;
 
 type DeepPartial<T> = T extends Builtin ? T
@@ -134,6 +755,17 @@ type DeepPartial<T> = T extends Builtin ? T
 type KeysOfUnion<T> = T extends T ? keyof T : never;
 type Exact<P, I extends P> = P extends Builtin ? P
   : P & { [K in keyof P]: Exact<P[K], I[K]> } & { [K in Exclude<keyof I, KeysOfUnion<P>>]: never };
+
+function longToNumber(int64: { toString(): string }): number {
+  const num = globalThis.Number(int64.toString());
+  if (num > globalThis.Number.MAX_SAFE_INTEGER) {
+    throw new globalThis.Error("Value is larger than Number.MAX_SAFE_INTEGER");
+  }
+  if (num < globalThis.Number.MIN_SAFE_INTEGER) {
+    throw new globalThis.Error("Value is smaller than Number.MIN_SAFE_INTEGER");
+  }
+  return num;
+}
 
 interface MessageFns<T> {
   encode(message: T, writer?: BinaryWriter): BinaryWriter;
