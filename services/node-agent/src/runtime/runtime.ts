@@ -1,4 +1,4 @@
-import type { ContainerStatus, Pod } from "@choreo/kit/gen/choreo/core/v1/core";
+import type { ContainerStatus, EphemeralContainer, Pod } from "@choreo/kit/gen/choreo/core/v1/core";
 
 /**
  * What a runtime knows about one pod: its IP, when its sandbox started, and
@@ -13,6 +13,8 @@ export interface PodRuntimeStatus {
   containerStatuses: ContainerStatus[];
   /** The pod's init containers in spec order (none: the pod has none); one not started yet waits with reason PodInitializing. */
   initContainerStatuses?: ContainerStatus[] | undefined;
+  /** The ephemeral containers started in the pod (startEphemeralContainer), in the order they were started. */
+  ephemeralContainerStatuses?: ContainerStatus[] | undefined;
 }
 
 /** A pod the runtime holds, with enough identity to find its api object. */
@@ -43,6 +45,29 @@ export interface LogOptions {
 export interface ExecResult {
   exitCode: number;
   output: string;
+}
+
+/** What `execStream`/`attach` open (Kubernetes' pods/exec and pods/attach). */
+export interface StreamOptions {
+  /** The caller sends stdin (else the process gets none: EOF at once for exec). */
+  stdin: boolean;
+  /** A terminal: stdout carries stdout and stderr, `resize` applies. */
+  tty: boolean;
+}
+
+/** A running exec or attach: its streams, terminal size and end. */
+export interface StreamSession {
+  /** The process' stdin (present when `stdin` was asked); end() closes it. */
+  stdin: NodeJS.WritableStream | undefined;
+  stdout: NodeJS.ReadableStream;
+  /** Absent with a tty (everything comes on stdout). */
+  stderr: NodeJS.ReadableStream | undefined;
+  /** Sets the terminal size (tty only; ignored otherwise). */
+  resize(width: number, height: number): void;
+  /** The exit code (exec), or 0 when an attach ends without the container exiting. Resolves after stdout and stderr ended. */
+  exit: Promise<number>;
+  /** Ends the session early (the caller left): kills an exec's process, detaches an attach. */
+  kill(): void;
 }
 
 /**
@@ -98,6 +123,13 @@ export interface Runtime {
   startPod(pod: Pod): Promise<PodRuntimeStatus>;
   /** Starts a container of a held pod that has not run yet (waiting PodInitializing); a no-op for one that ran or is starting. */
   startContainer(uid: string, container: string): Promise<void>;
+  /**
+   * Starts an ephemeral container (kubectl debug) in the running pod: in its
+   * network, and with `targetContainerName` in that container's PID
+   * namespace. Never restarted; a no-op for a name the pod already has, or
+   * for a pod the runtime does not hold.
+   */
+  startEphemeralContainer(uid: string, container: EphemeralContainer): Promise<void>;
   /** Stops the pod, giving its containers up to `gracePeriodSeconds` (SIGTERM, then SIGKILL); then frees everything it held. Unknown uids are fine. */
   stopPod(pod: RuntimePod, gracePeriodSeconds: number): Promise<void>;
   /** Starts a terminated container again (restartCount + 1; the run before becomes lastState and the `previous` log). */
@@ -118,6 +150,10 @@ export interface Runtime {
   listPods(): RuntimePod[];
   /** Runs a command in a running container (exec probes); resolves with a non-zero exit code on timeout (the process is killed). */
   exec(uid: string, container: string, command: readonly string[], timeoutMs: number): Promise<ExecResult>;
+  /** Runs a command in a running container with its streams connected (pods/exec); throws RuntimeRequestError when it cannot. */
+  execStream?(uid: string, container: string, command: readonly string[], opts: StreamOptions): Promise<StreamSession>;
+  /** Connects to a running container's main process (pods/attach); throws RuntimeRequestError when it cannot. */
+  attach?(uid: string, container: string, opts: StreamOptions): Promise<StreamSession>;
   /** A container's log as raw chunks of lines; a followed log ends when `signal` aborts or the container stops for good. */
   logs(uid: string, opts: LogOptions, signal: AbortSignal): AsyncIterable<Uint8Array>;
   /** Subscribes to changes the runtime makes on its own (the agent enqueues the pod). */
