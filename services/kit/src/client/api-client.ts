@@ -5,6 +5,7 @@ import { apiSubject } from "../bus/subjects.js";
 import { Reply, type Object as ApiObject, type ObjectList } from "../gen/choreo/api/v1/api.js";
 import type { Scale } from "../gen/choreo/autoscaling/v1/autoscaling.js";
 import type { DeleteOptions } from "../gen/choreo/meta/v1/meta.js";
+import { MetricsReply, NodeMetricsRequest, PodMetricsRequest, type NodeMetricsList, type PodMetricsList } from "../gen/choreo/metrics/v1beta1/metrics.js";
 import { METHODS, type Method } from "./methods.js";
 
 /** Options of a list call. */
@@ -36,18 +37,52 @@ export class ApiClient {
   /** Sends one request; returns the reply or throws its Status. */
   async call<M extends Method>(method: M, req: Parameters<(typeof METHODS)[M]["encode"]>[0]): Promise<Reply> {
     const codec = METHODS[method] as { encode(m: typeof req): { finish(): Uint8Array } };
-    let msg;
+    const reply = Reply.decode(await this.send(method, codec.encode(req).finish()));
+    if (reply.result?.$case === "status") throw new ApiError(reply.result.value);
+    return reply;
+  }
+
+  /** One request on `choreo.api.<method>`; transport failures become 503/504 ApiErrors. */
+  private async send(method: string, data: Uint8Array): Promise<Uint8Array> {
     try {
-      msg = await this.nc.request(apiSubject(method), codec.encode(req).finish(), { timeout: this.timeoutMs });
+      return (await this.nc.request(apiSubject(method), data, { timeout: this.timeoutMs })).data;
     } catch (err) {
       const text = String((err as Error).message ?? err);
       if (/no responders|503/i.test(text)) throw unavailable("the api service is not reachable (no responders)");
       if (/timeout/i.test(text)) throw timeoutError(`the api did not answer ${method} within ${this.timeoutMs} ms`);
       throw new ApiError(failure(503, "ServiceUnavailable", `api request failed: ${text}`), { cause: err });
     }
-    const reply = Reply.decode(msg.data);
-    if (reply.result?.$case === "status") throw new ApiError(reply.result.value);
-    return reply;
+  }
+
+  /**
+   * metrics.k8s.io PodMetrics (what `kubectl top pods` shows) of the pods of
+   * `namespace` ("": every namespace) matching the selectors, or of the pod
+   * `opts.name` (404 when it does not exist or has no metrics yet). Each
+   * item's `containers[].usage` has `cpu` (e.g. "250m", "123456n") and
+   * `memory` (working set, e.g. "1234Ki") quantities over `window` ending at
+   * `timestamp`. Pods whose node did not answer, or whose containers have no
+   * rate yet (a rate needs two readings, seconds apart), are left out.
+   */
+  async podMetrics(namespace: string, opts: { name?: string; labelSelector?: string; fieldSelector?: string } = {}): Promise<PodMetricsList> {
+    const req = PodMetricsRequest.encode({
+      namespace,
+      name: opts.name ?? "",
+      labelSelector: opts.labelSelector ?? "",
+      fieldSelector: opts.fieldSelector ?? "",
+    });
+    const r = MetricsReply.decode(await this.send("podMetrics", req.finish()));
+    if (r.result?.$case === "status") throw new ApiError(r.result.value);
+    if (r.result?.$case !== "pods") throw new Error(`expected pod metrics, got ${r.result?.$case}`);
+    return r.result.value;
+  }
+
+  /** metrics.k8s.io NodeMetrics of every node matching the selector, or of node `opts.name`; nodes that did not answer are left out. */
+  async nodeMetrics(opts: { name?: string; labelSelector?: string } = {}): Promise<NodeMetricsList> {
+    const req = NodeMetricsRequest.encode({ name: opts.name ?? "", labelSelector: opts.labelSelector ?? "" });
+    const r = MetricsReply.decode(await this.send("nodeMetrics", req.finish()));
+    if (r.result?.$case === "status") throw new ApiError(r.result.value);
+    if (r.result?.$case !== "nodes") throw new Error(`expected node metrics, got ${r.result?.$case}`);
+    return r.result.value;
   }
 
   private object(r: Reply): ApiObject {
