@@ -23,6 +23,7 @@ import {
 } from "@grpc/grpc-js";
 import { DaemonSet, Deployment, ReplicaSet } from "../../apps/v1/apps.js";
 import { Scale } from "../../autoscaling/v1/autoscaling.js";
+import { HorizontalPodAutoscaler } from "../../autoscaling/v2/autoscaling.js";
 import { CronJob, Job } from "../../batch/v1/batch.js";
 import { Lease } from "../../coordination/v1/coordination.js";
 import {
@@ -65,6 +66,7 @@ export interface Object {
     | { $case: "secret"; value: Secret }
     | { $case: "cronJob"; value: CronJob }
     | { $case: "podDisruptionBudget"; value: PodDisruptionBudget }
+    | { $case: "horizontalPodAutoscaler"; value: HorizontalPodAutoscaler }
     | undefined;
 }
 
@@ -297,6 +299,9 @@ export const Object: MessageFns<Object> = {
       case "podDisruptionBudget":
         PodDisruptionBudget.encode(message.kind.value, writer.uint32(130).fork()).join();
         break;
+      case "horizontalPodAutoscaler":
+        HorizontalPodAutoscaler.encode(message.kind.value, writer.uint32(138).fork()).join();
+        break;
     }
     return writer;
   },
@@ -445,6 +450,17 @@ export const Object: MessageFns<Object> = {
             message.kind = { $case: "podDisruptionBudget", value: PodDisruptionBudget.decode(reader, reader.uint32()) };
             continue;
           }
+          case 17: {
+            if (tag !== 138) {
+              break;
+            }
+
+            message.kind = {
+              $case: "horizontalPodAutoscaler",
+              value: HorizontalPodAutoscaler.decode(reader, reader.uint32()),
+            };
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -559,6 +575,15 @@ export const Object: MessageFns<Object> = {
       case "podDisruptionBudget": {
         if (object.kind?.value !== undefined && object.kind?.value !== null) {
           message.kind = { $case: "podDisruptionBudget", value: PodDisruptionBudget.fromPartial(object.kind.value) };
+        }
+        break;
+      }
+      case "horizontalPodAutoscaler": {
+        if (object.kind?.value !== undefined && object.kind?.value !== null) {
+          message.kind = {
+            $case: "horizontalPodAutoscaler",
+            value: HorizontalPodAutoscaler.fromPartial(object.kind.value),
+          };
         }
         break;
       }
