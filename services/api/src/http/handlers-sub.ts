@@ -3,10 +3,11 @@ import { ApiError, badRequest, failure, isConflict, methodNotAllowed, statusOf, 
 import { applyJsonPatch, applyMergePatch, PatchError, type JsonValue } from "@choreo/kit/apimachinery";
 import type { Scale } from "@choreo/kit/gen/choreo/autoscaling/v1/autoscaling";
 import type { Binding } from "@choreo/kit/gen/choreo/core/v1/core";
+import { DeleteOptions } from "@choreo/kit/gen/choreo/meta/v1/meta";
 import type { Eviction } from "@choreo/kit/gen/choreo/policy/v1/policy";
 import { messageFromKubeJson, messageToKubeJson } from "@choreo/kit/kube-json";
 import { APPLY_PATCH, decodeBody, parseJsonText, patchTypeOf, readBody } from "./body.js";
-import { fieldManagerOf, flag, intParam, param, type RequestContext } from "./context.js";
+import { dryRunOf, fieldManagerOf, flag, intParam, param, type RequestContext } from "./context.js";
 import { codeOf, sendError, sendJson, successStatus } from "./respond.js";
 
 const SCALE = "choreo.autoscaling.v1.Scale";
@@ -90,9 +91,9 @@ export async function binding(ctx: RequestContext): Promise<void> {
 /**
  * POST .../pods/NAME/eviction (policy/v1 or v1beta1 Eviction, what kubectl
  * drain sends) → 201 Status Success once the pod is deleted with the
- * eviction's deleteOptions (grace period, preconditions, dryRun). No
- * PodDisruptionBudget kind exists yet, so no budget refuses it (Kubernetes'
- * 429 TooManyRequests).
+ * eviction's deleteOptions (grace period, preconditions, dryRun); 429
+ * TooManyRequests when its PodDisruptionBudget allows no disruption. The
+ * registry decides (registry/pods/eviction.ts), for every transport.
  */
 export async function eviction(ctx: RequestContext): Promise<void> {
   const { namespace, name } = ctx.route;
@@ -107,7 +108,13 @@ export async function eviction(ctx: RequestContext): Promise<void> {
   if (ev.metadata?.name && ev.metadata.name !== name) throw badRequest("name in URL does not match name in Eviction object");
   if (ev.metadata?.namespace && ev.metadata.namespace !== namespace)
     throw badRequest("the namespace of the provided object does not match the namespace sent on the request");
-  await ctx.handlers.delete({ resource: "pods", namespace, name, options: ev.deleteOptions });
+  ev.kind = "Eviction";
+  // dryRun=All in the query counts as in the body's deleteOptions (the create of an Eviction is dry).
+  if (dryRunOf(ctx.url)) {
+    ev.deleteOptions ??= DeleteOptions.fromPartial({});
+    if (!ev.deleteOptions.dryRun.includes("All")) ev.deleteOptions.dryRun.push("All");
+  }
+  await ctx.handlers.evict({ namespace, name, eviction: ev });
   sendJson(ctx.res, 201, successStatus(201));
 }
 

@@ -11,6 +11,7 @@ import type { Strategies, Strategy } from "./generic/strategy.js";
 import { leaseStrategy } from "./leases/strategy.js";
 import { namespaceStrategy } from "./namespaces/strategy.js";
 import { nodeStrategy } from "./nodes/strategy.js";
+import { podDisruptionBudgetStrategy } from "./poddisruptionbudgets/strategy.js";
 import { podStrategy } from "./pods/strategy.js";
 import type { SecretSealer } from "./secrets/seal.js";
 import { secretStrategy, sealedSecretStrategy } from "./secrets/strategy.js";
@@ -52,6 +53,7 @@ export function createRegistry(opts: { store: ObjectStorage; serviceCidr: string
     lease: leaseStrategy as Strategy,
     event: eventStrategy as Strategy,
     configMap: configMapStrategy as Strategy,
+    podDisruptionBudget: podDisruptionBudgetStrategy as Strategy,
     secret: (opts.encryption ? sealedSecretStrategy(opts.encryption) : secretStrategy) as Strategy,
   };
   return new Registry(new GenericStore(opts.store, strategies, opts.log));

@@ -290,6 +290,21 @@ export const KINDS: readonly KindInfo[] = [
     selectableFields: [],
     ownsDependents: true,
   }),
+  kind({
+    case: "podDisruptionBudget",
+    kind: "PodDisruptionBudget",
+    group: "policy",
+    version: "v1",
+    resource: "poddisruptionbudgets",
+    singular: "poddisruptionbudget",
+    shortNames: ["pdb"],
+    namespaced: true,
+    categories: [],
+    hasStatus: true,
+    hasScale: false,
+    protoType: "choreo.policy.v1.PodDisruptionBudget",
+    selectableFields: [],
+  }),
 ];
 
 /** The kinds whose dependents the garbage collector follows (and whose deletion may carry its finalizers). */

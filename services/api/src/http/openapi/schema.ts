@@ -115,6 +115,7 @@ const MERGE_KEYS: Record<string, string> = {
   "io.k8s.api.apps.v1.ReplicaSetStatus.conditions": "type",
   "io.k8s.api.apps.v1.DeploymentStatus.conditions": "type",
   "io.k8s.api.batch.v1.JobStatus.conditions": "type",
+  "io.k8s.api.policy.v1.PodDisruptionBudgetStatus.conditions": "type",
 };
 
 function ref(name: string): Schema {

@@ -5,6 +5,7 @@ import { configMapTable } from "./configmaps.js";
 import { cronJobTable } from "./cronjobs.js";
 import { rec } from "./json.js";
 import { nodeTable } from "./nodes.js";
+import { podDisruptionBudgetTable } from "./poddisruptionbudgets.js";
 import { podTable } from "./pods.js";
 import { secretTable } from "./secrets.js";
 import { endpointsTable, serviceTable } from "./services.js";
@@ -38,6 +39,7 @@ const TABLES: Readonly<Record<string, KindTable>> = {
   Lease: leaseTable,
   ConfigMap: configMapTable,
   Secret: secretTable,
+  PodDisruptionBudget: podDisruptionBudgetTable,
 };
 
 /** The columns and cell function of a kind (NAME/AGE for kinds without their own). */

@@ -11,7 +11,7 @@ import { selectorImmutable, validateAppsSelector, validateAppsTemplate } from ".
 const percent = (v: string): IntOrString => ({ value: { $case: "strVal", value: v } });
 
 // Kubernetes' IsValidPercent.
-const PERCENT = /^[0-9]+%$/;
+export const PERCENT = /^[0-9]+%$/;
 const PERCENT_MSG = "a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')";
 
 /** An IntOrString as its JSON value (a number or a string), for messages. */
@@ -20,14 +20,14 @@ function shown(v: IntOrString | undefined): number | string {
 }
 
 /** The number of an int, or of a valid percentage; 0 otherwise (Kubernetes' getIntOrPercentValue). */
-function intOrPercent(v: IntOrString | undefined): number {
+export function intOrPercent(v: IntOrString | undefined): number {
   const val = v?.value;
   if (!val) return 0;
   if (val.$case === "intVal") return val.value;
   return PERCENT.test(val.value) ? Number(val.value.slice(0, -1)) : 0;
 }
 
-function positiveIntOrPercent(e: Errors, v: IntOrString | undefined, path: string): void {
+export function positiveIntOrPercent(e: Errors, v: IntOrString | undefined, path: string): void {
   const val = v?.value;
   if (val?.$case === "strVal" && !PERCENT.test(val.value)) e.invalid(path, val.value, PERCENT_MSG);
   if (val?.$case === "intVal") e.nonNegative(path, val.value);

@@ -19,8 +19,13 @@ export function validateAppsSelector(e: Errors, sel: LabelSelector | undefined, 
     e.required(path, undefined);
     return undefined;
   }
-  e.labelMap(`${path}.matchLabels`, sel.matchLabels);
   if (Object.keys(sel.matchLabels).length + sel.matchExpressions.length === 0) e.invalid(path, sel, `empty selector is invalid for ${kind}`);
+  return validateLabelSelector(e, sel, path);
+}
+
+/** A label selector (Kubernetes' ValidateLabelSelector); returns the parsed selector when it is valid. */
+export function validateLabelSelector(e: Errors, sel: LabelSelector, path: string): Selector | undefined {
+  e.labelMap(`${path}.matchLabels`, sel.matchLabels);
   // Kubernetes' ValidateLabelSelectorRequirement, values validated strictly.
   sel.matchExpressions.forEach((r, i) => {
     const at = `${path}.matchExpressions[${i}]`;
