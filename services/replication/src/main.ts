@@ -1,7 +1,7 @@
 // The replication actor: config → NATS → ApiClient → informers (pods, RCs,
-// ReplicaSets, Deployments, DaemonSets, Jobs, nodes) → the RC and ReplicaSet
-// managers, the Deployment, DaemonSet and Job controllers and the garbage
-// collector → runAll until SIGTERM.
+// ReplicaSets, Deployments, DaemonSets, Jobs, nodes, PodDisruptionBudgets) →
+// the RC and ReplicaSet managers, the Deployment, DaemonSet, Job and
+// disruption controllers and the garbage collector → runAll until SIGTERM.
 import { jetstreamManager } from "@nats-io/jetstream";
 import { GC_OWNER_KINDS, type KindCase } from "@choreo/kit";
 import { connectBus } from "@choreo/kit/bus";
@@ -15,6 +15,7 @@ import { createRegistry, metricsServer } from "@choreo/kit/metrics";
 import { loadConfig } from "./config.js";
 import { CronJobController } from "./cronjobs/cronjob-controller.js";
 import { DaemonSetController } from "./ds/daemonset-controller.js";
+import { DisruptionController } from "./disruption/disruption-controller.js";
 import { GarbageCollector, type OwnerKind } from "./gc/garbage-collector.js";
 import { JobController } from "./jobs/job-controller.js";
 import { DeploymentController } from "./deploy/deployment-controller.js";
@@ -30,8 +31,9 @@ const jsm = await jetstreamManager(nc);
 const client = new ApiClient(nc);
 const recorder = config.events ? new EventRecorder(client, "replication-controller", log) : undefined;
 
-const informer = <C extends "pod" | "replicationController" | "replicaSet" | "deployment" | "daemonSet" | "job" | "cronJob" | "node">(kind: C): Informer<C> =>
-  new Informer({ client, nc, jsm, kind, resyncMs: 5 * 60_000, log });
+const informer = <C extends "pod" | "replicationController" | "replicaSet" | "deployment" | "daemonSet" | "job" | "cronJob" | "node" | "podDisruptionBudget">(
+  kind: C,
+): Informer<C> => new Informer({ client, nc, jsm, kind, resyncMs: 5 * 60_000, log });
 const pods = informer("pod");
 const rcs = informer("replicationController");
 const replicasets = informer("replicaSet");
@@ -40,6 +42,7 @@ const daemonsets = informer("daemonSet");
 const jobs = informer("job");
 const cronjobs = informer("cronJob");
 const nodes = informer("node");
+const pdbs = informer("podDisruptionBudget");
 const recorderAs = (component: string) => (config.events ? new EventRecorder(client, component, log) : undefined);
 const rcManager = new ReplicationManager({ client, rcs, pods, recorder, log, workers: config.workers, burst: config.burst, registry });
 const rsManager = new ReplicaSetManager({
@@ -65,6 +68,18 @@ const deploymentController = new DeploymentController({
 const dsController = new DaemonSetController({ client, daemonsets, pods, nodes, recorder: recorderAs("daemonset-controller"), log, registry });
 const jobController = new JobController({ client, jobs, pods, recorder: recorderAs("job-controller"), log, registry });
 const cronJobController = new CronJobController({ client, cronjobs, jobs, recorder: recorderAs("cronjob-controller"), log, registry });
+const disruptionController = new DisruptionController({
+  client,
+  pdbs,
+  pods,
+  rcs,
+  replicasets,
+  deployments,
+  recorder: recorderAs("controllermanager"),
+  log,
+  workers: config.workers,
+  registry,
+});
 // The owner kinds are kit's GC_OWNER_KINDS (the api adds the GC's finalizers to the same kinds); each needs its informer here.
 const ownerCaches: Partial<Record<KindCase, OwnerKind["cache"]>> = {
   replicationController: rcs,
@@ -99,12 +114,14 @@ const runnables: Runnable[] = [
   jobs,
   cronjobs,
   nodes,
+  pdbs,
   rcManager,
   rsManager,
   deploymentController,
   dsController,
   jobController,
   cronJobController,
+  disruptionController,
   gc,
 ];
 if (config.metricsPort !== undefined) runnables.push(metricsServer({ registry, port: config.metricsPort }));
