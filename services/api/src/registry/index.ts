@@ -7,6 +7,7 @@ import { cronJobStrategy } from "./cronjobs/strategy.js";
 import { endpointsStrategy } from "./endpoints/strategy.js";
 import { eventStrategy } from "./events/strategy.js";
 import { GenericStore } from "./generic/store.js";
+import { horizontalPodAutoscalerStrategy } from "./horizontalpodautoscalers/strategy.js";
 import type { Strategies, Strategy } from "./generic/strategy.js";
 import { leaseStrategy } from "./leases/strategy.js";
 import { namespaceStrategy } from "./namespaces/strategy.js";
@@ -54,6 +55,7 @@ export function createRegistry(opts: { store: ObjectStorage; serviceCidr: string
     event: eventStrategy as Strategy,
     configMap: configMapStrategy as Strategy,
     podDisruptionBudget: podDisruptionBudgetStrategy as Strategy,
+    horizontalPodAutoscaler: horizontalPodAutoscalerStrategy as Strategy,
     secret: (opts.encryption ? sealedSecretStrategy(opts.encryption) : secretStrategy) as Strategy,
   };
   return new Registry(new GenericStore(opts.store, strategies, opts.log));

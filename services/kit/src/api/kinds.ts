@@ -305,6 +305,21 @@ export const KINDS: readonly KindInfo[] = [
     protoType: "choreo.policy.v1.PodDisruptionBudget",
     selectableFields: [],
   }),
+  kind({
+    case: "horizontalPodAutoscaler",
+    kind: "HorizontalPodAutoscaler",
+    group: "autoscaling",
+    version: "v2",
+    resource: "horizontalpodautoscalers",
+    singular: "horizontalpodautoscaler",
+    shortNames: ["hpa"],
+    namespaced: true,
+    categories: all,
+    hasStatus: true,
+    hasScale: false,
+    protoType: "choreo.autoscaling.v2.HorizontalPodAutoscaler",
+    selectableFields: [],
+  }),
 ];
 
 /** The kinds whose dependents the garbage collector follows (and whose deletion may carry its finalizers). */

@@ -94,6 +94,12 @@ const REQUIRED: Record<string, string[]> = {
   "io.k8s.api.apps.v1.DeploymentSpec": ["selector", "template"],
   "io.k8s.api.batch.v1.JobSpec": ["template"],
   "io.k8s.api.batch.v1.CronJobSpec": ["schedule", "jobTemplate"],
+  "io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerSpec": ["scaleTargetRef", "maxReplicas"],
+  "io.k8s.api.autoscaling.v2.CrossVersionObjectReference": ["kind", "name"],
+  "io.k8s.api.autoscaling.v2.MetricSpec": ["type"],
+  "io.k8s.api.autoscaling.v2.MetricTarget": ["type"],
+  "io.k8s.api.autoscaling.v2.ResourceMetricSource": ["name", "target"],
+  "io.k8s.api.autoscaling.v2.HPAScalingPolicy": ["type", "value", "periodSeconds"],
   [`${META}.OwnerReference`]: ["apiVersion", "kind", "name", "uid"],
   [`${META}.LabelSelectorRequirement`]: ["key", "operator"],
 };
@@ -116,6 +122,7 @@ const MERGE_KEYS: Record<string, string> = {
   "io.k8s.api.apps.v1.DeploymentStatus.conditions": "type",
   "io.k8s.api.batch.v1.JobStatus.conditions": "type",
   "io.k8s.api.policy.v1.PodDisruptionBudgetStatus.conditions": "type",
+  "io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerStatus.conditions": "type",
 };
 
 function ref(name: string): Schema {

@@ -139,6 +139,25 @@ const SAMPLES: Record<string, Record<string, unknown>> = {
     },
     status: { active: [{ kind: "Job", name: "tick-1", namespace: "default" }], lastScheduleTime: "2026-01-01T11:59:00Z" },
   },
+  poddisruptionbudgets: {
+    apiVersion: "policy/v1",
+    kind: "PodDisruptionBudget",
+    metadata: meta("web"),
+    spec: { minAvailable: 3, selector: { matchLabels: { app: "web" } } },
+    status: { disruptionsAllowed: 1, currentHealthy: 4, desiredHealthy: 3, expectedPods: 4, observedGeneration: 1 },
+  },
+  horizontalpodautoscalers: {
+    apiVersion: "autoscaling/v2",
+    kind: "HorizontalPodAutoscaler",
+    metadata: meta("web"),
+    spec: {
+      scaleTargetRef: { kind: "Deployment", name: "web", apiVersion: "apps/v1" },
+      minReplicas: 1,
+      maxReplicas: 5,
+      metrics: [{ type: "Resource", resource: { name: "cpu", target: { type: "Utilization", averageUtilization: 50 } } }],
+    },
+    status: { currentReplicas: 2, desiredReplicas: 2, currentMetrics: [{ type: "Resource", resource: { name: "cpu", current: { averageUtilization: 31 } } }] },
+  },
   namespaces: { apiVersion: "v1", kind: "Namespace", metadata: { name: "default", creationTimestamp: CREATED }, status: { phase: "Active" } },
   events: {
     apiVersion: "v1",
@@ -159,6 +178,17 @@ const SAMPLES: Record<string, Record<string, unknown>> = {
 };
 
 describe("toTable shape", () => {
+  it("poddisruptionbudgets: kubectl's MIN AVAILABLE, MAX UNAVAILABLE (N/A when unset), ALLOWED DISRUPTIONS", () => {
+    assert.deepEqual(cellsOf("poddisruptionbudgets", SAMPLES["poddisruptionbudgets"]), {
+      Name: "web",
+      "Min Available": "3",
+      "Max Unavailable": "N/A",
+      "Allowed Disruptions": 1,
+      Age: "60m",
+    });
+    assert.deepEqual(cellsOf("poddisruptionbudgets", { metadata: meta("p"), spec: { maxUnavailable: "25%" } })["Max Unavailable"], "25%");
+  });
+
   it("has a sample for every kind", () => {
     for (const k of KINDS) assert.ok(SAMPLES[k.resource], `sample for ${k.resource}`);
   });

@@ -3,6 +3,7 @@ import type { KindInfo } from "@choreo/kit";
 import { defaultTable, eventTable, leaseTable, namespaceTable } from "./cluster.js";
 import { configMapTable } from "./configmaps.js";
 import { cronJobTable } from "./cronjobs.js";
+import { horizontalPodAutoscalerTable } from "./horizontalpodautoscalers.js";
 import { rec } from "./json.js";
 import { nodeTable } from "./nodes.js";
 import { podDisruptionBudgetTable } from "./poddisruptionbudgets.js";
@@ -40,6 +41,7 @@ const TABLES: Readonly<Record<string, KindTable>> = {
   ConfigMap: configMapTable,
   Secret: secretTable,
   PodDisruptionBudget: podDisruptionBudgetTable,
+  HorizontalPodAutoscaler: horizontalPodAutoscalerTable,
 };
 
 /** The columns and cell function of a kind (NAME/AGE for kinds without their own). */
