@@ -63,6 +63,7 @@ export function fakePod(
     spec: {
       volumes: [],
       initContainers: [],
+      ephemeralContainers: [],
       restartPolicy: "Always",
       dnsPolicy: "",
       nodeSelector: o.selector ?? {},

@@ -158,7 +158,14 @@ export interface UpdateRequest {
    * Kubernetes' fieldManager: who owns the fields written (managedFields);
    * "" → the caller's default (the gateway passes the User-Agent's program).
    */
-  fieldManager?: string | undefined;
+  fieldManager?:
+    | string
+    | undefined;
+  /**
+   * "" (the object), "status" (updateStatus takes it) or "ephemeralcontainers"
+   * (a pod's: only spec.ephemeralContainers is taken from the object).
+   */
+  subresource?: string | undefined;
 }
 
 export interface PatchRequest {
@@ -172,7 +179,7 @@ export interface PatchRequest {
   patchType: string;
   /** The patch document, Kubernetes JSON. */
   patch: string;
-  /** "" or "status". */
+  /** "", "status" or "ephemeralcontainers" (pods). */
   subresource: string;
   /** The field manager (required for application/apply-patch+yaml). */
   fieldManager?:
@@ -1367,7 +1374,7 @@ export const CreateRequest: MessageFns<CreateRequest> = {
 };
 
 function createBaseUpdateRequest(): UpdateRequest {
-  return { object: undefined, dryRun: false, fieldManager: undefined };
+  return { object: undefined, dryRun: false, fieldManager: undefined, subresource: undefined };
 }
 
 export const UpdateRequest: MessageFns<UpdateRequest> = {
@@ -1380,6 +1387,9 @@ export const UpdateRequest: MessageFns<UpdateRequest> = {
     }
     if (message.fieldManager !== undefined) {
       writer.uint32(26).string(message.fieldManager);
+    }
+    if (message.subresource !== undefined) {
+      writer.uint32(34).string(message.subresource);
     }
     return writer;
   },
@@ -1421,6 +1431,14 @@ export const UpdateRequest: MessageFns<UpdateRequest> = {
             message.fieldManager = reader.string();
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.subresource = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1443,6 +1461,7 @@ export const UpdateRequest: MessageFns<UpdateRequest> = {
       : undefined;
     message.dryRun = object.dryRun ?? false;
     message.fieldManager = object.fieldManager ?? undefined;
+    message.subresource = object.subresource ?? undefined;
     return message;
   },
 };

@@ -594,6 +594,113 @@ export interface Container {
   stdinOnce: boolean;
 }
 
+/**
+ * An ephemeral container: added to a running pod through its ephemeralcontainers
+ * subresource for debugging, never restarted, never removed. The fields of
+ * Container (Kubernetes' EphemeralContainerCommon, same numbers; ports, probes,
+ * resources and lifecycle are refused by validation) and the container whose
+ * process namespace it joins.
+ */
+export interface EphemeralContainer {
+  /** Name of the container, a DNS label unique within the pod. Cannot be updated. */
+  name: string;
+  /** Container image name (nginx:1.27, registry/app@sha256:...). */
+  image: string;
+  /**
+   * Entrypoint array, not run in a shell. The image's ENTRYPOINT is used if not provided.
+   * Cannot be updated.
+   */
+  command: string[];
+  /** Arguments to the entrypoint. The image's CMD is used if not provided. Cannot be updated. */
+  args: string[];
+  /** The container's working directory; the image's default if not specified. */
+  workingDir: string;
+  /**
+   * List of ports to expose from the container. Informational: any port the
+   * container listens on is reachable from the network.
+   */
+  ports: ContainerPort[];
+  /** List of environment variables to set in the container. Cannot be updated. */
+  env: EnvVar[];
+  /**
+   * Compute resources (cpu, memory) required by this container: requests reserve
+   * capacity for scheduling, limits cap what the container may use.
+   */
+  resources?:
+    | ResourceRequirements
+    | undefined;
+  /** Pod volumes to mount into the container's filesystem. Cannot be updated. */
+  volumeMounts: VolumeMount[];
+  /**
+   * Periodic probe of container liveness. The container is restarted if the probe
+   * fails. Cannot be updated.
+   */
+  livenessProbe?:
+    | Probe
+    | undefined;
+  /**
+   * Periodic probe of container service readiness. The container is removed from
+   * service endpoints if the probe fails. Cannot be updated.
+   */
+  readinessProbe?:
+    | Probe
+    | undefined;
+  /**
+   * StartupProbe indicates that the pod has successfully initialized. Until it
+   * succeeds no other probe runs; if it fails the container is restarted.
+   */
+  startupProbe?:
+    | Probe
+    | undefined;
+  /**
+   * File in the container's filesystem to which its termination message is written.
+   * Defaults to /dev/termination-log.
+   */
+  terminationMessagePath: string;
+  /** File or FallbackToLogsOnError. */
+  terminationMessagePolicy: string;
+  /** Always, Never, IfNotPresent. */
+  imagePullPolicy: string;
+  /** Whether this container should allocate a buffer for stdin in the container runtime. */
+  stdin: boolean;
+  /** Whether this container should allocate a TTY for itself; also requires stdin. */
+  tty: boolean;
+  /** Sources (ConfigMaps, Secrets) whose keys populate environment variables in the container. */
+  envFrom: EnvFromSource[];
+  /** Resources resize policy for the container. */
+  resizePolicy: ContainerResizePolicy[];
+  /** Always (sidecar init containers). */
+  restartPolicy?:
+    | string
+    | undefined;
+  /** Block devices to be used by the container. */
+  volumeDevices: VolumeDevice[];
+  /**
+   * Actions the management system should take in response to container lifecycle
+   * events (postStart, preStop). Cannot be updated.
+   */
+  lifecycle?:
+    | Lifecycle
+    | undefined;
+  /**
+   * The security options the container should be run with; overrides the pod's
+   * securityContext.
+   */
+  securityContext?:
+    | SecurityContext
+    | undefined;
+  /**
+   * Whether the container runtime should close the stdin channel after it has been
+   * opened by a single attach.
+   */
+  stdinOnce: boolean;
+  /**
+   * The name of a container of the pod whose process namespace (PID) this one
+   * shares; empty: the pod's own.
+   */
+  targetContainerName: string;
+}
+
 export interface EmptyDirVolumeSource {
   /** "" (node disk) or Memory. */
   medium: string;
@@ -936,7 +1043,14 @@ export interface PodSpec {
    * The total amount of CPU and memory required by all containers in the pod
    * (pod-level resources).
    */
-  resources?: ResourceRequirements | undefined;
+  resources?:
+    | ResourceRequirements
+    | undefined;
+  /**
+   * Ephemeral containers run in this pod for debugging; added through the
+   * ephemeralcontainers subresource only, never changed or removed.
+   */
+  ephemeralContainers: EphemeralContainer[];
 }
 
 export interface PodSpec_NodeSelectorEntry {
@@ -7058,6 +7172,387 @@ export const Container: MessageFns<Container> = {
   },
 };
 
+function createBaseEphemeralContainer(): EphemeralContainer {
+  return {
+    name: "",
+    image: "",
+    command: [],
+    args: [],
+    workingDir: "",
+    ports: [],
+    env: [],
+    resources: undefined,
+    volumeMounts: [],
+    livenessProbe: undefined,
+    readinessProbe: undefined,
+    startupProbe: undefined,
+    terminationMessagePath: "",
+    terminationMessagePolicy: "",
+    imagePullPolicy: "",
+    stdin: false,
+    tty: false,
+    envFrom: [],
+    resizePolicy: [],
+    restartPolicy: undefined,
+    volumeDevices: [],
+    lifecycle: undefined,
+    securityContext: undefined,
+    stdinOnce: false,
+    targetContainerName: "",
+  };
+}
+
+export const EphemeralContainer: MessageFns<EphemeralContainer> = {
+  encode(message: EphemeralContainer, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    if (message.image !== "") {
+      writer.uint32(18).string(message.image);
+    }
+    for (const v of message.command) {
+      writer.uint32(26).string(v!);
+    }
+    for (const v of message.args) {
+      writer.uint32(34).string(v!);
+    }
+    if (message.workingDir !== "") {
+      writer.uint32(42).string(message.workingDir);
+    }
+    for (const v of message.ports) {
+      ContainerPort.encode(v!, writer.uint32(50).fork()).join();
+    }
+    for (const v of message.env) {
+      EnvVar.encode(v!, writer.uint32(58).fork()).join();
+    }
+    if (message.resources !== undefined) {
+      ResourceRequirements.encode(message.resources, writer.uint32(66).fork()).join();
+    }
+    for (const v of message.volumeMounts) {
+      VolumeMount.encode(v!, writer.uint32(74).fork()).join();
+    }
+    if (message.livenessProbe !== undefined) {
+      Probe.encode(message.livenessProbe, writer.uint32(82).fork()).join();
+    }
+    if (message.readinessProbe !== undefined) {
+      Probe.encode(message.readinessProbe, writer.uint32(90).fork()).join();
+    }
+    if (message.startupProbe !== undefined) {
+      Probe.encode(message.startupProbe, writer.uint32(98).fork()).join();
+    }
+    if (message.terminationMessagePath !== "") {
+      writer.uint32(106).string(message.terminationMessagePath);
+    }
+    if (message.terminationMessagePolicy !== "") {
+      writer.uint32(114).string(message.terminationMessagePolicy);
+    }
+    if (message.imagePullPolicy !== "") {
+      writer.uint32(122).string(message.imagePullPolicy);
+    }
+    if (message.stdin !== false) {
+      writer.uint32(128).bool(message.stdin);
+    }
+    if (message.tty !== false) {
+      writer.uint32(136).bool(message.tty);
+    }
+    for (const v of message.envFrom) {
+      EnvFromSource.encode(v!, writer.uint32(146).fork()).join();
+    }
+    for (const v of message.resizePolicy) {
+      ContainerResizePolicy.encode(v!, writer.uint32(154).fork()).join();
+    }
+    if (message.restartPolicy !== undefined) {
+      writer.uint32(162).string(message.restartPolicy);
+    }
+    for (const v of message.volumeDevices) {
+      VolumeDevice.encode(v!, writer.uint32(170).fork()).join();
+    }
+    if (message.lifecycle !== undefined) {
+      Lifecycle.encode(message.lifecycle, writer.uint32(178).fork()).join();
+    }
+    if (message.securityContext !== undefined) {
+      SecurityContext.encode(message.securityContext, writer.uint32(186).fork()).join();
+    }
+    if (message.stdinOnce !== false) {
+      writer.uint32(192).bool(message.stdinOnce);
+    }
+    if (message.targetContainerName !== "") {
+      writer.uint32(202).string(message.targetContainerName);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): EphemeralContainer {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseEphemeralContainer();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.image = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.command.push(reader.string());
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.args.push(reader.string());
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.workingDir = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.ports.push(ContainerPort.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.env.push(EnvVar.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.resources = ResourceRequirements.decode(reader, reader.uint32());
+            continue;
+          }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.volumeMounts.push(VolumeMount.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.livenessProbe = Probe.decode(reader, reader.uint32());
+            continue;
+          }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.readinessProbe = Probe.decode(reader, reader.uint32());
+            continue;
+          }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            message.startupProbe = Probe.decode(reader, reader.uint32());
+            continue;
+          }
+          case 13: {
+            if (tag !== 106) {
+              break;
+            }
+
+            message.terminationMessagePath = reader.string();
+            continue;
+          }
+          case 14: {
+            if (tag !== 114) {
+              break;
+            }
+
+            message.terminationMessagePolicy = reader.string();
+            continue;
+          }
+          case 15: {
+            if (tag !== 122) {
+              break;
+            }
+
+            message.imagePullPolicy = reader.string();
+            continue;
+          }
+          case 16: {
+            if (tag !== 128) {
+              break;
+            }
+
+            message.stdin = reader.bool();
+            continue;
+          }
+          case 17: {
+            if (tag !== 136) {
+              break;
+            }
+
+            message.tty = reader.bool();
+            continue;
+          }
+          case 18: {
+            if (tag !== 146) {
+              break;
+            }
+
+            message.envFrom.push(EnvFromSource.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 19: {
+            if (tag !== 154) {
+              break;
+            }
+
+            message.resizePolicy.push(ContainerResizePolicy.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 20: {
+            if (tag !== 162) {
+              break;
+            }
+
+            message.restartPolicy = reader.string();
+            continue;
+          }
+          case 21: {
+            if (tag !== 170) {
+              break;
+            }
+
+            message.volumeDevices.push(VolumeDevice.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 22: {
+            if (tag !== 178) {
+              break;
+            }
+
+            message.lifecycle = Lifecycle.decode(reader, reader.uint32());
+            continue;
+          }
+          case 23: {
+            if (tag !== 186) {
+              break;
+            }
+
+            message.securityContext = SecurityContext.decode(reader, reader.uint32());
+            continue;
+          }
+          case 24: {
+            if (tag !== 192) {
+              break;
+            }
+
+            message.stdinOnce = reader.bool();
+            continue;
+          }
+          case 25: {
+            if (tag !== 202) {
+              break;
+            }
+
+            message.targetContainerName = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<EphemeralContainer>, I>>(base?: I): EphemeralContainer {
+    return EphemeralContainer.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<EphemeralContainer>, I>>(object: I): EphemeralContainer {
+    const message = createBaseEphemeralContainer();
+    message.name = object.name ?? "";
+    message.image = object.image ?? "";
+    message.command = object.command?.map((e) => e) || [];
+    message.args = object.args?.map((e) => e) || [];
+    message.workingDir = object.workingDir ?? "";
+    message.ports = object.ports?.map((e) => ContainerPort.fromPartial(e)) || [];
+    message.env = object.env?.map((e) => EnvVar.fromPartial(e)) || [];
+    message.resources = (object.resources !== undefined && object.resources !== null)
+      ? ResourceRequirements.fromPartial(object.resources)
+      : undefined;
+    message.volumeMounts = object.volumeMounts?.map((e) => VolumeMount.fromPartial(e)) || [];
+    message.livenessProbe = (object.livenessProbe !== undefined && object.livenessProbe !== null)
+      ? Probe.fromPartial(object.livenessProbe)
+      : undefined;
+    message.readinessProbe = (object.readinessProbe !== undefined && object.readinessProbe !== null)
+      ? Probe.fromPartial(object.readinessProbe)
+      : undefined;
+    message.startupProbe = (object.startupProbe !== undefined && object.startupProbe !== null)
+      ? Probe.fromPartial(object.startupProbe)
+      : undefined;
+    message.terminationMessagePath = object.terminationMessagePath ?? "";
+    message.terminationMessagePolicy = object.terminationMessagePolicy ?? "";
+    message.imagePullPolicy = object.imagePullPolicy ?? "";
+    message.stdin = object.stdin ?? false;
+    message.tty = object.tty ?? false;
+    message.envFrom = object.envFrom?.map((e) => EnvFromSource.fromPartial(e)) || [];
+    message.resizePolicy = object.resizePolicy?.map((e) => ContainerResizePolicy.fromPartial(e)) || [];
+    message.restartPolicy = object.restartPolicy ?? undefined;
+    message.volumeDevices = object.volumeDevices?.map((e) => VolumeDevice.fromPartial(e)) || [];
+    message.lifecycle = (object.lifecycle !== undefined && object.lifecycle !== null)
+      ? Lifecycle.fromPartial(object.lifecycle)
+      : undefined;
+    message.securityContext = (object.securityContext !== undefined && object.securityContext !== null)
+      ? SecurityContext.fromPartial(object.securityContext)
+      : undefined;
+    message.stdinOnce = object.stdinOnce ?? false;
+    message.targetContainerName = object.targetContainerName ?? "";
+    return message;
+  },
+};
+
 function createBaseEmptyDirVolumeSource(): EmptyDirVolumeSource {
   return { medium: "", sizeLimit: "" };
 }
@@ -9833,6 +10328,7 @@ function createBasePodSpec(): PodSpec {
     schedulingGates: [],
     resourceClaims: [],
     resources: undefined,
+    ephemeralContainers: [],
   };
 }
 
@@ -9954,6 +10450,9 @@ export const PodSpec: MessageFns<PodSpec> = {
     }
     if (message.resources !== undefined) {
       ResourceRequirements.encode(message.resources, writer.uint32(314).fork()).join();
+    }
+    for (const v of message.ephemeralContainers) {
+      EphemeralContainer.encode(v!, writer.uint32(322).fork()).join();
     }
     return writer;
   },
@@ -10289,6 +10788,14 @@ export const PodSpec: MessageFns<PodSpec> = {
             message.resources = ResourceRequirements.decode(reader, reader.uint32());
             continue;
           }
+          case 40: {
+            if (tag !== 322) {
+              break;
+            }
+
+            message.ephemeralContainers.push(EphemeralContainer.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -10370,6 +10877,7 @@ export const PodSpec: MessageFns<PodSpec> = {
     message.resources = (object.resources !== undefined && object.resources !== null)
       ? ResourceRequirements.fromPartial(object.resources)
       : undefined;
+    message.ephemeralContainers = object.ephemeralContainers?.map((e) => EphemeralContainer.fromPartial(e)) || [];
     return message;
   },
 };
