@@ -146,13 +146,6 @@ const SAMPLES: Record<string, Record<string, unknown>> = {
     spec: { minAvailable: 3, selector: { matchLabels: { app: "web" } } },
     status: { disruptionsAllowed: 1, currentHealthy: 4, desiredHealthy: 3, expectedPods: 4, observedGeneration: 1 },
   },
-  poddisruptionbudgets: {
-    apiVersion: "policy/v1",
-    kind: "PodDisruptionBudget",
-    metadata: meta("web"),
-    spec: { minAvailable: 3, selector: { matchLabels: { app: "web" } } },
-    status: { disruptionsAllowed: 1, currentHealthy: 4, desiredHealthy: 3, expectedPods: 4, observedGeneration: 1 },
-  },
   horizontalpodautoscalers: {
     apiVersion: "autoscaling/v2",
     kind: "HorizontalPodAutoscaler",
@@ -185,17 +178,6 @@ const SAMPLES: Record<string, Record<string, unknown>> = {
 };
 
 describe("toTable shape", () => {
-  it("poddisruptionbudgets: kubectl's MIN AVAILABLE, MAX UNAVAILABLE (N/A when unset), ALLOWED DISRUPTIONS", () => {
-    assert.deepEqual(cellsOf("poddisruptionbudgets", SAMPLES["poddisruptionbudgets"]), {
-      Name: "web",
-      "Min Available": "3",
-      "Max Unavailable": "N/A",
-      "Allowed Disruptions": 1,
-      Age: "60m",
-    });
-    assert.deepEqual(cellsOf("poddisruptionbudgets", { metadata: meta("p"), spec: { maxUnavailable: "25%" } })["Max Unavailable"], "25%");
-  });
-
   it("poddisruptionbudgets: kubectl's MIN AVAILABLE, MAX UNAVAILABLE (N/A when unset), ALLOWED DISRUPTIONS", () => {
     assert.deepEqual(cellsOf("poddisruptionbudgets", SAMPLES["poddisruptionbudgets"]), {
       Name: "web",
