@@ -1,5 +1,6 @@
 import { hostname } from "node:os";
 import { parseArgs } from "node:util";
+import { DEFAULT_RESERVED } from "./stats/capacity.js";
 
 /** The node agent's configuration: flags win over environment variables. */
 export interface AgentConfig {
@@ -39,6 +40,8 @@ export interface AgentConfig {
   stopPodsOnExit: boolean;
   /** Pods reconciled at once per node (`CHOREO_AGENT_WORKERS`): how many start in parallel. */
   workers: number;
+  /** cpu and memory kept from a real node's allocatable (`--system-reserved`, `CHOREO_SYSTEM_RESERVED`; the kubelet's format `cpu=100m,memory=256Mi`). */
+  systemReserved: string;
   /** The api's event-signing public key (PEM file, `CHOREO_EVENT_VERIFY_KEY`): pod events without its signature run nothing. Required by real runtimes. */
   eventVerifyKey: string;
 }
@@ -65,6 +68,7 @@ export function loadConfig(argv = process.argv.slice(2), env = process.env): Age
       "state-dir": { type: "string" },
       "images-dir": { type: "string" },
       "dns-port": { type: "string" },
+      "system-reserved": { type: "string" },
     },
     strict: true,
   });
@@ -99,5 +103,6 @@ export function loadConfig(argv = process.argv.slice(2), env = process.env): Age
     stopPodsOnExit: env["CHOREO_STOP_PODS_ON_EXIT"] === "1",
     workers: num(env["CHOREO_AGENT_WORKERS"], 4),
     eventVerifyKey: env["CHOREO_EVENT_VERIFY_KEY"] ?? "",
+    systemReserved: values["system-reserved"] ?? env["CHOREO_SYSTEM_RESERVED"] ?? DEFAULT_RESERVED,
   };
 }

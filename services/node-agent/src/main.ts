@@ -1,5 +1,5 @@
 // The node agent: config → NATS → ApiClient → one real node (docker or
-// process runtime, with its network, service proxy, DNS and log server) or
+// process runtime, with its network, service proxy, DNS, log and stats servers) or
 // many hollow nodes → runAll until SIGTERM. By default pods keep running
 // when the agent stops and a restarted agent adopts them;
 // CHOREO_STOP_PODS_ON_EXIT=1 (choreo up) stops them and takes the node's
@@ -18,6 +18,8 @@ import { hollowNodes, runAgents } from "./hollow-nodes.js";
 import { LogServer } from "./logs/log-server.js";
 import { realNode, type RealNode } from "./real-node.js";
 import { engineAnswers } from "./runtime/docker/engine.js";
+import { RequestedUsage } from "./stats/node-stats.js";
+import { StatsServer } from "./stats/stats-server.js";
 
 const config = loadConfig();
 const log = createLogger({ service: "node-agent" });
@@ -78,7 +80,14 @@ if (runtime === "hollow") {
     startDelayMs: config.startDelayMs,
     registry,
     resources: { cpu: config.cpu, memory: config.memory, pods: config.pods },
-    agent: { ...agentOpts, extras: (a) => [new LogServer({ nc, node: a.nodeName, runtime: a.runtime, pods: a.informer, log })] },
+    agent: {
+      ...agentOpts,
+      extras: (a) => [
+        new LogServer({ nc, node: a.nodeName, runtime: a.runtime, pods: a.informer, log }),
+        // Hollow usage is the containers' requests: nothing to read between requests.
+        new StatsServer({ nc, node: a.nodeName, source: new RequestedUsage({ runtime: a.runtime, pods: a.informer }), log, sampleEveryMs: 0 }),
+      ],
+    },
   });
   agents = runAgents(hollow, log);
 } else {

@@ -33,4 +33,11 @@ describe("node", () => {
     assert.equal(r2?.lastHeartbeatTime, "2025-01-01T00:05:00Z");
     assert.equal(r2?.lastTransitionTime, "2025-01-01T00:00:00Z", "still True: transition kept");
   });
+
+  it("a real node reports the machine as capacity and less its reserve as allocatable", () => {
+    const cfg = { ...hollowNodeConfig(1), cpu: "1900m", memory: "1000Ki", capacity: { cpu: "2", memory: "2000Ki" } };
+    const s = nodeStatus(cfg, "2025-01-01T00:00:00Z");
+    assert.deepEqual(s.capacity, { cpu: "2", memory: "2000Ki", pods: "110" });
+    assert.deepEqual(s.allocatable, { cpu: "1900m", memory: "1000Ki", pods: "110" });
+  });
 });

@@ -12,9 +12,12 @@ export interface NodeConfig {
   podCidr: string;
   /** The InternalIP address (also the hostIP of its pods). */
   internalIp: string;
+  /** Allocatable cpu and memory (what pods may use). */
   cpu: string;
   memory: string;
   pods: string;
+  /** The machine's cpu and memory when more than allocatable (a real node's reserve); capacity = allocatable when absent. */
+  capacity?: { cpu: string; memory: string };
   /** Extra labels (the hostname and os labels are always set). */
   labels?: Record<string, string>;
   /** nodeInfo.containerRuntimeVersion, e.g. `hollow://1`. */
@@ -46,7 +49,7 @@ export function nodeStatus(cfg: NodeConfig, now: string, prev?: NodeStatus): Nod
   const resources = { cpu: cfg.cpu, memory: cfg.memory, pods: cfg.pods };
   const others = prev?.conditions.filter((c) => c.type !== "Ready") ?? [];
   return {
-    capacity: { ...resources },
+    capacity: { ...resources, ...cfg.capacity },
     allocatable: { ...resources },
     conditions: [
       readyCondition(

@@ -17,6 +17,10 @@ import { ServiceProxy } from "./proxy/service-proxy.js";
 import { DockerRuntime } from "./runtime/docker/docker-runtime.js";
 import { ProcessRuntime } from "./runtime/process/process-runtime.js";
 import type { Runtime } from "./runtime/runtime.js";
+import { machineResources, parseReserved } from "./stats/capacity.js";
+import { CgroupReader } from "./stats/cgroup-reader.js";
+import { CgroupUsage } from "./stats/node-stats.js";
+import { StatsServer } from "./stats/stats-server.js";
 
 /** What a real node shares with the process. */
 export interface RealNodeDeps {
@@ -41,7 +45,7 @@ export interface RealNode {
  *
  *   BridgeNetwork (cb-<node>, gateway = first address of --pod-cidr)
  *     └ runtime (docker | process) ─ pods get IPs on the bridge, resolv.conf → gateway
- *   NodeAgent ─ extras: ServiceProxy (iptables), ClusterDns (gateway:53), LogServer (NATS)
+ *   NodeAgent ─ extras: ServiceProxy (iptables), ClusterDns (gateway:53), LogServer (NATS), StatsServer (NATS, cgroups)
  */
 export async function realNode(cfg: AgentConfig, runtimeName: "docker" | "process", d: RealNodeDeps): Promise<RealNode> {
   if (!cfg.podCidr) throw new Error(`--runtime ${runtimeName} needs --pod-cidr (this node's pod range, e.g. 10.244.1.0/24)`);
@@ -52,6 +56,8 @@ export async function realNode(cfg: AgentConfig, runtimeName: "docker" | "proces
   const stateDir = path.resolve(cfg.stateDir, node);
   // The node's InternalIP (its pods' status.hostIP): the bridge's address unless given.
   const nodeIp = cfg.nodeIp || network.gateway;
+  // Capacity is the machine; allocatable keeps the reserve back (what the scheduler fits pods into).
+  const machine = machineResources(os.cpus().length, BigInt(os.totalmem()), parseReserved(cfg.systemReserved));
   const common = { node, network, stateDir, dnsServer: network.gateway, clusterDomain: CLUSTER_DOMAIN, hostIp: nodeIp, log };
   const runtime: Runtime =
     runtimeName === "docker"
@@ -70,8 +76,8 @@ export async function realNode(cfg: AgentConfig, runtimeName: "docker" | "proces
       name: node,
       podCidr: cfg.podCidr,
       internalIp: nodeIp,
-      cpu: String(os.cpus().length),
-      memory: `${Math.floor(os.totalmem() / 1024)}Ki`,
+      ...machine.allocatable,
+      capacity: machine.capacity,
       pods: cfg.pods,
       labels: { "choreo.dev/runtime": runtimeName },
       runtimeVersion: runtimeName === "docker" ? "docker://20.10" : "process://1",
@@ -88,7 +94,8 @@ export async function realNode(cfg: AgentConfig, runtimeName: "docker" | "proces
         // Pods only (this node's and, routed here, other nodes'), and the host on the bridge address.
         clients: [network.podCidr, cfg.clusterCidr],
       });
-      return [proxy, dns, new LogServer({ nc: d.nc, node, runtime, pods: a.informer, log })];
+      const usage = new CgroupUsage({ node, runtimeName, runtime, cgroups: new CgroupReader() });
+      return [proxy, dns, new LogServer({ nc: d.nc, node, runtime, pods: a.informer, log }), new StatsServer({ nc: d.nc, node, source: usage, log })];
     },
   });
   return { agent, network };

@@ -27,6 +27,21 @@ describe("cgroups", () => {
     assert.equal(cg.nodeExists("n1"), true);
   });
 
+  it("v1: containers join a cpuacct hierarchy mounted on its own (CPU usage for metrics), not one shared with cpu", () => {
+    const apart = path.join(root, "v1-cpuacct");
+    for (const d of ["memory", "cpu", "cpuacct"]) fs.mkdirSync(path.join(apart, d), { recursive: true });
+    assert.deepEqual(
+      new Cgroups(apart).containerDirs("n1", "u1", "app"),
+      ["memory", "cpu", "cpuacct"].map((d) => path.join(apart, d, "choreo/n1/u1/app")),
+    );
+    const shared = path.join(root, "v1-shared");
+    fs.mkdirSync(path.join(shared, "memory"), { recursive: true });
+    fs.mkdirSync(path.join(shared, "cpu,cpuacct"), { recursive: true });
+    fs.symlinkSync("cpu,cpuacct", path.join(shared, "cpu"));
+    fs.symlinkSync("cpu,cpuacct", path.join(shared, "cpuacct"));
+    assert.equal(new Cgroups(shared).containerDirs("n1", "u1", "app").length, 2);
+  });
+
   it("v2: one unified hierarchy, controllers enabled down the path, memory.max and cpu.max", () => {
     const v2 = path.join(root, "v2");
     fs.mkdirSync(v2, { recursive: true });

@@ -22,14 +22,19 @@ export class Cgroups {
   /** True when `root` is a cgroup2 (unified) mount. */
   readonly v2: boolean;
 
+  /** v1 hierarchies a container joins: memory, cpu, and cpuacct (CPU usage for metrics) when it is mounted on its own. */
+  private readonly v1Trees: string[];
+
   constructor(private readonly root = "/sys/fs/cgroup") {
     this.v2 = fs.existsSync(path.join(root, "cgroup.controllers"));
+    this.v1Trees = ["memory", "cpu"];
+    if (!this.v2 && separateTree(root, "cpuacct", "cpu")) this.v1Trees.push("cpuacct");
   }
 
   /** Where the pod's cgroups hang, one per hierarchy. */
   podDirs(node: string, uid: string): string[] {
     const rel = path.join("choreo", node, uid);
-    return this.v2 ? [path.join(this.root, rel)] : ["memory", "cpu"].map((c) => path.join(this.root, c, rel));
+    return this.v2 ? [path.join(this.root, rel)] : this.v1Trees.map((c) => path.join(this.root, c, rel));
   }
 
   /** The container's cgroup directories (memory first under v1). */
@@ -123,6 +128,15 @@ export class Cgroups {
       d = path.join(d, part);
     }
     tryWrite(path.join(d, "cgroup.subtree_control"), "+memory +cpu");
+  }
+}
+
+/** Whether hierarchy `a` is mounted apart from `b` (not the same `cpu,cpuacct` mount under two names). */
+function separateTree(root: string, a: string, b: string): boolean {
+  try {
+    return fs.realpathSync(path.join(root, a)) !== fs.realpathSync(path.join(root, b));
+  } catch {
+    return false;
   }
 }
 
