@@ -11,6 +11,7 @@ export {
   podsOnNodeFilter,
   agentSubject,
   agentLogsSubject,
+  agentExecSubject,
 } from "./subjects.js";
 export { ensureEventStream, streamState, connectBus } from "./stream.js";
 export type { EventStreamOptions } from "./stream.js";
@@ -42,3 +43,19 @@ export {
   encodeLogError,
   decodeLogError,
 } from "./log-stream.js";
+export {
+  STREAM_FRAME_HEADER,
+  STREAM_CHANNEL_HEADER,
+  STREAM_INBOX_HEADER,
+  StreamFrame,
+  STREAM_HEARTBEAT_MS,
+  STREAM_IDLE_TIMEOUT_MS,
+  STREAM_WINDOW,
+  STREAM_CHUNK_BYTES,
+  streamFrameHeaders,
+  streamFrameOf,
+  encodeStreamStatus,
+  decodeStreamError,
+  BusStream,
+} from "./bus-stream.js";
+export type { BusStreamOptions, StreamEvent, StreamStop } from "./bus-stream.js";

@@ -57,5 +57,10 @@ export function agentLogsSubject(node: string): string {
   return agentSubject(node, "logs");
 }
 
+/** Where the api asks a node's agent for a stream into a container: exec and attach (see bus/bus-stream.ts). */
+export function agentExecSubject(node: string): string {
+  return agentSubject(node, "exec");
+}
+
 /** The filter for everything. */
 export const ALL_EVENTS = `${EVENT_PREFIX}.>`;
