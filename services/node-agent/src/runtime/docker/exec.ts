@@ -1,6 +1,6 @@
-import type { Duplex } from "node:stream";
+import { PassThrough, type Duplex } from "node:stream";
 import type Dockerode from "dockerode";
-import type { ExecResult } from "../runtime.js";
+import type { ExecResult, StreamOptions, StreamSession } from "../runtime.js";
 import { Demuxer } from "./demux.js";
 
 /** Output kept of an exec (the kubelet keeps 10 KiB of a probe's). */
@@ -58,3 +58,105 @@ async function killExec(exec: Dockerode.Exec): Promise<void> {
     // already gone, or not in our pid namespace
   }
 }
+
+/**
+ * Runs `command` in a running container with its streams connected
+ * (pods/exec): Docker's exec with a hijacked connection, stdin when asked
+ * (closing `stdin` half-closes the connection: the process reads EOF), a
+ * tty when asked (`resize` sets its size). stdout and stderr are split out
+ * of Docker's multiplexed stream with back-pressure: a slow reader pauses
+ * the connection. `exit` is the exec's exit code, read once the output ended.
+ */
+export async function execStreamIn(docker: Dockerode, id: string, command: readonly string[], opts: StreamOptions): Promise<StreamSession> {
+  const exec = await docker.getContainer(id).exec({
+    Cmd: [...command],
+    AttachStdin: opts.stdin,
+    AttachStdout: true,
+    AttachStderr: true,
+    Tty: opts.tty,
+  });
+  const conn = (await exec.start({ hijack: true, stdin: opts.stdin, Tty: opts.tty })) as Duplex;
+  return sessionOf(conn, opts, {
+    resize: (w, h) => void exec.resize({ w, h }).catch(() => undefined),
+    kill: () => void killExec(exec),
+    exit: () => exitCodeOf(exec),
+  });
+}
+
+/**
+ * Connects to a running container's main process (pods/attach): Docker's
+ * attach with a hijacked connection. `exit` resolves with 0 when the
+ * process ends or the session is killed (the attach detaches; the
+ * container keeps running).
+ */
+export async function attachTo(docker: Dockerode, id: string, opts: StreamOptions): Promise<StreamSession> {
+  const container = docker.getContainer(id);
+  const conn = (await container.attach({ stream: true, stdin: opts.stdin, stdout: true, stderr: true, hijack: true })) as Duplex;
+  return sessionOf(conn, opts, {
+    resize: (w, h) => void container.resize({ w, h }).catch(() => undefined),
+    kill: () => undefined,
+    exit: async () => 0,
+  });
+}
+
+/** A session over a hijacked Docker connection (multiplexed unless tty). */
+function sessionOf(conn: Duplex, opts: StreamOptions, ops: { resize(w: number, h: number): void; kill(): void; exit(): Promise<number> }): StreamSession {
+  const stdout = new PassThrough();
+  const stderr = opts.tty ? undefined : new PassThrough();
+  const demux = new Demuxer();
+  const waitDrain = (s: PassThrough): void => {
+    conn.pause();
+    s.once("drain", () => conn.resume());
+  };
+  conn.on("data", (chunk: Buffer) => {
+    if (opts.tty) {
+      if (!stdout.write(chunk)) waitDrain(stdout);
+      return;
+    }
+    for (const { type, payload } of demux.pushTyped(chunk)) {
+      const target = type === 2 && stderr ? stderr : stdout;
+      if (!target.write(payload)) waitDrain(target);
+    }
+  });
+  const ended = new Promise<void>((resolve) => {
+    const done = (): void => {
+      stdout.end();
+      stderr?.end();
+      resolve();
+    };
+    conn.once("end", done);
+    conn.once("close", done);
+    conn.once("error", done);
+  });
+  let killed = false;
+  let stdin: PassThrough | undefined;
+  if (opts.stdin) {
+    // The caller writes to a stream of its own: ending it half-closes the connection, and writes after a kill are dropped.
+    stdin = new PassThrough();
+    stdin.on("data", (b: Buffer) => {
+      if (!killed && !conn.destroyed && !conn.write(b)) {
+        stdin?.pause();
+        conn.once("drain", () => stdin?.resume());
+      }
+    });
+    stdin.on("end", () => {
+      if (!conn.destroyed) conn.end();
+    });
+  }
+  return {
+    stdin,
+    stdout,
+    stderr,
+    resize: ops.resize,
+    exit: ended.then(() => (killed ? EXEC_KILLED_EXIT_CODE : ops.exit())),
+    kill() {
+      if (killed) return;
+      killed = true;
+      ops.kill();
+      conn.destroy();
+    },
+  };
+}
+
+/** The exit code reported for a session ended by `kill` (SIGKILL's). */
+export const EXEC_KILLED_EXIT_CODE = 137;

@@ -1,7 +1,7 @@
 import { spawn } from "node:child_process";
 import { constants } from "node:os";
 import fs from "node:fs";
-import type { ExecResult } from "../runtime.js";
+import { RuntimeRequestError, type ExecResult, type StreamOptions, type StreamSession } from "../runtime.js";
 import { HELPER } from "./helper.js";
 import { signal } from "./proc.js";
 import { execSpecPath, writeExecSpec, type ExecSpecSource } from "./scripts.js";
@@ -50,4 +50,39 @@ export function execIn(pid: number, spec: ExecSpecSource & { dir: string }, comm
       else finish(code ?? 128 + (sig ? constants.signals[sig] : 0));
     });
   });
+}
+
+/**
+ * Runs `command` in the container of process `pid` as `execIn` does, with
+ * stdin piped when asked and stdout and stderr streamed (pods/exec). No
+ * tty: the process runtime has no terminal to give yet (a RuntimeRequestError
+ * says so). `kill` kills the whole process group.
+ */
+export function execStreamIn(pid: number, spec: ExecSpecSource & { dir: string }, command: readonly string[], opts: StreamOptions): StreamSession {
+  if (opts.tty) throw new RuntimeRequestError("a tty is not supported by the process runtime yet: exec without -t, or run the pod on a docker node");
+  const file = execSpecPath(spec.dir);
+  if (!fs.existsSync(file)) writeExecSpec(spec);
+  const child = spawn(HELPER, ["join", String(pid), file, "--", ...command], {
+    detached: true,
+    stdio: [opts.stdin ? "pipe" : "ignore", "pipe", "pipe"],
+    env: {},
+  });
+  const { stdout, stderr } = child;
+  if (!stdout || !stderr) throw new Error("choreo-exec started without its output pipes");
+  // A process that left before reading its stdin: writes fail with EPIPE, which is not the session's error.
+  child.stdin?.on("error", () => undefined);
+  const exit = new Promise<number>((resolve) => {
+    child.on("error", () => resolve(126));
+    child.on("close", (code, sig) => resolve(code ?? 128 + (sig ? constants.signals[sig] : 0)));
+  });
+  return {
+    stdin: child.stdin ?? undefined,
+    stdout,
+    stderr,
+    resize: () => undefined,
+    exit,
+    kill() {
+      if (child.pid && child.exitCode === null && child.signalCode === null) signal(-child.pid, "SIGKILL");
+    },
+  };
 }
