@@ -11,10 +11,12 @@ import {
   type Runtime,
   type RuntimeListener,
   type RuntimePod,
+  type StreamOptions,
+  type StreamSession,
 } from "../runtime.js";
 import { dockerMessage, removeQuietly, statusCode, stopQuietly } from "./engine.js";
 import { EventFollower, type ContainerEvent } from "./events.js";
-import { execIn } from "./exec.js";
+import { attachTo, execIn, execStreamIn } from "./exec.js";
 import { imagePresent } from "./images.js";
 import { scanNode } from "./inventory.js";
 import { Launcher, type Backoff } from "./launcher.js";
@@ -268,6 +270,33 @@ export class DockerRuntime implements Runtime {
       if (statusCode(err) === 404 || statusCode(err) === 409) throw new RuntimeRequestError(dockerMessage(err));
       throw err;
     }
+  }
+
+  async execStream(uid: string, container: string, command: readonly string[], opts: StreamOptions): Promise<StreamSession> {
+    const id = this.runningId(uid, container);
+    try {
+      return await execStreamIn(this.docker, id, command, opts);
+    } catch (err) {
+      if (statusCode(err) === 404 || statusCode(err) === 409) throw new RuntimeRequestError(dockerMessage(err));
+      throw err;
+    }
+  }
+
+  async attach(uid: string, container: string, opts: StreamOptions): Promise<StreamSession> {
+    const id = this.runningId(uid, container);
+    try {
+      return await attachTo(this.docker, id, opts);
+    } catch (err) {
+      if (statusCode(err) === 404 || statusCode(err) === 409) throw new RuntimeRequestError(dockerMessage(err));
+      throw err;
+    }
+  }
+
+  /** The Docker id of a running container of a held pod, or a RuntimeRequestError. */
+  private runningId(uid: string, container: string): string {
+    const { p, c } = this.mustFind(uid, container);
+    if (!c.current || !isRunning(c.current)) throw new RuntimeRequestError(`container "${container}" in pod "${p.ref.name}" is not running`);
+    return c.current.id;
   }
 
   async *logs(uid: string, opts: LogOptions, signal: AbortSignal): AsyncIterable<Uint8Array> {

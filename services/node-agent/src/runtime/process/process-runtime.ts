@@ -16,10 +16,12 @@ import {
   type Runtime,
   type RuntimeListener,
   type RuntimePod,
+  type StreamOptions,
+  type StreamSession,
 } from "../runtime.js";
 import { Cgroups } from "./cgroups.js";
 import { removeRunDirs, startRun, writeScripts } from "./container.js";
-import { execIn } from "./exec.js";
+import { execIn, execStreamIn } from "./exec.js";
 import { ensureHelper } from "./helper.js";
 import { readLog, rotateIfNeeded } from "./logs.js";
 import { containerLimits } from "./container-spec.js";
@@ -309,6 +311,17 @@ export class ProcessRuntime implements Runtime {
   }
 
   async exec(uid: string, container: string, command: readonly string[], timeoutMs: number): Promise<ExecResult> {
+    const { main, spec } = await this.joinable(uid, container);
+    return execIn(main, spec, command, timeoutMs);
+  }
+
+  async execStream(uid: string, container: string, command: readonly string[], opts: StreamOptions): Promise<StreamSession> {
+    const { main, spec } = await this.joinable(uid, container);
+    return execStreamIn(main, spec, command, opts);
+  }
+
+  /** The host pid of a running container's command (what an exec joins) and its spec; a RuntimeRequestError when not running. */
+  private async joinable(uid: string, container: string): Promise<{ main: number; spec: HeldContainer["rec"]["spec"] }> {
     const { hp, hc } = this.mustGet(uid, container);
     if (hc.waiting) throw new RuntimeRequestError(`container ${container} is not running: ${hc.waiting.state.reason}`);
     // Right after a start the command may not be confined in its root yet: give it a moment.
@@ -318,7 +331,7 @@ export class ProcessRuntime implements Runtime {
       main = this.processes(uid, container)?.mainPid;
     }
     if (!main || hc.exit) throw new RuntimeRequestError(`container ${container} is not running`);
-    return execIn(main, hc.rec.spec, command, timeoutMs);
+    return { main, spec: hc.rec.spec };
   }
 
   logs(uid: string, opts: LogOptions, signal: AbortSignal): AsyncIterable<Uint8Array> {
