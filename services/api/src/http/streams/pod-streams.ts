@@ -1,0 +1,98 @@
+import { createInbox, type Msg, type NatsConnection } from "@nats-io/transport-node";
+import { badRequest, internal, unavailable, unwrap } from "@choreo/kit";
+import { agentExecSubject, BusStream, decodeStreamError, STREAM_INBOX_HEADER, StreamFrame, streamFrameOf, type BusStreamOptions } from "@choreo/kit/bus";
+import type { Pod } from "@choreo/kit/gen/choreo/core/v1/core";
+import { PodExecRequest } from "@choreo/kit/gen/choreo/node/v1/exec";
+import type { ApiHandlers } from "../../handlers/api-handlers.js";
+import { resolvePodLogTarget, type PodLogTarget } from "../../logs/index.js";
+
+/** What pods/exec and pods/attach ask (the parsed query). */
+export interface PodStreamQuery {
+  namespace: string;
+  name: string;
+  container?: string;
+  /** The command and its arguments (exec; empty for attach). */
+  command: string[];
+  stdin: boolean;
+  stdout: boolean;
+  stderr: boolean;
+  tty: boolean;
+  attach: boolean;
+}
+
+/** Where a stream goes: the pod's node, its uid, the (defaulted) container. */
+export type PodStreamTarget = PodLogTarget;
+
+/** Opens streams into pods: the gateway's seam (a fake in unit tests, the bus in the api). */
+export interface PodStreams {
+  /** Checks the request against the pod as the kube-apiserver does (404, 400) before any upgrade. */
+  resolve(q: PodStreamQuery): Promise<PodStreamTarget>;
+  /** Asks the node's agent to open the session; resolves with the connected stream or throws the agent's Status. */
+  open(q: PodStreamQuery, target: PodStreamTarget, signal: AbortSignal): Promise<BusStream>;
+}
+
+/** Options of {@link NatsPodStreams}. */
+export interface NatsPodStreamsOptions {
+  nc: NatsConnection;
+  handlers: Pick<ApiHandlers, "get">;
+  /** How long the node agent has to accept the request (default 5 s). */
+  requestTimeoutMs?: number;
+  /** Heartbeat, idle timeout and window (defaults: bus-stream.ts). */
+  stream?: Pick<BusStreamOptions, "heartbeatMs" | "idleTimeoutMs" | "window">;
+}
+
+/**
+ * Streams into pods over the bus: `choreo.agent.<node>.exec` with a
+ * PodExecRequest naming this side's inbox; the agent acks with its own
+ * (protocol: services/node-agent/src/streams/README.md).
+ */
+export class NatsPodStreams implements PodStreams {
+  constructor(private readonly opts: NatsPodStreamsOptions) {}
+
+  async resolve(q: PodStreamQuery): Promise<PodStreamTarget> {
+    if (!q.stdin && !q.stdout && !q.stderr) throw badRequest("you must specify at least 1 of stdin, stdout, stderr");
+    if (!q.attach && q.command.length === 0) throw badRequest("you must specify at least one command for the container");
+    if (q.tty && q.stderr) throw badRequest("stdout and stderr cannot both be requested with a tty (pass stderr=false)");
+    const pod = unwrap(await this.opts.handlers.get({ resource: "pods", namespace: q.namespace, name: q.name })) as Pod;
+    const phase = pod.status?.phase ?? "";
+    if (phase === "Succeeded" || phase === "Failed") {
+      throw badRequest(`cannot ${q.attach ? "attach to" : "exec into"} a container in a completed pod; current phase is ${phase}`);
+    }
+    return resolvePodLogTarget(this.opts.handlers, { namespace: q.namespace, name: q.name, ...(q.container ? { container: q.container } : {}) });
+  }
+
+  async open(q: PodStreamQuery, target: PodStreamTarget, signal: AbortSignal): Promise<BusStream> {
+    const stream = new BusStream({ ...this.opts.stream, nc: this.opts.nc, local: createInbox(), signal });
+    try {
+      const data = PodExecRequest.encode({
+        namespace: q.namespace,
+        name: q.name,
+        uid: target.uid,
+        container: target.container,
+        command: q.command,
+        stdin: q.stdin,
+        stdout: q.stdout,
+        stderr: q.stderr,
+        tty: q.tty,
+        attach: q.attach,
+        inbox: stream.localInbox,
+      }).finish();
+      let reply: Msg;
+      try {
+        reply = await this.opts.nc.request(agentExecSubject(target.node), data, { timeout: this.opts.requestTimeoutMs ?? 5_000 });
+      } catch {
+        // No responders or no answer in time: the agent is down, or the node has none.
+        throw unavailable(`node agent for node ${target.node} is not answering`);
+      }
+      const kind = streamFrameOf(reply);
+      if (kind === StreamFrame.Error) throw decodeStreamError(reply.data);
+      const remote = reply.headers?.get(STREAM_INBOX_HEADER);
+      if (kind !== StreamFrame.Ack || !remote) throw internal(`node agent for node ${target.node} sent an unexpected reply`);
+      stream.connect(remote);
+      return stream;
+    } catch (err) {
+      stream.close();
+      throw err;
+    }
+  }
+}

@@ -1,0 +1,3 @@
+// pods/exec and pods/attach on the node: the agent's side of the bus streams.
+export { ExecServer, Channel, exitStatus, parseSize } from "./exec-server.js";
+export type { ExecServerOptions } from "./exec-server.js";
