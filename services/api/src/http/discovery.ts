@@ -58,6 +58,8 @@ function subresources(k: KindInfo): Sub[] {
   if (k.resource === "pods") out.push({ name: "binding", kind: { group: "", version: "v1", kind: "Binding" }, verbs: ["create"] });
   if (k.resource === "pods") out.push({ name: "eviction", kind: { group: "policy", version: "v1", kind: "Eviction" }, verbs: ["create"] });
   if (k.resource === "pods") out.push({ name: "log", kind: own, verbs: ["get"] });
+  if (k.resource === "pods") out.push({ name: "exec", kind: { group: "", version: "v1", kind: "PodExecOptions" }, verbs: ["create", "get"] });
+  if (k.resource === "pods") out.push({ name: "attach", kind: { group: "", version: "v1", kind: "PodAttachOptions" }, verbs: ["create", "get"] });
   if (k.hasScale) out.push({ name: "scale", kind: { group: "autoscaling", version: "v1", kind: "Scale" }, verbs: ["get", "patch", "update"] });
   if (k.hasStatus) out.push({ name: "status", kind: own, verbs: ["get", "patch", "update"] });
   return out;

@@ -3,7 +3,7 @@
 import http, { type IncomingMessage, type ServerResponse } from "node:http";
 import https from "node:https";
 import type { AddressInfo } from "node:net";
-import { methodNotAllowed, statusOf } from "@choreo/kit";
+import { badRequest, methodNotAllowed, statusOf } from "@choreo/kit";
 import type { Logger } from "@choreo/kit/log";
 import { Histogram, type Registry } from "prom-client";
 import type { ApiHandlers, LogsHandler } from "../handlers/api-handlers.js";
@@ -18,6 +18,7 @@ import { createObject, deleteCollection, deleteObject, patchObject, updateObject
 import { codeOf, sendError, sendJson } from "./respond.js";
 import { parseRoute, type ResourceRoute, type Route } from "./routes.js";
 import { watch } from "./watch.js";
+import { upgradeHandler, type PodStreams } from "./streams/index.js";
 import { answerInProtobuf, wantsProtobuf } from "./protobuf.js";
 
 /** Options of the gateway. */
@@ -32,6 +33,8 @@ export interface GatewayOptions {
   serverAddress?: string;
   /** Serves GET pods/NAME/log when given. */
   logs?: LogsHandler;
+  /** Serves pods/exec and pods/attach (WebSocket upgrades) when given. */
+  streams?: PodStreams;
   /** Gets `choreo_api_http_request_duration_seconds` when given. */
   registry?: Registry;
 }
@@ -96,6 +99,7 @@ async function resource(ctx: RequestContext): Promise<void> {
   if (subresource === "binding") return binding(ctx);
   if (subresource === "eviction") return eviction(ctx);
   if (subresource === "log") return podLog(ctx);
+  if (subresource === "exec" || subresource === "attach") throw badRequest("Upgrade request required");
   switch (method) {
     case "GET":
       if (flag(ctx.url, "watch")) {
@@ -147,6 +151,8 @@ export function createGateway(opts: GatewayOptions): Gateway {
   const latency = histogram(opts.registry);
   const authenticate = authenticator(opts);
   const streams = new Set<AbortController>();
+  const upgrades = new AbortController();
+  const upgrade = upgradeHandler({ streams: opts.streams, log, authenticate, signal: upgrades.signal });
   const servers: http.Server[] = [];
   let closing = false;
 
@@ -210,6 +216,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
 
   async function listenOn(server: http.Server, host: string, port: number): Promise<number> {
     servers.push(server);
+    server.on("upgrade", upgrade);
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
       server.listen(port, host, () => {
@@ -235,6 +242,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
     async close() {
       closing = true;
       for (const ac of streams) ac.abort();
+      upgrades.abort();
       await Promise.all(
         servers.map(
           (s) =>
