@@ -82,8 +82,10 @@ export async function updateObject(ctx: RequestContext): Promise<void> {
   if (meta.name !== ctx.route.name) {
     throw badRequest(`the name of the object (${meta.name}) does not match the name on the URL (${ctx.route.name})`);
   }
-  const req = { object: obj, dryRun, fieldManager: fieldManagerOf(ctx) };
-  const stored = ctx.route.subresource === "status" ? await ctx.handlers.updateStatus(req) : await ctx.handlers.update(req);
+  const req = { object: obj, dryRun, fieldManager: fieldManagerOf(ctx), subresource: "" };
+  // ephemeralcontainers (pods): the handlers take only spec.ephemeralContainers from the object.
+  const stored =
+    ctx.route.subresource === "status" ? await ctx.handlers.updateStatus(req) : await ctx.handlers.update({ ...req, subresource: ctx.route.subresource });
   sendJson(ctx.res, 200, toKubeJson(stored));
 }
 

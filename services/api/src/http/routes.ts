@@ -33,6 +33,7 @@ export function subresourcesOf(info: KindInfo): string[] {
   if (info.hasScale) out.push("scale");
   if (info.resource === "pods") out.push("binding", "eviction", "log");
   if (info.resource === "pods") out.push("exec", "attach");
+  if (info.resource === "pods") out.push("ephemeralcontainers");
   return out;
 }
 

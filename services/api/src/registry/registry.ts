@@ -1,4 +1,4 @@
-import { kindByCase, type AnyObject, type KindInfo } from "@choreo/kit";
+import { kindByCase, notFound, type AnyObject, type KindInfo } from "@choreo/kit";
 import type {
   BindRequest,
   CreateRequest,
@@ -25,6 +25,7 @@ import { watchObjects, type WatchSource } from "./generic/watch.js";
 import { purgeNamespace } from "./namespaces/purge.js";
 import { bindPod } from "./pods/binding.js";
 import { evictPod } from "./pods/eviction.js";
+import { EPHEMERAL_CONTAINERS, throughEphemeralContainers } from "./pods/ephemeral-containers.js";
 import { getScale, updateScale } from "./workloads/scale.js";
 import { withDryRun } from "./generic/dry-run.js";
 
@@ -61,6 +62,8 @@ export class Registry implements ApiHandlers {
   }
 
   update(req: UpdateRequest): Promise<ApiObject> {
+    if (req.subresource === EPHEMERAL_CONTAINERS) return this.updateEphemeralContainers(req);
+    if (req.subresource && req.subresource !== "status") throw notFound(`${kindOfRequest(req)}/${req.subresource}`, "");
     return withDryRun(req.dryRun, () => withManager(req.fieldManager, kindOfRequest(req), "", () => this.store.update(req)));
   }
 
@@ -69,7 +72,22 @@ export class Registry implements ApiHandlers {
   }
 
   patch(req: PatchRequest): Promise<ApiObject> {
+    if (req.subresource === EPHEMERAL_CONTAINERS) {
+      if (req.resource !== "pods") throw notFound(`${req.resource}/${req.subresource}`, req.name);
+      // The pod strategy takes only spec.ephemeralContainers from the patched pod (pods/ephemeral-containers.ts).
+      return withDryRun(req.dryRun, () => throughEphemeralContainers(() => patchObject(this.store, req)));
+    }
     return withDryRun(req.dryRun, () => patchObject(this.store, req));
+  }
+
+  /** PUT pods/NAME/ephemeralcontainers: the pod's spec.ephemeralContainers replaced, nothing else. */
+  private updateEphemeralContainers(req: UpdateRequest): Promise<ApiObject> {
+    if (req.object?.kind?.$case !== "pod") throw notFound(`${kindOfRequest(req)}/${req.subresource}`, "");
+    // Its status is the stored one whatever the body says (the strategy keeps only the ephemeral containers).
+    const object = { ...req.object, kind: { $case: "pod" as const, value: { ...req.object.kind.value, status: undefined } } };
+    return withDryRun(req.dryRun, () =>
+      withManager(req.fieldManager, "pods", EPHEMERAL_CONTAINERS, () => throughEphemeralContainers(() => this.store.update({ ...req, object }))),
+    );
   }
 
   delete(req: DeleteRequest): Promise<ApiObject> {

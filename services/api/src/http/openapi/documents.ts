@@ -150,13 +150,15 @@ function paths(k: KindInfo): PathDef[] {
   for (const sub of subresourcesOf(k)) {
     const p = { path: `${coll}/{name}/${sub}`, pathParams: ["name", ...ns] };
     const S = upper(sub);
-    if (sub === "status") {
+    if (sub === "status" || sub === "ephemeralcontainers") {
+      // ephemeralcontainers (pods): the pod itself, of which only spec.ephemeralContainers is written.
+      const what = sub === "status" ? "status" : "ephemeralcontainers";
       out.push({
         ...p,
         ops: [
-          op("get", "get", "read", def, [], undefined, S, `read status of the specified ${k.kind}`),
-          op("put", "put", "replace", def, WRITE_QUERY, def, S, `replace status of the specified ${k.kind}`),
-          op("patch", "patch", "patch", def, [...WRITE_QUERY, "force"], PATCH, S, `partially update status of the specified ${k.kind}`),
+          op("get", "get", "read", def, [], undefined, S, `read ${what} of the specified ${k.kind}`),
+          op("put", "put", "replace", def, WRITE_QUERY, def, S, `replace ${what} of the specified ${k.kind}`),
+          op("patch", "patch", "patch", def, [...WRITE_QUERY, "force"], PATCH, S, `partially update ${what} of the specified ${k.kind}`),
         ],
       });
     } else if (sub === "scale") {

@@ -4,6 +4,7 @@ import { validateDns1123Label, validateDns1123Subdomain } from "@choreo/kit/apim
 import type { Errors } from "../shared/validation.js";
 import { validateConfigRefs } from "./config-refs.js";
 import { refuseUnenforced } from "./unenforced.js";
+import { defaultEphemeralContainer, refuseEphemeralContainers, validateEphemeralContainer } from "./ephemeral-containers.js";
 
 const RESTART_POLICIES = ["Always", "OnFailure", "Never"] as const;
 const PULL_POLICIES = ["Always", "IfNotPresent", "Never"] as const;
@@ -19,6 +20,7 @@ export function defaultPodSpec(spec: PodSpec): void {
   spec.terminationGracePeriodSeconds ??= 30;
   spec.enableServiceLinks ||= false;
   for (const c of [...spec.initContainers, ...spec.containers]) defaultContainer(c);
+  for (const c of spec.ephemeralContainers) defaultEphemeralContainer(c);
 }
 
 function defaultContainer(c: Container): void {
@@ -129,6 +131,11 @@ export function validatePodSpec(e: Errors, spec: PodSpec | undefined, path: stri
       if (c[k]) e.forbidden(`${path}.initContainers[${i}].${k}`, "may not be set for init containers without restartPolicy=Always");
   });
   spec.containers.forEach((c, i) => check(c, `${path}.containers[${i}]`));
+  // Names unique across containers, init and ephemeral containers; then what only an ephemeral one may not have.
+  spec.ephemeralContainers.forEach((c, i) => {
+    check(c, `${path}.ephemeralContainers[${i}]`);
+    validateEphemeralContainer(e, c, `${path}.ephemeralContainers[${i}]`, spec);
+  });
   e.oneOf(`${path}.restartPolicy`, spec.restartPolicy, RESTART_POLICIES);
   e.oneOf(`${path}.dnsPolicy`, spec.dnsPolicy, DNS_POLICIES);
   if (spec.hostNetwork) e.notSupported(`${path}.hostNetwork`, true, ["false"]);
@@ -188,6 +195,7 @@ export function validateTemplate(
   e.labelMap(`${path}.metadata.labels`, labels);
   if (selector && !selectorFromSet(selector).matches(labels)) e.invalid(`${path}.metadata.labels`, labels, "`selector` does not match template `labels`");
   validatePodSpec(e, t.spec, `${path}.spec`);
+  refuseEphemeralContainers(e, t.spec, `${path}.spec`, "ephemeral containers not allowed in pod template");
   if (t.spec && !restartPolicies.includes(t.spec.restartPolicy)) e.notSupported(`${path}.spec.restartPolicy`, t.spec.restartPolicy, restartPolicies);
 }
 

@@ -7,10 +7,18 @@ import { Errors } from "../shared/validation.js";
 import { checkHostPaths } from "./host-path-policy.js";
 import { INVALID_IP, isIP } from "../shared/ip.js";
 import { podGracePeriod, podWaitsForNode } from "./graceful-deletion.js";
+import {
+  inEphemeralContainersWrite,
+  keepOnlyEphemeralContainers,
+  refuseEphemeralContainers,
+  validateEphemeralContainersUpdate,
+} from "./ephemeral-containers.js";
 
-function comparableSpec(p: Pod): string {
+function comparableSpec(p: Pod, withEphemeral: boolean): string {
   const spec = structuredClone(p.spec);
   if (!spec) return "";
+  // Changed through pods/ephemeralcontainers only.
+  if (!withEphemeral) spec.ephemeralContainers = [];
   // What Kubernetes lets an update change on a pod.
   for (const c of [...spec.containers, ...spec.initContainers]) c.image = "";
   spec.activeDeadlineSeconds = undefined;
@@ -48,6 +56,7 @@ export const podStrategy: Strategy<Pod> = {
     });
   },
   prepareUpdate(pod, old) {
+    if (inEphemeralContainersWrite()) keepOnlyEphemeralContainers(pod, old);
     if (pod.spec) defaultPodSpec(pod.spec);
     // nodeName is set by binding only.
     if (pod.spec && old.spec && !pod.spec.nodeName) pod.spec.nodeName = old.spec.nodeName;
@@ -56,7 +65,10 @@ export const podStrategy: Strategy<Pod> = {
     const e = new Errors();
     validatePodSpec(e, pod.spec, "spec");
     validatePodIps(e, pod);
-    if (old && comparableSpec(pod) !== comparableSpec(old)) {
+    if (!old) refuseEphemeralContainers(e, pod.spec, "spec", "cannot be set on create");
+    const viaSubresource = inEphemeralContainersWrite();
+    if (old && viaSubresource) validateEphemeralContainersUpdate(e, pod, old);
+    if (old && comparableSpec(pod, !viaSubresource) !== comparableSpec(old, !viaSubresource)) {
       e.forbidden(
         "spec",
         "pod updates may not change fields other than `spec.containers[*].image`, `spec.initContainers[*].image`, `spec.activeDeadlineSeconds`, `spec.tolerations` (only additions to existing tolerations), `spec.terminationGracePeriodSeconds`",

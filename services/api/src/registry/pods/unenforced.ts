@@ -44,6 +44,7 @@ export function refuseUnenforced(e: Errors, spec: PodSpec, path: string): void {
   });
   spec.initContainers.forEach((c, i) => container(c, `initContainers[${i}]`, no));
   spec.containers.forEach((c, i) => container(c, `containers[${i}]`, no));
+  spec.ephemeralContainers.forEach((c, i) => container(c, `ephemeralContainers[${i}]`, no));
 }
 
 function container(c: Container, at: string, no: (field: string) => void): void {
