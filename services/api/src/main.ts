@@ -11,6 +11,7 @@ import { createGateway, ensureServingCert } from "./http/index.js";
 import { gatewayRunnable } from "./gateway-runnable.js";
 import { loadConfig } from "./config.js";
 import { NatsLogs } from "./logs/index.js";
+import { NatsPodStreams } from "./http/streams/index.js";
 import { GrpcTransport } from "./grpc/serve-grpc.js";
 import { NatsTransport } from "./nats/serve-nats.js";
 import { bootstrap, createRegistry, ensureEncryptionKeys, SecretSealer } from "./registry/index.js";
@@ -44,9 +45,11 @@ await bootstrap(registry);
 const tokens = loadTokens(config.tokenFile);
 const tls = await ensureServingCert(config.dataDir, [config.host]);
 const logs = new NatsLogs({ nc, handlers: registry, log: log.child({ subsystem: "logs" }) });
+const streams = new NatsPodStreams({ nc, handlers: registry });
 const gateway = createGateway({
   handlers: registry,
   logs,
+  streams,
   log: log.child({ subsystem: "http" }),
   tokens,
   registry: metrics,

@@ -16,6 +16,7 @@ import { createRegistry, getOrCreateCounter, metricsServer } from "@choreo/kit/m
 import { loadConfig } from "./config.js";
 import { hollowNodes, runAgents } from "./hollow-nodes.js";
 import { LogServer } from "./logs/log-server.js";
+import { ExecServer } from "./streams/exec-server.js";
 import { realNode, type RealNode } from "./real-node.js";
 import { engineAnswers } from "./runtime/docker/engine.js";
 import { RequestedUsage } from "./stats/node-stats.js";
@@ -84,6 +85,7 @@ if (runtime === "hollow") {
       ...agentOpts,
       extras: (a) => [
         new LogServer({ nc, node: a.nodeName, runtime: a.runtime, pods: a.informer, log }),
+        new ExecServer({ nc, node: a.nodeName, runtime: a.runtime, pods: a.informer, log }),
         // Hollow usage is the containers' requests: nothing to read between requests.
         new StatsServer({ nc, node: a.nodeName, source: new RequestedUsage({ runtime: a.runtime, pods: a.informer }), log, sampleEveryMs: 0 }),
       ],

@@ -11,6 +11,7 @@ import type { AgentConfig } from "./config.js";
 import { ClusterDns } from "./dns/cluster-dns.js";
 import { CLUSTER_DOMAIN } from "./dns/resolv-conf.js";
 import { LogServer } from "./logs/log-server.js";
+import { ExecServer } from "./streams/exec-server.js";
 import { BridgeNetwork } from "./net/bridge-network.js";
 import { NAMES } from "./net/types.js";
 import { ServiceProxy } from "./proxy/service-proxy.js";
@@ -95,7 +96,13 @@ export async function realNode(cfg: AgentConfig, runtimeName: "docker" | "proces
         clients: [network.podCidr, cfg.clusterCidr],
       });
       const usage = new CgroupUsage({ node, runtimeName, runtime, cgroups: new CgroupReader() });
-      return [proxy, dns, new LogServer({ nc: d.nc, node, runtime, pods: a.informer, log }), new StatsServer({ nc: d.nc, node, source: usage, log })];
+      return [
+        proxy,
+        dns,
+        new LogServer({ nc: d.nc, node, runtime, pods: a.informer, log }),
+        new ExecServer({ nc: d.nc, node, runtime, pods: a.informer, log }),
+        new StatsServer({ nc: d.nc, node, source: usage, log }),
+      ];
     },
   });
   return { agent, network };
