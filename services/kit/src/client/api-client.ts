@@ -140,6 +140,21 @@ export class ApiClient {
     return r.result.value;
   }
 
+  /**
+   * Evicts a pod (pods/NAME/eviction): deleted with `options` unless its
+   * PodDisruptionBudget allows no disruption (a 429 ApiError). Returns the pod as last stored.
+   */
+  async evict(namespace: string, name: string, options?: Partial<DeleteOptions>): Promise<ApiObject> {
+    const deleteOptions = options ? { gracePeriodSeconds: undefined, preconditions: undefined, propagationPolicy: "", dryRun: [], ...options } : undefined;
+    return this.object(
+      await this.call("evict", {
+        namespace,
+        name,
+        eviction: { apiVersion: "policy/v1", kind: "Eviction", metadata: emptyMeta({ name, namespace }), deleteOptions },
+      }),
+    );
+  }
+
   /** Binds a pod to a node (the scheduler's write). */
   async bind(namespace: string, name: string, node: string, uid = ""): Promise<ApiObject> {
     return this.object(
