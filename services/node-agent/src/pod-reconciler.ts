@@ -10,6 +10,7 @@ import { buildPodStatus, isTerminal, reportsRunning, sameStatus } from "./pod-st
 import { planRestarts, type RestartBackoff } from "./restart-policy.js";
 import { advanceContainers } from "./init-runner.js";
 import { notStarted } from "./init-containers.js";
+import { startEphemeralContainers } from "./ephemeral-containers.js";
 import { isHeldBack } from "./config-sources/config-runtime.js";
 import type { Prober } from "./probes/prober.js";
 import type { PodRuntimeStatus, Runtime, RuntimePod } from "./runtime/runtime.js";
@@ -84,6 +85,8 @@ export function podReconciler(d: PodReconcilerDeps): Reconcile {
     // A pod held back for a missing ConfigMap or Secret (config-sources/) has nothing to advance yet.
     const init = isHeldBack(rt) ? { rt, backingOff: new Set<string>(), recheckMs: undefined } : await advanceContainers(d, pod, rt);
     rt = init.rt;
+    // Ephemeral containers (kubectl debug): each new one started once, never restarted.
+    if (!isHeldBack(rt)) rt = await startEphemeralContainers(d, pod, rt);
 
     const policy = pod.spec?.restartPolicy || "Always";
     let plan = planRestarts(policy, rt.containerStatuses, Date.now(), d.backoff);

@@ -2,6 +2,7 @@ import { PodStatus, type ContainerStatus, type Pod, type PodCondition } from "@c
 import type { PodRuntimeStatus } from "./runtime/runtime.js";
 import { shouldRestart } from "./restart-policy.js";
 import { incomplete, initialized, initStatusView, nextInitStep } from "./init-containers.js";
+import { ephemeralStatusView } from "./ephemeral-containers.js";
 
 /** Inputs of {@link buildPodStatus} besides the pod and its runtime status. */
 export interface StatusInputs {
@@ -89,7 +90,7 @@ export function buildPodStatus(pod: Pod, rt: PodRuntimeStatus, inputs: StatusInp
     containerStatuses,
     qosClass: old?.qosClass ?? "",
     hostIps: inputs.hostIp ? [{ ip: inputs.hostIp }] : [],
-    ephemeralContainerStatuses: [],
+    ephemeralContainerStatuses: (rt.ephemeralContainerStatuses ?? []).map(ephemeralStatusView),
     resize: "",
     resourceClaimStatuses: [],
   };

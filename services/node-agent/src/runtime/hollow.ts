@@ -1,4 +1,4 @@
-import type { ContainerStateTerminated, ContainerStatus, Pod } from "@choreo/kit/gen/choreo/core/v1/core";
+import type { ContainerStateTerminated, ContainerStatus, EphemeralContainer, Pod } from "@choreo/kit/gen/choreo/core/v1/core";
 import { nowRfc3339 } from "@choreo/kit/apimachinery";
 import { sleep } from "@choreo/kit/lifecycle";
 import { IpPool } from "./ip-pool.js";
@@ -46,6 +46,8 @@ interface HollowContainer {
   name: string;
   /** An init container: it completes (exits `initExitCode`) `startDelayMs` after it starts. */
   init: boolean;
+  /** An ephemeral container (kubectl debug): running from its start, never scripted, never restarted. */
+  ephemeral?: boolean;
   /** What the container "printed": one line per start and exit (hollow pods run no process). */
   log: string[];
   image: string;
@@ -150,6 +152,16 @@ export class HollowRuntime implements Runtime {
     const hp = this.pods.get(uid);
     const c = hp?.containers.find((x) => x.name === container);
     if (hp && c?.state === "pending") this.run(hp, c);
+  }
+
+  async startEphemeralContainer(pod: Pod, container: EphemeralContainer): Promise<void> {
+    const hp = this.pods.get(pod.metadata?.uid ?? "");
+    if (!hp || hp.containers.some((x) => x.name === container.name)) return;
+    const c = { ...newContainer(container.name, container.image), ephemeral: true };
+    Object.assign(c, { state: "running", startedAt: nowRfc3339() });
+    c.log.push(`${nowRfc3339Nano()} hollow container ${c.name} started (run 0)`);
+    hp.containers.push(c);
+    this.emit(hp);
   }
 
   async killContainer(uid: string, container: string, _gracePeriodSeconds: number): Promise<void> {
@@ -347,10 +359,12 @@ export class HollowRuntime implements Runtime {
       uid: hp.ref.uid,
       podIp: hp.ip,
       startedAt: hp.startedAt,
-      containerStatuses: hp.containers.filter((c) => !c.init).map((c) => containerStatus(hp.ref.uid, c)),
+      containerStatuses: hp.containers.filter((c) => !c.init && !c.ephemeral).map((c) => containerStatus(hp.ref.uid, c)),
     };
     const inits = hp.containers.filter((c) => c.init);
     if (inits.length > 0) status.initContainerStatuses = inits.map((c) => containerStatus(hp.ref.uid, c));
+    const ephemeral = hp.containers.filter((c) => c.ephemeral);
+    if (ephemeral.length > 0) status.ephemeralContainerStatuses = ephemeral.map((c) => containerStatus(hp.ref.uid, c));
     return status;
   }
 }

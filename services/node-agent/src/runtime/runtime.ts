@@ -129,7 +129,7 @@ export interface Runtime {
    * namespace. Never restarted; a no-op for a name the pod already has, or
    * for a pod the runtime does not hold.
    */
-  startEphemeralContainer(uid: string, container: EphemeralContainer): Promise<void>;
+  startEphemeralContainer(pod: Pod, container: EphemeralContainer): Promise<void>;
   /** Stops the pod, giving its containers up to `gracePeriodSeconds` (SIGTERM, then SIGKILL); then frees everything it held. Unknown uids are fine. */
   stopPod(pod: RuntimePod, gracePeriodSeconds: number): Promise<void>;
   /** Starts a terminated container again (restartCount + 1; the run before becomes lastState and the `previous` log). */

@@ -1,5 +1,5 @@
 import Dockerode from "dockerode";
-import type { Pod } from "@choreo/kit/gen/choreo/core/v1/core";
+import type { EphemeralContainer, Pod } from "@choreo/kit/gen/choreo/core/v1/core";
 import type { Logger } from "@choreo/kit/log";
 import { LOCAL_IMAGES } from "../../images/types.js";
 import type { PodNetwork } from "../../net/types.js";
@@ -221,6 +221,16 @@ export class DockerRuntime implements Runtime {
     await this.launcher.launch(p, c);
   }
 
+  async startEphemeralContainer(pod: Pod, container: EphemeralContainer): Promise<void> {
+    const p = this.pods.get(pod.metadata?.uid ?? "");
+    if (!p || p.stopping || p.containers.has(container.name)) return;
+    const { targetContainerName, ...spec } = container;
+    const c = newContainerRecord(spec.name, spec.image, spec);
+    c.ephemeral = { target: targetContainerName };
+    p.containers.set(c.name, c);
+    await this.launcher.launch(p, c);
+  }
+
   async killContainer(uid: string, container: string, gracePeriodSeconds: number): Promise<void> {
     const { p, c } = this.mustGet(uid, container);
     if (!c.current || !isRunning(c.current)) return;
@@ -245,6 +255,11 @@ export class DockerRuntime implements Runtime {
     }
     // A container that never got an instance (its image was missing when the agent went) is started now;
     // with init containers the agent starts it when its turn comes (startContainer), never before.
+    // Ephemeral containers found by their labels: their spec and target again (a missing one the agent starts anew).
+    for (const { targetContainerName, ...spec } of pod.spec?.ephemeralContainers ?? []) {
+      const c = p.containers.get(spec.name);
+      if (c) Object.assign(c, { spec, ephemeral: { target: targetContainerName } });
+    }
     if (inits.length > 0) for (const c of missing) c.waiting = { reason: POD_INITIALIZING, message: "" };
     else await Promise.all(missing.map((c) => this.launcher.launch(p, c)));
     const status = podStatusOf(p);

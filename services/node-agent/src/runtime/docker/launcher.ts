@@ -101,6 +101,13 @@ export class Launcher {
       name,
       volumes,
     });
+    // An ephemeral container with a target sees the target's processes (`kubectl debug --target`).
+    const target = c.ephemeral?.target;
+    if (target) {
+      const id = p.containers.get(target)?.current?.id;
+      if (!id) throw new Error(`target container "${target}" of ephemeral container "${c.name}" has not started`);
+      opts.HostConfig = { ...opts.HostConfig, PidMode: `container:${id}` };
+    }
     const container = await createOrTakeOver(docker, opts, p.ref.uid);
     c.waiting = undefined;
     c.current = instanceFromInspect(await container.inspect(), c.restartCount);

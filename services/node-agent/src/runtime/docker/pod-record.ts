@@ -9,6 +9,8 @@ export interface ContainerRecord extends ContainerView {
   /** The next retry of an image pull or create. */
   timer: NodeJS.Timeout | undefined;
   backoffMs: number;
+  /** An ephemeral container (kubectl debug), with the container whose PID namespace it joins ("" for none). */
+  ephemeral?: { target: string } | undefined;
 }
 
 /** What the runtime holds for one pod: sandbox, IP, directory, containers. */
@@ -48,7 +50,7 @@ export function newContainerRecord(name: string, image: string, spec: Container 
 
 /** The pod's runtime status; containers (and init containers) in spec order when the spec is known. */
 export function podStatusOf(p: PodRecord): PodRuntimeStatus {
-  const order = p.pod?.spec?.containers.map((c) => c.name) ?? [...p.containers.keys()];
+  const order = p.pod?.spec?.containers.map((c) => c.name) ?? [...p.containers.values()].filter((c) => !c.ephemeral).map((c) => c.name);
   const statuses = (names: readonly string[]) =>
     names.flatMap((name) => {
       const c = p.containers.get(name);
@@ -57,6 +59,8 @@ export function podStatusOf(p: PodRecord): PodRuntimeStatus {
   const inits = p.pod?.spec?.initContainers.map((c) => c.name) ?? [];
   const status: PodRuntimeStatus = { uid: p.ref.uid, podIp: p.podIp, startedAt: p.startedAt, containerStatuses: statuses(order) };
   if (inits.length > 0) status.initContainerStatuses = statuses(inits);
+  const ephemeral = [...p.containers.values()].filter((c) => c.ephemeral);
+  if (ephemeral.length > 0) status.ephemeralContainerStatuses = ephemeral.map(containerStatus);
   return status;
 }
 

@@ -1,6 +1,6 @@
 import fs from "node:fs";
 import path from "node:path";
-import type { Pod } from "@choreo/kit/gen/choreo/core/v1/core";
+import type { Container, EphemeralContainer, Pod } from "@choreo/kit/gen/choreo/core/v1/core";
 import { nowRfc3339 } from "@choreo/kit/apimachinery";
 import type { Logger } from "@choreo/kit/log";
 import { DEFAULT_IMAGES_DIR } from "../../images/types.js";
@@ -132,34 +132,9 @@ export class ProcessRuntime implements Runtime {
       };
       const hp: HeldPod = { rec, containers: new Map() };
       writePodRecord(this.o.stateDir, rec); // from here on a restarted agent finds the sandbox (and its IP) to free
-      const facts = { podIp: ip, hostIp: this.sandboxEnv.hostIp, nodeName: this.o.node };
-      const build = { node: this.o.node, stateDir: this.o.stateDir, imagesDir: this.o.imagesDir ?? DEFAULT_IMAGES_DIR, cgroups: this.cgroups };
-      const podDir = podPaths(this.o.stateDir, uid).dir;
       const inits = pod.spec?.initContainers ?? [];
       for (const c of [...inits, ...(pod.spec?.containers ?? [])]) {
-        // subPaths and hostPaths are bound from agent-private targets, bound afresh before each run (runContainer).
-        const walked = walkedMounts(pod, c, podDir);
-        const volumes = volumeBinds(pod, c, podDir);
-        for (const m of walked) volumes[m.index] = { ...volumes[m.index]!, source: bindTarget(podDir, c.name, m) };
-        const spec = buildContainerSpec(build, pod, c, facts, volumes);
-        const limits = containerLimits(c);
-        this.cgroups.create(this.o.node, uid, c.name, limits);
-        const hc: HeldContainer = {
-          rec: {
-            name: c.name,
-            image: c.image,
-            root: spec.lowerdir ? "image" : "host",
-            restartCount: 0,
-            shimPid: 0,
-            shimStart: "",
-            startedAt: "",
-            spec: storeSpec(spec),
-            volumes: walked,
-            limits: { memoryBytes: limits.memoryBytes?.toString(), cpuMilli: limits.cpuMilli?.toString() },
-          },
-          exit: undefined,
-          watcher: undefined,
-        };
+        const hc = this.newContainer(pod, c, ip);
         if (inits.includes(c)) hc.rec.init = true;
         // A pod with init containers starts none here: the agent starts them in turn (startContainer).
         if (inits.length > 0) pendingRun(hc);
@@ -177,6 +152,63 @@ export class ProcessRuntime implements Runtime {
       await this.teardown(uid, ip, Boolean(pod.spec?.hostNetwork));
       throw err;
     }
+  }
+
+  /** A container's record, spec and cgroup, before its first run. */
+  private newContainer(pod: Pod, c: Container, ip: string, pidNamespace?: string): HeldContainer {
+    const uid = pod.metadata?.uid ?? "";
+    const facts = { podIp: ip, hostIp: this.sandboxEnv.hostIp, nodeName: this.o.node };
+    const build = { node: this.o.node, stateDir: this.o.stateDir, imagesDir: this.o.imagesDir ?? DEFAULT_IMAGES_DIR, cgroups: this.cgroups };
+    const podDir = podPaths(this.o.stateDir, uid).dir;
+    // subPaths and hostPaths are bound from agent-private targets, bound afresh before each run (runContainer).
+    const walked = walkedMounts(pod, c, podDir);
+    const volumes = volumeBinds(pod, c, podDir);
+    for (const m of walked) volumes[m.index] = { ...volumes[m.index]!, source: bindTarget(podDir, c.name, m) };
+    const spec = { ...buildContainerSpec(build, pod, c, facts, volumes), ...(pidNamespace ? { pidNamespace } : {}) };
+    const limits = containerLimits(c);
+    this.cgroups.create(this.o.node, uid, c.name, limits);
+    return {
+      rec: {
+        name: c.name,
+        image: c.image,
+        root: spec.lowerdir ? "image" : "host",
+        restartCount: 0,
+        shimPid: 0,
+        shimStart: "",
+        startedAt: "",
+        spec: storeSpec(spec),
+        volumes: walked,
+        limits: { memoryBytes: limits.memoryBytes?.toString(), cpuMilli: limits.cpuMilli?.toString() },
+      },
+      exit: undefined,
+      watcher: undefined,
+    };
+  }
+
+  /**
+   * An ephemeral container: a container of the pod's network, IPC and UTS
+   * namespaces like the others, in the target's PID namespace when it names
+   * one (entered through the target's PID 1), else in its own. Never restarted.
+   */
+  async startEphemeralContainer(pod: Pod, container: EphemeralContainer): Promise<void> {
+    const hp = this.pods.get(pod.metadata?.uid ?? "");
+    if (!hp || hp.stopping || hp.containers.has(container.name)) return;
+    const { targetContainerName, ...c } = container;
+    let pidNamespace: string | undefined;
+    if (targetContainerName) {
+      const target = hp.containers.get(targetContainerName);
+      const init = target && !target.waiting && !target.exit ? readRunPid(target.rec.spec.dir, target.rec.restartCount) : undefined;
+      if (!init || !alive(init.pid, init.start)) throw new Error(`target container "${targetContainerName}" of ephemeral container "${c.name}" is not running`);
+      pidNamespace = `/proc/${init.pid}/ns/pid`;
+    }
+    const hc = this.newContainer(pod, c, hp.rec.ip, pidNamespace);
+    hc.rec.ephemeral = true;
+    hp.containers.set(c.name, hc);
+    hp.rec.containers.push(hc.rec);
+    await this.runContainer(hp, hc, 0);
+    writePodRecord(this.o.stateDir, hp.rec);
+    if (!hc.waiting) this.watch(hp, hc);
+    this.emit(hp);
   }
 
   async stopPod(pod: RuntimePod, gracePeriodSeconds: number): Promise<void> {
@@ -499,9 +531,11 @@ export class ProcessRuntime implements Runtime {
       uid: hp.rec.uid,
       podIp: hp.rec.ip,
       startedAt: hp.rec.startedAt,
-      containerStatuses: held.filter((hc) => !hc.rec.init).map((hc) => containerStatus(hp.rec.uid, hc)),
+      containerStatuses: held.filter((hc) => !hc.rec.init && !hc.rec.ephemeral).map((hc) => containerStatus(hp.rec.uid, hc)),
     };
     if (held.some((hc) => hc.rec.init)) status.initContainerStatuses = held.filter((hc) => hc.rec.init).map((hc) => containerStatus(hp.rec.uid, hc));
+    const ephemeral = held.filter((hc) => hc.rec.ephemeral);
+    if (ephemeral.length > 0) status.ephemeralContainerStatuses = ephemeral.map((hc) => containerStatus(hp.rec.uid, hc));
     return status;
   }
 }

@@ -15,6 +15,8 @@ export interface ContainerScriptSpec {
   title: string;
   /** The container's state dir: run files `<n>.log`, `<n>.pid`, `<n>.code`, `<n>.exit`, `<n>.fstab`, `<n>.upper`, `<n>.work`, and `rootfs`. */
   dir: string;
+  /** A PID namespace to enter (an ephemeral container's target's, `/proc/<pid>/ns/pid`); undefined: a new one of its own. */
+  pidNamespace?: string | undefined;
   /** The pod's network namespace file; undefined for hostNetwork pods. */
   netns: string | undefined;
   ipcFile: string;
@@ -55,7 +57,11 @@ export const TIMESTAMPER = [
  * without that count, memory.failcnt grew and the exit was a SIGKILL).
  */
 export function shimScript(s: ContainerScriptSpec): string {
-  const ns = [...(s.netns ? [`--net=${s.netns}`] : []), `--ipc=${s.ipcFile}`, `--uts=${s.utsFile}`].map(shq).join(" ");
+  const ns = [...(s.netns ? [`--net=${s.netns}`] : []), `--ipc=${s.ipcFile}`, `--uts=${s.utsFile}`, ...(s.pidNamespace ? [`--pid=${s.pidNamespace}`] : [])]
+    .map(shq)
+    .join(" ");
+  // In a target's PID namespace (nsenter forks into it) the init step is not its PID 1; else a new namespace of its own.
+  const pid = s.pidNamespace ? "" : "--pid ";
   // Kernels before 4.13 have no oom_kill count: v1's memory.failcnt (limit hits) stands in, trusted only with a SIGKILL exit.
   const failcnt = path.join(path.dirname(s.oomFile), "memory.failcnt");
   const oom = (v: string): string =>
@@ -70,7 +76,7 @@ n=$1; b=$2; f=
 d=${shq(s.dir)}
 cd "$d" || exit 1
 ${oom("o0")}
-{ { nsenter ${ns} unshare --pid --fork --mount --propagation private /bin/sh "$d/init.sh" "$n"; echo $? > "$n.code"; } 2>&1 1>&3 3>&- | ${awk("stderr")} 3>&-; } 3>&1 | ${awk("stdout")}
+{ { nsenter ${ns} unshare ${pid}--fork --mount --propagation private /bin/sh "$d/init.sh" "$n"; echo $? > "$n.code"; } 2>&1 1>&3 3>&- | ${awk("stderr")} 3>&-; } 3>&1 | ${awk("stdout")}
 c=255; if [ -s "$n.code" ]; then read -r c < "$n.code"; fi
 ${oom("o1")}
 r=Error

@@ -28,6 +28,8 @@ export interface ContainerRecord {
   volumes?: WalkedMount[] | undefined;
   /** An init container (reported in initContainerStatuses). */
   init?: boolean | undefined;
+  /** An ephemeral container (kubectl debug; reported in ephemeralContainerStatuses, never restarted). */
+  ephemeral?: boolean | undefined;
   /** Not started yet (waiting PodInitializing until the agent's startContainer). */
   pending?: boolean | undefined;
   /** Its cgroup limits as decimal strings (bytes, millicores), for the cgroups of restarts. */
