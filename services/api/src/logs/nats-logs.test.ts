@@ -57,7 +57,9 @@ describe("NatsLogs", () => {
 
   before(async () => {
     s = await startStack();
-    logs = new NatsLogs({ nc: s.nc, handlers: s.registry, log: silentLogger(), requestTimeoutMs: 1_000, heartbeatMs: 100, idleTimeoutMs: 500 });
+    // Short enough that "stopped answering" is quick to prove, long enough that a loaded machine's
+    // event-loop stalls (CI at load 20 stalled a large relay past 500 ms) are not taken for a silent agent.
+    logs = new NatsLogs({ nc: s.nc, handlers: s.registry, log: silentLogger(), requestTimeoutMs: 3_000, heartbeatMs: 250, idleTimeoutMs: 3_000 });
     const web = await createPod(s, "web", ["app"], NODE);
     await createPod(s, "two", ["a", "b"], NODE);
     await createPod(s, "pending", ["app"]);
