@@ -12,6 +12,7 @@ import { gatewayRunnable } from "./gateway-runnable.js";
 import { loadConfig } from "./config.js";
 import { NatsLogs } from "./logs/index.js";
 import { NatsPodStreams } from "./http/streams/index.js";
+import { MetricsCollector, MetricsNatsDoor } from "./metrics-api/index.js";
 import { GrpcTransport } from "./grpc/serve-grpc.js";
 import { NatsTransport } from "./nats/serve-nats.js";
 import { bootstrap, createRegistry, ensureEncryptionKeys, SecretSealer } from "./registry/index.js";
@@ -46,10 +47,13 @@ const tokens = loadTokens(config.tokenFile);
 const tls = await ensureServingCert(config.dataDir, [config.host]);
 const logs = new NatsLogs({ nc, handlers: registry, log: log.child({ subsystem: "logs" }) });
 const streams = new NatsPodStreams({ nc, handlers: registry });
+// metrics.k8s.io: the node agents' usage, asked for when a client asks (kubectl top, autoscalers).
+const metricsCollector = new MetricsCollector({ nc, handlers: registry, log: log.child({ subsystem: "metrics-api" }) });
 const gateway = createGateway({
   handlers: registry,
   logs,
   streams,
+  metrics: metricsCollector,
   log: log.child({ subsystem: "http" }),
   tokens,
   registry: metrics,
@@ -85,6 +89,7 @@ try {
         log: log.child({ subsystem: "nats" }),
         onRequest: (method, code, s) => m.requests.observe({ transport: "nats", method, code: String(code) }, s),
       }),
+      new MetricsNatsDoor({ nc, collector: metricsCollector, log: log.child({ subsystem: "metrics-api" }) }),
       new GrpcTransport({ handlers: registry, log: log.child({ subsystem: "grpc" }), host: config.host, port: config.grpcPort, tokens }),
       gatewayRunnable(gateway, { host: config.host, httpPort: config.httpPort, httpsPort: config.httpsPort, tls: { cert: tls.cert, key: tls.key } }),
       metricsServer({ registry: metrics, port: config.metricsPort, host: config.host }),

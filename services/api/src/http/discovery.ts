@@ -4,6 +4,7 @@
 import { createHash } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { KINDS, type KindInfo } from "@choreo/kit";
+import { metricsAggregatedGroup, metricsGroupEntry } from "../metrics-api/discovery.js";
 import { sendJson } from "./respond.js";
 import { groupVersions } from "./routes.js";
 
@@ -30,7 +31,7 @@ export function apiGroupList(): Record<string, unknown> {
         .filter((g) => g !== ""),
     ),
   ];
-  return { kind: "APIGroupList", apiVersion: "v1", groups: names.map(groupEntry) };
+  return { kind: "APIGroupList", apiVersion: "v1", groups: [...names.map(groupEntry), metricsGroupEntry()] };
 }
 
 /** GET /apis/GROUP */
@@ -117,7 +118,10 @@ function aggregatedGroup(group: string): Record<string, unknown> {
 /** The aggregated document of `/api` (core group) or `/apis` (every other group). */
 export function aggregatedDiscovery(which: "" | "apis", version: "v2" | "v2beta1"): Record<string, unknown> {
   const groups = which === "" ? [""] : [...new Set(groupVersions().map((gv) => gv.group))].filter((g) => g !== "");
-  return { kind: "APIGroupDiscoveryList", apiVersion: `apidiscovery.k8s.io/${version}`, metadata: {}, items: groups.map(aggregatedGroup) };
+  const items = groups.map(aggregatedGroup);
+  // metrics.k8s.io is served beside the kinds (kubectl top looks for it), as metrics-server's aggregated API.
+  if (which === "apis") items.push(metricsAggregatedGroup());
+  return { kind: "APIGroupDiscoveryList", apiVersion: `apidiscovery.k8s.io/${version}`, metadata: {}, items };
 }
 
 /** The aggregated discovery version an Accept header asks for first, if any (plain JSON first → undefined). */

@@ -16,7 +16,8 @@ import { binding, eviction, podLog, scale } from "./handlers-sub.js";
 import { getObject, listObjects } from "./handlers-read.js";
 import { createObject, deleteCollection, deleteObject, patchObject, updateObject } from "./handlers-write.js";
 import { codeOf, sendError, sendJson } from "./respond.js";
-import { parseRoute, type ResourceRoute, type Route } from "./routes.js";
+import { parseRoute, pathNotFound, type ResourceRoute, type Route } from "./routes.js";
+import { isMetricsPath, serveMetrics, type MetricsCollector } from "../metrics-api/index.js";
 import { watch } from "./watch.js";
 import { upgradeHandler, type PodStreams } from "./streams/index.js";
 import { answerInProtobuf, wantsProtobuf } from "./protobuf.js";
@@ -35,6 +36,8 @@ export interface GatewayOptions {
   logs?: LogsHandler;
   /** Serves pods/exec and pods/attach (WebSocket upgrades) when given. */
   streams?: PodStreams;
+  /** Answers metrics.k8s.io (kubectl top) when given; the group is listed either way. */
+  metrics?: MetricsCollector;
   /** Gets `choreo_api_http_request_duration_seconds` when given. */
   registry?: Registry;
 }
@@ -159,6 +162,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
   async function serve(req: IncomingMessage, res: ServerResponse, url: URL, setRoute: (r: Route) => void): Promise<void> {
     authenticate(req, url.pathname);
     if (req.method === "HEAD" || req.method === "OPTIONS") throw methodNotAllowed(`${req.method} is not supported`);
+    if (isMetricsPath(url.pathname)) return serveMetrics(req.method ?? "", url, res, opts.metrics, pathNotFound);
     const route = parseRoute(url.pathname);
     setRoute(route);
     if (route.type !== "resource") return nonResource(route, req, res, opts.serverAddress);
