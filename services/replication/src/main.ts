@@ -1,7 +1,7 @@
 // The replication actor: config → NATS → ApiClient → informers (pods, RCs,
-// ReplicaSets, Deployments, DaemonSets, Jobs, nodes, PodDisruptionBudgets) →
-// the RC and ReplicaSet managers, the Deployment, DaemonSet, Job and
-// disruption controllers and the garbage collector → runAll until SIGTERM.
+// ReplicaSets, Deployments, DaemonSets, Jobs, nodes, PodDisruptionBudgets, HPAs) →
+// the RC and ReplicaSet managers, the Deployment, DaemonSet, Job,
+// disruption and HPA controllers and the garbage collector → runAll until SIGTERM.
 import { jetstreamManager } from "@nats-io/jetstream";
 import { GC_OWNER_KINDS, type KindCase } from "@choreo/kit";
 import { connectBus } from "@choreo/kit/bus";
@@ -17,6 +17,7 @@ import { CronJobController } from "./cronjobs/cronjob-controller.js";
 import { DaemonSetController } from "./ds/daemonset-controller.js";
 import { DisruptionController } from "./disruption/disruption-controller.js";
 import { GarbageCollector, type OwnerKind } from "./gc/garbage-collector.js";
+import { HpaController } from "./hpa/hpa-controller.js";
 import { JobController } from "./jobs/job-controller.js";
 import { DeploymentController } from "./deploy/deployment-controller.js";
 import { ReplicationManager } from "./rc/rc-controller.js";
@@ -31,9 +32,7 @@ const jsm = await jetstreamManager(nc);
 const client = new ApiClient(nc);
 const recorder = config.events ? new EventRecorder(client, "replication-controller", log) : undefined;
 
-const informer = <C extends "pod" | "replicationController" | "replicaSet" | "deployment" | "daemonSet" | "job" | "cronJob" | "node" | "podDisruptionBudget">(
-  kind: C,
-): Informer<C> => new Informer({ client, nc, jsm, kind, resyncMs: 5 * 60_000, log });
+const informer = <C extends KindCase>(kind: C): Informer<C> => new Informer({ client, nc, jsm, kind, resyncMs: 5 * 60_000, log });
 const pods = informer("pod");
 const rcs = informer("replicationController");
 const replicasets = informer("replicaSet");
@@ -43,6 +42,7 @@ const jobs = informer("job");
 const cronjobs = informer("cronJob");
 const nodes = informer("node");
 const pdbs = informer("podDisruptionBudget");
+const hpas = informer("horizontalPodAutoscaler");
 const recorderAs = (component: string) => (config.events ? new EventRecorder(client, component, log) : undefined);
 const rcManager = new ReplicationManager({ client, rcs, pods, recorder, log, workers: config.workers, burst: config.burst, registry });
 const rsManager = new ReplicaSetManager({
@@ -68,6 +68,7 @@ const deploymentController = new DeploymentController({
 const dsController = new DaemonSetController({ client, daemonsets, pods, nodes, recorder: recorderAs("daemonset-controller"), log, registry });
 const jobController = new JobController({ client, jobs, pods, recorder: recorderAs("job-controller"), log, registry });
 const cronJobController = new CronJobController({ client, cronjobs, jobs, recorder: recorderAs("cronjob-controller"), log, registry });
+const hpaController = new HpaController({ client, metrics: client, hpas, pods, recorder: recorderAs("horizontal-pod-autoscaler"), log, registry });
 const disruptionController = new DisruptionController({
   client,
   pdbs,
@@ -115,6 +116,7 @@ const runnables: Runnable[] = [
   cronjobs,
   nodes,
   pdbs,
+  hpas,
   rcManager,
   rsManager,
   deploymentController,
@@ -122,6 +124,7 @@ const runnables: Runnable[] = [
   jobController,
   cronJobController,
   disruptionController,
+  hpaController,
   gc,
 ];
 if (config.metricsPort !== undefined) runnables.push(metricsServer({ registry, port: config.metricsPort }));
