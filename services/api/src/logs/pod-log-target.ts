@@ -12,8 +12,8 @@ export interface PodLogTarget {
 /**
  * Resolves `GET pods/NAME/log` to a node and container the way the
  * kube-apiserver does: the pod must exist (404), the container defaults
- * when the pod has exactly one and must be one of the pod's, init containers
- * included (400), and the pod must be bound (400).
+ * when the pod has exactly one and must be one of the pod's, init and
+ * ephemeral containers included (400), and the pod must be bound (400).
  */
 export async function resolvePodLogTarget(
   handlers: Pick<ApiHandlers, "get">,
@@ -23,14 +23,16 @@ export async function resolvePodLogTarget(
   const pod = unwrap(obj) as Pod;
   const names = (pod.spec?.containers ?? []).map((c) => c.name);
   const inits = (pod.spec?.initContainers ?? []).map((c) => c.name);
+  const ephemeral = (pod.spec?.ephemeralContainers ?? []).map((c) => c.name);
   let container = req.container ?? "";
   if (!container) {
     if (names.length !== 1) {
       const orInit = inits.length > 0 ? ` or one of the init containers: [${inits.join(" ")}]` : "";
-      throw badRequest(`a container name must be specified for pod ${req.name}, choose one of: [${names.join(" ")}]${orInit}`);
+      const orEphemeral = ephemeral.length > 0 ? ` or one of the ephemeral containers: [${ephemeral.join(" ")}]` : "";
+      throw badRequest(`a container name must be specified for pod ${req.name}, choose one of: [${names.join(" ")}]${orInit}${orEphemeral}`);
     }
     container = names[0] ?? "";
-  } else if (!names.includes(container) && !inits.includes(container)) {
+  } else if (![...names, ...inits, ...ephemeral].includes(container)) {
     throw badRequest(`container ${container} is not valid for pod ${req.name}`);
   }
   const node = pod.spec?.nodeName ?? "";
