@@ -9,6 +9,7 @@
 // the drain waits, and the budget still holds. Then the direct checks: an
 // eviction past the budget is 429, a budget with both bounds is 422.
 import assert from "node:assert/strict";
+import { existsSync } from "node:fs";
 import { after, before, describe, it } from "node:test";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { ApiError, unwrap } from "@choreo/kit";
@@ -23,6 +24,7 @@ import { http } from "./support/http.js";
 import { run, writeKubeconfig } from "./support/kubectl.js";
 
 const NODES = ["hollow-0", "hollow-1"];
+const KUBECTL_120 = process.env["CHOREO_KUBECTL_120"] ?? "/var/lib/choreo/tools/kubectl-1.20/usr/bin/kubectl";
 
 const isReady = (p: Pod): boolean => p.status?.conditions.some((c) => c.type === "Ready" && c.status === "True") ?? false;
 
@@ -30,6 +32,9 @@ describe("kubectl drain under a PodDisruptionBudget", () => {
   let c: TestCluster;
   let kc: string;
   let informer: Informer<"pod">;
+  /** The node drained first, and the other. */
+  let drained = "";
+  let other = "";
   const ac = new AbortController();
   const kubectl = async (...args: string[]): Promise<string> => {
     const r = await run("kubectl", args, kc);
@@ -74,9 +79,9 @@ describe("kubectl drain under a PodDisruptionBudget", () => {
     );
     await waitFor(() => live().filter(isReady).length === 4, { timeoutMs: 60_000, message: "4 ready pods" });
     const onNode = (n: string): Pod[] => live().filter((p) => p.spec?.nodeName === n);
-    const drained = NODES.find((n) => onNode(n).length >= 2 && onNode(n).length < 4);
+    drained = NODES.find((n) => onNode(n).length >= 2 && onNode(n).length < 4) ?? "";
     assert.ok(drained, `the pods are spread over both nodes: ${NODES.map((n) => `${n}=${onNode(n).length}`).join(" ")}`);
-    const other = NODES.find((n) => n !== drained)!;
+    other = NODES.find((n) => n !== drained)!;
 
     await kubectl("create", "poddisruptionbudget", "web", "--selector=app=web", "--min-available=3");
     await waitFor(
@@ -178,4 +183,27 @@ describe("kubectl drain under a PodDisruptionBudget", () => {
     const get = await http(c.httpUrl, c.token, "GET", "/apis/policy/v1/namespaces/default/poddisruptionbudgets/both");
     assert.equal(get.status, 404);
   });
+
+  it(
+    "kubectl 1.20 drains the other node back, within the budget",
+    { skip: existsSync(KUBECTL_120) ? false : `no kubectl 1.20 at ${KUBECTL_120}` },
+    async () => {
+      await kubectl("patch", "pdb", "web", "--type=merge", "-p", '{"spec":{"minAvailable":3}}');
+      await kubectl("uncordon", drained);
+      let minReady = Infinity;
+      const sampler = setInterval(() => (minReady = Math.min(minReady, live().filter(isReady).length)), 20);
+      try {
+        const r = await run(KUBECTL_120, ["drain", other, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=180s"], kc);
+        assert.equal(r.code, 0, `kubectl 1.20 drain: ${r.stderr}\n${c.logTails(40)}`);
+        await waitFor(() => live().filter(isReady).length === 4 && live().every((p) => p.spec?.nodeName === drained), {
+          timeoutMs: 60_000,
+          message: "4 ready pods back on the first node",
+        });
+      } finally {
+        clearInterval(sampler);
+      }
+      assert.ok(minReady >= 3, `never fewer than 3 ready pods (saw ${minReady})`);
+      assert.equal((unwrap(await c.client.get("nodes", "", other)) as Node).spec?.unschedulable, true);
+    },
+  );
 });
