@@ -92,6 +92,9 @@ describe("kubectl drain under a PodDisruptionBudget", () => {
       { timeoutMs: 30_000, message: "the budget's status: 4 healthy, 3 desired, 1 allowed" },
     );
     assert.match(await kubectl("get", "pdb", "web"), /web\s+3\s+N\/A\s+1\s/);
+    const described = await kubectl("describe", "pdb", "web");
+    for (const line of [/Min available:\s+3/, /Selector:\s+app=web/, /Allowed disruptions:\s+1/, /Current:\s+4/, /Desired:\s+3/, /Total:\s+4/])
+      assert.match(described, line, described);
 
     // Sampled from the informer every 20 ms while the drain runs.
     let minReady = Infinity;
@@ -188,7 +191,8 @@ describe("kubectl drain under a PodDisruptionBudget", () => {
     "kubectl 1.20 drains the other node back, within the budget",
     { skip: existsSync(KUBECTL_120) ? false : `no kubectl 1.20 at ${KUBECTL_120}` },
     async () => {
-      await kubectl("patch", "pdb", "web", "--type=merge", "-p", '{"spec":{"minAvailable":3}}');
+      // A strategic merge patch (kubectl patch's default).
+      await kubectl("patch", "pdb", "web", "-p", '{"spec":{"minAvailable":3}}');
       await kubectl("uncordon", drained);
       let minReady = Infinity;
       const sampler = setInterval(() => (minReady = Math.min(minReady, live().filter(isReady).length)), 20);
