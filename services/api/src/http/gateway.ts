@@ -16,6 +16,7 @@ import { binding, eviction, podLog, scale } from "./handlers-sub.js";
 import { getObject, listObjects } from "./handlers-read.js";
 import { createObject, deleteCollection, deleteObject, patchObject, updateObject } from "./handlers-write.js";
 import { codeOf, sendError, sendJson } from "./respond.js";
+import { isHpaV1Path, serveHpaV1 } from "./hpa-v1.js";
 import { parseRoute, pathNotFound, type ResourceRoute, type Route } from "./routes.js";
 import { isMetricsPath, serveMetrics, type MetricsCollector } from "../metrics-api/index.js";
 import { watch } from "./watch.js";
@@ -163,6 +164,8 @@ export function createGateway(opts: GatewayOptions): Gateway {
     authenticate(req, url.pathname);
     if (req.method === "HEAD" || req.method === "OPTIONS") throw methodNotAllowed(`${req.method} is not supported`);
     if (isMetricsPath(url.pathname)) return serveMetrics(req.method ?? "", url, res, opts.metrics, pathNotFound);
+    // autoscaling/v1 HPAs (kubectl autoscale) are converted to the stored autoscaling/v2.
+    if (isHpaV1Path(url.pathname)) return serveHpaV1(req, res, url, opts.handlers);
     const route = parseRoute(url.pathname);
     setRoute(route);
     if (route.type !== "resource") return nonResource(route, req, res, opts.serverAddress);

@@ -35,6 +35,8 @@ for (const k of KINDS) {
 }
 byKind.set("v1/Binding", "k8s.io.api.core.v1.Binding");
 byKind.set("autoscaling/v1/Scale", "k8s.io.api.autoscaling.v1.Scale");
+// HorizontalPodAutoscaler is stored as autoscaling/v2; kubectl autoscale (1.32) writes autoscaling/v1, which the gateway converts.
+byKind.set("autoscaling/v1/HorizontalPodAutoscaler", "k8s.io.api.autoscaling.v1.HorizontalPodAutoscaler");
 byKind.set("policy/v1/Eviction", "k8s.io.api.policy.v1.Eviction");
 for (const [key, full] of byKind) if (!k8sMessage(full)) byKind.delete(key);
 
