@@ -120,6 +120,19 @@ describe("poddisruptionbudgets", () => {
     assert.equal(await stored("pods", "web-2"), true);
   });
 
+  it("concurrent evictions spend one disruption once: one goes, the others are 429", async () => {
+    await s.client.create(pdb("race", { maxUnavailable: 1, selector: { matchLabels: { app: "race" } } }));
+    const names = ["race-1", "race-2", "race-3", "race-4"];
+    for (const n of names) await runningPod(n, { app: "race" }, true);
+    await setStatus("race", { disruptionsAllowed: 1, currentHealthy: 4, desiredHealthy: 3, expectedPods: 4 });
+    const results = await Promise.allSettled(names.map((n) => evict(n)));
+    assert.equal(results.filter((r) => r.status === "fulfilled").length, 1, JSON.stringify(results.map((r) => r.status)));
+    for (const r of results) if (r.status === "rejected") assert.equal((r.reason as ApiError).code, 429);
+    const after = pdbOf(await s.client.get("poddisruptionbudgets", "default", "race")).status!;
+    assert.equal(after.disruptionsAllowed, 0);
+    assert.equal(Object.keys(after.disruptedPods).length, 1);
+  });
+
   it("refuses while the budget's status trails its generation (429)", async () => {
     await s.client.create(pdb("stale", { maxUnavailable: 1, selector: { matchLabels: { app: "stale" } } }));
     await runningPod("stale-1", { app: "stale" }, true);
