@@ -1,0 +1,156 @@
+// pods/exec scenarios with kubectl 1.32 on real pods, shared by the docker
+// and process runtimes (integration-tests/exec-*.test.ts).
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { after, before, describe, it } from "node:test";
+import { waitFor } from "@choreo/kit/testing";
+import { withLogsOnFailure } from "./cluster.js";
+import { run } from "./kubectl.js";
+import { dockerAvailable, startRealCluster, type RealCluster, type RealRuntime } from "./real-cluster.js";
+
+const POD = `apiVersion: v1
+kind: Pod
+metadata:
+  name: shell
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: main
+    image: local/busybox:1.35
+    command: ["sleep", "3600"]
+    env: [{name: WHO, value: main}]
+  - name: side
+    image: local/busybox:1.35
+    command: ["sleep", "3600"]
+    env: [{name: WHO, value: side}]
+`;
+
+function tmuxAvailable(): boolean {
+  try {
+    execFileSync("tmux", ["-V"], { stdio: "ignore" });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The exec scenarios on one node of `runtime`. */
+export function execScenarios(runtime: RealRuntime): void {
+  const skip = runtime === "docker" && !dockerAvailable() ? "docker is not available" : false;
+  describe(`kubectl exec on ${runtime} pods`, { skip }, () => {
+    let c: RealCluster;
+    const kubectl = (args: string[], input?: string) => run("kubectl", args, c.kubeconfig, input !== undefined ? { input } : {});
+
+    before(async () => {
+      c = await startRealCluster(runtime, { nodes: 1 });
+      const applied = await kubectl(["apply", "-f", c.manifest("shell.yaml", POD)]);
+      assert.equal(applied.code, 0, applied.stderr);
+      await withLogsOnFailure(c, () =>
+        waitFor(async () => (await c.pod("shell")).status?.containerStatuses?.filter((s) => s.state?.running).length === 2, {
+          timeoutMs: 120_000,
+          message: "both containers running",
+        }),
+      );
+    });
+    after(async () => {
+      if (c) {
+        await c.stop();
+        assert.deepEqual(c.leftovers(), [], "nothing of the cluster is left on the machine");
+      }
+    });
+
+    it("a command's stdout, stderr and exit code; -c picks the container; -- args reach the command unchanged", () =>
+      withLogsOnFailure(c, async () => {
+        const r = await kubectl(["exec", "shell", "-c", "main", "--", "sh", "-c", "echo out; echo err >&2; exit 3"]);
+        assert.equal(r.code, 3, `exit code 3: ${r.stderr}`);
+        assert.equal(r.stdout, "out\n");
+        assert.match(r.stderr, /^err$/m);
+        const ok = await kubectl(["exec", "shell", "-c", "main", "--", "sh", "-c", 'echo "$WHO" "$@"', "x", "a b", "--c"]);
+        assert.equal(ok.code, 0, ok.stderr);
+        assert.equal(ok.stdout, "main a b --c\n");
+        const side = await kubectl(["exec", "shell", "-c", "side", "--", "sh", "-c", 'echo "$WHO"']);
+        assert.equal(side.stdout, "side\n", side.stderr);
+      }));
+
+    it("stdin is piped in and its end reaches the process", () =>
+      withLogsOnFailure(c, async () => {
+        const r = await kubectl(["exec", "-i", "shell", "-c", "main", "--", "sh", "-c", "cat; echo done"], "hi\nthere\n");
+        assert.equal(r.code, 0, r.stderr);
+        assert.equal(r.stdout, "hi\nthere\ndone\n");
+      }));
+
+    it("a missing container or pod is a clear error and no session", () =>
+      withLogsOnFailure(c, async () => {
+        const noContainer = await kubectl(["exec", "shell", "-c", "nope", "--", "true"]);
+        assert.notEqual(noContainer.code, 0);
+        assert.match(noContainer.stderr, /container nope/);
+        const noPod = await kubectl(["exec", "nopod", "--", "true"]);
+        assert.notEqual(noPod.code, 0);
+        assert.match(noPod.stderr, /pods "nopod" not found/);
+        const noCommand = await kubectl(["exec", "shell", "-c", "main", "--", "/no/such/binary"]);
+        assert.notEqual(noCommand.code, 0, "a command that cannot start fails");
+      }));
+
+    it("kubectl cp copies 1 MB of random bytes in and out unchanged", () =>
+      withLogsOnFailure(c, async () => {
+        const src = path.join(c.dir, "random.bin");
+        const back = path.join(c.dir, "random.back");
+        const data = randomBytes(1024 * 1024);
+        writeFileSync(src, data);
+        const cpIn = await kubectl(["cp", src, "shell:/tmp/random.bin", "-c", "main"]);
+        assert.equal(cpIn.code, 0, cpIn.stderr);
+        const size = await kubectl(["exec", "shell", "-c", "main", "--", "wc", "-c", "/tmp/random.bin"]);
+        assert.match(size.stdout, /^\s*1048576\s/);
+        const cpOut = await kubectl(["cp", "shell:/tmp/random.bin", back, "-c", "main"]);
+        assert.equal(cpOut.code, 0, cpOut.stderr);
+        assert.ok(readFileSync(back).equals(data), "the bytes came back equal");
+      }));
+
+    it(
+      "an interactive shell under tmux shows a prompt, runs what is typed and sees the terminal resized",
+      { skip: runtime !== "docker" ? "a tty is docker-only for now" : !tmuxAvailable() ? "tmux is not installed" : false },
+      () =>
+        withLogsOnFailure(c, async () => {
+          const session = `choreo-exec-${path.basename(c.dir).replace(/[^a-zA-Z0-9]/g, "")}`;
+          const tmux = (...args: string[]): string => execFileSync("tmux", args, { encoding: "utf8" });
+          const screen = (): string => tmux("capture-pane", "-p", "-t", session);
+          tmux(
+            "new-session",
+            "-d",
+            "-s",
+            session,
+            "-x",
+            "100",
+            "-y",
+            "30",
+            `env KUBECONFIG=${c.kubeconfig} HOME=${c.dir} kubectl exec -it shell -c main -- sh; sleep 600`,
+          );
+          try {
+            await waitFor(() => /[#$]\s*$/m.test(screen()), { timeoutMs: 30_000, message: `a prompt: ${screen()}` });
+            tmux("send-keys", "-t", session, "echo hello-$WHO; stty size", "Enter");
+            await waitFor(() => /^hello-main$/m.test(screen()) && /^30 100$/m.test(screen()), { timeoutMs: 30_000, message: "echo and the first size" });
+            tmux("resize-window", "-t", session, "-x", "120", "-y", "40");
+            // kubectl sends the new size on SIGWINCH; ask until the shell sees it.
+            await waitFor(
+              () => {
+                tmux("send-keys", "-t", session, "clear; stty size", "Enter");
+                return /^40 120$/m.test(screen());
+              },
+              { timeoutMs: 30_000, intervalMs: 500, message: `the resized terminal: ${screen()}` },
+            );
+            tmux("send-keys", "-t", session, "exit 7", "Enter");
+            await waitFor(() => /command terminated with exit code 7/.test(screen()), { timeoutMs: 30_000, message: `the shell exited: ${screen()}` });
+          } finally {
+            try {
+              tmux("kill-session", "-t", session);
+            } catch {
+              // already gone
+            }
+          }
+        }),
+    );
+  });
+}
