@@ -107,7 +107,12 @@ describe("kubectl drain under a PodDisruptionBudget", () => {
       const moving = onNode(drained).map((p) => p.metadata?.uid ?? "");
       const drain = run("kubectl", ["drain", drained, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=180s"], kc);
       // The first eviction went through; the others wait on the budget: kill -9 the replication actor now.
-      await waitFor(() => informer.list().some((p) => moving.includes(p.metadata?.uid ?? "") && p.metadata?.deletionTimestamp), {
+      // (Being deleted, or already gone from the cache between two looks.)
+      const evicted = (uid: string): boolean => {
+        const p = informer.list().find((x) => x.metadata?.uid === uid);
+        return !p || !!p.metadata?.deletionTimestamp;
+      };
+      await waitFor(() => moving.some(evicted), {
         timeoutMs: 60_000,
         intervalMs: 5,
         message: "a first pod evicted",
