@@ -124,7 +124,7 @@ describe("discovery", () => {
       { scope: pods?.scope, singular: pods?.singularResource, short: pods?.shortNames, categories: pods?.categories, kind: pods?.responseKind.kind },
       { scope: "Namespaced", singular: "pod", short: ["po"], categories: ["all"], kind: "Pod" },
     );
-    assert.deepEqual(pods?.subresources?.map((s) => s.subresource).sort(), ["binding", "ephemeralcontainers", "eviction", "log", "status"]);
+    assert.deepEqual(pods?.subresources?.map((s) => s.subresource).sort(), ["attach", "binding", "ephemeralcontainers", "eviction", "exec", "log", "status"]);
     const nodes = v1?.resources.find((r) => r.resource === "nodes");
     assert.equal(nodes?.scope, "Cluster");
     const rcScale = v1?.resources.find((r) => r.resource === "replicationcontrollers")?.subresources?.find((s) => s.subresource === "scale");
