@@ -54,8 +54,17 @@ export class MetricsCollector {
   }
 
   async nodeMetrics(req: NodeMetricsRequest): Promise<NodeMetricsList> {
+    const missing = (): never => {
+      throw notFound("nodemetrics", req.name, "metrics.k8s.io");
+    };
     const nodes = req.name
-      ? [unwrap(await this.o.handlers.get({ resource: "nodes", namespace: "", name: req.name })) as Node]
+      ? [
+          unwrap(
+            await this.o.handlers
+              .get({ resource: "nodes", namespace: "", name: req.name })
+              .catch((err: unknown) => (isNotFound(err) ? missing() : Promise.reject(err))),
+          ) as Node,
+        ]
       : await this.list<Node>("nodes", "", req.labelSelector, "");
     const replies = await Promise.all(nodes.map((n) => this.ask(n.metadata?.name ?? "", NodeStatsRequest.fromPartial({ pods: false }))));
     const items: NodeMetrics[] = [];
@@ -63,7 +72,7 @@ export class MetricsCollector {
       const usage = replies[i]?.nodeUsage;
       if (usage) items.push(nodeMetricsOf(n, usage, nowRfc3339()));
     });
-    if (req.name && items.length === 0) throw notFound("nodemetrics", req.name, "metrics.k8s.io");
+    if (req.name && items.length === 0) missing();
     return { apiVersion: GROUP_VERSION, kind: "NodeMetricsList", metadata: { resourceVersion: "", continue: "", remainingItemCount: undefined }, items };
   }
 
