@@ -133,6 +133,35 @@ describe("poddisruptionbudgets", () => {
     assert.equal(Object.keys(after.disruptedPods).length, 1);
   });
 
+  it("a budget written meanwhile (another eviction) is read again: spent from the new status, or refused", async () => {
+    await s.client.create(pdb("retry", { maxUnavailable: 2, selector: { matchLabels: { app: "retry" } } }));
+    for (const n of ["retry-1", "retry-2"]) await runningPod(n, { app: "retry" }, true);
+    const store = s.registry.store;
+    const replace = store.replace.bind(store);
+    /** Before the eviction's status write, another one lands: disruptionsAllowed → `left`, "elsewhere" recorded. */
+    const interleave = (left: number): void => {
+      store.replace = async (...args: Parameters<typeof replace>) => {
+        store.replace = replace;
+        const cur = toKubeJson(await s.client.get("poddisruptionbudgets", "default", "retry"));
+        const status = cur["status"] as Record<string, unknown>;
+        const disruptedPods = { ...(status["disruptedPods"] as Record<string, string>), elsewhere: "2026-11-26T01:00:00Z" };
+        await s.client.updateStatus(fromKubeJson({ ...cur, status: { ...status, disruptionsAllowed: left, disruptedPods } }));
+        return replace(...args);
+      };
+    };
+    await setStatus("retry", { disruptionsAllowed: 2, currentHealthy: 2, desiredHealthy: 0, expectedPods: 2 });
+    interleave(1);
+    await evict("retry-1");
+    const after = pdbOf(await s.client.get("poddisruptionbudgets", "default", "retry")).status!;
+    assert.equal(after.disruptionsAllowed, 0);
+    assert.deepEqual(Object.keys(after.disruptedPods).sort(), ["elsewhere", "retry-1"]);
+    assert.equal(await stored("pods", "retry-1"), false);
+    await setStatus("retry", { disruptionsAllowed: 1, currentHealthy: 1, desiredHealthy: 0, expectedPods: 2 });
+    interleave(0);
+    await rejects(evict("retry-2"), 429, "TooManyRequests");
+    assert.equal(await stored("pods", "retry-2"), true);
+  });
+
   it("refuses while the budget's status trails its generation (429)", async () => {
     await s.client.create(pdb("stale", { maxUnavailable: 1, selector: { matchLabels: { app: "stale" } } }));
     await runningPod("stale-1", { app: "stale" }, true);
