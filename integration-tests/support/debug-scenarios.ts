@@ -6,6 +6,7 @@
 // `--copy-to` makes a copy of the pod with a debug container beside the
 // others; `kubectl debug node/N` is refused by the hostPath policy (403).
 import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -28,8 +29,8 @@ export function debugScenarios(runtime: RealRuntime): void {
       assert.equal(r.code, 0, `kubectl ${args.join(" ")}: ${r.stderr}${r.stdout}`);
       return r.stdout;
     };
-    const scenario = (name: string, fn: () => Promise<void>): void => {
-      it(name, () => withLogsOnFailure(c, fn));
+    const scenario = (name: string, fn: () => Promise<void>, skip: string | false = false): void => {
+      it(name, { skip }, () => withLogsOnFailure(c, fn));
     };
 
     before(async () => {
@@ -91,6 +92,31 @@ spec:
       assert.match(put.stderr + put.stdout, /existing ephemeral containers \\?"debugger-[a-z0-9]+\\?" may not be changed/);
       assert.equal(await kubectl("get", "pod", "target", "-o", "jsonpath={.spec.ephemeralContainers[0].image}"), IMAGE);
     });
+
+    scenario(
+      "kubectl debug -i attaches to the new ephemeral container: stdin reaches it, its output (the target's processes) comes back",
+      async () => {
+        // stdin stays open until the output is back (kubectl ends the attach when its stdin ends).
+        const child = spawn("kubectl", ["debug", "-i", "target", `--image=${IMAGE}`, "--target=c", "--", "sh", "-c", "read line; echo got $line; ps"], {
+          env: { ...process.env, KUBECONFIG: c.kubeconfig, HOME: path.dirname(c.kubeconfig) },
+          stdio: ["pipe", "pipe", "pipe"],
+        });
+        let out = "";
+        child.stdout.on("data", (b: Buffer) => (out += b.toString()));
+        child.stderr.on("data", (b: Buffer) => (out += b.toString()));
+        const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
+        try {
+          child.stdin.write("hello\n");
+          await waitFor(() => out.includes("got hello") && out.includes(MARK), { ...WAIT, message: "the debugger's output through the attach" });
+        } finally {
+          child.stdin.end();
+        }
+        assert.equal(await exited, 0, out);
+        assert.equal(await kubectl("get", "pod", "target", "-o", "jsonpath={.spec.ephemeralContainers[*].stdin}"), "true", "the second one keeps stdin open");
+      },
+      // The process runtime gives containers no stdin and serves no attach (yet).
+      runtime === "process" ? "the process runtime serves no attach" : false,
+    );
 
     scenario("--copy-to creates a copy of the pod with the debug container beside the others", async () => {
       await kubectl("debug", "target", "--copy-to=target-copy", "--container=dbg", `--image=${IMAGE}`, "--", "sleep", "3600");
