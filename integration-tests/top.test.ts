@@ -6,7 +6,7 @@
 // requests; every node is listed; a missing pod is 404.
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import os from "node:os";
 import { after, before, describe, it } from "node:test";
 import type { Node } from "@choreo/kit/gen/choreo/core/v1/core";
@@ -19,6 +19,7 @@ import { startRealCluster, type RealCluster } from "./support/real-cluster.js";
 
 const WAIT = { timeoutMs: 120_000, intervalMs: 1_000 };
 const IMAGE = "local/busybox:1.35";
+const KUBECTL_120 = process.env["CHOREO_KUBECTL_120"] ?? "/var/lib/choreo/tools/kubectl-1.20/usr/bin/kubectl";
 /** Finds the burner's process on the host (pgrep -f). */
 const MARK = `top-burn-${process.pid}-${Date.now()}`;
 
@@ -162,6 +163,20 @@ spec:
     assert.deepEqual(byNode.get(hollow)?.slice(1), ["300m", "7%", "64Mi", "0%"]);
     // The real node: the machine, busy with at least the burning pod.
     assert.ok(milli(byNode.get(c.nodes[0])?.[1] ?? "0") >= 100, `real node ${byNode.get(c.nodes[0])?.join(" ")}`);
+  });
+
+  it("kubectl 1.20 (plain discovery) shows the same", { skip: existsSync(KUBECTL_120) ? false : `no kubectl 1.20 at ${KUBECTL_120}` }, async () => {
+    const pod = await run(KUBECTL_120, ["top", "pod", "requested", "--no-headers"], c.kubeconfig);
+    assert.equal(pod.code, 0, pod.stderr);
+    assert.deepEqual(rows(pod.stdout), [["requested", "300m", "64Mi"]]);
+    const nodes = await run(KUBECTL_120, ["top", "nodes", "--no-headers"], c.kubeconfig);
+    assert.equal(nodes.code, 0, nodes.stderr);
+    assert.deepEqual(
+      rows(nodes.stdout)
+        .map((r) => r[0])
+        .sort(),
+      [c.nodes[0], hollow].sort(),
+    );
   });
 
   it("the JSON is metrics-server's; a missing pod is a 404 Status; the ApiClient reads the same over NATS", async () => {
