@@ -5,7 +5,7 @@
 // autoscaling/v2 with Kubernetes' defaults, explain, and a bad HPA refused
 // with 422 naming the fields.
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -16,6 +16,7 @@ import { ensureServingCert } from "./tls.js";
 import { kubectlInstalled, kubectlRunner, writeKubeconfig } from "./testing/kubectl.js";
 
 const hasKubectl = await kubectlInstalled();
+const KUBECTL_120 = "/var/lib/choreo/tools/kubectl-1.20/usr/bin/kubectl";
 type Json = Record<string, unknown>;
 
 describe("kubectl and horizontalpodautoscalers", { skip: hasKubectl ? false : "kubectl not on PATH" }, () => {
@@ -80,6 +81,22 @@ describe("kubectl and horizontalpodautoscalers", { skip: hasKubectl ? false : "k
     const resources = await ok("api-resources", "--api-group=autoscaling");
     assert.match(resources, /horizontalpodautoscalers\s+hpa\s+autoscaling\/v2\s+true\s+HorizontalPodAutoscaler/);
   });
+
+  it(
+    "kubectl 1.20: get hpa (the server's table) and describe hpa (autoscaling/v2beta2 is not served: it falls back to the v1 get)",
+    { skip: existsSync(KUBECTL_120) ? false : "kubectl 1.20 is not installed" },
+    async () => {
+      const old = kubectlRunner(dir, kubeconfig, { bin: KUBECTL_120, requestTimeoutSeconds: 20 });
+      const get = await old("get", "hpa", "web");
+      assert.equal(get.code, 0, get.stderr);
+      assert.match(get.stdout, /\nweb\s+Deployment\/web\s+cpu: <unknown>\/50%\s+1\s+5\s+0\s+/);
+      const d = await old("describe", "hpa", "web");
+      assert.equal(d.code, 0, d.stderr);
+      assert.match(d.stdout, /Reference:\s+Deployment\/web/);
+      assert.match(d.stdout, /Target CPU utilization:\s+50%/);
+      assert.match(d.stdout, /Min replicas:\s+1\nMax replicas:\s+5/);
+    },
+  );
 
   it("a bad HPA is refused with 422 naming the fields; nothing is stored", async () => {
     const file = path.join(dir, "bad.yaml");
