@@ -103,6 +103,14 @@ describe("pods/ephemeralcontainers", () => {
       const causes = await refused("strict", add("strict", { name: "debugger", image: "busybox:1.35", ...extra }));
       assert.ok(causes.includes(`spec.ephemeralContainers[0].${field}: ${forbidden}`), `${field}: ${causes.join("; ")}`);
     }
+    // ConfigMap and Secret references are not delivered to a container added to a running pod: refused, not ignored.
+    const env = [{ name: "K", valueFrom: { configMapKeyRef: { name: "cm", key: "k" } } }];
+    assert.deepEqual(
+      (await refused("strict", add("strict", { name: "debugger", image: "busybox:1.35", env, envFrom: [{ secretRef: { name: "s" } }] }))).map(
+        (c) => c.split(": Forbidden")[0],
+      ),
+      ["spec.ephemeralContainers[0].env[0].valueFrom.configMapKeyRef", "spec.ephemeralContainers[0].envFrom"],
+    );
   });
 
   it("a name used by any container, or a target that is not a container of the pod, is refused", async () => {

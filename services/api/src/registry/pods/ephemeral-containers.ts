@@ -5,6 +5,7 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import type { EphemeralContainer, Pod, PodSpec } from "@choreo/kit/gen/choreo/core/v1/core";
 import { canonicalJson } from "../shared/canonical.js";
 import type { Errors } from "../shared/validation.js";
+import { WHY } from "./unenforced.js";
 
 /** The subresource's name in paths and requests. */
 export const EPHEMERAL_CONTAINERS = "ephemeralcontainers";
@@ -62,6 +63,13 @@ export function validateEphemeralContainer(e: Errors, c: EphemeralContainer, f: 
   c.volumeMounts.forEach((m, j) => {
     if (m.subPath) e.forbidden(`${f}.volumeMounts[${j}].subPath`, CANNOT);
   });
+  // ConfigMap and Secret references are resolved when the pod starts (the node agent's config-sources), not for a
+  // container added later: refused rather than started without them (docs/stored-only-fields.md).
+  c.env.forEach((v, j) => {
+    if (v.valueFrom?.configMapKeyRef) e.forbidden(`${f}.env[${j}].valueFrom.configMapKeyRef`, WHY);
+    if (v.valueFrom?.secretKeyRef) e.forbidden(`${f}.env[${j}].valueFrom.secretKeyRef`, WHY);
+  });
+  if (c.envFrom.length) e.forbidden(`${f}.envFrom`, WHY);
   const t = c.targetContainerName;
   if (t && !spec.containers.some((x) => x.name === t) && !spec.initContainers.some((x) => x.name === t)) {
     e.causes.push({ field: `${f}.targetContainerName`, reason: "FieldValueNotFound", message: `Not found: ${JSON.stringify(t)}` });
