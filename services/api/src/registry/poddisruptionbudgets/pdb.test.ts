@@ -184,6 +184,20 @@ describe("poddisruptionbudgets", () => {
     assert.equal(pdbOf(await s.client.get("poddisruptionbudgets", "default", "loose")).status?.disruptionsAllowed, 0);
   });
 
+  it("IfHealthyBudget: a not-ready pod goes for free while the budget is met, spends when it is not", async () => {
+    await s.client.create(pdb("met", { minAvailable: 1, selector: { matchLabels: { app: "met" } } }));
+    await runningPod("met-ready", { app: "met" }, true);
+    await runningPod("met-unready-1", { app: "met" }, false);
+    await runningPod("met-unready-2", { app: "met" }, false);
+    await setStatus("met", { disruptionsAllowed: 0, currentHealthy: 1, desiredHealthy: 1, expectedPods: 3 });
+    await evict("met-unready-1");
+    assert.equal(await stored("pods", "met-unready-1"), false);
+    // Below the budget (a healthy pod missing), a not-ready pod needs a disruption like any other.
+    await setStatus("met", { disruptionsAllowed: 0, currentHealthy: 0, desiredHealthy: 1, expectedPods: 3 });
+    await rejects(evict("met-unready-2"), 429, "TooManyRequests");
+    assert.equal(await stored("pods", "met-unready-2"), true);
+  });
+
   it("a pod under two budgets → 500; a missing pod → 404; dryRun changes nothing", async () => {
     for (const n of ["two-a", "two-b"]) await s.client.create(pdb(n, { maxUnavailable: 1, selector: { matchLabels: { app: "two" } } }));
     await runningPod("two-1", { app: "two" }, true);
