@@ -56,8 +56,11 @@ class FakeApi {
   readonly statuses: HorizontalPodAutoscalerStatus[] = [];
   failScale?: Error;
 
+  targets: string[] = [];
   getScale(resource: string, namespace: string, name: string): Promise<Scale> {
-    if (resource !== "deployments" || namespace !== "default" || name !== "web") return Promise.reject(new Error(`deployments.apps "${name}" not found`));
+    this.targets.push(resource);
+    if (!["deployments", "replicasets", "replicationcontrollers"].includes(resource) || namespace !== "default" || name !== "web")
+      return Promise.reject(new Error(`deployments.apps "${name}" not found`));
     return Promise.resolve({
       apiVersion: "autoscaling/v1",
       kind: "Scale",
@@ -70,7 +73,13 @@ class FakeApi {
     if (this.failScale) return Promise.reject(this.failScale);
     this.scales.push(replicas);
     this.replicas = replicas;
-    return this.getScale("deployments", "default", "web");
+    return Promise.resolve({
+      apiVersion: "autoscaling/v1",
+      kind: "Scale",
+      metadata: undefined,
+      spec: { replicas },
+      status: { replicas, selector: this.selector },
+    });
   }
   updateStatus(o: ApiObject): Promise<ApiObject> {
     this.statuses.push(structuredClone((unwrap(o) as HorizontalPodAutoscaler).status as HorizontalPodAutoscalerStatus));
@@ -236,6 +245,19 @@ describe("HpaController", () => {
     hpas.put(hpa({ scaleTargetRef: { apiVersion: "apps/v1", kind: "Deployment", name: "gone" } }));
     await c.reconcile("default/web");
     assert.match(condition("AbleToScale")?.message ?? "", /unable to get the target's current scale: deployments.apps "gone" not found/);
+  });
+
+  it("scales ReplicaSets and ReplicationControllers through their scale subresource too (group and kind as the RESTMapper)", async () => {
+    hpas.put(hpa({ minReplicas: 3, scaleTargetRef: { apiVersion: "apps/v1", kind: "ReplicaSet", name: "web" } }));
+    await c.reconcile("default/web");
+    hpas.put(hpa({ minReplicas: 4, scaleTargetRef: { apiVersion: "v1", kind: "ReplicationController", name: "web" } }));
+    await c.reconcile("default/web");
+    assert.deepEqual(api.targets, ["replicasets", "replicationcontrollers"]);
+    assert.deepEqual(api.scales, [3, 4]);
+    // A Deployment named in the core group is no scalable kind.
+    hpas.put(hpa({ scaleTargetRef: { apiVersion: "v1", kind: "Deployment", name: "web" } }));
+    await c.reconcile("default/web");
+    assert.match(condition("AbleToScale")?.message ?? "", /no matches for kind "Deployment" in group ""/);
   });
 
   it("brings a target below minReplicas up to it and one at 0 is left alone (ScalingDisabled)", async () => {
