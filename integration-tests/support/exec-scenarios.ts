@@ -1,9 +1,9 @@
 // pods/exec scenarios with kubectl 1.32 on real pods, shared by the docker
 // and process runtimes (integration-tests/exec-*.test.ts).
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { waitFor } from "@choreo/kit/testing";
@@ -26,7 +26,21 @@ spec:
     image: local/busybox:1.35
     command: ["sleep", "3600"]
     env: [{name: WHO, value: side}]
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: att
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: main
+    image: local/busybox:1.35
+    command: ["sh", "-c", "while true; do if read l; then echo got $l; else sleep 1; fi; done"]
+    stdin: true
 `;
+
+const KUBECTL_120 = "/var/lib/choreo/tools/kubectl-1.20/usr/bin/kubectl";
 
 function tmuxAvailable(): boolean {
   try {
@@ -108,6 +122,55 @@ export function execScenarios(runtime: RealRuntime): void {
         assert.equal(cpOut.code, 0, cpOut.stderr);
         assert.ok(readFileSync(back).equals(data), "the bytes came back equal");
       }));
+
+    it("a kubectl that goes away ends its command in the container", () =>
+      withLogsOnFailure(c, async () => {
+        const ps = async (): Promise<string> => (await kubectl(["exec", "shell", "-c", "main", "--", "ps", "-o", "args"])).stdout;
+        const child = spawn("kubectl", ["exec", "shell", "-c", "main", "--", "sleep", "4321"], {
+          env: { ...process.env, KUBECONFIG: c.kubeconfig, HOME: c.dir },
+          stdio: "ignore",
+        });
+        try {
+          await waitFor(async () => (await ps()).includes("sleep 4321"), { timeoutMs: 30_000, message: "the command runs" });
+          child.kill("SIGKILL");
+          await waitFor(async () => !(await ps()).includes("sleep 4321"), { timeoutMs: 60_000, message: "the command is gone" });
+        } finally {
+          child.kill("SIGKILL");
+        }
+      }));
+
+    it("kubectl attach -i feeds the container's stdin and shows its output (docker); the process runtime says it cannot", () =>
+      withLogsOnFailure(c, async () => {
+        await waitFor(async () => (await c.pod("att")).status?.containerStatuses?.[0]?.state?.running !== undefined, {
+          timeoutMs: 120_000,
+          message: "att running",
+        });
+        // stdin stays open a moment: its end ends the attach, and the answers come back before.
+        const r = await run("sh", ["-c", "(echo one; echo two; sleep 3) | kubectl attach -i att"], c.kubeconfig);
+        if (runtime === "docker") {
+          assert.equal(r.code, 0, r.stderr);
+          assert.match(r.stdout, /got one\ngot two\n/);
+          const logs = await kubectl(["logs", "att"]);
+          assert.match(logs.stdout, /got two/, "the container itself read it");
+          assert.ok((await c.pod("att")).status?.containerStatuses?.[0]?.state?.running, "attach leaves the container running");
+        } else {
+          assert.notEqual(r.code, 0);
+          assert.match(r.stderr, /cannot attach to containers/);
+        }
+      }));
+
+    it(
+      "kubectl 1.20 (SPDY only) gets a Status saying choreo speaks WebSocket",
+      { skip: existsSync(KUBECTL_120) ? false : "kubectl 1.20 is not installed" },
+      () =>
+        withLogsOnFailure(c, async () => {
+          const r = await run(KUBECTL_120, ["exec", "shell", "-c", "main", "--", "true"], c.kubeconfig);
+          assert.notEqual(r.code, 0);
+          assert.match(r.stderr, /BadRequest.*WebSocket \(v5\.channel\.k8s\.io.*not SPDY/);
+          const noPod = await run(KUBECTL_120, ["exec", "nopod", "--", "true"], c.kubeconfig);
+          assert.match(noPod.stderr, /pods "nopod" not found/);
+        }),
+    );
 
     it(
       "an interactive shell under tmux shows a prompt, runs what is typed and sees the terminal resized",

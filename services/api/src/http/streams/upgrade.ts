@@ -1,6 +1,7 @@
 // pods/exec and pods/attach: the HTTP upgrade to a WebSocket (Kubernetes'
 // channel protocol, v5.channel.k8s.io / v4.channel.k8s.io) bridged onto a
 // bus stream to the pod's node agent. Protocol notes: ./README.md.
+import { setMaxListeners } from "node:events";
 import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import { badRequest, internal, methodNotAllowed, statusOf, unavailable, type Status } from "@choreo/kit";
@@ -37,6 +38,8 @@ export interface UpgradeOptions {
 
 /** The HTTP server's 'upgrade' listener: WebSocket sessions for pods/exec and pods/attach, a Status for anything else. */
 export function upgradeHandler(o: UpgradeOptions): (req: IncomingMessage, socket: Duplex, head: Buffer) => void {
+  // Every open session listens to this one signal: no listener limit.
+  setMaxListeners(0, o.signal);
   const wss = new WebSocketServer({
     noServer: true,
     perMessageDeflate: false,
