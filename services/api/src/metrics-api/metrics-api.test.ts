@@ -1,9 +1,12 @@
 import assert from "node:assert/strict";
+import type { ServerResponse } from "node:http";
+import { ApiError, statusOf } from "@choreo/kit";
 import { describe, it } from "node:test";
 import type { Node, Pod } from "@choreo/kit/gen/choreo/core/v1/core";
 import { goDuration, nodeMetricsOf, podMetricsOf, usageList } from "./convert.js";
 import { metricsResourceList } from "./discovery.js";
-import { isMetricsPath, parseMetricsPath } from "./http.js";
+import { isMetricsPath, parseMetricsPath, serveMetrics } from "./http.js";
+import type { MetricsCollector } from "./collect.js";
 import { metricsListJson, nodeMetricsJson, podMetricsJson } from "./json.js";
 
 const NOW = "2026-11-26T01:00:00Z";
@@ -115,5 +118,57 @@ describe("metrics.k8s.io objects as metrics-server writes them", () => {
         ["pods", true, "PodMetrics", ["get", "list"]],
       ],
     );
+  });
+});
+
+describe("serving metrics.k8s.io over HTTP", () => {
+  /** A response that keeps what was written. */
+  function response(): { res: ServerResponse; code: () => number; body: () => Record<string, unknown> } {
+    let code = 0;
+    let text = "";
+    const res = {
+      writeHead(c: number) {
+        code = c;
+        return res;
+      },
+      end(t: string) {
+        text = t;
+      },
+    };
+    return { res: res as unknown as ServerResponse, code: () => code, body: () => JSON.parse(text) as Record<string, unknown> };
+  }
+  const notFound = () => new ApiError({ ...statusOf(new Error("x")), code: 404, reason: "NotFound" });
+  const asked: unknown[] = [];
+  const collector = {
+    nodeMetrics: (r: unknown) => (asked.push(r), Promise.resolve({ apiVersion: "", kind: "", metadata: undefined, items: [] })),
+    podMetrics: (r: unknown) => (asked.push(r), Promise.resolve({ apiVersion: "", kind: "", metadata: undefined, items: [] })),
+  } as unknown as MetricsCollector;
+  const serve = async (method: string, path: string, c: MetricsCollector | null = collector) => {
+    const r = response();
+    try {
+      await serveMetrics(method, new URL(path, "http://x"), r.res, c ?? undefined, notFound);
+      return { code: r.code(), body: r.body() };
+    } catch (err) {
+      return { code: statusOf(err).code, body: {} };
+    }
+  };
+
+  it("discovery documents, lists with the selectors passed on", async () => {
+    assert.deepEqual((await serve("GET", "/apis/metrics.k8s.io")).body["preferredVersion"], { groupVersion: "metrics.k8s.io/v1beta1", version: "v1beta1" });
+    assert.equal((await serve("GET", "/apis/metrics.k8s.io/v1beta1")).body["kind"], "APIResourceList");
+    const pods = await serve("GET", "/apis/metrics.k8s.io/v1beta1/namespaces/ns/pods?labelSelector=app%3Dweb&fieldSelector=metadata.name%3Dweb");
+    assert.equal(pods.code, 200);
+    assert.equal(pods.body["kind"], "PodMetricsList");
+    assert.deepEqual(asked.at(-1), { namespace: "ns", name: "", labelSelector: "app=web", fieldSelector: "metadata.name=web" });
+    assert.equal((await serve("GET", "/apis/metrics.k8s.io/v1beta1/nodes?labelSelector=zone%3Da")).body["kind"], "NodeMetricsList");
+    assert.deepEqual(asked.at(-1), { name: "", labelSelector: "zone=a" });
+  });
+
+  it("refuses what metrics-server refuses: writes and watches 405, node field selectors 400, unknown paths 404; 503 without a collector", async () => {
+    assert.equal((await serve("POST", "/apis/metrics.k8s.io/v1beta1/nodes")).code, 405);
+    assert.equal((await serve("GET", "/apis/metrics.k8s.io/v1beta1/pods?watch=true")).code, 405);
+    assert.equal((await serve("GET", "/apis/metrics.k8s.io/v1beta1/nodes?fieldSelector=metadata.name%3Dn")).code, 400);
+    assert.equal((await serve("GET", "/apis/metrics.k8s.io/v1beta1/deployments")).code, 404);
+    assert.equal((await serve("GET", "/apis/metrics.k8s.io/v1beta1/nodes", null)).code, 503);
   });
 });
