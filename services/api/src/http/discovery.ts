@@ -61,8 +61,8 @@ function subresources(k: KindInfo): Sub[] {
   if (k.resource === "pods") out.push({ name: "log", kind: own, verbs: ["get"] });
   if (k.resource === "pods") out.push({ name: "exec", kind: { group: "", version: "v1", kind: "PodExecOptions" }, verbs: ["create", "get"] });
   if (k.resource === "pods") out.push({ name: "attach", kind: { group: "", version: "v1", kind: "PodAttachOptions" }, verbs: ["create", "get"] });
-  if (k.hasScale) out.push({ name: "scale", kind: { group: "autoscaling", version: "v1", kind: "Scale" }, verbs: ["get", "patch", "update"] });
   if (k.resource === "pods") out.push({ name: "ephemeralcontainers", kind: own, verbs: ["get", "patch", "update"] });
+  if (k.hasScale) out.push({ name: "scale", kind: { group: "autoscaling", version: "v1", kind: "Scale" }, verbs: ["get", "patch", "update"] });
   if (k.hasStatus) out.push({ name: "status", kind: own, verbs: ["get", "patch", "update"] });
   return out;
 }
