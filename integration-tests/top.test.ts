@@ -207,6 +207,8 @@ spec:
     const nodes = await c.client.nodeMetrics();
     assert.deepEqual(nodes.items.map((n) => n.metadata?.name).sort(), [c.nodes[0], hollow].sort());
     await assert.rejects(c.client.podMetrics("default", { fieldSelector: "spec.nodeName=x" }), /field label not supported/);
+    const prom = await (await fetch(`http://127.0.0.1:${c.apis[0]?.metricsPort}/metrics`)).text();
+    assert.match(prom, /choreo_api_node_stats_requests_total\{[^}]*result="answered"[^}]*\} [1-9]/);
   });
 
   it("a real node reports the machine's cores as capacity and keeps the default reserve (100m, 256Mi) back from allocatable", async () => {

@@ -48,7 +48,7 @@ const tls = await ensureServingCert(config.dataDir, [config.host]);
 const logs = new NatsLogs({ nc, handlers: registry, log: log.child({ subsystem: "logs" }) });
 const streams = new NatsPodStreams({ nc, handlers: registry });
 // metrics.k8s.io: the node agents' usage, asked for when a client asks (kubectl top, autoscalers).
-const metricsCollector = new MetricsCollector({ nc, handlers: registry, log: log.child({ subsystem: "metrics-api" }) });
+const metricsCollector = new MetricsCollector({ nc, handlers: registry, log: log.child({ subsystem: "metrics-api" }), registry: metrics });
 const gateway = createGateway({
   handlers: registry,
   logs,

@@ -3,6 +3,8 @@ import { badRequest, isNotFound, notFound, unwrap } from "@choreo/kit";
 import { assertSupportedFields, FieldSelectorError, nowRfc3339, parseFieldSelector } from "@choreo/kit/apimachinery";
 import { agentSubject } from "@choreo/kit/bus";
 import type { Logger } from "@choreo/kit/log";
+import { getOrCreateCounter } from "@choreo/kit/metrics";
+import type { Counter, Registry } from "prom-client";
 import type { Node, Pod } from "@choreo/kit/gen/choreo/core/v1/core";
 import type {
   NodeMetrics,
@@ -25,6 +27,8 @@ export interface MetricsCollectorOptions {
   log: Logger;
   /** How long a node agent has to answer; a slower one is left out (default 1.5 s). */
   timeoutMs?: number;
+  /** Gets `choreo_api_node_stats_requests_total{result}` (answered, unanswered) when given. */
+  registry?: Registry;
 }
 
 /** metrics-server's field selectors on its resources. */
@@ -48,9 +52,18 @@ function checkFieldSelector(s: string, resource: string): void {
  */
 export class MetricsCollector {
   private readonly log: Logger;
+  private readonly asked: Counter<"result"> | undefined;
 
   constructor(private readonly o: MetricsCollectorOptions) {
     this.log = o.log;
+    this.asked = o.registry
+      ? getOrCreateCounter(
+          o.registry,
+          "choreo_api_node_stats_requests_total",
+          "Node agents asked for their usage (metrics.k8s.io), by result: answered or unanswered (left out).",
+          ["result"],
+        )
+      : undefined;
   }
 
   async nodeMetrics(req: NodeMetricsRequest): Promise<NodeMetricsList> {
@@ -125,8 +138,11 @@ export class MetricsCollector {
   private async ask(node: string, req: NodeStatsRequest): Promise<NodeStatsReply | undefined> {
     try {
       const msg = await this.o.nc.request(agentSubject(node, "stats"), NodeStatsRequest.encode(req).finish(), { timeout: this.o.timeoutMs ?? 1_500 });
-      return NodeStatsReply.decode(msg.data);
+      const reply = NodeStatsReply.decode(msg.data);
+      this.asked?.inc({ result: "answered" });
+      return reply;
     } catch (err) {
+      this.asked?.inc({ result: "unanswered" });
       this.log.debug({ err, node }, "node stats unavailable");
       return undefined;
     }
