@@ -159,7 +159,10 @@ current-context: choreo
       .trim()
       .split("\n")
       .map((l) => l.split(/\s+/)[0]);
-    assert.deepEqual([...names].sort(), KINDS.map((k) => k.resource).sort());
+    // Every stored kind, and the read-only metrics.k8s.io resources (NodeMetrics, PodMetrics) kubectl top reads.
+    assert.deepEqual([...names].sort(), [...KINDS.map((k) => k.resource), "nodes", "pods"].sort());
+    assert.match(r.stdout, /^nodes\s+metrics\.k8s\.io\/v1beta1\s+false\s+NodeMetrics$/m);
+    assert.match(r.stdout, /^pods\s+metrics\.k8s\.io\/v1beta1\s+true\s+PodMetrics$/m);
     assert.equal((await kubectl("apply", "-f", path.join(dir, "service.yaml"))).code, 0);
     const all = await kubectl("get", "all");
     assert.equal(all.code, 0, all.stderr);
