@@ -13,14 +13,12 @@
 // request.
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { jetstreamManager } from "@nats-io/jetstream";
 import { unwrap } from "@choreo/kit";
 import type { Deployment, ReplicaSet } from "@choreo/kit/gen/choreo/apps/v1/apps";
 import type { Node, Pod } from "@choreo/kit/gen/choreo/core/v1/core";
-import { Informer } from "@choreo/kit/informer";
-import { silentLogger } from "@choreo/kit/log";
+import type { Informer } from "@choreo/kit/informer";
 import { waitFor } from "@choreo/kit/testing";
-import { startCluster, withLogsOnFailure, type TestCluster } from "./support/cluster.js";
+import { podInformer, startCluster, withLogsOnFailure, type TestCluster } from "./support/cluster.js";
 import { run, writeKubeconfig } from "./support/kubectl.js";
 import { startRealCluster, type RealCluster } from "./support/real-cluster.js";
 
@@ -102,7 +100,7 @@ describe("deployments", () => {
     });
     kubeconfig = writeKubeconfig(c);
     await waitFor(async () => (await c.client.list("nodes")).items.length === 3, { timeoutMs: 30_000, message: "3 hollow nodes" });
-    informer = new Informer<"pod">({ client: c.client, nc: c.nc, jsm: await jetstreamManager(c.nc), kind: "pod", namespace: "default", log: silentLogger() });
+    informer = await podInformer(c);
     void informer.start(ac.signal).catch(() => undefined);
     await informer.waitForSync();
   });

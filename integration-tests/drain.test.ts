@@ -11,15 +11,13 @@
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { after, before, describe, it } from "node:test";
-import { jetstreamManager } from "@nats-io/jetstream";
 import { ApiError, unwrap } from "@choreo/kit";
 import type { Node, Pod } from "@choreo/kit/gen/choreo/core/v1/core";
 import type { PodDisruptionBudget } from "@choreo/kit/gen/choreo/policy/v1/policy";
-import { Informer } from "@choreo/kit/informer";
+import type { Informer } from "@choreo/kit/informer";
 import { fromKubeJson } from "@choreo/kit/kube-json";
-import { silentLogger } from "@choreo/kit/log";
 import { waitFor } from "@choreo/kit/testing";
-import { startCluster, type TestCluster } from "./support/cluster.js";
+import { podInformer, startCluster, type TestCluster } from "./support/cluster.js";
 import { http } from "./support/http.js";
 import { run, writeKubeconfig } from "./support/kubectl.js";
 
@@ -55,7 +53,7 @@ describe("kubectl drain under a PodDisruptionBudget", () => {
     });
     kc = writeKubeconfig(c);
     await waitFor(async () => (await c.client.list("nodes")).items.length === NODES.length, { timeoutMs: 30_000, message: "2 hollow nodes" });
-    informer = new Informer<"pod">({ client: c.client, nc: c.nc, jsm: await jetstreamManager(c.nc), kind: "pod", namespace: "default", log: silentLogger() });
+    informer = await podInformer(c);
     void informer.start(ac.signal).catch(() => undefined);
     await informer.waitForSync();
   });

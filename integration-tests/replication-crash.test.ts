@@ -5,14 +5,11 @@
 // event log (an informer), so every intermediate state is seen.
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { jetstreamManager } from "@nats-io/jetstream";
 import { unwrap } from "@choreo/kit";
-import { Informer } from "@choreo/kit/informer";
 import { fromKubeJson } from "@choreo/kit/kube-json";
-import { silentLogger } from "@choreo/kit/log";
 import { waitFor } from "@choreo/kit/testing";
 import type { Pod, ReplicationController } from "@choreo/kit/gen/choreo/core/v1/core";
-import { startCluster, type TestCluster } from "./support/cluster.js";
+import { podInformer, startCluster, type TestCluster } from "./support/cluster.js";
 
 const TARGET = 500;
 
@@ -63,14 +60,7 @@ describe("replication actor crash", () => {
       else active.delete(name);
       max = Math.max(max, active.size);
     };
-    const informer = new Informer<"pod">({
-      client: c.client,
-      nc: c.nc,
-      jsm: await jetstreamManager(c.nc),
-      kind: "pod",
-      namespace: "default",
-      log: silentLogger(),
-    });
+    const informer = await podInformer(c);
     informer.addEventHandler({ onAdd: count, onUpdate: (_o, n) => count(n), onDelete: (p) => active.delete(p.metadata?.name ?? "") });
     const running = informer.start(ac.signal).catch(() => undefined);
     await informer.waitForSync();

@@ -5,15 +5,12 @@
 // FailedScheduling, and the schedulers report how many binds lost a race.
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { jetstreamManager } from "@nats-io/jetstream";
 import { unwrap } from "@choreo/kit";
 import { milliCpu } from "@choreo/kit/apimachinery";
-import { Informer } from "@choreo/kit/informer";
 import { fromKubeJson } from "@choreo/kit/kube-json";
-import { silentLogger } from "@choreo/kit/log";
 import { freePort, waitFor } from "@choreo/kit/testing";
 import type { Event, Node, Pod } from "@choreo/kit/gen/choreo/core/v1/core";
-import { startCluster, type TestCluster } from "./support/cluster.js";
+import { podInformer, startCluster, type TestCluster } from "./support/cluster.js";
 
 const PODS = 200;
 const NODES = 4;
@@ -52,14 +49,7 @@ describe("two schedulers", () => {
       if (before && before !== node) rebinds.push(`${name}: ${before} → ${node}`);
       boundTo.set(name, node);
     };
-    const informer = new Informer<"pod">({
-      client: c.client,
-      nc: c.nc,
-      jsm: await jetstreamManager(c.nc),
-      kind: "pod",
-      namespace: "default",
-      log: silentLogger(),
-    });
+    const informer = await podInformer(c);
     informer.addEventHandler({ onAdd: see, onUpdate: (_o, n) => see(n) });
     const watching = informer.start(ac.signal).catch(() => undefined);
     await informer.waitForSync();

@@ -5,6 +5,9 @@ import { fileURLToPath } from "node:url";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { connectBus, eventKeyPaths } from "@choreo/kit/bus";
 import { ApiClient } from "@choreo/kit/client";
+import { Informer } from "@choreo/kit/informer";
+import { silentLogger } from "@choreo/kit/log";
+import { jetstreamManager } from "@nats-io/jetstream";
 import { freePort, startNats, startProcess, startRedis, type ManagedProcess, type ServerHandle } from "@choreo/kit/testing";
 
 /** The repository root. */
@@ -240,4 +243,9 @@ function compactLogLine(line: string): string {
   } catch {
     return line.slice(0, 300);
   }
+}
+
+/** An informer on the cluster's pods in namespace default, not yet started: add handlers, then start it. */
+export async function podInformer(c: Pick<TestCluster, "client" | "nc">): Promise<Informer<"pod">> {
+  return new Informer<"pod">({ client: c.client, nc: c.nc, jsm: await jetstreamManager(c.nc), kind: "pod", namespace: "default", log: silentLogger() });
 }
