@@ -38,6 +38,19 @@ spec:
     image: local/busybox:1.35
     command: ["sh", "-c", "while true; do if read l; then echo got $l; else sleep 1; fi; done"]
     stdin: true
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: once
+spec:
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: main
+    image: local/busybox:1.35
+    command: ["sh", "-c", "read l; echo got $l; echo bye"]
+    stdin: true
 `;
 
 const KUBECTL_120 = "/var/lib/choreo/tools/kubectl-1.20/usr/bin/kubectl";
@@ -158,6 +171,32 @@ export function execScenarios(runtime: RealRuntime): void {
           assert.match(r.stderr, /cannot attach to containers/);
         }
       }));
+
+    it(
+      "kubectl attach ends when the container exits, though its stdin stays open (docker)",
+      { skip: runtime !== "docker" && "the process runtime has no attach" },
+      () =>
+        withLogsOnFailure(c, async () => {
+          await waitFor(async () => (await c.pod("once")).status?.containerStatuses?.[0]?.state?.running !== undefined, {
+            timeoutMs: 120_000,
+            message: "once running",
+          });
+          const child = spawn("kubectl", ["attach", "-i", "once"], { env: { ...process.env, KUBECONFIG: c.kubeconfig, HOME: c.dir } });
+          let out = "";
+          child.stdout.on("data", (b: Buffer) => (out += b.toString()));
+          const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+          try {
+            // One line on stdin, which then stays open and silent: only the container's exit can end this attach.
+            child.stdin.write("hi\n");
+            await waitFor(() => out.includes("bye"), { timeoutMs: 60_000, message: "the container's answer" });
+            assert.match(out, /got hi\nbye\n/);
+            const code = await Promise.race([exited, new Promise<string>((r) => setTimeout(() => r("still attached"), 30_000))]);
+            assert.equal(code, 0, "kubectl attach ends with the container");
+          } finally {
+            child.kill("SIGKILL");
+          }
+        }),
+    );
 
     it(
       "kubectl 1.20 (SPDY only) gets a Status saying choreo speaks WebSocket",
