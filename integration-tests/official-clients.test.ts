@@ -1,7 +1,7 @@
 // test-tier: servers
 // The two official clients read every answer: one object of each served kind
 // (Namespace, Node, Pod, Service, Endpoints, ReplicationController, Event,
-// ConfigMap, Secret, DaemonSet, ReplicaSet, Deployment, Job, CronJob, Lease) is created on a real cluster (api +
+// ConfigMap, Secret, DaemonSet, ReplicaSet, Deployment, Job, CronJob, PodDisruptionBudget, HorizontalPodAutoscaler, Lease) is created on a real cluster (api +
 // nats-server + redis-server, scheduler, replication, endpoints and a hollow
 // node agent) and read back — get, list, watch event, status and scale
 // subresources — through (a) the official Python client (Debian's
@@ -95,6 +95,19 @@ const OBJECTS: [string, Record<string, unknown>][] = [
     },
   ],
   [
+    `/apis/policy/v1/namespaces/${NS}/poddisruptionbudgets`,
+    { apiVersion: "policy/v1", kind: "PodDisruptionBudget", metadata: { name: "pdb" }, spec: { minAvailable: 1, selector: { matchLabels: { app: "rs" } } } },
+  ],
+  [
+    `/apis/autoscaling/v2/namespaces/${NS}/horizontalpodautoscalers`,
+    {
+      apiVersion: "autoscaling/v2",
+      kind: "HorizontalPodAutoscaler",
+      metadata: { name: "hpa" },
+      spec: { scaleTargetRef: { apiVersion: "apps/v1", kind: "Deployment", name: "deploy" }, minReplicas: 1, maxReplicas: 3 },
+    },
+  ],
+  [
     `/apis/coordination.k8s.io/v1/namespaces/${NS}/leases`,
     { apiVersion: "coordination.k8s.io/v1", kind: "Lease", metadata: { name: "lease" }, spec: { holderIdentity: "me", leaseDurationSeconds: 15 } },
   ],
@@ -168,6 +181,10 @@ describe("the official clients read every answer", () => {
     assert.equal(facts["secret.type"], "Opaque");
     assert.equal(facts["cj.concurrencyPolicy"], "Allow");
     assert.equal(facts["cj.successfulJobsHistoryLimit"], 3);
+    assert.equal(facts["pdb.minAvailable"], 1);
+    assert.equal(typeof facts["pdb.disruptionsAllowed"], "number");
+    assert.equal(facts["hpa.v1.maxReplicas"], 3);
+    assert.equal(facts["hpa.v1.target"], 80);
   });
 
   it("@kubernetes/client-node reads every kind, list, watch event, status and scale", async () => {
@@ -239,6 +256,16 @@ describe("the official clients read every answer", () => {
     assert.equal(cj.spec?.concurrencyPolicy, "Allow");
     await batch.readNamespacedCronJobStatus({ name: "cj", namespace });
     await batch.listNamespacedCronJob({ namespace });
+    const policy = kc.makeApiClient(k8s.PolicyV1Api);
+    const pdb = await policy.readNamespacedPodDisruptionBudget({ name: "pdb", namespace });
+    assert.equal(pdb.spec?.minAvailable, 1);
+    await policy.readNamespacedPodDisruptionBudgetStatus({ name: "pdb", namespace });
+    await policy.listNamespacedPodDisruptionBudget({ namespace });
+    const autoscaling = kc.makeApiClient(k8s.AutoscalingV2Api);
+    const hpa = await autoscaling.readNamespacedHorizontalPodAutoscaler({ name: "hpa", namespace });
+    assert.equal(hpa.spec?.metrics?.[0]?.resource?.target.averageUtilization, 80, "the default 80 % CPU target");
+    await autoscaling.readNamespacedHorizontalPodAutoscalerStatus({ name: "hpa", namespace });
+    await autoscaling.listNamespacedHorizontalPodAutoscaler({ namespace });
     assert.equal((await coord.readNamespacedLease({ name: "lease", namespace })).spec?.holderIdentity, "me");
     await coord.listNamespacedLease({ namespace });
 

@@ -106,6 +106,16 @@ def main() -> int:
     facts["cj.successfulJobsHistoryLimit"] = cj.spec.successful_jobs_history_limit
     step("list_namespaced_cron_job", lambda: batch.list_namespaced_cron_job(ns))
     step("read_namespaced_cron_job_status", lambda: batch.read_namespaced_cron_job_status("cj", ns))
+    policy = client.PolicyV1Api()
+    pdb = step("read_namespaced_pod_disruption_budget", lambda: policy.read_namespaced_pod_disruption_budget("pdb", ns))
+    facts["pdb.minAvailable"] = pdb.spec.min_available
+    pdbs = step("read_namespaced_pod_disruption_budget_status", lambda: policy.read_namespaced_pod_disruption_budget_status("pdb", ns))
+    facts["pdb.disruptionsAllowed"] = pdbs.status.disruptions_allowed
+    step("list_namespaced_pod_disruption_budget", lambda: policy.list_namespaced_pod_disruption_budget(ns))
+    # This client (Kubernetes 1.22) has no autoscaling/v2 API; its autoscaling/v1 read is what it can do.
+    hpa = step("read_namespaced_horizontal_pod_autoscaler", lambda: client.AutoscalingV1Api().read_namespaced_horizontal_pod_autoscaler("hpa", ns))
+    facts["hpa.v1.maxReplicas"] = hpa.spec.max_replicas
+    facts["hpa.v1.target"] = hpa.spec.target_cpu_utilization_percentage
     step("read_namespaced_lease", lambda: coord.read_namespaced_lease("lease", ns))
     step("list_namespaced_lease", lambda: coord.list_namespaced_lease(ns))
     print(json.dumps(facts, default=str))

@@ -62,6 +62,7 @@ export interface PodDisruptionBudgetCondition {
   type: string;
   status: string;
   observedGeneration: number;
+  /** metav1.Condition: lastTransitionTime, reason and message have no omitempty (typed clients require them). */
   lastTransitionTime: string;
   reason: string;
   message: string;
