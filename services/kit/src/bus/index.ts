@@ -12,6 +12,7 @@ export {
   agentSubject,
   agentLogsSubject,
   agentExecSubject,
+  agentPortForwardSubject,
 } from "./subjects.js";
 export { ensureEventStream, streamState, connectBus } from "./stream.js";
 export type { EventStreamOptions } from "./stream.js";

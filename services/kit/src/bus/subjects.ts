@@ -62,5 +62,10 @@ export function agentExecSubject(node: string): string {
   return agentSubject(node, "exec");
 }
 
+/** Where the api asks a node's agent for a connection to a port of a pod (pods/portforward; see bus/bus-stream.ts). */
+export function agentPortForwardSubject(node: string): string {
+  return agentSubject(node, "portforward");
+}
+
 /** The filter for everything. */
 export const ALL_EVENTS = `${EVENT_PREFIX}.>`;

@@ -41,6 +41,23 @@ export interface PodExecRequest {
   inbox: string;
 }
 
+/**
+ * The request on `choreo.agent.<node>.portforward` (pods/portforward): one
+ * per forwarded connection. The agent connects to the port on the pod's IP
+ * and replies once (an ack naming its inbox, or a Status saying why it could
+ * not connect), then bytes flow between the two inboxes: channel 0 towards
+ * the pod, channel 1 back; closing channel 0 half-closes the connection.
+ */
+export interface PodPortForwardRequest {
+  namespace: string;
+  name: string;
+  /** The pod's uid: this incarnation only. */
+  uid: string;
+  port: number;
+  /** Where the agent sends its frames. */
+  inbox: string;
+}
+
 function createBasePodExecRequest(): PodExecRequest {
   return {
     namespace: "",
@@ -223,6 +240,109 @@ export const PodExecRequest: MessageFns<PodExecRequest> = {
     message.stderr = object.stderr ?? false;
     message.tty = object.tty ?? false;
     message.attach = object.attach ?? false;
+    message.inbox = object.inbox ?? "";
+    return message;
+  },
+};
+
+function createBasePodPortForwardRequest(): PodPortForwardRequest {
+  return { namespace: "", name: "", uid: "", port: 0, inbox: "" };
+}
+
+export const PodPortForwardRequest: MessageFns<PodPortForwardRequest> = {
+  encode(message: PodPortForwardRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.namespace !== "") {
+      writer.uint32(10).string(message.namespace);
+    }
+    if (message.name !== "") {
+      writer.uint32(18).string(message.name);
+    }
+    if (message.uid !== "") {
+      writer.uint32(26).string(message.uid);
+    }
+    if (message.port !== 0) {
+      writer.uint32(32).int32(message.port);
+    }
+    if (message.inbox !== "") {
+      writer.uint32(42).string(message.inbox);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PodPortForwardRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePodPortForwardRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.namespace = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.uid = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.port = reader.int32();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.inbox = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<PodPortForwardRequest>, I>>(base?: I): PodPortForwardRequest {
+    return PodPortForwardRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PodPortForwardRequest>, I>>(object: I): PodPortForwardRequest {
+    const message = createBasePodPortForwardRequest();
+    message.namespace = object.namespace ?? "";
+    message.name = object.name ?? "";
+    message.uid = object.uid ?? "";
+    message.port = object.port ?? 0;
     message.inbox = object.inbox ?? "";
     return message;
   },
