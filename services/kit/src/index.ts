@@ -49,3 +49,5 @@ export {
 export type { Object as ApiObject, ObjectList, WatchEvent } from "./gen/choreo/api/v1/api.js";
 export type { Status, StatusCause, ObjectMeta, ListMeta, OwnerReference, LabelSelector, DeleteOptions } from "./gen/choreo/meta/v1/meta.js";
 export { tolerates, untoleratedTaints, matchesNodeSelector } from "./api/scheduling.js";
+export { DISRUPTION_TARGET, setPodCondition, withPodCondition } from "./api/pod-conditions.js";
+export type { ConditionChange } from "./api/pod-conditions.js";

@@ -2,13 +2,16 @@
 // pkg/registry/core/pod/storage/eviction.go: a pod is deleted unless the
 // PodDisruptionBudget that selects it has no disruption left (429). The
 // budget's status is decremented and the pod recorded in disruptedPods
-// before the delete, so two evictions never spend the same disruption.
-import { ApiError, conflict, failure, internal, isConflict, kindByCase } from "@choreo/kit";
+// before the delete, so two evictions never spend the same disruption. The
+// pod is marked first with the DisruptionTarget condition (reason
+// EvictionByEvictionAPI), so whoever sees it terminating knows why.
+import { ApiError, conflict, DISRUPTION_TARGET, failure, internal, isConflict, kindByCase, withPodCondition } from "@choreo/kit";
 import { nowRfc3339, selectorFromLabelSelector, SelectorParseError } from "@choreo/kit/apimachinery";
 import type { EvictRequest, Object as ApiObject } from "@choreo/kit/gen/choreo/api/v1/api";
 import type { Pod } from "@choreo/kit/gen/choreo/core/v1/core";
 import { DeleteOptions } from "@choreo/kit/gen/choreo/meta/v1/meta";
 import type { PodDisruptionBudget } from "@choreo/kit/gen/choreo/policy/v1/policy";
+import { isDryRun } from "../generic/dry-run.js";
 import type { Current, GenericStore } from "../generic/store.js";
 
 /** Kubernetes' MaxDisruptedPodSize: more unconfirmed evictions than this are refused. */
@@ -17,6 +20,11 @@ const MAX_DISRUPTED_PODS = 2000;
 const STATUS_ATTEMPTS = 5;
 
 const VIOLATION = "Cannot evict pod as it would violate the pod's disruption budget.";
+
+/** The condition an evicted pod carries before its deletion (Kubernetes' eviction.go, word for word). */
+export const EVICTION_CONDITION = { type: DISRUPTION_TARGET, status: "True", reason: "EvictionByEvictionAPI", message: "Eviction API: evicting" };
+/** Conflicting writes of the pod's condition retried on the newer pod before giving up. */
+const CONDITION_ATTEMPTS = 5;
 
 function tooManyRequests(why: string): ApiError {
   return new ApiError(failure(429, "TooManyRequests", VIOLATION, { causes: [{ reason: "DisruptionBudget", message: why, field: "" }] }));
@@ -109,9 +117,50 @@ async function spend(store: GenericStore, pdb: PodDisruptionBudget, podName: str
 }
 
 /**
+ * Marks the pod with the DisruptionTarget condition, then deletes it
+ * (Kubernetes' addConditionAndDeletePod). The condition is written on the
+ * latest pod — re-read after a conflicting write (the node agent's status) —
+ * which must still meet the preconditions (409 otherwise); a resourceVersion
+ * precondition then moves to the version written, the eviction's own. A dry
+ * run writes no condition.
+ */
+async function markAndDelete(store: GenericStore, namespace: string, name: string, options: DeleteOptions): Promise<ApiObject> {
+  const podInfo = kindByCase("pod");
+  const pre = options.preconditions;
+  for (let attempt = 1; !isDryRun(); attempt++) {
+    const cur = await store.read(podInfo, namespace, name);
+    const pod = cur.value as Pod;
+    const uid = pod.metadata?.uid ?? "";
+    if (pre?.uid && pre.uid !== uid)
+      throw conflict(
+        "pods",
+        name,
+        `the UID in the precondition (${pre.uid}) does not match the UID in record (${uid}). The object might have been deleted and then recreated`,
+      );
+    if (pre?.resourceVersion && pre.resourceVersion !== String(cur.revision))
+      throw conflict(
+        "pods",
+        name,
+        `the ResourceVersion in the precondition (${pre.resourceVersion}) does not match the ResourceVersion in record (${cur.revision}). The object might have been modified`,
+      );
+    const status = withPodCondition(pod.status, EVICTION_CONDITION, nowRfc3339());
+    if (!status) break;
+    try {
+      const written = await store.replace(podInfo, { ...pod, status }, true, cur);
+      if (pre?.resourceVersion) pre.resourceVersion = written.metadata?.resourceVersion ?? "";
+      break;
+    } catch (err) {
+      if (!isConflict(err) || attempt >= CONDITION_ATTEMPTS) throw err;
+    }
+  }
+  return store.delete({ resource: "pods", namespace, name, options });
+}
+
+/**
  * Evicts a pod: checks its disruption budget, then deletes it with the
  * eviction's deleteOptions (its UID as a precondition, so a pod recreated
- * under the same name meanwhile is not the one deleted).
+ * under the same name meanwhile is not the one deleted), marked first as a
+ * DisruptionTarget.
  */
 export async function evictPod(store: GenericStore, req: EvictRequest): Promise<ApiObject> {
   const podInfo = kindByCase("pod");
@@ -133,11 +182,17 @@ export async function evictPod(store: GenericStore, req: EvictRequest): Promise<
       // A not-ready pod is no healthy pod the budget counts: it goes without spending a disruption when
       // the policy allows it or the budget is met, provided it is still the version read (not ready yet).
       if (unhealthy && (alwaysAllow || (s && s.desiredHealthy > 0 && s.currentHealthy >= s.desiredHealthy))) {
-        options.preconditions.resourceVersion ||= String(cur.revision);
+        if (!options.preconditions.resourceVersion) {
+          // The pod changed since it was read (ready again, perhaps): the client is told to retry, as Kubernetes does.
+          options.preconditions.resourceVersion = String(cur.revision);
+          return markAndDelete(store, req.namespace, req.name, options).catch((err: unknown) => {
+            throw isConflict(err) ? tooManyRequests(`The disruption budget ${pdb.metadata?.name ?? ""} is still being processed by the server.`) : err;
+          });
+        }
       } else {
         await spend(store, pdb, req.name);
       }
     }
   }
-  return store.delete({ resource: "pods", namespace: req.namespace, name: req.name, options });
+  return markAndDelete(store, req.namespace, req.name, options);
 }
