@@ -2,7 +2,8 @@
 // a pod, decide on the cache (synchronously, then assume), and bind through
 // the api. A 409 on bind means someone else (another replica) got there
 // first: drop the assumption and let the informer tell the truth.
-import { bindingRefusalOf, isConflict, isNotFound, keyOf, splitKey } from "@choreo/kit";
+import { bindingRefusalOf, DISRUPTION_TARGET, isConflict, isNotFound, keyOf, splitKey, withPodCondition } from "@choreo/kit";
+import { nowRfc3339 } from "@choreo/kit/apimachinery";
 import type { ApiClient } from "@choreo/kit/client";
 import type { Node, ObjectReference, Pod } from "@choreo/kit/gen/choreo/core/v1/core";
 import type { Cache } from "@choreo/kit/informer";
@@ -204,6 +205,25 @@ export class Scheduler implements Runnable {
     return { nodes: this.cache.nodes.map((n) => (extra.has(n.name) ? nodeWith(n, [...n.pods.values(), ...(extra.get(n.name) ?? [])]) : n)) };
   }
 
+  /**
+   * Marks a victim DisruptionTarget (PreemptionByScheduler) before its
+   * deletion, as Kubernetes' preemption does: a strategic merge patch of its
+   * status, the condition merged by type beside the node agent's.
+   */
+  private async markVictim(preemptor: PodInfo, victim: PodInfo): Promise<void> {
+    const change = {
+      type: DISRUPTION_TARGET,
+      status: "True",
+      reason: "PreemptionByScheduler",
+      message: `${preemptor.pod.spec?.schedulerName || this.name}: preempting to accommodate a higher priority pod`,
+    };
+    const cond = withPodCondition(victim.pod.status, change, nowRfc3339())?.conditions.find((c) => c.type === DISRUPTION_TARGET);
+    if (!cond) return;
+    const { namespace, name } = splitKey(victim.key);
+    const patch = { status: { conditions: [{ ...change, lastTransitionTime: cond.lastTransitionTime }] } };
+    await this.opts.client.patch("pods", namespace, name, "application/strategic-merge-patch+json", patch, "status");
+  }
+
   /** Evicts the fewest lower-priority pods so `info` fits, once; the message part for FailedScheduling. */
   private async preempt(info: PodInfo, nodes: number): Promise<string> {
     const waiting = this.nominated.get(info.key)?.node;
@@ -217,6 +237,7 @@ export class Scheduler implements Runnable {
     for (const v of plan.victims) {
       const { namespace, name } = splitKey(v.key);
       try {
+        await this.markVictim(info, v);
         await this.opts.client.delete("pods", namespace, name, { preconditions: { uid: v.uid, resourceVersion: "" } });
         this.opts.events.emit(podRef(v.pod), "Normal", "Preempted", `Preempted by ${info.key} on node ${plan.node}`);
       } catch (err) {
