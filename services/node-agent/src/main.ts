@@ -17,6 +17,7 @@ import { loadConfig } from "./config.js";
 import { hollowNodes, runAgents } from "./hollow-nodes.js";
 import { LogServer } from "./logs/log-server.js";
 import { ExecServer } from "./streams/exec-server.js";
+import { PortForwardServer } from "./streams/port-forward-server.js";
 import { realNode, type RealNode } from "./real-node.js";
 import { engineAnswers } from "./runtime/docker/engine.js";
 import { RequestedUsage } from "./stats/node-stats.js";
@@ -86,6 +87,7 @@ if (runtime === "hollow") {
       extras: (a) => [
         new LogServer({ nc, node: a.nodeName, runtime: a.runtime, pods: a.informer, log }),
         new ExecServer({ nc, node: a.nodeName, runtime: a.runtime, pods: a.informer, log }),
+        new PortForwardServer({ nc, node: a.nodeName, runtime: a.runtime, pods: a.informer, log }),
         // Hollow usage is the containers' requests: nothing to read between requests.
         new StatsServer({ nc, node: a.nodeName, source: new RequestedUsage({ runtime: a.runtime, pods: a.informer }), log, sampleEveryMs: 0 }),
       ],

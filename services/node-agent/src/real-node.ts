@@ -12,6 +12,7 @@ import { ClusterDns } from "./dns/cluster-dns.js";
 import { CLUSTER_DOMAIN } from "./dns/resolv-conf.js";
 import { LogServer } from "./logs/log-server.js";
 import { ExecServer } from "./streams/exec-server.js";
+import { PortForwardServer } from "./streams/port-forward-server.js";
 import { BridgeNetwork } from "./net/bridge-network.js";
 import { NAMES } from "./net/types.js";
 import { ServiceProxy } from "./proxy/service-proxy.js";
@@ -101,6 +102,7 @@ export async function realNode(cfg: AgentConfig, runtimeName: "docker" | "proces
         dns,
         new LogServer({ nc: d.nc, node, runtime, pods: a.informer, log }),
         new ExecServer({ nc: d.nc, node, runtime, pods: a.informer, log }),
+        new PortForwardServer({ nc: d.nc, node, runtime, pods: a.informer, log }),
         new StatsServer({ nc: d.nc, node, source: usage, log }),
       ];
     },

@@ -103,7 +103,7 @@ async function resource(ctx: RequestContext): Promise<void> {
   if (subresource === "binding") return binding(ctx);
   if (subresource === "eviction") return eviction(ctx);
   if (subresource === "log") return podLog(ctx);
-  if (subresource === "exec" || subresource === "attach") throw badRequest("Upgrade request required");
+  if (subresource === "exec" || subresource === "attach" || subresource === "portforward") throw badRequest("Upgrade request required");
   switch (method) {
     case "GET":
       if (flag(ctx.url, "watch")) {

@@ -32,7 +32,7 @@ export function subresourcesOf(info: KindInfo): string[] {
   if (info.hasStatus) out.push("status");
   if (info.hasScale) out.push("scale");
   if (info.resource === "pods") out.push("binding", "eviction", "log");
-  if (info.resource === "pods") out.push("exec", "attach");
+  if (info.resource === "pods") out.push("exec", "attach", "portforward");
   if (info.resource === "pods") out.push("ephemeralcontainers");
   return out;
 }

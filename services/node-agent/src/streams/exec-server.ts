@@ -1,13 +1,13 @@
-import { setMaxListeners } from "node:events";
-import { createInbox, type Msg, type NatsConnection } from "@nats-io/transport-node";
+import type { Msg, NatsConnection } from "@nats-io/transport-node";
 import { badRequest, failure, notFound, unavailable, type Status } from "@choreo/kit";
-import { agentExecSubject, BusStream, encodeStreamStatus, STREAM_INBOX_HEADER, StreamFrame, streamFrameHeaders, type BusStreamOptions } from "@choreo/kit/bus";
+import { agentExecSubject, type BusStream, type BusStreamOptions } from "@choreo/kit/bus";
 import type { Runnable } from "@choreo/kit/lifecycle";
 import type { Logger } from "@choreo/kit/log";
 import type { Pod } from "@choreo/kit/gen/choreo/core/v1/core";
 import { PodExecRequest } from "@choreo/kit/gen/choreo/node/v1/exec";
 import { logStatus } from "../logs/log-server.js";
 import type { Runtime, StreamSession } from "../runtime/runtime.js";
+import { acceptStream, replyStreamError, serveRequests } from "./serve-requests.js";
 
 /** Kubernetes' remotecommand channels, used as they are on the bus. */
 export const Channel = { Stdin: 0, Stdout: 1, Stderr: 2, Error: 3, Resize: 4 } as const;
@@ -41,26 +41,8 @@ export class ExecServer implements Runnable {
     this.log = opts.log.child({ subsystem: "exec", node: opts.node });
   }
 
-  async start(outer: AbortSignal): Promise<void> {
-    const sub = this.opts.nc.subscribe(agentExecSubject(this.opts.node));
-    const ac = new AbortController();
-    // Every open stream listens to this one signal: no listener limit.
-    setMaxListeners(0, ac.signal);
-    const stop = (): void => {
-      sub.unsubscribe();
-      ac.abort();
-    };
-    if (outer.aborted) stop();
-    outer.addEventListener("abort", stop, { once: true });
-    this.log.info({ subject: sub.getSubject() }, "exec server listening");
-    const open = new Set<Promise<void>>();
-    for await (const msg of sub) {
-      const p = this.serve(msg, ac.signal).catch((err: unknown) => this.log.warn({ err }, "exec request failed"));
-      open.add(p);
-      void p.finally(() => open.delete(p));
-    }
-    await Promise.allSettled([...open]);
-    outer.removeEventListener("abort", stop);
+  start(outer: AbortSignal): Promise<void> {
+    return serveRequests(this.opts.nc, agentExecSubject(this.opts.node), outer, this.log, (msg, signal) => this.serve(msg, signal));
   }
 
   /** One request: validate, open the session, reply, then stream both ways until the process ends or a side leaves. */
@@ -97,10 +79,7 @@ export class ExecServer implements Runnable {
       return;
     }
     const pod = `${req.namespace}/${req.name}`;
-    const stream = new BusStream({ ...this.opts.stream, nc: this.opts.nc, local: createInbox(), remote: req.inbox, signal });
-    const ack = streamFrameHeaders(StreamFrame.Ack);
-    ack.set(STREAM_INBOX_HEADER, stream.localInbox);
-    msg.respond(new Uint8Array(), { headers: ack });
+    const stream = acceptStream(msg, { ...this.opts.stream, nc: this.opts.nc, remote: req.inbox, signal });
     this.log.debug({ pod, container: req.container, attach: req.attach, stdin: req.stdin, tty: req.tty }, "exec stream started");
     const kill = (): void => session.kill();
     stream.signal.addEventListener("abort", kill, { once: true });
@@ -146,7 +125,7 @@ export class ExecServer implements Runnable {
   }
 
   private replyError(msg: Msg, status: Status): void {
-    msg.respond(encodeStreamStatus(status), { headers: streamFrameHeaders(StreamFrame.Error) });
+    replyStreamError(msg, status);
   }
 }
 

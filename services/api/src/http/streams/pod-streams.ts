@@ -1,8 +1,17 @@
 import { createInbox, type Msg, type NatsConnection } from "@nats-io/transport-node";
 import { badRequest, internal, unavailable, unwrap } from "@choreo/kit";
-import { agentExecSubject, BusStream, decodeStreamError, STREAM_INBOX_HEADER, StreamFrame, streamFrameOf, type BusStreamOptions } from "@choreo/kit/bus";
+import {
+  agentExecSubject,
+  agentPortForwardSubject,
+  BusStream,
+  decodeStreamError,
+  STREAM_INBOX_HEADER,
+  StreamFrame,
+  streamFrameOf,
+  type BusStreamOptions,
+} from "@choreo/kit/bus";
 import type { Pod } from "@choreo/kit/gen/choreo/core/v1/core";
-import { PodExecRequest } from "@choreo/kit/gen/choreo/node/v1/exec";
+import { PodExecRequest, PodPortForwardRequest } from "@choreo/kit/gen/choreo/node/v1/exec";
 import type { ApiHandlers } from "../../handlers/api-handlers.js";
 import { resolvePodLogTarget, type PodLogTarget } from "../../logs/index.js";
 
@@ -29,6 +38,22 @@ export interface PodStreams {
   resolve(q: PodStreamQuery): Promise<PodStreamTarget>;
   /** Asks the node's agent to open the session; resolves with the connected stream or throws the agent's Status. */
   open(q: PodStreamQuery, target: PodStreamTarget, signal: AbortSignal): Promise<BusStream>;
+  /** pods/portforward: the pod exists and has a node (404, 400 before any upgrade). */
+  resolveForward(q: PodForwardQuery): Promise<PodForwardTarget>;
+  /** One forwarded connection: the agent connected to `port` on the pod; throws its Status (refused, unreachable) when it could not. */
+  openForward(q: PodForwardQuery, target: PodForwardTarget, port: number, signal: AbortSignal): Promise<BusStream>;
+}
+
+/** The pod a port-forward reaches. */
+export interface PodForwardQuery {
+  namespace: string;
+  name: string;
+}
+
+/** Where forwarded connections go: the pod's node and uid. */
+export interface PodForwardTarget {
+  node: string;
+  uid: string;
 }
 
 /** Options of {@link NatsPodStreams}. */
@@ -62,9 +87,8 @@ export class NatsPodStreams implements PodStreams {
   }
 
   async open(q: PodStreamQuery, target: PodStreamTarget, signal: AbortSignal): Promise<BusStream> {
-    const stream = new BusStream({ ...this.opts.stream, nc: this.opts.nc, local: createInbox(), signal });
-    try {
-      const data = PodExecRequest.encode({
+    return this.request(agentExecSubject(target.node), target.node, signal, (inbox) =>
+      PodExecRequest.encode({
         namespace: q.namespace,
         name: q.name,
         uid: target.uid,
@@ -75,19 +99,41 @@ export class NatsPodStreams implements PodStreams {
         stderr: q.stderr,
         tty: q.tty,
         attach: q.attach,
-        inbox: stream.localInbox,
-      }).finish();
+        inbox,
+      }).finish(),
+    );
+  }
+
+  async resolveForward(q: PodForwardQuery): Promise<PodForwardTarget> {
+    const pod = unwrap(await this.opts.handlers.get({ resource: "pods", namespace: q.namespace, name: q.name })) as Pod;
+    const node = pod.spec?.nodeName ?? "";
+    if (!node) throw badRequest(`pod ${q.name} does not have a host assigned`);
+    const phase = pod.status?.phase ?? "";
+    if (phase === "Succeeded" || phase === "Failed") throw badRequest(`cannot forward ports of a completed pod; current phase is ${phase}`);
+    return { node, uid: pod.metadata?.uid ?? "" };
+  }
+
+  openForward(q: PodForwardQuery, target: PodForwardTarget, port: number, signal: AbortSignal): Promise<BusStream> {
+    return this.request(agentPortForwardSubject(target.node), target.node, signal, (inbox) =>
+      PodPortForwardRequest.encode({ namespace: q.namespace, name: q.name, uid: target.uid, port, inbox }).finish(),
+    );
+  }
+
+  /** Opens a bus stream: the request names this side's inbox, the agent's ack names its own (or its error is thrown). */
+  private async request(subject: string, node: string, signal: AbortSignal, encode: (inbox: string) => Uint8Array): Promise<BusStream> {
+    const stream = new BusStream({ ...this.opts.stream, nc: this.opts.nc, local: createInbox(), signal });
+    try {
       let reply: Msg;
       try {
-        reply = await this.opts.nc.request(agentExecSubject(target.node), data, { timeout: this.opts.requestTimeoutMs ?? 5_000 });
+        reply = await this.opts.nc.request(subject, encode(stream.localInbox), { timeout: this.opts.requestTimeoutMs ?? 5_000 });
       } catch {
         // No responders or no answer in time: the agent is down, or the node has none.
-        throw unavailable(`node agent for node ${target.node} is not answering`);
+        throw unavailable(`node agent for node ${node} is not answering`);
       }
       const kind = streamFrameOf(reply);
       if (kind === StreamFrame.Error) throw decodeStreamError(reply.data);
       const remote = reply.headers?.get(STREAM_INBOX_HEADER);
-      if (kind !== StreamFrame.Ack || !remote) throw internal(`node agent for node ${target.node} sent an unexpected reply`);
+      if (kind !== StreamFrame.Ack || !remote) throw internal(`node agent for node ${node} sent an unexpected reply`);
       stream.connect(remote);
       return stream;
     } catch (err) {

@@ -8,11 +8,12 @@ import { badRequest, internal, methodNotAllowed, statusOf, unavailable, type Sta
 import type { BusStream } from "@choreo/kit/bus";
 import type { Logger } from "@choreo/kit/log";
 import { statusToKubeJson } from "@choreo/kit/kube-json";
-import { WebSocketServer, type WebSocket } from "ws";
+import { createWebSocketStream, WebSocketServer, type WebSocket } from "ws";
 import { flag } from "../context.js";
 import { codeOf } from "../respond.js";
 import { parseRoute, type ResourceRoute } from "../routes.js";
-import type { PodStreamQuery, PodStreams } from "./pod-streams.js";
+import type { PodForwardQuery, PodForwardTarget, PodStreamQuery, PodStreams } from "./pod-streams.js";
+import { PORT_FORWARD_PROTOCOL, PORT_FORWARD_TUNNEL_PROTOCOL, servePortForward } from "./port-forward.js";
 
 /** The channel subprotocols served, preferred first (v5 adds the close channel, 255). */
 export const CHANNEL_PROTOCOLS = ["v5.channel.k8s.io", "v4.channel.k8s.io"] as const;
@@ -21,7 +22,7 @@ export const CHANNEL_PROTOCOLS = ["v5.channel.k8s.io", "v4.channel.k8s.io"] as c
 export const Channel = { Stdin: 0, Stdout: 1, Stderr: 2, Error: 3, Resize: 4, Close: 255 } as const;
 
 /** The subresources streamed over an upgrade. */
-export const STREAM_SUBRESOURCES = ["exec", "attach"] as const;
+export const STREAM_SUBRESOURCES = ["exec", "attach", "portforward"] as const;
 
 /** Unsent stdin messages at which the client's socket is paused. */
 const STDIN_HIGH_WATER = 16;
@@ -34,6 +35,8 @@ export interface UpgradeOptions {
   authenticate(req: IncomingMessage, pathname: string): void;
   /** Aborts every open session (the gateway closes). */
   signal: AbortSignal;
+  /** Forwarded connections opened (+1) and closed (-1), for a gauge. */
+  onForwardedConnections?: (delta: number) => void;
 }
 
 /** The HTTP server's 'upgrade' listener: WebSocket sessions for pods/exec and pods/attach, a Status for anything else. */
@@ -46,6 +49,13 @@ export function upgradeHandler(o: UpgradeOptions): (req: IncomingMessage, socket
     maxPayload: 1024 * 1024,
     handleProtocols: (offered) => CHANNEL_PROTOCOLS.find((p) => offered.has(p)) ?? false,
   });
+  // Port-forward's SPDY tunnelled in binary messages: each message is a slice of the SPDY byte stream.
+  const tunnels = new WebSocketServer({
+    noServer: true,
+    perMessageDeflate: false,
+    maxPayload: 16 * 1024 * 1024,
+    handleProtocols: (offered) => (offered.has(PORT_FORWARD_TUNNEL_PROTOCOL) ? PORT_FORWARD_TUNNEL_PROTOCOL : false),
+  });
   return (req, socket, head) => {
     socket.on("error", () => undefined);
     let url: URL;
@@ -54,28 +64,89 @@ export function upgradeHandler(o: UpgradeOptions): (req: IncomingMessage, socket
     } catch {
       url = new URL("http://gateway/");
     }
-    void prepare(o, req, url)
-      .then(({ q, open }) => {
-        wss.handleUpgrade(req, socket, head, (ws) => void session(o, ws, q, open));
-      })
-      .catch((err: unknown) => {
-        const status = statusOf(err);
-        const code = codeOf(status);
-        if (code >= 500) o.log.warn({ err, path: url.pathname }, "stream upgrade failed");
-        else o.log.debug({ path: url.pathname, code, message: status.message }, "stream upgrade refused");
-        refuse(socket, { ...status, code });
-      });
+    const pf = isPortForward(url);
+    const ready = pf
+      ? preparePortForward(o, req, url).then((p) => {
+          const ctx = { ...p, log: o.log, signal: o.signal, ...(o.onForwardedConnections ? { onConnections: o.onForwardedConnections } : {}) };
+          if (p.transport === "websocket") {
+            tunnels.handleUpgrade(req, socket, head, (ws) => void servePortForward(createWebSocketStream(ws), ctx));
+          } else {
+            socket.write(switchingProtocols("SPDY/3.1", PORT_FORWARD_PROTOCOL));
+            if (head.length > 0) socket.unshift(head);
+            void servePortForward(socket, ctx);
+          }
+        })
+      : prepare(o, req, url).then(({ q, open }) => {
+          wss.handleUpgrade(req, socket, head, (ws) => void session(o, ws, q, open));
+        });
+    void ready.catch((err: unknown) => {
+      const status = statusOf(err);
+      const code = codeOf(status);
+      if (code >= 500) o.log.warn({ err, path: url.pathname }, "stream upgrade failed");
+      else o.log.debug({ path: url.pathname, code, message: status.message }, "stream upgrade refused");
+      refuse(socket, { ...status, code });
+    });
   };
+}
+
+/** The route of a streamed subresource, authenticated (401), or the 400/405 saying what is served. */
+function streamRoute(o: UpgradeOptions, req: IncomingMessage, url: URL): ResourceRoute & { subresource: (typeof STREAM_SUBRESOURCES)[number] } {
+  o.authenticate(req, url.pathname);
+  const route = parseRoute(url.pathname);
+  if (route.type !== "resource" || route.info.resource !== "pods" || !isStreamSubresource(route.subresource)) {
+    throw badRequest(`only pods/exec, pods/attach and pods/portforward are served over an upgrade, not ${url.pathname}`);
+  }
+  if (req.method !== "GET" && req.method !== "POST") throw methodNotAllowed(`${req.method ?? ""} is not supported on pods/${route.subresource}`);
+  return { ...route, subresource: route.subresource };
+}
+
+function isPortForward(url: URL): boolean {
+  return /\/pods\/[^/]+\/portforward\/?$/.test(url.pathname);
+}
+
+/** pods/portforward: the pod and the transport checked before the upgrade (raw SPDY/3.1, or SPDY tunnelled in a WebSocket). */
+async function preparePortForward(
+  o: UpgradeOptions,
+  req: IncomingMessage,
+  url: URL,
+): Promise<{ transport: "websocket" | "spdy"; q: PodForwardQuery; target: PodForwardTarget; streams: PodStreams }> {
+  const route = streamRoute(o, req, url);
+  if (!o.streams) throw badRequest("pods/portforward is not served by this api (no node agents to reach)");
+  const q = { namespace: route.namespace, name: route.name };
+  const target = await o.streams.resolveForward(q);
+  const upgrade = String(req.headers.upgrade ?? "").toLowerCase();
+  if (upgrade === "websocket") {
+    const offered = offeredProtocols(req.headers["sec-websocket-protocol"]);
+    if (!offered.includes(PORT_FORWARD_TUNNEL_PROTOCOL)) {
+      throw badRequest(
+        `pods/portforward over a WebSocket speaks ${PORT_FORWARD_TUNNEL_PROTOCOL} (kubectl 1.31 or later); the client offered ${offered.filter(Boolean).join(", ") || "none"}`,
+      );
+    }
+    return { transport: "websocket", q, target, streams: o.streams };
+  }
+  if (upgrade === "spdy/3.1") {
+    const versions = offeredProtocols(req.headers["x-stream-protocol-version"]);
+    if (!versions.includes(PORT_FORWARD_PROTOCOL)) {
+      throw badRequest(`pods/portforward over SPDY/3.1 speaks ${PORT_FORWARD_PROTOCOL}; the client offered ${versions.filter(Boolean).join(", ") || "none"}`);
+    }
+    return { transport: "spdy", q, target, streams: o.streams };
+  }
+  throw badRequest(`pods/portforward needs an upgrade to SPDY/3.1 or to a WebSocket (${PORT_FORWARD_TUNNEL_PROTOCOL}), not ${req.headers.upgrade ?? "none"}`);
+}
+
+/** A header's comma-separated (or repeated) values. */
+function offeredProtocols(header: string | string[] | undefined): string[] {
+  return (Array.isArray(header) ? header.join(",") : String(header ?? "")).split(",").map((s) => s.trim());
+}
+
+/** The 101 of a raw upgrade (SPDY), naming the chosen stream protocol as Kubernetes does. */
+function switchingProtocols(upgrade: string, protocol: string): string {
+  return `HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: ${upgrade}\r\nX-Stream-Protocol-Version: ${protocol}\r\n\r\n`;
 }
 
 /** Everything checked before the upgrade (so errors are HTTP Status responses, as Kubernetes answers them). */
 async function prepare(o: UpgradeOptions, req: IncomingMessage, url: URL): Promise<{ q: PodStreamQuery; open: (signal: AbortSignal) => Promise<BusStream> }> {
-  o.authenticate(req, url.pathname);
-  const route = parseRoute(url.pathname);
-  if (route.type !== "resource" || route.info.resource !== "pods" || !isStreamSubresource(route.subresource)) {
-    throw badRequest(`only pods/exec and pods/attach are served over an upgrade, not ${url.pathname}`);
-  }
-  if (req.method !== "GET" && req.method !== "POST") throw methodNotAllowed(`${req.method ?? ""} is not supported on pods/${route.subresource}`);
+  const route = streamRoute(o, req, url);
   const q = queryOf(route, url);
   if (!o.streams) throw badRequest(`pods/${route.subresource} is not served by this api (no node agents to reach)`);
   const streams = o.streams;
@@ -86,9 +157,7 @@ async function prepare(o: UpgradeOptions, req: IncomingMessage, url: URL): Promi
       `choreo serves pods/${route.subresource} over WebSocket (${CHANNEL_PROTOCOLS.join(", ")}; kubectl 1.31 or later), not ${req.headers.upgrade ?? "this upgrade"}`,
     );
   }
-  const offered = String(req.headers["sec-websocket-protocol"] ?? "")
-    .split(",")
-    .map((s) => s.trim());
+  const offered = offeredProtocols(req.headers["sec-websocket-protocol"]);
   if (!CHANNEL_PROTOCOLS.some((p) => offered.includes(p))) {
     throw badRequest(
       `pods/${route.subresource} speaks the WebSocket subprotocols ${CHANNEL_PROTOCOLS.join(", ")}; the client offered ${offered.filter(Boolean).join(", ") || "none"}`,
