@@ -1,3 +1,4 @@
+import { setMaxListeners } from "node:events";
 /**
  * Anything long-running. `start` runs until `signal` aborts, drains, then
  * resolves; it rejects only on a failure the process cannot live with.
@@ -15,6 +16,8 @@ export interface Runnable {
  */
 export async function runAll(runnables: readonly Runnable[], signal: AbortSignal): Promise<void> {
   const inner = new AbortController();
+  // Each runnable (and what it starts) listens to this one signal: however many there are is not a leak.
+  setMaxListeners(0, inner.signal);
   const stop = (): void => inner.abort(signal.reason);
   if (signal.aborted) stop();
   else signal.addEventListener("abort", stop, { once: true });
