@@ -5,6 +5,7 @@
 import assert from "node:assert/strict";
 import { after, describe, it } from "node:test";
 import { emptyMeta, wrap } from "@choreo/kit";
+import type { Pod } from "@choreo/kit/gen/choreo/core/v1/core";
 import { silentLogger } from "@choreo/kit/log";
 import { waitFor } from "@choreo/kit/testing";
 import { BY_NODE, disrupted, markUnknown, NodeLifecycle, nodeNameOf, podsToEvict, UNREACHABLE_TAINT } from "./node-lifecycle.js";
@@ -74,6 +75,9 @@ describe("node lifecycle on fake informers", () => {
     await api.bind("default", "victim", "n1");
     const pods = api.informer("pod");
     pods.addIndexer(BY_NODE, nodeNameOf);
+    // The victim's last version before its deletion, as a watcher sees it.
+    let last: Pod | undefined;
+    api.informer("pod").addEventHandler({ onUpdate: (_, p) => (last = p) });
     const lifecycle = new NodeLifecycle({
       client: api.client,
       nodes: api.informer("node"),
@@ -98,6 +102,12 @@ describe("node lifecycle on fake informers", () => {
       { ...WAIT, message: "tainted and Ready=Unknown" },
     );
     await waitFor(() => pod() === undefined, { ...WAIT, message: "victim evicted" });
+    const marked = last?.status?.conditions.find((c) => c.type === "DisruptionTarget");
+    assert.deepEqual(
+      [marked?.status, marked?.reason, marked?.message],
+      ["True", "DeletionByTaintManager", "Taint manager: deleting due to NoExecute taint"],
+      "marked DisruptionTarget before its deletion",
+    );
 
     // Back: renewals resume → the taint goes.
     const beat = setInterval(() => void renew().catch(() => undefined), 300);

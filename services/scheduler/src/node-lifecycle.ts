@@ -7,7 +7,7 @@
 // between machines does not matter. Most nodes falling silent at once is a
 // disruption (the control plane or the network, not the nodes): then no node
 // is marked or evicted, as in Kubernetes' full/partial disruption states.
-import { isNotFound, keyOf } from "@choreo/kit";
+import { DISRUPTION_TARGET, isNotFound, keyOf, withPodCondition } from "@choreo/kit";
 import { nowRfc3339 } from "@choreo/kit/apimachinery";
 import type { ApiClient } from "@choreo/kit/client";
 import { retryOnConflict } from "@choreo/kit/client";
@@ -46,6 +46,14 @@ export interface NodeLifecycleOptions {
 }
 
 const hasTaint = (n: Node | undefined) => !!n?.spec?.taints.some((t) => t.key === UNREACHABLE_TAINT && t.effect === "NoExecute");
+
+/** The condition an evicted pod carries (Kubernetes' taint manager, word for word). */
+const TAINT_CONDITION = {
+  type: DISRUPTION_TARGET,
+  status: "True",
+  reason: "DeletionByTaintManager",
+  message: "Taint manager: deleting due to NoExecute taint",
+};
 
 /** The pods to evict from an unreachable node: those not tolerating the taint (pure). */
 export function podsToEvict(pods: readonly Pod[], taint: Taint): Pod[] {
@@ -216,6 +224,23 @@ export class NodeLifecycle implements Runnable {
     this.opts.log.info({ node: name }, "node reachable again: taint removed");
   }
 
+  /**
+   * Marks the pod DisruptionTarget (DeletionByTaintManager) on its latest
+   * version before its deletion, as Kubernetes' taint manager; false when the
+   * name now holds another pod (the one meant is gone).
+   */
+  private async markPod(p: Pod): Promise<boolean> {
+    const pods = this.opts.client.typed("pod");
+    const { namespace, name, uid } = p.metadata!;
+    return retryOnConflict(async () => {
+      const cur = await pods.get(namespace, name);
+      if (cur.metadata?.uid !== uid) return false;
+      const status = withPodCondition(cur.status, TAINT_CONDITION, nowRfc3339());
+      if (status) await pods.updateStatus({ ...cur, status });
+      return true;
+    });
+  }
+
   private async evict(name: string, signal: AbortSignal): Promise<void> {
     const taint: Taint = { key: UNREACHABLE_TAINT, value: "", effect: "NoExecute", timeAdded: "" };
     const victims = podsToEvict(this.opts.pods.byIndex(BY_NODE, name), taint);
@@ -223,6 +248,7 @@ export class NodeLifecycle implements Runnable {
     await this.takeToken(signal);
     for (const p of victims) {
       try {
+        if (!(await this.markPod(p))) continue;
         await this.opts.client.delete("pods", p.metadata!.namespace, p.metadata!.name, { gracePeriodSeconds: 0 });
         this.stats.evictedPods++;
         this.opts.events?.emit(
