@@ -9,6 +9,8 @@ export interface ReplicationConfig {
   burst: number;
   /** Write Events (SuccessfulCreate…); off for benchmarks that count api writes per pod. */
   events: boolean;
+  /** A fault point for the fault scenarios: kill -9 itself when the HPA controller has decided a scale, before writing it. */
+  faultCrashBeforeHpaScale: boolean;
 }
 
 function int(env: NodeJS.ProcessEnv, name: string, dflt: number): number {
@@ -26,5 +28,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ReplicationCon
     workers: int(env, "CHOREO_REPLICATION_WORKERS", 8),
     burst: int(env, "CHOREO_REPLICATION_BURST", 500),
     events: env["CHOREO_EVENTS"] !== "0",
+    faultCrashBeforeHpaScale: env["CHOREO_FAULT_CRASH_BEFORE_HPA_SCALE"] === "1",
   };
 }

@@ -68,7 +68,16 @@ const deploymentController = new DeploymentController({
 const dsController = new DaemonSetController({ client, daemonsets, pods, nodes, recorder: recorderAs("daemonset-controller"), log, registry });
 const jobController = new JobController({ client, jobs, pods, recorder: recorderAs("job-controller"), log, registry });
 const cronJobController = new CronJobController({ client, cronjobs, jobs, recorder: recorderAs("cronjob-controller"), log, registry });
-const hpaController = new HpaController({ client, metrics: client, hpas, pods, recorder: recorderAs("horizontal-pod-autoscaler"), log, registry });
+const hpaController = new HpaController({
+  client,
+  metrics: client,
+  hpas,
+  pods,
+  recorder: recorderAs("horizontal-pod-autoscaler"),
+  log,
+  registry,
+  beforeScale: config.faultCrashBeforeHpaScale ? () => process.kill(process.pid, "SIGKILL") : undefined,
+});
 const disruptionController = new DisruptionController({
   client,
   pdbs,

@@ -52,6 +52,8 @@ export interface HpaControllerOptions {
   calc?: CalcOptions;
   workers?: number;
   registry?: Registry;
+  /** A fault point: called after the decision, right before the scale is written (the fault tests kill -9 the process here). */
+  beforeScale?: (() => void) | undefined;
 }
 
 /** A Go duration as metrics-server writes the window ("15.002s", "1m0s"), in ms. */
@@ -284,6 +286,7 @@ export class HpaController implements Runnable {
     }
 
     if (rescale) {
+      this.opts.beforeScale?.();
       try {
         await this.opts.client.updateScale(resource, namespace, ref.name, desired);
       } catch (err) {
