@@ -6,7 +6,8 @@
 // clock (when it saw renewTime change), like Kubernetes, so clock skew
 // between machines does not matter. Most nodes falling silent at once is a
 // disruption (the control plane or the network, not the nodes): then no node
-// is marked or evicted, as in Kubernetes' full/partial disruption states.
+// is marked or evicted, as in Kubernetes' full/partial disruption states;
+// when it ends, every node gets a fresh grace period.
 import { DISRUPTION_TARGET, isNotFound, keyOf, withPodCondition } from "@choreo/kit";
 import { nowRfc3339 } from "@choreo/kit/apimachinery";
 import type { ApiClient } from "@choreo/kit/client";
@@ -184,7 +185,14 @@ export class NodeLifecycle implements Runnable {
           { silent, nodes: names.length },
           "most nodes silent at once: a control-plane or network outage, not node failures; no node marked or evicted",
         );
-      else this.opts.log.info({ silent, nodes: names.length }, "disruption over: node failures handled again");
+      else {
+        this.opts.log.info({ silent, nodes: names.length }, "disruption over: node failures handled again");
+        // Every node gets a fresh grace period (Kubernetes' handleDisruption resets each probeTimestamp on leaving a
+        // disruption): the nodes' renewals come back one by one, and the last ones are no failed nodes.
+        const at = this.now();
+        for (const n of names) this.observed.set(n, { renewTime: this.observed.get(n)?.renewTime ?? "", at });
+        return true;
+      }
     }
     return now;
   }

@@ -1,0 +1,72 @@
+// Node lifecycle leaving a disruption, on a fake clock and fake informers:
+// the nodes' Leases come back one by one after a control-plane outage, and
+// the last ones back are no failed nodes — every node gets a fresh grace
+// period when the disruption ends (Kubernetes' handleDisruption resets each
+// node's probe time). A node still silent after that period is a failure.
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { emptyMeta } from "@choreo/kit";
+import { silentLogger } from "@choreo/kit/log";
+import { waitFor } from "@choreo/kit/testing";
+import { BY_NODE, NodeLifecycle, nodeNameOf, UNREACHABLE_TAINT } from "./node-lifecycle.js";
+import { FakeApi, fakeNode } from "./testing.js";
+
+describe("node lifecycle after a disruption", () => {
+  it("the nodes renewing last after an outage get a fresh grace period; one silent past it is marked", async () => {
+    const api = new FakeApi();
+    for (const n of ["n1", "n2"]) await api.client.typed("node").create(fakeNode(n));
+    let t = 0;
+    const pods = api.informer("pod");
+    pods.addIndexer(BY_NODE, nodeNameOf);
+    const nodes = api.informer("node");
+    const leases = api.informer("lease");
+    const lifecycle = new NodeLifecycle({ client: api.client, nodes, leases, pods, log: silentLogger(), graceMs: 1_000, evictionMs: 1_000, now: () => t });
+    await waitFor(() => nodes.keys().length === 2, { timeoutMs: 10_000, message: "the node informer filled" });
+    const signal = new AbortController().signal;
+    /** n renews its Lease at the current (fake) time; resolves once the lifecycle's informer saw it. */
+    const renew = async (name: string): Promise<void> => {
+      const renewTime = new Date(1_700_000_000_000 + t).toISOString();
+      const spec = { holderIdentity: name, leaseDurationSeconds: 1, acquireTime: renewTime, renewTime, leaseTransitions: 0 };
+      const l = await api.client
+        .typed("lease")
+        .get("kube-node-lease", name)
+        .catch(() => undefined);
+      if (l) await api.client.typed("lease").update({ ...l, spec });
+      else
+        await api.client
+          .typed("lease")
+          .create({ apiVersion: "coordination.k8s.io/v1", kind: "Lease", metadata: emptyMeta({ name, namespace: "kube-node-lease" }), spec });
+      await waitFor(() => leases.get(`kube-node-lease/${name}`)?.spec?.renewTime === renewTime, { timeoutMs: 10_000, message: `${name}'s lease seen` });
+    };
+    const tainted = (name: string): boolean =>
+      api.values("node").some((n) => n.metadata?.name === name && n.spec?.taints.some((x) => x.key === UNREACHABLE_TAINT));
+
+    await renew("n1");
+    await renew("n2");
+    await lifecycle.reconcile("n1", signal);
+    await lifecycle.reconcile("n2", signal);
+    // The outage: both silent past the grace period — a disruption, nobody marked.
+    t = 2_000;
+    await lifecycle.reconcile("n1", signal);
+    await lifecycle.reconcile("n2", signal);
+    assert.equal(lifecycle.stats.markedUnknown, 0, "no node marked in the disruption");
+    // n1 is back first; n2, silent for 2.1 s, is checked before its renewal comes in: not a failure.
+    await renew("n1");
+    t = 2_100;
+    await lifecycle.reconcile("n2", signal);
+    assert.equal(lifecycle.stats.markedUnknown, 0, "the node renewing last after the outage is not marked");
+    assert.ok(!tainted("n2"));
+    t = 2_600;
+    await renew("n2");
+    await lifecycle.reconcile("n2", signal);
+    assert.equal(lifecycle.stats.markedUnknown, 0);
+
+    // Later, n2 alone falls silent past its grace period (n1 renewing): a node failure, marked.
+    t = 3_000;
+    await renew("n1");
+    t = 3_700;
+    await lifecycle.reconcile("n2", signal);
+    assert.equal(lifecycle.stats.markedUnknown, 1, "a node silent past its grace, beside a healthy one, is marked");
+    assert.ok(tainted("n2"));
+  });
+});
