@@ -199,60 +199,89 @@ export function execScenarios(runtime: RealRuntime): void {
     );
 
     it(
-      "kubectl 1.20 (SPDY only) gets a Status saying choreo speaks WebSocket",
+      "kubectl 1.20 speaks SPDY/3.1: stdout, stderr and exit 3; stdin piped; cp of 1 MB in and out; a missing pod",
       { skip: existsSync(KUBECTL_120) ? false : "kubectl 1.20 is not installed" },
       () =>
         withLogsOnFailure(c, async () => {
-          const r = await run(KUBECTL_120, ["exec", "shell", "-c", "main", "--", "true"], c.kubeconfig);
-          assert.notEqual(r.code, 0);
-          assert.match(r.stderr, /BadRequest.*WebSocket \(v5\.channel\.k8s\.io.*not SPDY/);
-          const noPod = await run(KUBECTL_120, ["exec", "nopod", "--", "true"], c.kubeconfig);
+          const old = (args: string[], input?: string) => run(KUBECTL_120, args, c.kubeconfig, input !== undefined ? { input } : {});
+          const r = await old(["exec", "shell", "-c", "main", "--", "sh", "-c", "echo out; echo err >&2; exit 3"]);
+          assert.equal(r.code, 3, `exit code 3: ${r.stderr}`);
+          assert.equal(r.stdout, "out\n");
+          assert.match(r.stderr, /^err$/m);
+          const piped = await old(["exec", "-i", "shell", "-c", "main", "--", "sh", "-c", "cat; echo done"], "hi\nthere\n");
+          assert.equal(piped.code, 0, piped.stderr);
+          assert.equal(piped.stdout, "hi\nthere\ndone\n");
+          const src = path.join(c.dir, "random-120.bin");
+          const back = path.join(c.dir, "random-120.back");
+          const data = randomBytes(1024 * 1024);
+          writeFileSync(src, data);
+          const cpIn = await old(["cp", src, "shell:/tmp/random-120.bin", "-c", "main"]);
+          assert.equal(cpIn.code, 0, cpIn.stderr);
+          const cpOut = await old(["cp", "shell:/tmp/random-120.bin", back, "-c", "main"]);
+          assert.equal(cpOut.code, 0, cpOut.stderr);
+          assert.ok(readFileSync(back).equals(data), "the bytes came back equal");
+          const noPod = await old(["exec", "nopod", "--", "true"]);
+          assert.notEqual(noPod.code, 0);
           assert.match(noPod.stderr, /pods "nopod" not found/);
         }),
     );
 
-    it(
-      "an interactive shell under tmux shows a prompt, runs what is typed and sees the terminal resized",
-      { skip: runtime !== "docker" ? "a tty is docker-only for now" : !tmuxAvailable() ? "tmux is not installed" : false },
-      () =>
-        withLogsOnFailure(c, async () => {
-          const session = `choreo-exec-${path.basename(c.dir).replace(/[^a-zA-Z0-9]/g, "")}`;
-          const tmux = (...args: string[]): string => execFileSync("tmux", args, { encoding: "utf8" });
-          const screen = (): string => tmux("capture-pane", "-p", "-t", session);
-          tmux(
-            "new-session",
-            "-d",
-            "-s",
-            session,
-            "-x",
-            "100",
-            "-y",
-            "30",
-            `env KUBECONFIG=${c.kubeconfig} HOME=${c.dir} kubectl exec -it shell -c main -- sh; sleep 600`,
-          );
-          try {
-            await waitFor(() => /[#$]\s*$/m.test(screen()), { timeoutMs: 30_000, message: `a prompt: ${screen()}` });
-            tmux("send-keys", "-t", session, "echo hello-$WHO; stty size", "Enter");
-            await waitFor(() => /^hello-main$/m.test(screen()) && /^30 100$/m.test(screen()), { timeoutMs: 30_000, message: "echo and the first size" });
-            tmux("resize-window", "-t", session, "-x", "120", "-y", "40");
-            // kubectl sends the new size on SIGWINCH; ask until the shell sees it.
-            await waitFor(
-              () => {
-                tmux("send-keys", "-t", session, "clear; stty size", "Enter");
-                return /^40 120$/m.test(screen());
-              },
-              { timeoutMs: 30_000, intervalMs: 500, message: `the resized terminal: ${screen()}` },
+    for (const [kubectlBin, version] of [
+      ["kubectl", "1.32 (WebSocket)"],
+      [KUBECTL_120, "1.20 (SPDY/3.1)"],
+    ] as const) {
+      it(
+        `an interactive shell under tmux with kubectl ${version} shows a prompt, runs what is typed and sees the terminal resized`,
+        {
+          skip:
+            runtime !== "docker"
+              ? "a tty is docker-only for now"
+              : !tmuxAvailable()
+                ? "tmux is not installed"
+                : !existsSync(kubectlBin) && kubectlBin !== "kubectl"
+                  ? "this kubectl is not installed"
+                  : false,
+        },
+        () =>
+          withLogsOnFailure(c, async () => {
+            const session = `choreo-exec-${path.basename(c.dir).replace(/[^a-zA-Z0-9]/g, "")}-${kubectlBin === "kubectl" ? "new" : "old"}`;
+            const tmux = (...args: string[]): string => execFileSync("tmux", args, { encoding: "utf8" });
+            const screen = (): string => tmux("capture-pane", "-p", "-t", session);
+            tmux(
+              "new-session",
+              "-d",
+              "-s",
+              session,
+              "-x",
+              "100",
+              "-y",
+              "30",
+              `env KUBECONFIG=${c.kubeconfig} HOME=${c.dir} ${kubectlBin} exec -it shell -c main -- sh; sleep 600`,
             );
-            tmux("send-keys", "-t", session, "exit 7", "Enter");
-            await waitFor(() => /command terminated with exit code 7/.test(screen()), { timeoutMs: 30_000, message: `the shell exited: ${screen()}` });
-          } finally {
             try {
-              tmux("kill-session", "-t", session);
-            } catch {
-              // already gone
+              await waitFor(() => /[#$]\s*$/m.test(screen()), { timeoutMs: 30_000, message: `a prompt: ${screen()}` });
+              tmux("send-keys", "-t", session, "echo hello-$WHO; stty size", "Enter");
+              await waitFor(() => /^hello-main$/m.test(screen()) && /^30 100$/m.test(screen()), { timeoutMs: 30_000, message: "echo and the first size" });
+              tmux("resize-window", "-t", session, "-x", "120", "-y", "40");
+              // kubectl sends the new size on SIGWINCH; ask until the shell sees it.
+              await waitFor(
+                () => {
+                  tmux("send-keys", "-t", session, "clear; stty size", "Enter");
+                  return /^40 120$/m.test(screen());
+                },
+                { timeoutMs: 30_000, intervalMs: 500, message: `the resized terminal: ${screen()}` },
+              );
+              tmux("send-keys", "-t", session, "exit 7", "Enter");
+              await waitFor(() => /command terminated with exit code 7/.test(screen()), { timeoutMs: 30_000, message: `the shell exited: ${screen()}` });
+            } finally {
+              try {
+                tmux("kill-session", "-t", session);
+              } catch {
+                // already gone
+              }
             }
-          }
-        }),
-    );
+          }),
+      );
+    }
   });
 }

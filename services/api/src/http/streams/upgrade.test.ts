@@ -94,14 +94,17 @@ describe("pods/exec and pods/attach upgrades", () => {
     assert.deepEqual(streams.opened, [], "no session was opened");
   });
 
-  it("answers SPDY with what it speaks, after the same checks; a plain request is 400 Upgrade request required", async () => {
-    const spdy = (path: string) =>
-      new Promise<{ code: number; body: Record<string, unknown> }>((resolve, reject) => {
+  it("upgrades SPDY/3.1 to v4.channel.k8s.io after the same checks, refuses other versions; a plain request is 400 Upgrade request required", async () => {
+    const spdy = (path: string, version = "v4.channel.k8s.io") =>
+      new Promise<{ code: number; body: Record<string, unknown>; protocol?: string }>((resolve, reject) => {
         const req = http.request(`${t.base}${path}`, {
           method: "POST",
-          headers: { Connection: "Upgrade", Upgrade: "SPDY/3.1", "X-Stream-Protocol-Version": "v4.channel.k8s.io" },
+          headers: { Connection: "Upgrade", Upgrade: "SPDY/3.1", "X-Stream-Protocol-Version": version },
         });
-        req.on("upgrade", () => reject(new Error("upgraded")));
+        req.on("upgrade", (res, socket) => {
+          socket.destroy();
+          resolve({ code: res.statusCode ?? 0, body: {}, protocol: String(res.headers["x-stream-protocol-version"]) });
+        });
         req.on("response", (res) => {
           let text = "";
           res.on("data", (b: Buffer) => (text += b.toString()));
@@ -110,13 +113,13 @@ describe("pods/exec and pods/attach upgrades", () => {
         req.on("error", reject);
         req.end();
       });
-    const r = await spdy(`${PODS}/one/exec?command=true&stdout=true`);
-    assert.equal(r.code, 400);
-    assert.match(
-      String(r.body["message"]),
-      /choreo serves pods\/exec over WebSocket \(v5\.channel\.k8s\.io, v4\.channel\.k8s\.io; kubectl 1\.31 or later\), not SPDY\/3\.1/,
-    );
+    const old = await spdy(`${PODS}/one/exec?command=true&stdout=true`, "channel.k8s.io");
+    assert.equal(old.code, 400);
+    assert.match(String(old.body["message"]), /pods\/exec over SPDY\/3\.1 speaks v4\.channel\.k8s\.io; the client offered channel\.k8s\.io/);
     assert.equal((await spdy(`${PODS}/nope/attach?stdout=true`)).code, 404, "the pod is checked first");
+    const up = await spdy(`${PODS}/one/exec?command=true&stdout=true`);
+    assert.equal(up.code, 101);
+    assert.equal(up.protocol, "v4.channel.k8s.io");
     const plain = await t.call("POST", `${PODS}/one/exec?command=true&stdout=true`);
     assert.equal(plain.status, 400);
     assert.equal(plain.json["message"], "Upgrade request required");

@@ -1,31 +1,29 @@
-// pods/exec and pods/attach: the HTTP upgrade to a WebSocket (Kubernetes'
-// channel protocol, v5.channel.k8s.io / v4.channel.k8s.io) bridged onto a
-// bus stream to the pod's node agent. Protocol notes: ./README.md.
+// The gateway's upgrades, bridged onto bus streams to the pod's node agent:
+// pods/exec and pods/attach over a WebSocket (v5.channel.k8s.io /
+// v4.channel.k8s.io) or SPDY/3.1 (v4.channel.k8s.io); pods/portforward over
+// SPDY/3.1, raw or tunnelled in a WebSocket. Protocol notes: ./README.md.
 import { setMaxListeners } from "node:events";
 import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
-import { badRequest, internal, methodNotAllowed, statusOf, unavailable, type Status } from "@choreo/kit";
+import { badRequest, methodNotAllowed, statusOf, type Status } from "@choreo/kit";
 import type { BusStream } from "@choreo/kit/bus";
 import type { Logger } from "@choreo/kit/log";
 import { statusToKubeJson } from "@choreo/kit/kube-json";
-import { createWebSocketStream, WebSocketServer, type WebSocket } from "ws";
+import { createWebSocketStream, WebSocketServer } from "ws";
 import { flag } from "../context.js";
 import { codeOf } from "../respond.js";
 import { parseRoute, type ResourceRoute } from "../routes.js";
 import type { PodForwardQuery, PodForwardTarget, PodStreamQuery, PodStreams } from "./pod-streams.js";
 import { PORT_FORWARD_PROTOCOL, PORT_FORWARD_TUNNEL_PROTOCOL, servePortForward } from "./port-forward.js";
+import { runExecSession, serveSpdyExec, SPDY_CHANNEL_PROTOCOL, webSocketPeer } from "./exec-session.js";
 
 /** The channel subprotocols served, preferred first (v5 adds the close channel, 255). */
 export const CHANNEL_PROTOCOLS = ["v5.channel.k8s.io", "v4.channel.k8s.io"] as const;
 
-/** Kubernetes' remotecommand channels. */
-export const Channel = { Stdin: 0, Stdout: 1, Stderr: 2, Error: 3, Resize: 4, Close: 255 } as const;
+export { Channel } from "./exec-session.js";
 
 /** The subresources streamed over an upgrade. */
 export const STREAM_SUBRESOURCES = ["exec", "attach", "portforward"] as const;
-
-/** Unsent stdin messages at which the client's socket is paused. */
-const STDIN_HIGH_WATER = 16;
 
 /** Options of {@link upgradeHandler}. */
 export interface UpgradeOptions {
@@ -76,8 +74,14 @@ export function upgradeHandler(o: UpgradeOptions): (req: IncomingMessage, socket
             void servePortForward(socket, ctx);
           }
         })
-      : prepare(o, req, url).then(({ q, open }) => {
-          wss.handleUpgrade(req, socket, head, (ws) => void session(o, ws, q, open));
+      : prepare(o, req, url).then(({ q, open, transport }) => {
+          if (transport === "websocket") {
+            wss.handleUpgrade(req, socket, head, (ws) => void runExecSession(o, webSocketPeer(ws), q, open));
+          } else {
+            socket.write(switchingProtocols("SPDY/3.1", SPDY_CHANNEL_PROTOCOL));
+            if (head.length > 0) socket.unshift(head);
+            void serveSpdyExec(socket, o, q, open);
+          }
         });
     void ready.catch((err: unknown) => {
       const status = statusOf(err);
@@ -145,16 +149,30 @@ function switchingProtocols(upgrade: string, protocol: string): string {
 }
 
 /** Everything checked before the upgrade (so errors are HTTP Status responses, as Kubernetes answers them). */
-async function prepare(o: UpgradeOptions, req: IncomingMessage, url: URL): Promise<{ q: PodStreamQuery; open: (signal: AbortSignal) => Promise<BusStream> }> {
+async function prepare(
+  o: UpgradeOptions,
+  req: IncomingMessage,
+  url: URL,
+): Promise<{ q: PodStreamQuery; open: (signal: AbortSignal) => Promise<BusStream>; transport: "websocket" | "spdy" }> {
   const route = streamRoute(o, req, url);
   const q = queryOf(route, url);
   if (!o.streams) throw badRequest(`pods/${route.subresource} is not served by this api (no node agents to reach)`);
   const streams = o.streams;
   const target = await streams.resolve(q);
+  const open = (signal: AbortSignal): Promise<BusStream> => streams.open(q, target, signal);
   const upgrade = String(req.headers.upgrade ?? "").toLowerCase();
+  if (upgrade === "spdy/3.1") {
+    const versions = offeredProtocols(req.headers["x-stream-protocol-version"]);
+    if (!versions.includes(SPDY_CHANNEL_PROTOCOL)) {
+      throw badRequest(
+        `pods/${route.subresource} over SPDY/3.1 speaks ${SPDY_CHANNEL_PROTOCOL}; the client offered ${versions.filter(Boolean).join(", ") || "none"}`,
+      );
+    }
+    return { q, open, transport: "spdy" };
+  }
   if (upgrade !== "websocket") {
     throw badRequest(
-      `choreo serves pods/${route.subresource} over WebSocket (${CHANNEL_PROTOCOLS.join(", ")}; kubectl 1.31 or later), not ${req.headers.upgrade ?? "this upgrade"}`,
+      `pods/${route.subresource} needs an upgrade to a WebSocket (${CHANNEL_PROTOCOLS.join(", ")}) or to SPDY/3.1 (${SPDY_CHANNEL_PROTOCOL}), not ${req.headers.upgrade ?? "none"}`,
     );
   }
   const offered = offeredProtocols(req.headers["sec-websocket-protocol"]);
@@ -163,7 +181,7 @@ async function prepare(o: UpgradeOptions, req: IncomingMessage, url: URL): Promi
       `pods/${route.subresource} speaks the WebSocket subprotocols ${CHANNEL_PROTOCOLS.join(", ")}; the client offered ${offered.filter(Boolean).join(", ") || "none"}`,
     );
   }
-  return { q, open: (signal) => streams.open(q, target, signal) };
+  return { q, open, transport: "websocket" };
 }
 
 function isStreamSubresource(s: string): s is (typeof STREAM_SUBRESOURCES)[number] {
@@ -194,102 +212,4 @@ function refuse(socket: Duplex, status: Status): void {
     `HTTP/1.1 ${status.code} ${status.reason || "Error"}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
       `Cache-Control: no-cache, private\r\nConnection: close\r\n\r\n${body}`,
   );
-}
-
-/** One upgraded session: the bus stream opened, then bytes bridged both ways until the agent's end or either side leaving. */
-async function session(o: UpgradeOptions, ws: WebSocket, q: PodStreamQuery, open: (signal: AbortSignal) => Promise<BusStream>): Promise<void> {
-  const ac = new AbortController();
-  const leave = (): void => ac.abort();
-  ws.once("close", leave);
-  o.signal.addEventListener("abort", leave, { once: true });
-  const pod = `${q.namespace}/${q.name}`;
-  // Until the stream is open, the client's messages wait here (kubectl sends its terminal size at once).
-  const early: Buffer[] = [];
-  let stream: BusStream | undefined;
-  let queue = Promise.resolve();
-  let pending = 0;
-  ws.on("message", (data: Buffer, isBinary: boolean) => {
-    if (!isBinary || data.length === 0) return;
-    if (!stream) {
-      early.push(data);
-      return;
-    }
-    forward(data);
-  });
-  const forward = (data: Buffer): void => {
-    const s = stream;
-    if (!s) return;
-    const channel = data[0];
-    const body = data.subarray(1);
-    pending++;
-    if (pending >= STDIN_HIGH_WATER) ws.pause();
-    queue = queue.then(async () => {
-      if (channel === Channel.Close) {
-        if (body[0] === Channel.Stdin) s.closeChannel(Channel.Stdin);
-      } else if (channel === Channel.Stdin || channel === Channel.Resize) {
-        await s.send(channel, body);
-      }
-      pending--;
-      if (pending < STDIN_HIGH_WATER / 2 && ws.isPaused) ws.resume();
-    });
-  };
-  try {
-    stream = await open(ac.signal);
-  } catch (err) {
-    await finish(ws, statusOf(err));
-    o.signal.removeEventListener("abort", leave);
-    return;
-  }
-  o.log.debug({ pod, attach: q.attach, stdin: q.stdin, tty: q.tty }, "stream session open");
-  for (const d of early.splice(0)) forward(d);
-  const s = stream;
-  let final: Status | undefined;
-  try {
-    for await (const ev of s.events()) {
-      if (ev.kind === "data") {
-        if ((ev.channel === Channel.Stdout && q.stdout) || (ev.channel === Channel.Stderr && (q.stderr || q.tty))) {
-          await sendFrame(ws, ev.channel, ev.data);
-        }
-      } else if (ev.kind === "end") {
-        final = ev.status ?? SUCCESS;
-        break;
-      }
-    }
-  } catch (err) {
-    final = statusOf(err);
-  }
-  if (!final) {
-    // The client left (the agent was told by the stream's signal), the api is stopping, or the agent went away.
-    if (o.signal.aborted) final = unavailable("the api is shutting down").status;
-    else if (!ac.signal.aborted) {
-      final =
-        s.why === "idle"
-          ? unavailable("the node agent stopped answering").status
-          : (s.abortStatus ?? internal("the stream to the node agent ended unexpectedly").status);
-    }
-  }
-  s.close();
-  o.signal.removeEventListener("abort", leave);
-  o.log.debug({ pod, status: final?.status, reason: final?.reason, why: s.why }, "stream session closed");
-  await finish(ws, final);
-}
-
-const SUCCESS: Status = { ...unavailable("").status, status: "Success", code: 0, reason: "", message: "" };
-
-/** One channel message, resolved once written (back-pressure towards the agent). */
-function sendFrame(ws: WebSocket, channel: number, data: Uint8Array): Promise<void> {
-  if (ws.readyState !== ws.OPEN) return Promise.resolve();
-  const frame = Buffer.allocUnsafe(data.length + 1);
-  frame[0] = channel;
-  frame.set(data, 1);
-  return new Promise((resolve) => ws.send(frame, { binary: true }, () => resolve()));
-}
-
-/** The error channel's last word (a Status), then a normal close: kubectl reads it and exits with the code it carries. */
-async function finish(ws: WebSocket, status: Status | undefined): Promise<void> {
-  if (status && ws.readyState === ws.OPEN) {
-    const body = status.status === "Success" ? { kind: "Status", apiVersion: "v1", metadata: {}, status: "Success" } : statusToKubeJson(status);
-    await sendFrame(ws, Channel.Error, Buffer.from(JSON.stringify(body)));
-  }
-  if (ws.readyState === ws.OPEN) ws.close(1000);
 }
