@@ -13,6 +13,11 @@
  *       enters the namespaces of container process PID (their root is the
  *       pivoted one), forks into its pid namespace, confines the child the
  *       same way and execs COMMAND with the spec's env; exits with its status.
+ *   choreo-exec join --tty PID SPECFILE -- COMMAND...
+ *       the same with a terminal: COMMAND's stdin, stdout and stderr are a
+ *       pty (its controlling terminal, in a session of its own); choreo-exec
+ *       relays its own stdin to the pty and the pty to its stdout, and sets
+ *       the window size from lines "COLS ROWS\n" read on fd 3 (when open).
  *   choreo-exec hostname
  *       sets the hostname of the current UTS namespace to stdin, verbatim.
  *
@@ -32,18 +37,22 @@
 #include <linux/capability.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <poll.h>
+#include <signal.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 #ifndef __x86_64__
@@ -304,7 +313,141 @@ static int start(const char *root, const char *specfile) {
   return 126;
 }
 
-static int join(const char *pidarg, const char *specfile, char **command) {
+/* ---- a terminal for join --tty --------------------------------------------- */
+
+/*
+ * The pty is the host's (/dev/ptmx opened before entering the container's
+ * mount namespace, so nothing of the container's /dev is trusted or needed):
+ * the command holds the slave by fd, which is all a terminal takes (its
+ * /dev/tty is the 5,0 node of the minimal /dev, which opens the controlling
+ * terminal whatever its path).
+ */
+struct tty {
+  int master, slave;
+};
+
+static void open_tty(struct tty *t) {
+  t->master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+  if (t->master < 0) die(126, "open a pty");
+  if (grantpt(t->master) < 0 || unlockpt(t->master) < 0) die(126, "unlock the pty");
+  /* The slave by its master (Linux 4.13), no path lookup; its name otherwise. */
+  t->slave = ioctl(t->master, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC);
+  if (t->slave < 0) {
+    const char *name = ptsname(t->master);
+    if (!name || (t->slave = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC)) < 0) die(126, "open the pty's slave");
+  }
+}
+
+/* In the child, before confinement: a session of its own with the pty as its controlling terminal on 0, 1 and 2. */
+static void take_tty(struct tty *t) {
+  if (setsid() < 0) die(126, "setsid");
+  if (ioctl(t->slave, TIOCSCTTY, 0) < 0) die(126, "make the pty the controlling terminal");
+  for (int fd = 0; fd < 3; fd++) if (dup2(t->slave, fd) < 0) die(126, "dup2 the pty");
+  close(t->slave);
+  close(t->master);
+  /* choreo-exec killed (the agent kills its process group, which the command left with setsid): the command goes too. */
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0) die(126, "parent death signal");
+}
+
+/* Writes all of buf (the agent's stdout pipe: blocking, its back-pressure is the relay's). */
+static int write_all(int fd, const char *buf, size_t n) {
+  while (n > 0) {
+    ssize_t w = write(fd, buf, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return -1;
+    }
+    buf += w;
+    n -= (size_t)w;
+  }
+  return 0;
+}
+
+/* Applies each complete "COLS ROWS\n" line of sizes; keeps a partial last line. Returns the bytes kept. */
+static size_t apply_sizes(int master, char *buf, size_t len) {
+  size_t start = 0;
+  for (size_t i = 0; i < len; i++) {
+    if (buf[i] != '\n') continue;
+    buf[i] = '\0';
+    unsigned cols, rows;
+    if (sscanf(buf + start, "%u %u", &cols, &rows) == 2 && cols <= 0xffff && rows <= 0xffff) {
+      struct winsize ws = {.ws_row = (unsigned short)rows, .ws_col = (unsigned short)cols};
+      ioctl(master, TIOCSWINSZ, &ws); /* SIGWINCH to the terminal's foreground group */
+    }
+    start = i + 1;
+  }
+  if (start == len) return 0;
+  if (start == 0 && len == 64) return 0; /* a line too long to be a size: dropped */
+  memmove(buf, buf + start, len - start);
+  return len - start;
+}
+
+/*
+ * The parent's side: our stdin → the master (buffered, non-blocking, so a
+ * command not reading its input never stops its output), the master → our
+ * stdout, fd 3 → window sizes; until the child exited and the master has
+ * nothing more (EIO once no process holds the slave; a short quiet spell when
+ * something the command left in the background still does). Returns the
+ * child's wait status.
+ */
+static int relay(pid_t child, int master, int sizes) {
+  int pidfd = (int)syscall(SYS_pidfd_open, child, 0);
+  if (pidfd < 0) die(126, "pidfd_open");
+  if (fcntl(master, F_SETFL, fcntl(master, F_GETFL) | O_NONBLOCK) < 0) die(126, "non-blocking pty");
+  int in_open = 1, sizes_open = sizes >= 0, exited = 0, status = 0;
+  char in[4096], out[32768], sz[64];
+  size_t in_len = 0, sz_len = 0;
+  for (;;) {
+    struct pollfd p[4] = {
+      {in_open && !exited && in_len < sizeof in ? 0 : -1, POLLIN, 0},
+      {master, POLLIN | (in_len && !exited ? POLLOUT : 0), 0},
+      {sizes_open && !exited ? sizes : -1, POLLIN, 0},
+      {exited ? -1 : pidfd, POLLIN, 0},
+    };
+    int n = poll(p, 4, exited ? 200 : -1);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      die(126, "poll");
+    }
+    if (n == 0) break; /* exited, and the terminal stayed quiet */
+    if (p[3].revents) {
+      while (waitpid(child, &status, 0) < 0) if (errno != EINTR) die(126, "wait");
+      exited = 1;
+    }
+    if (p[0].revents) {
+      ssize_t r = read(0, in + in_len, sizeof in - in_len);
+      if (r > 0) in_len += (size_t)r;
+      else if (r == 0 || errno != EINTR) in_open = 0; /* stdin's end: the terminal stays, the command decides */
+    }
+    if (p[2].revents) {
+      ssize_t r = read(sizes, sz + sz_len, sizeof sz - sz_len);
+      if (r > 0) sz_len = apply_sizes(master, sz, sz_len + (size_t)r);
+      else if (r == 0 || errno != EINTR) sizes_open = 0;
+    }
+    if (p[1].revents & POLLOUT) {
+      ssize_t w = write(master, in, in_len);
+      if (w > 0) {
+        memmove(in, in + w, in_len - (size_t)w);
+        in_len -= (size_t)w;
+      }
+    }
+    if (p[1].revents & (POLLIN | POLLHUP | POLLERR)) {
+      ssize_t r = read(master, out, sizeof out);
+      if (r > 0) {
+        if (write_all(1, out, (size_t)r) < 0) break; /* nobody reads us any more */
+      } else if (r == 0 || (errno != EAGAIN && errno != EINTR)) {
+        /* EIO: no process holds the slave any more */
+        if (exited) break;
+        while (waitpid(child, &status, 0) < 0) if (errno != EINTR) die(126, "wait");
+        break;
+      }
+    }
+  }
+  return status;
+}
+
+/* tty: -1 for none, else the fd of the window sizes (-2 when there is none). */
+static int join(const char *pidarg, const char *specfile, char **command, int tty) {
   struct spec s;
   read_spec(specfile, &s);
   static const struct { const char *name; int type; } nss[] = {
@@ -317,17 +460,26 @@ static int join(const char *pidarg, const char *specfile, char **command) {
     snprintf(p, sizeof p, "/proc/%s/ns/%s", pidarg, nss[i].name);
     if ((fds[i] = open(p, O_RDONLY | O_CLOEXEC)) < 0) die(126, "open %s", p);
   }
+  /* The terminal too: the host's /dev/ptmx, before the container's root is ours. */
+  struct tty t = {-1, -1};
+  if (tty != -1) open_tty(&t);
   for (int i = 0; i < 5; i++) if (setns(fds[i], nss[i].type) < 0) die(126, "setns %s", nss[i].name);
   /* Entering the mount namespace set our root to its root: the container's, pivoted. */
   pid_t child = fork();
   if (child < 0) die(126, "fork");
   if (child == 0) {
+    if (tty != -1) take_tty(&t);
     if (chdir(s.workdir) < 0) die(126, "chdir %s", s.workdir);
     confine();
     exec_command(command, s.env);
   }
   int status;
-  while (waitpid(child, &status, 0) < 0) if (errno != EINTR) die(126, "wait");
+  if (tty != -1) {
+    close(t.slave);
+    status = relay(child, t.master, tty);
+  } else {
+    while (waitpid(child, &status, 0) < 0) if (errno != EINTR) die(126, "wait");
+  }
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
@@ -343,8 +495,15 @@ static int set_hostname(void) {
 int main(int argc, char **argv) {
   errno = 0;
   if (argc == 4 && strcmp(argv[1], "start") == 0) return start(argv[2], argv[3]);
-  if (argc >= 6 && strcmp(argv[1], "join") == 0 && strcmp(argv[4], "--") == 0) return join(argv[2], argv[3], argv + 5);
+  if (argc >= 6 && strcmp(argv[1], "join") == 0 && strcmp(argv[4], "--") == 0) return join(argv[2], argv[3], argv + 5, -1);
+  if (argc >= 7 && strcmp(argv[1], "join") == 0 && strcmp(argv[2], "--tty") == 0 && strcmp(argv[5], "--") == 0) {
+    /* fd 3 checked before anything is opened (an fd opened later could take its number). */
+    int sizes = fcntl(3, F_GETFD) >= 0 ? 3 : -2;
+    /* Our own errors on the terminal's stream: a tty has no stderr of its own. */
+    if (dup2(1, 2) < 0) return 126;
+    return join(argv[3], argv[4], argv + 6, sizes);
+  }
   if (argc == 2 && strcmp(argv[1], "hostname") == 0) return set_hostname();
-  die(2, "usage: choreo-exec start ROOTFS SPECFILE | join PID SPECFILE -- COMMAND... | hostname < NAME");
+  die(2, "usage: choreo-exec start ROOTFS SPECFILE | join [--tty] PID SPECFILE -- COMMAND... | hostname < NAME");
   return 2;
 }

@@ -1,7 +1,8 @@
-import { spawn } from "node:child_process";
+import { spawn, type ChildProcess, type StdioOptions } from "node:child_process";
 import { constants } from "node:os";
 import fs from "node:fs";
-import { RuntimeRequestError, type ExecResult, type StreamOptions, type StreamSession } from "../runtime.js";
+import { Writable } from "node:stream";
+import { type ExecResult, type StreamOptions, type StreamSession } from "../runtime.js";
 import { HELPER } from "./helper.js";
 import { signal } from "./proc.js";
 import { execSpecPath, writeExecSpec, type ExecSpecSource } from "./scripts.js";
@@ -54,35 +55,68 @@ export function execIn(pid: number, spec: ExecSpecSource & { dir: string }, comm
 
 /**
  * Runs `command` in the container of process `pid` as `execIn` does, with
- * stdin piped when asked and stdout and stderr streamed (pods/exec). No
- * tty: the process runtime has no terminal to give yet (a RuntimeRequestError
- * says so). `kill` kills the whole process group.
+ * stdin piped when asked and stdout and stderr streamed (pods/exec). With a
+ * tty, `execTtyIn`. `kill` kills the whole process group.
  */
 export function execStreamIn(pid: number, spec: ExecSpecSource & { dir: string }, command: readonly string[], opts: StreamOptions): StreamSession {
-  if (opts.tty) throw new RuntimeRequestError("a tty is not supported by the process runtime yet: exec without -t, or run the pod on a docker node");
-  const file = execSpecPath(spec.dir);
-  if (!fs.existsSync(file)) writeExecSpec(spec);
-  const child = spawn(HELPER, ["join", String(pid), file, "--", ...command], {
-    detached: true,
-    stdio: [opts.stdin ? "pipe" : "ignore", "pipe", "pipe"],
-    env: {},
-  });
+  if (opts.tty) return execTtyIn(pid, spec, command, opts);
+  const child = spawnJoin(["join", String(pid), execSpecOf(spec), "--", ...command], [opts.stdin ? "pipe" : "ignore", "pipe", "pipe"]);
   const { stdout, stderr } = child;
   if (!stdout || !stderr) throw new Error("choreo-exec started without its output pipes");
-  // A process that left before reading its stdin: writes fail with EPIPE, which is not the session's error.
-  child.stdin?.on("error", () => undefined);
-  const exit = new Promise<number>((resolve) => {
-    child.on("error", () => resolve(126));
-    child.on("close", (code, sig) => resolve(code ?? 128 + (sig ? constants.signals[sig] : 0)));
-  });
+  return { stdin: child.stdin ?? undefined, stdout, stderr, resize: () => undefined, exit: exitOf(child), kill: () => killGroup(child) };
+}
+
+/**
+ * `execStreamIn` with a terminal: `choreo-exec join --tty PID exec.spec --
+ * command…` gives the command a pty as its controlling terminal and relays
+ * it: stdin (when asked) goes to the terminal, the terminal (stdout and
+ * stderr merged, as a tty does) comes on stdout, there is no stderr.
+ * `resize` writes "COLS ROWS\n" on the helper's fd 3, which sets the
+ * terminal's size (SIGWINCH to the command). `kill` kills choreo-exec's
+ * process group; the command, in a session of its own, dies with it
+ * (parent-death signal).
+ */
+function execTtyIn(pid: number, spec: ExecSpecSource & { dir: string }, command: readonly string[], opts: StreamOptions): StreamSession {
+  const child = spawnJoin(["join", "--tty", String(pid), execSpecOf(spec), "--", ...command], [opts.stdin ? "pipe" : "ignore", "pipe", "ignore", "pipe"]);
+  const stdout = child.stdout;
+  const sizes = child.stdio[3];
+  if (!stdout || !(sizes instanceof Writable)) throw new Error("choreo-exec started without its output and size pipes");
+  sizes.on("error", () => undefined); // written after the helper left: EPIPE
   return {
     stdin: child.stdin ?? undefined,
     stdout,
-    stderr,
-    resize: () => undefined,
-    exit,
-    kill() {
-      if (child.pid && child.exitCode === null && child.signalCode === null) signal(-child.pid, "SIGKILL");
+    stderr: undefined,
+    resize(width, height) {
+      if (sizes.writable) sizes.write(`${Math.trunc(width)} ${Math.trunc(height)}\n`);
     },
+    exit: exitOf(child),
+    kill: () => killGroup(child),
   };
+}
+
+/** The container's exec.spec (written here for a container started before there was one). */
+function execSpecOf(spec: ExecSpecSource & { dir: string }): string {
+  const file = execSpecPath(spec.dir);
+  if (!fs.existsSync(file)) writeExecSpec(spec);
+  return file;
+}
+
+/** choreo-exec in a process group of its own (what `killGroup` kills), with an empty env. */
+function spawnJoin(args: string[], stdio: StdioOptions): ChildProcess {
+  const child = spawn(HELPER, args, { detached: true, stdio, env: {} });
+  // A process that left before reading its stdin: writes fail with EPIPE, which is not the session's error.
+  child.stdin?.on("error", () => undefined);
+  return child;
+}
+
+/** Its exit code (128 + signal when killed; 126 when it could not start), once its streams closed. */
+function exitOf(child: ChildProcess): Promise<number> {
+  return new Promise<number>((resolve) => {
+    child.on("error", () => resolve(126));
+    child.on("close", (code, sig) => resolve(code ?? 128 + (sig ? constants.signals[sig] : 0)));
+  });
+}
+
+function killGroup(child: ChildProcess): void {
+  if (child.pid && child.exitCode === null && child.signalCode === null) signal(-child.pid, "SIGKILL");
 }
