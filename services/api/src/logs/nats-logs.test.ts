@@ -4,7 +4,8 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { ApiError, unwrap } from "@choreo/kit";
-import { agentLogsSubject, LogFrame, logFrameHeaders } from "@choreo/kit/bus";
+import { createInbox } from "@nats-io/transport-node";
+import { agentLogsSubject, STREAM_INBOX_HEADER, StreamFrame, streamFrameHeaders } from "@choreo/kit/bus";
 import { fromKubeJson } from "@choreo/kit/kube-json";
 import type { Pod } from "@choreo/kit/gen/choreo/core/v1/core";
 import { silentLogger } from "@choreo/kit/log";
@@ -59,7 +60,7 @@ describe("NatsLogs", () => {
     s = await startStack();
     // Short enough that "stopped answering" is quick to prove, long enough that a loaded machine's
     // event-loop stalls (CI at load 20 stalled a large relay past 500 ms) are not taken for a silent agent.
-    logs = new NatsLogs({ nc: s.nc, handlers: s.registry, log: silentLogger(), requestTimeoutMs: 3_000, heartbeatMs: 250, idleTimeoutMs: 3_000 });
+    logs = new NatsLogs({ nc: s.nc, handlers: s.registry, log: silentLogger(), requestTimeoutMs: 3_000, stream: { heartbeatMs: 250, idleTimeoutMs: 3_000 } });
     const web = await createPod(s, "web", ["app"], NODE);
     await createPod(s, "two", ["a", "b"], NODE);
     await createPod(s, "pending", ["app"]);
@@ -111,9 +112,13 @@ describe("NatsLogs", () => {
 
   it("answers 503 when the node has no agent, or its agent goes silent", async () => {
     await rejectsWith(collect(logs.logs(query("lost"), new AbortController().signal)), 503, "node agent for node node-gone is not answering");
-    // An agent that acks and then says nothing more.
+    // An agent that acks (naming an inbox nobody reads) and then says nothing more.
     const sub = s.nc.subscribe(agentLogsSubject("node-gone"), {
-      callback: (_e, m) => void m.respond(new Uint8Array(), { headers: logFrameHeaders(LogFrame.Ack) }),
+      callback: (_e, m) => {
+        const ack = streamFrameHeaders(StreamFrame.Ack);
+        ack.set(STREAM_INBOX_HEADER, createInbox());
+        m.respond(new Uint8Array(), { headers: ack });
+      },
     });
     try {
       await rejectsWith(
@@ -124,6 +129,24 @@ describe("NatsLogs", () => {
     } finally {
       sub.unsubscribe();
     }
+  });
+
+  it("ends a follower with a 503 when its agent stops mid-stream", async () => {
+    const far = await createPod(s, "far", ["app"], "node-b");
+    const other = new FakeLogRuntime(far.metadata?.uid ?? "", ["app"]);
+    other.write("app", "first");
+    const own = new AbortController();
+    const done = new LogServer({ nc: s.nc, node: "node-b", runtime: other, pods: new Map(), log: silentLogger() }).start(own.signal);
+    const it = await waitFor(async () => {
+      const i = logs.logs(query("far", { follow: true }), new AbortController().signal)[Symbol.asyncIterator]();
+      const first = await i.next().catch(() => undefined);
+      return first?.value === "" ? i : undefined;
+    });
+    assert.deepEqual(await it.next(), { done: false, value: "first\n" });
+    own.abort();
+    await done;
+    await rejectsWith(it.next(), 503, "node agent for node node-b is stopping");
+    await waitFor(async () => other.calls.length > 0 && other.calls.every((c) => c.ended));
   });
 
   it("relays a large log intact, across chunk and credit boundaries", async () => {

@@ -11,6 +11,7 @@ export {
   podsOnNodeFilter,
   agentSubject,
   agentLogsSubject,
+  LOG_CHANNEL,
   agentExecSubject,
   agentPortForwardSubject,
 } from "./subjects.js";
@@ -31,20 +32,6 @@ export {
 } from "./signing.js";
 export type { SignedEventsPolicy } from "./signing.js";
 export {
-  LOG_FRAME_HEADER,
-  LogFrame,
-  LOG_HEARTBEAT_MS,
-  LOG_IDLE_TIMEOUT_MS,
-  LOG_WINDOW,
-  LOG_CHUNK_BYTES,
-  logHeartbeatSubject,
-  logCancelSubject,
-  logFrameHeaders,
-  logFrameOf,
-  encodeLogError,
-  decodeLogError,
-} from "./log-stream.js";
-export {
   STREAM_FRAME_HEADER,
   STREAM_CHANNEL_HEADER,
   STREAM_INBOX_HEADER,
@@ -60,3 +47,5 @@ export {
   BusStream,
 } from "./bus-stream.js";
 export type { BusStreamOptions, StreamEvent, StreamStop } from "./bus-stream.js";
+export { openBusStream } from "./open-stream.js";
+export type { OpenBusStreamOptions } from "./open-stream.js";

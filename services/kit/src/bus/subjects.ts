@@ -52,10 +52,13 @@ export function agentSubject(node: string, verb: string): string {
   return `choreo.agent.${token(node)}.${verb}`;
 }
 
-/** Where the api asks a node's agent for a container log (see bus/log-stream.ts). */
+/** Where the api asks a node's agent for a container log, streamed on a bus stream (see bus/bus-stream.ts). */
 export function agentLogsSubject(node: string): string {
   return agentSubject(node, "logs");
 }
+
+/** The bus stream channel a container log's bytes travel on. */
+export const LOG_CHANNEL = 1;
 
 /** Where the api asks a node's agent for a stream into a container: exec and attach (see bus/bus-stream.ts). */
 export function agentExecSubject(node: string): string {

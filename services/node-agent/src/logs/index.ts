@@ -1,5 +1,3 @@
 // Container logs served to the api over NATS (protocol: ./README.md).
 export { LogServer, logStatus } from "./log-server.js";
 export type { LogServerOptions } from "./log-server.js";
-export { LogStream } from "./log-stream.js";
-export type { LogStreamOptions, StopReason } from "./log-stream.js";

@@ -6,7 +6,16 @@ import { createInbox, type Msg, type NatsConnection, type Subscription } from "@
 import { Status } from "@choreo/kit/gen/choreo/meta/v1/meta";
 import type { Pod } from "@choreo/kit/gen/choreo/core/v1/core";
 import { PodLogRequest, type PodLogOptions } from "@choreo/kit/gen/choreo/node/v1/logs";
-import { agentLogsSubject, connectBus, LogFrame, logCancelSubject, logFrameOf, logHeartbeatSubject } from "@choreo/kit/bus";
+import {
+  agentLogsSubject,
+  connectBus,
+  LOG_CHANNEL,
+  STREAM_CHANNEL_HEADER,
+  STREAM_INBOX_HEADER,
+  StreamFrame,
+  streamFrameHeaders,
+  streamFrameOf,
+} from "@choreo/kit/bus";
 import { silentLogger } from "@choreo/kit/log";
 import { startNats, waitFor, type ServerHandle } from "@choreo/kit/testing";
 import { LogServer } from "./log-server.js";
@@ -15,46 +24,63 @@ import { FakeLogRuntime } from "./testing.js";
 const NODE = "node-1";
 const UID = "uid-1";
 
-/** The api's side of one stream, by hand: the reply, then frames as they come. */
+/** The api's side of one bus stream, by hand: the reply, then frames (data inbox) and control (credit) as they come. */
 class RawStream {
   reply: Msg | undefined;
   private constructor(
     private readonly nc: NatsConnection,
     readonly inbox: string,
-    private readonly sub: Subscription,
+    private readonly subs: Subscription[],
     readonly frames: Msg[],
+    readonly ctl: Msg[],
   ) {}
 
   static async open(nc: NatsConnection, options: Partial<PodLogOptions>, node = NODE): Promise<RawStream> {
     const inbox = createInbox();
     const frames: Msg[] = [];
-    const s: RawStream = new RawStream(nc, inbox, nc.subscribe(inbox, { callback: (_e, m) => void frames.push(m) }), frames);
+    const ctl: Msg[] = [];
+    const subs = [nc.subscribe(inbox, { callback: (_e, m) => void frames.push(m) }), nc.subscribe(`${inbox}.ctl`, { callback: (_e, m) => void ctl.push(m) })];
+    const s: RawStream = new RawStream(nc, inbox, subs, frames, ctl);
     const opts: PodLogOptions = { namespace: "default", name: "web", uid: UID, container: "c", follow: false, timestamps: false, previous: false, ...options };
     s.reply = await nc.request(agentLogsSubject(node), PodLogRequest.encode({ options: opts, inbox }).finish(), { timeout: 5_000 });
     return s;
   }
 
+  /** The agent's inbox, from its ack. */
+  get remote(): string {
+    return this.reply?.headers?.get(STREAM_INBOX_HEADER) ?? "";
+  }
+
+  data(): Msg[] {
+    return this.frames.filter((m) => streamFrameOf(m) === StreamFrame.Data);
+  }
+
   text(): string {
-    return this.frames
-      .filter((m) => logFrameOf(m) === LogFrame.Data)
+    return this.data()
       .map((m) => Buffer.from(m.data).toString())
       .join("");
   }
 
   kinds(): string[] {
-    return this.frames.map((m) => logFrameOf(m) ?? "?").filter((k) => k !== LogFrame.Heartbeat);
+    return this.frames.map((m) => streamFrameOf(m) ?? "?");
   }
 
-  heartbeat(consumed: number): void {
-    this.nc.publish(logHeartbeatSubject(this.inbox), String(consumed));
+  /** The Status the stream ended with, if it ended with one. */
+  endStatus(): Status | undefined {
+    const end = this.frames.find((m) => streamFrameOf(m) === StreamFrame.End);
+    return end && end.data.length > 0 ? Status.decode(end.data) : undefined;
+  }
+
+  credit(consumed: number): void {
+    this.nc.publish(`${this.remote}.ctl`, String(consumed), { headers: streamFrameHeaders(StreamFrame.Credit) });
   }
 
   cancel(): void {
-    this.nc.publish(logCancelSubject(this.inbox));
+    this.nc.publish(`${this.remote}.ctl`, new Uint8Array(), { headers: streamFrameHeaders(StreamFrame.Abort) });
   }
 
   close(): void {
-    this.sub.unsubscribe();
+    for (const sub of this.subs) sub.unsubscribe();
   }
 }
 
@@ -76,9 +102,9 @@ describe("LogServer", () => {
     nc = await connectBus(nats.url, "log-server-test");
     runtime = new FakeLogRuntime(UID, ["c", "d"]);
     runtime.write("c", "one", "two", "three");
-    const server = new LogServer({ nc, node: NODE, runtime, pods: cache, log: silentLogger(), heartbeatMs: 100, idleTimeoutMs: 60_000, window: 2 });
+    const server = new LogServer({ nc, node: NODE, runtime, pods: cache, log: silentLogger(), stream: { heartbeatMs: 100, idleTimeoutMs: 60_000, window: 2 } });
     running = server.start(ac.signal);
-    const silent = new LogServer({ nc, node: "node-silent", runtime, pods: cache, log: silentLogger(), heartbeatMs: 100, idleTimeoutMs: 300 });
+    const silent = new LogServer({ nc, node: "node-silent", runtime, pods: cache, log: silentLogger(), stream: { heartbeatMs: 100, idleTimeoutMs: 300 } });
     stopped = silent.start(ac.signal);
     await waitFor(async () => {
       try {
@@ -96,18 +122,21 @@ describe("LogServer", () => {
     await nats.stop();
   });
 
-  it("acks, streams the log and ends it", async () => {
+  it("acks with its inbox, streams the log on the log channel and ends it", async () => {
     const s = await RawStream.open(nc, {});
-    assert.equal(logFrameOf(s.reply!), LogFrame.Ack);
-    await waitFor(async () => s.kinds().includes(LogFrame.End));
+    assert.equal(streamFrameOf(s.reply!), StreamFrame.Ack);
+    assert.ok(s.remote);
+    await waitFor(async () => s.kinds().includes(StreamFrame.End));
     assert.equal(s.text(), "one\ntwo\nthree\n");
-    assert.deepEqual(s.kinds(), [LogFrame.Data, LogFrame.End]);
+    assert.deepEqual(s.kinds(), [StreamFrame.Data, StreamFrame.End]);
+    assert.equal(s.data()[0]?.headers?.get(STREAM_CHANNEL_HEADER), String(LOG_CHANNEL));
+    assert.equal(s.endStatus(), undefined);
     s.close();
   });
 
   it("passes tailLines and timestamps to the runtime", async () => {
     const s = await RawStream.open(nc, { tailLines: 1, timestamps: true });
-    await waitFor(async () => s.kinds().includes(LogFrame.End));
+    await waitFor(async () => s.kinds().includes(StreamFrame.End));
     assert.equal(s.text(), "2026-01-01T00:00:00Z three\n");
     assert.equal(runtime.calls.at(-1)?.opts.tailLines, 1);
     s.close();
@@ -120,7 +149,7 @@ describe("LogServer", () => {
       [{ uid: "other" }, 404, "NotFound", /pods "web" not found/],
     ] as const) {
       const s = await RawStream.open(nc, options);
-      assert.equal(logFrameOf(s.reply!), LogFrame.Error);
+      assert.equal(streamFrameOf(s.reply!), StreamFrame.Error);
       const st = Status.decode(s.reply!.data);
       assert.equal(st.code, code);
       assert.equal(st.reason, reason);
@@ -131,53 +160,64 @@ describe("LogServer", () => {
 
   it("follows new lines within the credit the api reports, and stops on cancel", async () => {
     const s = await RawStream.open(nc, { container: "d", follow: true });
-    assert.equal(logFrameOf(s.reply!), LogFrame.Ack);
+    assert.equal(streamFrameOf(s.reply!), StreamFrame.Ack);
     for (const l of ["a", "b", "c"]) {
       runtime.write("d", l);
-      await waitFor(async () => s.text().includes(l) || s.frames.filter((m) => logFrameOf(m) === LogFrame.Data).length >= 2);
+      await waitFor(async () => s.text().includes(l) || s.data().length >= 2);
     }
     // The window is 2 frames: the third waits until the api reports what it consumed.
     assert.equal(s.text(), "a\nb\n");
-    s.heartbeat(2);
+    s.credit(2);
     await waitFor(async () => s.text() === "a\nb\nc\n");
     const call = runtime.calls.at(-1)!;
     assert.equal(call.ended, false);
     s.cancel();
     await waitFor(async () => call.ended);
-    assert.deepEqual(s.kinds(), [LogFrame.Data, LogFrame.Data, LogFrame.Data]);
+    assert.deepEqual(s.kinds(), [StreamFrame.Data, StreamFrame.Data, StreamFrame.Data]);
     s.close();
   });
 
   it("sends heartbeats while idle and stops a follower whose api went silent", async () => {
     const s = await RawStream.open(nc, { container: "d", follow: true }, "node-silent");
     const call = runtime.calls.at(-1)!;
-    await waitFor(async () => s.frames.some((m) => logFrameOf(m) === LogFrame.Heartbeat));
+    // Credit is the heartbeat: the agent reports it on the api's control subject.
+    await waitFor(async () => s.ctl.some((m) => streamFrameOf(m) === StreamFrame.Credit));
     await waitFor(async () => call.ended);
     s.close();
   });
 
-  it("ends open streams with an error frame when the agent stops", async () => {
+  it("ends open streams with a 503 when the agent stops, also one waiting for credit", async () => {
     const own = new AbortController();
-    const other = new FakeLogRuntime(UID, ["c"]);
-    const server = new LogServer({ nc, node: "node-2", runtime: other, pods: new Map(), log: silentLogger(), heartbeatMs: 100, idleTimeoutMs: 60_000 });
-    const done = server.start(own.signal);
-    const inbox = createInbox();
-    const frames: Msg[] = [];
-    const sub = nc.subscribe(inbox, { callback: (_e, m) => void frames.push(m) });
-    await waitFor(async () => {
-      try {
-        const opts = { namespace: "default", name: "web", uid: UID, container: "c", follow: true, timestamps: false, previous: false };
-        const r = await nc.request(agentLogsSubject("node-2"), PodLogRequest.encode({ options: opts, inbox }).finish(), { timeout: 1_000 });
-        return logFrameOf(r) === LogFrame.Ack;
-      } catch {
-        return false;
-      }
+    const other = new FakeLogRuntime(UID, ["c", "d"]);
+    other.write("d", "x", "y");
+    const server = new LogServer({
+      nc,
+      node: "node-2",
+      runtime: other,
+      pods: new Map(),
+      log: silentLogger(),
+      stream: { heartbeatMs: 100, idleTimeoutMs: 60_000, window: 1 },
     });
+    const done = server.start(own.signal);
+    const open = async (container: string): Promise<RawStream> =>
+      waitFor(async () => {
+        const s = await RawStream.open(nc, { container, follow: true }, "node-2").catch(() => undefined);
+        return s && streamFrameOf(s.reply!) === StreamFrame.Ack ? s : undefined;
+      });
+    const idle = await open("c");
+    // Two chunks through a window of one, never credited: the second send waits.
+    const blocked = await open("d");
+    await waitFor(async () => blocked.data().length === 1);
+    other.write("d", "z");
+    await waitFor(async () => other.calls.filter((c) => !c.ended).length === 2);
     own.abort();
     await done;
-    await waitFor(async () => frames.some((m) => logFrameOf(m) === LogFrame.Error));
-    const st = Status.decode(frames.find((m) => logFrameOf(m) === LogFrame.Error)!.data);
-    assert.equal(st.code, 503);
-    sub.unsubscribe();
+    for (const s of [idle, blocked]) {
+      await waitFor(async () => s.kinds().includes(StreamFrame.End));
+      assert.equal(s.endStatus()?.code, 503);
+      assert.equal(s.endStatus()?.message, "node agent for node node-2 is stopping");
+      s.close();
+    }
+    await waitFor(async () => other.calls.every((c) => c.ended));
   });
 });
