@@ -5,8 +5,11 @@
 import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { existsSync } from "node:fs";
 import { connect, type Socket } from "node:net";
+import { PassThrough } from "node:stream";
 import { after, before, describe, it } from "node:test";
+import * as k8s from "@kubernetes/client-node";
 import { waitFor } from "@choreo/kit/testing";
 import { withLogsOnFailure } from "./cluster.js";
 import { run } from "./kubectl.js";
@@ -239,6 +242,70 @@ export function portForwardScenarios(runtime: RealRuntime): void {
           f.stderr(),
         );
       }));
+
+    it("@kubernetes/client-node's PortForward (WebSocket channels, v4.channel.k8s.io) reaches the pod; a closed port's error reaches its error stream", () =>
+      withLogsOnFailure(c, async () => {
+        const kc = new k8s.KubeConfig();
+        kc.loadFromFile(c.kubeconfig);
+        const pf = new k8s.PortForward(kc);
+        const exchange = async (port: number, request: string): Promise<{ out: string; err: string }> => {
+          const output = new PassThrough();
+          const errors = new PassThrough();
+          let out = "";
+          let err = "";
+          output.on("data", (b: Buffer) => (out += b.toString()));
+          errors.on("data", (b: Buffer) => (err += b.toString()));
+          const input = new PassThrough();
+          const ws = (await pf.portForward("default", "web", [port], output, errors, input)) as { close(): void; readyState: number };
+          input.write(request);
+          try {
+            await waitFor(() => out.includes("web-8080") || err.length > 0 || ws.readyState === 3, { timeoutMs: 30_000, message: "an answer or an error" });
+          } finally {
+            ws.close();
+          }
+          return { out, err };
+        };
+        const ok = await exchange(8080, "GET / HTTP/1.0\r\n\r\n");
+        assert.match(ok.out, /^HTTP\/1\.[01] 200/);
+        assert.match(ok.out, /web-8080/);
+        const refused = await exchange(81, "GET / HTTP/1.0\r\n\r\n");
+        assert.match(refused.err, /error forwarding port 81 to pod default\/web.*ECONNREFUSED/);
+      }));
+
+    it(
+      "the official Python client's portforward (WebSocket channels) reaches the pod",
+      { skip: existsSync("/usr/bin/python3") ? false : "python3 is not installed" },
+      () =>
+        withLogsOnFailure(c, async () => {
+          const script = `
+import sys
+from kubernetes import client, config
+from kubernetes.stream import portforward
+config.load_kube_config(config_file=sys.argv[1])
+api = client.CoreV1Api()
+pf = portforward(api.connect_get_namespaced_pod_portforward, "web", "default", ports="8080")
+sock = pf.socket(8080)
+sock.setblocking(True)
+sock.sendall(b"GET / HTTP/1.0\\r\\n\\r\\n")
+data = b""
+while True:
+    chunk = sock.recv(4096)
+    if not chunk:
+        break
+    data += chunk
+sock.close()
+print(data.decode())
+err = pf.error(8080)
+if err:
+    print("ERROR", err)
+`;
+          const r = await run("/usr/bin/python3", ["-c", script, c.kubeconfig], c.kubeconfig);
+          assert.equal(r.code, 0, r.stderr);
+          assert.match(r.stdout, /HTTP\/1\.[01] 200/);
+          assert.match(r.stdout, /web-8080/);
+          assert.doesNotMatch(r.stdout, /ERROR/);
+        }),
+    );
 
     it("bad input: a missing pod is a clear error and no session", () =>
       withLogsOnFailure(c, async () => {

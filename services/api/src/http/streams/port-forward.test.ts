@@ -4,7 +4,7 @@ import { describe, it } from "node:test";
 import { ApiError, failure } from "@choreo/kit";
 import { silentLogger } from "@choreo/kit/log";
 import { waitFor } from "@choreo/kit/testing";
-import { servePortForward } from "./port-forward.js";
+import { forwardPorts, servePortForward } from "./port-forward.js";
 import { dataFrame, FrameReader, FrameWriter, pingFrame, type SpdyFrame } from "./spdy/framer.js";
 
 /** A client and a server end joined back to back. */
@@ -112,5 +112,19 @@ describe("pods/portforward over SPDY", () => {
     assert.equal(err.data.toString(), "node agent for node n1 is not answering");
     s.stop();
     await s.done;
+  });
+});
+
+describe("pods/portforward ports of the channel protocol", () => {
+  it("reads ports repeated or comma-separated, and refuses none, 0, 65536 and words with a 400", () => {
+    const url = (q: string) => new URL(`http://x/api/v1/namespaces/d/pods/p/portforward?${q}`);
+    assert.deepEqual(forwardPorts(url("ports=80&ports=8080,9090")), [80, 8080, 9090]);
+    for (const bad of ["", "ports=0", "ports=65536", "ports=http", "ports=80,"]) {
+      assert.throws(
+        () => forwardPorts(url(bad)),
+        (err: unknown) => err instanceof ApiError && err.status.code === 400,
+        bad,
+      );
+    }
   });
 });

@@ -3,13 +3,14 @@
 // their requestid; each pair becomes one bus stream to the node agent,
 // which connects to the port on the pod. Protocol notes: ./README.md.
 import { setMaxListeners } from "node:events";
-import { statusOf, type Status } from "@choreo/kit";
+import type { Duplex } from "node:stream";
+import type { WebSocket } from "ws";
+import { badRequest, statusOf, type Status } from "@choreo/kit";
 import type { BusStream } from "@choreo/kit/bus";
 import type { Logger } from "@choreo/kit/log";
 import type { PodForwardQuery, PodForwardTarget, PodStreams } from "./pod-streams.js";
 import { RstStatus } from "./spdy/framer.js";
 import { SpdySession, type SpdyStream } from "./spdy/session.js";
-import type { Duplex } from "node:stream";
 
 /** The SPDY subprotocol of port-forward (X-Stream-Protocol-Version), and its WebSocket tunnel (kubectl 1.31+). */
 export const PORT_FORWARD_PROTOCOL = "portforward.k8s.io";
@@ -153,4 +154,98 @@ async function fail(error: SpdyStream, data: SpdyStream, message: string): Promi
   await error.write(Buffer.from(message));
   await error.end();
   await data.end();
+}
+
+/** The WebSocket channel protocol of port-forward (client libraries: @kubernetes/client-node, the Python client). */
+export const PORT_FORWARD_CHANNEL_PROTOCOL = "v4.channel.k8s.io";
+
+/** The `ports` of a channel-protocol port-forward (repeated or comma-separated, as Kubernetes reads them); throws a 400 naming what is wrong. */
+export function forwardPorts(url: URL): number[] {
+  const raw = [...url.searchParams.getAll("ports"), ...url.searchParams.getAll("port")].flatMap((v) => v.split(","));
+  if (raw.length === 0) throw badRequest('query parameter "ports" is required');
+  return raw.map((p) => {
+    const port = Number(p);
+    if (!/^\d+$/.test(p.trim()) || !Number.isInteger(port) || port < 1 || port > 65535)
+      throw badRequest(`invalid port ${JSON.stringify(p)}: a port is 1-65535`);
+    return port;
+  });
+}
+
+/**
+ * pods/portforward over a WebSocket's channels (v4.channel.k8s.io, as the
+ * kubelet serves it): for the i-th port, channel 2i carries data both ways
+ * and 2i+1 errors towards the client; each channel starts with the port
+ * (2 bytes, little-endian). Every port is connected at once; the WebSocket
+ * closes when every connection has ended.
+ */
+export async function serveChannelPortForward(ws: WebSocket, ports: number[], ctx: PortForwardContext): Promise<void> {
+  const ac = new AbortController();
+  setMaxListeners(0, ac.signal);
+  const leave = (): void => ac.abort();
+  ws.once("close", leave);
+  if (ctx.signal.aborted) leave();
+  ctx.signal.addEventListener("abort", leave, { once: true });
+  const send = (channel: number, data: Uint8Array): Promise<void> =>
+    new Promise((resolve) => {
+      if (ws.readyState !== ws.OPEN) return resolve();
+      const frame = Buffer.allocUnsafe(data.length + 1);
+      frame[0] = channel;
+      frame.set(data, 1);
+      ws.send(frame, { binary: true }, () => resolve());
+    });
+  const buses: (BusStream | undefined)[] = [];
+  // Input for a port before its connection is open waits, in order, per port.
+  const queues = ports.map(() => Promise.resolve());
+  let pending = 0;
+  const opened = ports.map(async (port, i) => {
+    const prefix = Buffer.alloc(2);
+    prefix.writeUInt16LE(port);
+    await send(2 * i, prefix);
+    await send(2 * i + 1, prefix);
+    try {
+      buses[i] = await ctx.streams.openForward(ctx.q, ctx.target, port, ac.signal);
+    } catch (err) {
+      await send(2 * i + 1, Buffer.from(statusOf(err).message));
+      return;
+    }
+    return buses[i];
+  });
+  ws.on("message", (data: Buffer, isBinary: boolean) => {
+    if (!isBinary || data.length < 1) return;
+    const channel = data[0] ?? 0;
+    const i = channel / 2;
+    if (!Number.isInteger(i) || i >= ports.length) return;
+    const body = data.subarray(1);
+    pending++;
+    if (pending >= 16) ws.pause();
+    queues[i] = (queues[i] ?? Promise.resolve()).then(async () => {
+      const bus = await opened[i];
+      if (bus && body.length > 0) await bus.send(ToPod, body);
+      pending--;
+      if (pending < 8 && ws.isPaused) ws.resume();
+    });
+  });
+  await Promise.all(
+    opened.map(async (p, i) => {
+      const bus = await p;
+      if (!bus) return;
+      ctx.onConnections?.(+1);
+      try {
+        for await (const ev of bus.events()) {
+          if (ev.kind === "data" && ev.channel === FromPod) await send(2 * i, ev.data);
+          else if (ev.kind === "end") {
+            if (ev.status && ev.status.status !== "Success") await send(2 * i + 1, Buffer.from(ev.status.message));
+            break;
+          }
+        }
+      } catch (err) {
+        await send(2 * i + 1, Buffer.from(statusOf(err).message));
+      }
+      bus.end();
+      bus.close();
+      ctx.onConnections?.(-1);
+    }),
+  );
+  ctx.signal.removeEventListener("abort", leave);
+  if (ws.readyState === ws.OPEN) ws.close(1000);
 }

@@ -14,7 +14,14 @@ import { flag } from "../context.js";
 import { codeOf } from "../respond.js";
 import { parseRoute, type ResourceRoute } from "../routes.js";
 import type { PodForwardQuery, PodForwardTarget, PodStreamQuery, PodStreams } from "./pod-streams.js";
-import { PORT_FORWARD_PROTOCOL, PORT_FORWARD_TUNNEL_PROTOCOL, servePortForward } from "./port-forward.js";
+import {
+  forwardPorts,
+  PORT_FORWARD_CHANNEL_PROTOCOL,
+  PORT_FORWARD_PROTOCOL,
+  PORT_FORWARD_TUNNEL_PROTOCOL,
+  serveChannelPortForward,
+  servePortForward,
+} from "./port-forward.js";
 import { runExecSession, serveSpdyExec, SPDY_CHANNEL_PROTOCOL, webSocketPeer } from "./exec-session.js";
 
 /** The channel subprotocols served, preferred first (v5 adds the close channel, 255). */
@@ -52,7 +59,12 @@ export function upgradeHandler(o: UpgradeOptions): (req: IncomingMessage, socket
     noServer: true,
     perMessageDeflate: false,
     maxPayload: 16 * 1024 * 1024,
-    handleProtocols: (offered) => (offered.has(PORT_FORWARD_TUNNEL_PROTOCOL) ? PORT_FORWARD_TUNNEL_PROTOCOL : false),
+    handleProtocols: (offered) =>
+      offered.has(PORT_FORWARD_TUNNEL_PROTOCOL)
+        ? PORT_FORWARD_TUNNEL_PROTOCOL
+        : offered.has(PORT_FORWARD_CHANNEL_PROTOCOL)
+          ? PORT_FORWARD_CHANNEL_PROTOCOL
+          : false,
   });
   return (req, socket, head) => {
     socket.on("error", () => undefined);
@@ -68,6 +80,8 @@ export function upgradeHandler(o: UpgradeOptions): (req: IncomingMessage, socket
           const ctx = { ...p, log: o.log, signal: o.signal, ...(o.onForwardedConnections ? { onConnections: o.onForwardedConnections } : {}) };
           if (p.transport === "websocket") {
             tunnels.handleUpgrade(req, socket, head, (ws) => void servePortForward(createWebSocketStream(ws), ctx));
+          } else if (p.transport === "channels") {
+            tunnels.handleUpgrade(req, socket, head, (ws) => void serveChannelPortForward(ws, p.ports, ctx));
           } else {
             socket.write(switchingProtocols("SPDY/3.1", PORT_FORWARD_PROTOCOL));
             if (head.length > 0) socket.unshift(head);
@@ -113,7 +127,7 @@ async function preparePortForward(
   o: UpgradeOptions,
   req: IncomingMessage,
   url: URL,
-): Promise<{ transport: "websocket" | "spdy"; q: PodForwardQuery; target: PodForwardTarget; streams: PodStreams }> {
+): Promise<{ transport: "websocket" | "channels" | "spdy"; q: PodForwardQuery; target: PodForwardTarget; streams: PodStreams; ports: number[] }> {
   const route = streamRoute(o, req, url);
   if (!o.streams) throw badRequest("pods/portforward is not served by this api (no node agents to reach)");
   const q = { namespace: route.namespace, name: route.name };
@@ -121,19 +135,18 @@ async function preparePortForward(
   const upgrade = String(req.headers.upgrade ?? "").toLowerCase();
   if (upgrade === "websocket") {
     const offered = offeredProtocols(req.headers["sec-websocket-protocol"]);
-    if (!offered.includes(PORT_FORWARD_TUNNEL_PROTOCOL)) {
-      throw badRequest(
-        `pods/portforward over a WebSocket speaks ${PORT_FORWARD_TUNNEL_PROTOCOL} (kubectl 1.31 or later); the client offered ${offered.filter(Boolean).join(", ") || "none"}`,
-      );
-    }
-    return { transport: "websocket", q, target, streams: o.streams };
+    if (offered.includes(PORT_FORWARD_TUNNEL_PROTOCOL)) return { transport: "websocket", q, target, streams: o.streams, ports: [] };
+    if (offered.includes(PORT_FORWARD_CHANNEL_PROTOCOL)) return { transport: "channels", q, target, streams: o.streams, ports: forwardPorts(url) };
+    throw badRequest(
+      `pods/portforward over a WebSocket speaks ${PORT_FORWARD_TUNNEL_PROTOCOL} (kubectl 1.31 or later) or ${PORT_FORWARD_CHANNEL_PROTOCOL} (client libraries); the client offered ${offered.filter(Boolean).join(", ") || "none"}`,
+    );
   }
   if (upgrade === "spdy/3.1") {
     const versions = offeredProtocols(req.headers["x-stream-protocol-version"]);
     if (!versions.includes(PORT_FORWARD_PROTOCOL)) {
       throw badRequest(`pods/portforward over SPDY/3.1 speaks ${PORT_FORWARD_PROTOCOL}; the client offered ${versions.filter(Boolean).join(", ") || "none"}`);
     }
-    return { transport: "spdy", q, target, streams: o.streams };
+    return { transport: "spdy", q, target, streams: o.streams, ports: [] };
   }
   throw badRequest(`pods/portforward needs an upgrade to SPDY/3.1 or to a WebSocket (${PORT_FORWARD_TUNNEL_PROTOCOL}), not ${req.headers.upgrade ?? "none"}`);
 }
