@@ -233,14 +233,7 @@ export function execScenarios(runtime: RealRuntime): void {
       it(
         `an interactive shell under tmux with kubectl ${version} shows a prompt, runs what is typed and sees the terminal resized`,
         {
-          skip:
-            runtime !== "docker"
-              ? "a tty is docker-only for now"
-              : !tmuxAvailable()
-                ? "tmux is not installed"
-                : !existsSync(kubectlBin) && kubectlBin !== "kubectl"
-                  ? "this kubectl is not installed"
-                  : false,
+          skip: !tmuxAvailable() ? "tmux is not installed" : !existsSync(kubectlBin) && kubectlBin !== "kubectl" ? "this kubectl is not installed" : false,
         },
         () =>
           withLogsOnFailure(c, async () => {
