@@ -144,7 +144,12 @@ export class DisruptionController implements Runnable {
       this.emit(pdb, "Warning", "CalculateExpectedPodCountFailed", `Failed to calculate the number of expected pods: ${err.message}`);
       status = failSafeStatus(pdb, nowMs);
     }
-    if (canonical(status) !== canonical(pdb.status ?? {})) await this.writeStatus(pdb, status);
+    const changed = canonical(status) !== canonical(pdb.status ?? {});
+    this.log.debug(
+      { pdb: key, pods: pods.length, healthy: status.currentHealthy, desired: status.desiredHealthy, allowed: status.disruptionsAllowed, changed },
+      "disruption budget synced",
+    );
+    if (changed) await this.writeStatus(pdb, status);
     return recheckAt === undefined ? done() : requeueAfter(Math.max(1, recheckAt - nowMs));
   }
 
@@ -158,6 +163,10 @@ export class DisruptionController implements Runnable {
     } catch (err) {
       // A newer budget (an eviction spent a disruption) is on its way through the informer, and with it another sync.
       if (!isConflict(err) && !isNotFound(err)) throw err;
+      this.log.debug(
+        { pdb: keyOf(pdb.metadata ?? { namespace: "", name: "" }), resourceVersion: pdb.metadata?.resourceVersion },
+        "disruption budget status written meanwhile",
+      );
     }
   }
 }
