@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { createInbox, type NatsConnection } from "@nats-io/transport-node";
 import { ApiError, badRequest } from "../api/errors.js";
-import { startNats, type ServerHandle } from "../process/index.js";
+import { startNats, waitFor, type ServerHandle } from "../process/index.js";
 import { BusStream, encodeStreamStatus, STREAM_INBOX_HEADER, StreamFrame, streamFrameHeaders } from "./bus-stream.js";
 import { openBusStream } from "./open-stream.js";
 import { connectBus } from "./stream.js";
@@ -71,5 +71,36 @@ describe("openBusStream", () => {
     await rejectsWith(openBusStream(a, "svc.odd", encode, { peer: "the service" }), 500, "Internal error occurred: the service sent an unexpected reply");
     sub.unsubscribe();
     odd.unsubscribe();
+  });
+
+  it("tells the peer when the opener's signal fires, also while the request was under way", async () => {
+    const answered: BusStream[] = [];
+    const early = new AbortController();
+    const sub = b.subscribe("svc.slow", {
+      callback: (_e, m) => {
+        const s = new BusStream({ nc: b, local: createInbox(), remote: new TextDecoder().decode(m.data) });
+        answered.push(s);
+        // The opener gives up before the ack arrives.
+        early.abort();
+        const h = streamFrameHeaders(StreamFrame.Ack);
+        h.set(STREAM_INBOX_HEADER, s.localInbox);
+        void b.flush().then(() => m.respond(new Uint8Array(), { headers: h }));
+      },
+    });
+    await b.flush();
+    const encode = (inbox: string): Uint8Array => new TextEncoder().encode(inbox);
+    const first = await openBusStream(a, "svc.slow", encode, { peer: "the service", signal: early.signal });
+    assert.equal(first.signal.aborted, true);
+    await waitFor(async () => answered[0]?.why === "aborted");
+    first.close();
+    const later = new AbortController();
+    const second = await openBusStream(a, "svc.slow", encode, { peer: "the service", signal: later.signal });
+    assert.equal(second.signal.aborted, false);
+    later.abort();
+    await waitFor(async () => answered[1]?.why === "aborted");
+    assert.equal(second.why, "shutdown");
+    second.close();
+    for (const s of answered) s.close();
+    sub.unsubscribe();
   });
 });

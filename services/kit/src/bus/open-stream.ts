@@ -22,10 +22,13 @@ export interface OpenBusStreamOptions extends Pick<BusStreamOptions, "heartbeatM
  * Opens a bus stream: requests `subject` with `encode(local inbox)` and
  * connects to the inbox the ack names. Throws the Status of an error reply,
  * a 503 `<peer> is not answering` when nobody answers in time, a 500 on any
- * other reply; the stream is released then.
+ * other reply; the stream is released then. `signal` (the opener's own
+ * end, e.g. its HTTP client left) aborts the stream and tells the peer, also
+ * when it fired while the request was under way.
  */
 export async function openBusStream(nc: NatsConnection, subject: string, encode: (inbox: string) => Uint8Array, o: OpenBusStreamOptions): Promise<BusStream> {
-  const { peer, timeoutMs, ...streamOpts } = o;
+  const { peer, timeoutMs, signal, ...streamOpts } = o;
+  // `signal` is wired once the peer is known: aborted earlier, the stream could not tell it.
   const stream = new BusStream({ ...streamOpts, nc, local: createInbox() });
   try {
     let reply: Msg;
@@ -40,6 +43,12 @@ export async function openBusStream(nc: NatsConnection, subject: string, encode:
     const remote = reply.headers?.get(STREAM_INBOX_HEADER);
     if (kind !== StreamFrame.Ack || !remote) throw internal(`${peer} sent an unexpected reply`);
     stream.connect(remote);
+    if (signal?.aborted) stream.abort(undefined, "shutdown");
+    else if (signal) {
+      const onAbort = (): void => stream.abort(undefined, "shutdown");
+      signal.addEventListener("abort", onAbort, { once: true });
+      stream.signal.addEventListener("abort", () => signal.removeEventListener("abort", onAbort), { once: true });
+    }
     return stream;
   } catch (err) {
     stream.close();
