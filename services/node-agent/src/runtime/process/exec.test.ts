@@ -35,8 +35,10 @@ describe("ProcessRuntime exec streams", () => {
     assert.equal(s.stderr, undefined, "a tty has no stderr");
     const out = collect(s);
     s.resize(100, 30);
-    // The shell's prompt first (busybox then asks the terminal where its cursor is): a terminal before anything is typed.
-    await waitFor(() => /\/ # (\x1b\[6n)?$/.test(out()), { timeoutMs: 30_000, message: "a prompt" });
+    // The shell's prompt first (busybox then asks the terminal where its cursor is, and redraws it on SIGWINCH): a terminal before anything is typed.
+    await waitFor(() => out().includes("/ # "), { timeoutMs: 30_000, message: "a prompt" }).catch((err: unknown) => {
+      throw new Error(`${String(err)}; the terminal showed ${JSON.stringify(out())}`);
+    });
     s.stdin!.write("stty size; [ -t 0 ] && [ -t 1 ] && [ -t 2 ] && echo all-a-tty; echo $((6*7))\n");
     // The terminal echoes what is typed and turns "\n" into "\r\n".
     await waitFor(() => /^42\r$/m.test(out()), { timeoutMs: 30_000, message: "the answer" });
