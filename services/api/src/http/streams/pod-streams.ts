@@ -1,15 +1,6 @@
-import { createInbox, type Msg, type NatsConnection } from "@nats-io/transport-node";
-import { badRequest, internal, unavailable, unwrap } from "@choreo/kit";
-import {
-  agentExecSubject,
-  agentPortForwardSubject,
-  BusStream,
-  decodeStreamError,
-  STREAM_INBOX_HEADER,
-  StreamFrame,
-  streamFrameOf,
-  type BusStreamOptions,
-} from "@choreo/kit/bus";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { badRequest, unwrap } from "@choreo/kit";
+import { agentExecSubject, agentPortForwardSubject, openBusStream, type BusStream, type BusStreamOptions } from "@choreo/kit/bus";
 import type { Pod } from "@choreo/kit/gen/choreo/core/v1/core";
 import { PodExecRequest, PodPortForwardRequest } from "@choreo/kit/gen/choreo/node/v1/exec";
 import type { ApiHandlers } from "../../handlers/api-handlers.js";
@@ -119,26 +110,13 @@ export class NatsPodStreams implements PodStreams {
     );
   }
 
-  /** Opens a bus stream: the request names this side's inbox, the agent's ack names its own (or its error is thrown). */
-  private async request(subject: string, node: string, signal: AbortSignal, encode: (inbox: string) => Uint8Array): Promise<BusStream> {
-    const stream = new BusStream({ ...this.opts.stream, nc: this.opts.nc, local: createInbox(), signal });
-    try {
-      let reply: Msg;
-      try {
-        reply = await this.opts.nc.request(subject, encode(stream.localInbox), { timeout: this.opts.requestTimeoutMs ?? 5_000 });
-      } catch {
-        // No responders or no answer in time: the agent is down, or the node has none.
-        throw unavailable(`node agent for node ${node} is not answering`);
-      }
-      const kind = streamFrameOf(reply);
-      if (kind === StreamFrame.Error) throw decodeStreamError(reply.data);
-      const remote = reply.headers?.get(STREAM_INBOX_HEADER);
-      if (kind !== StreamFrame.Ack || !remote) throw internal(`node agent for node ${node} sent an unexpected reply`);
-      stream.connect(remote);
-      return stream;
-    } catch (err) {
-      stream.close();
-      throw err;
-    }
+  /** Opens a bus stream to the node's agent (kit openBusStream: its errors, a 503 when no agent answers). */
+  private request(subject: string, node: string, signal: AbortSignal, encode: (inbox: string) => Uint8Array): Promise<BusStream> {
+    return openBusStream(this.opts.nc, subject, encode, {
+      ...this.opts.stream,
+      signal,
+      peer: `node agent for node ${node}`,
+      ...(this.opts.requestTimeoutMs !== undefined ? { timeoutMs: this.opts.requestTimeoutMs } : {}),
+    });
   }
 }
