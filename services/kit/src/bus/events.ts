@@ -1,11 +1,11 @@
 import { jetstream, DeliverPolicy, type JetStreamManager } from "@nats-io/jetstream";
-import type { NatsConnection } from "@nats-io/transport-node";
+import type { NatsConnection, Status } from "@nats-io/transport-node";
 import { WatchEvent } from "../gen/choreo/api/v1/api.js";
 import { expired } from "../api/errors.js";
 import { EVENT_STREAM } from "./subjects.js";
 import { streamState } from "./stream.js";
 import { EVENT_SIGNATURE_HEADER, signedEventsPolicy } from "./signing.js";
-import { onAbort } from "../lifecycle/runnable.js";
+import { onAbort, sleep } from "../lifecycle/runnable.js";
 
 /** Encodes a watch event (the payload of every event-log message). */
 export function encodeEvent(ev: WatchEvent): Uint8Array {
@@ -29,11 +29,28 @@ export interface ConsumeOptions {
 }
 
 /**
+ * Calls `fn` at each reconnection of `nc` to a server; returns the function
+ * that stops listening.
+ */
+function onReconnect(nc: NatsConnection, fn: () => void): () => void {
+  const statuses = nc.status() as AsyncIterable<Status> & { stop?: () => void };
+  void (async () => {
+    for await (const s of statuses) if (s.type === "reconnect") fn();
+  })().catch(() => undefined);
+  return () => statuses.stop?.();
+}
+
+/**
  * Every change after `fromRevision` matching `filter`, in revision order,
  * then live changes until the signal aborts. Throws a 410 Expired ApiError
  * when the log no longer holds revision fromRevision+1. On a connection that
  * requires signed events (`requireSignedEvents`), a message without the
  * api's signature, or not at the sequence of its revision, is skipped.
+ * When the connection comes back after losing its server (a nats-server
+ * restart), the consumer starts again after the last message it delivered:
+ * nats.js's own pull consumer only notices that its consumer and pull died
+ * with the server once the pull expires and heartbeats are missed (30 s and
+ * more, longer on a quiet subject).
  */
 export async function* consumeEvents(opts: ConsumeOptions): AsyncGenerator<WatchEvent> {
   const { firstRevision, lastRevision } = await streamState(opts.jsm);
@@ -41,35 +58,55 @@ export async function* consumeEvents(opts: ConsumeOptions): AsyncGenerator<Watch
   if (opts.fromRevision + 1 < firstRevision && opts.fromRevision < lastRevision) {
     throw expired(`too old resource version: ${opts.fromRevision} (${firstRevision - 1})`);
   }
-  if (opts.signal.aborted) return;
   const js = jetstream(opts.nc);
-  const consumer = await js.consumers.get(EVENT_STREAM, {
-    filter_subjects: opts.filter,
-    deliver_policy: DeliverPolicy.StartSequence,
-    opt_start_seq: opts.fromRevision + 1,
-  });
-  const messages = await consumer.consume({ max_messages: 512 });
   const policy = signedEventsPolicy(opts.nc);
-  // The signal may have aborted while the consumer was being made: then stop at once.
-  const unlisten = onAbort(opts.signal, () => void messages.close());
-  try {
-    for await (const m of messages) {
-      if (opts.signal.aborted) break;
-      if (policy && !policy.verifier.verify(m.data, m.headers?.get(EVENT_SIGNATURE_HEADER) || undefined)) {
-        policy.onRejected?.(m.headers?.get(EVENT_SIGNATURE_HEADER) ? "bad-signature" : "unsigned", m.subject, m.seq);
-        continue;
-      }
-      const ev = decodeEvent(m.data);
-      if (policy && ev.revision !== m.seq) {
-        // A genuine message copied to another place in the log (replayed).
-        policy.onRejected?.("out-of-place", m.subject, m.seq);
-        continue;
-      }
-      if (!ev.revision) ev.revision = m.seq;
-      yield ev;
+  /** The stream sequence of the last message seen. */
+  let seen = opts.fromRevision;
+  for (let attempt = 0; !opts.signal.aborted; attempt++) {
+    let consumer;
+    try {
+      consumer = await js.consumers.get(EVENT_STREAM, {
+        filter_subjects: opts.filter,
+        deliver_policy: DeliverPolicy.StartSequence,
+        opt_start_seq: seen + 1,
+      });
+    } catch (err) {
+      // Right after a reconnection JetStream may not answer yet: a few more tries, then the caller's retry.
+      if (attempt === 0 || attempt > 20) throw err;
+      await sleep(500, opts.signal);
+      continue;
     }
-  } finally {
-    unlisten();
-    await messages.close();
+    const messages = await consumer.consume({ max_messages: 512 });
+    let reconnected = false;
+    // The signal may have aborted while the consumer was being made: then stop at once.
+    const unlisten = onAbort(opts.signal, () => void messages.close());
+    const stopWatching = onReconnect(opts.nc, () => {
+      reconnected = true;
+      void messages.close();
+    });
+    try {
+      for await (const m of messages) {
+        if (opts.signal.aborted) break;
+        seen = m.seq;
+        if (policy && !policy.verifier.verify(m.data, m.headers?.get(EVENT_SIGNATURE_HEADER) || undefined)) {
+          policy.onRejected?.(m.headers?.get(EVENT_SIGNATURE_HEADER) ? "bad-signature" : "unsigned", m.subject, m.seq);
+          continue;
+        }
+        const ev = decodeEvent(m.data);
+        if (policy && ev.revision !== m.seq) {
+          // A genuine message copied to another place in the log (replayed).
+          policy.onRejected?.("out-of-place", m.subject, m.seq);
+          continue;
+        }
+        if (!ev.revision) ev.revision = m.seq;
+        yield ev;
+      }
+    } finally {
+      stopWatching();
+      unlisten();
+      await messages.close();
+    }
+    if (!reconnected) return;
+    attempt = 0;
   }
 }
