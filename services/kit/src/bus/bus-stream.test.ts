@@ -6,7 +6,7 @@ import { after, before, describe, it } from "node:test";
 import { createInbox, type NatsConnection } from "@nats-io/transport-node";
 import { badRequest } from "../api/errors.js";
 import { startNats, waitFor, type ServerHandle } from "../process/index.js";
-import { BusStream, STREAM_CHUNK_BYTES, type StreamEvent } from "./bus-stream.js";
+import { BusStream, STREAM_CHUNK_BYTES, STREAM_SEQ_HEADER, StreamFrame, streamFrameHeaders, type StreamEvent } from "./bus-stream.js";
 import { connectBus } from "./stream.js";
 
 /**
@@ -134,5 +134,73 @@ describe("bus stream", () => {
     assert.equal(y.why, "aborted");
     x.close();
     y.close();
+  });
+
+  it("a frame the bus lost (a gap in the numbering) stops the stream on both sides with a Status saying so", async () => {
+    const [left, right] = await pair(a, b);
+    const got: StreamEvent[] = [];
+    const reading = (async () => {
+      for await (const ev of right.events()) got.push(ev);
+    })();
+    assert.equal(await left.send(1, new TextEncoder().encode("one")), true);
+    await waitFor(() => got.length === 1, { timeoutMs: 5_000, message: "the first frame" });
+    // Frame 2 never arrives: what would follow a nats-server restart that dropped it.
+    const h = streamFrameHeaders(StreamFrame.Data, 1);
+    h.set(STREAM_SEQ_HEADER, "3");
+    a.publish(right.localInbox, new TextEncoder().encode("three"), { headers: h });
+    await reading;
+    assert.equal(got.length, 1, "nothing after the hole is handed on");
+    assert.equal(right.why, "lost");
+    assert.match(right.abortStatus?.message ?? "", /the bus lost frames of this stream \(frame 3 came when 2 was due\)/);
+    await waitFor(() => left.why === "aborted", { timeoutMs: 5_000, message: "the sender is told" });
+    assert.match(left.abortStatus?.message ?? "", /lost frames/);
+    left.close();
+    right.close();
+  });
+
+  it("a bus outage stops the streams on both sides with a 503 (what was in flight may be gone); new streams work once it is back", async () => {
+    const own = await startNats();
+    const x = await connectBus(own.url, "left");
+    const y = await connectBus(own.url, "right");
+    try {
+      const [left, right] = await pair(x, y);
+      assert.equal(await left.send(1, new TextEncoder().encode("before")), true);
+      await own.kill();
+      await waitFor(() => left.why === "lost" && right.why === "lost", { timeoutMs: 10_000, message: "both sides stopped" });
+      assert.equal(right.abortStatus?.code, 503);
+      assert.match(right.abortStatus?.message ?? "", /the connection to the bus dropped/);
+      assert.equal(await left.send(1, new TextEncoder().encode("after")), false, "nothing more is sent");
+      left.close();
+      right.close();
+      await own.restart();
+      await waitFor(
+        async () =>
+          !x.isClosed() &&
+          (await x.flush().then(
+            () => true,
+            () => false,
+          )),
+        { timeoutMs: 20_000, message: "reconnected" },
+      );
+      await y.flush();
+      const [l2, r2] = await pair(x, y);
+      const got: StreamEvent[] = [];
+      const reading = (async () => {
+        for await (const ev of r2.events()) got.push(ev);
+      })();
+      assert.equal(await l2.send(1, new TextEncoder().encode("again")), true);
+      l2.end();
+      await reading;
+      assert.deepEqual(
+        got.map((e) => e.kind),
+        ["data", "end"],
+      );
+      l2.close();
+      r2.close();
+    } finally {
+      await x.close();
+      await y.close();
+      await own.stop();
+    }
   });
 });

@@ -12,6 +12,10 @@
  * A side sends at most `window` data frames beyond what its peer last said
  * it consumed, so a slow reader holds memory at `window` × 32 KiB.
  * Either side stops when it heard nothing from the other for `idleTimeoutMs`.
+ * Core NATS does not keep what it could not deliver: a stream whose
+ * connection to the bus drops stops ("lost", with a 503 saying so) instead of
+ * going on with a hole in its bytes, and frames on the data subject are
+ * numbered (`Choreo-Seq`) so that a hole found otherwise stops it too.
  *
  * The opening (who learns the other's inbox how) is the user's: exec sends
  * its inbox in the request and the agent answers with its own in the reply's
@@ -25,6 +29,8 @@ import { Status } from "../gen/choreo/meta/v1/meta.js";
 export const STREAM_FRAME_HEADER = "Choreo-Stream";
 /** The header carrying a data or close frame's channel (decimal). */
 export const STREAM_CHANNEL_HEADER = "Choreo-Channel";
+/** The header numbering the frames of a stream's data subject (1, 2, …): a gap is a frame the bus lost. */
+export const STREAM_SEQ_HEADER = "Choreo-Seq";
 /** The header of a stream's opening reply naming the answering side's inbox. */
 export const STREAM_INBOX_HEADER = "Choreo-Stream-Inbox";
 
@@ -89,7 +95,7 @@ export type StreamEvent =
   { kind: "data"; channel: number; data: Uint8Array } | { kind: "close"; channel: number } | { kind: "end"; status: Status | undefined };
 
 /** Why a stream stopped. */
-export type StreamStop = "ended" | "aborted" | "idle" | "closed" | "shutdown";
+export type StreamStop = "ended" | "aborted" | "idle" | "closed" | "shutdown" | "lost";
 
 /** Options of {@link BusStream}. */
 export interface BusStreamOptions {
@@ -137,9 +143,13 @@ export class BusStream {
   private lastReport = 0;
   private wake: (() => void) | undefined;
   private ended = false;
+  /** Frames published on the peer's data subject, and the next one expected on ours. */
+  private seq = 0;
+  private expected = 1;
 
   constructor(private readonly o: BusStreamOptions) {
     this.signal = this.ac.signal;
+    watchConnection(o.nc, this);
     this.remote = o.remote;
     this.heartbeatMs = o.heartbeatMs ?? STREAM_HEARTBEAT_MS;
     this.idleTimeoutMs = o.idleTimeoutMs ?? STREAM_IDLE_TIMEOUT_MS;
@@ -185,7 +195,7 @@ export class BusStream {
         await new Promise<void>((resolve) => (this.wake = resolve));
       }
       if (this.signal.aborted) return false;
-      this.publish(this.remote, chunk.subarray(off, off + STREAM_CHUNK_BYTES), streamFrameHeaders(StreamFrame.Data, channel));
+      this.publishData(chunk.subarray(off, off + STREAM_CHUNK_BYTES), streamFrameHeaders(StreamFrame.Data, channel));
       this.sent++;
     }
     return !this.signal.aborted;
@@ -193,14 +203,14 @@ export class BusStream {
 
   /** Tells the peer nothing more comes on `channel`. */
   closeChannel(channel: number): void {
-    if (!this.signal.aborted) this.publish(this.remote, new Uint8Array(), streamFrameHeaders(StreamFrame.Close, channel));
+    if (!this.signal.aborted) this.publishData(new Uint8Array(), streamFrameHeaders(StreamFrame.Close, channel));
   }
 
   /** This side is done (after all its data); `status` is its final word (exec: the exit). */
   end(status?: Status): void {
     if (this.signal.aborted || this.ended) return;
     this.ended = true;
-    this.publish(this.remote, status ? encodeStreamStatus(status) : new Uint8Array(), streamFrameHeaders(StreamFrame.End));
+    this.publishData(status ? encodeStreamStatus(status) : new Uint8Array(), streamFrameHeaders(StreamFrame.End));
   }
 
   /** Gives the stream up and tells the peer (with why, if given). */
@@ -218,6 +228,17 @@ export class BusStream {
     try {
       for await (const m of this.data) {
         this.lastHeard = Date.now();
+        const seq = m.headers?.get(STREAM_SEQ_HEADER);
+        if (seq) {
+          if (Number(seq) !== this.expected) {
+            // The bus dropped frames (e.g. across a nats-server restart): the bytes have a hole, so the stream cannot go on.
+            const lost = failure(500, "InternalError", `the bus lost frames of this stream (frame ${seq} came when ${this.expected} was due)`);
+            this.abortStatus = lost;
+            this.abort(lost, "lost");
+            return;
+          }
+          this.expected++;
+        }
         const kind = streamFrameOf(m);
         const channel = Number(m.headers?.get(STREAM_CHANNEL_HEADER) ?? "-1");
         if (kind === StreamFrame.Data) {
@@ -258,8 +279,17 @@ export class BusStream {
     else if (now - this.lastReport >= this.heartbeatMs) this.report();
   }
 
+  /** @internal The connection to the bus dropped: what was in flight may be gone. */
+  lose(): void {
+    if (this.signal.aborted) return;
+    const lost = failure(503, "ServiceUnavailable", "the connection to the bus dropped (nats-server restarted or unreachable): the stream cannot go on");
+    this.abortStatus = lost;
+    this.abort(lost, "lost");
+  }
+
   private stop(why: StreamStop): void {
     if (this.signal.aborted) return;
+    streamsOf.get(this.o.nc)?.delete(this);
     this.why = why;
     this.ac.abort();
     this.wakeUp();
@@ -275,6 +305,13 @@ export class BusStream {
     return inbox === undefined ? undefined : `${inbox}.ctl`;
   }
 
+  /** A frame on the peer's data subject, numbered. */
+  private publishData(data: Uint8Array, h: MsgHdrs): void {
+    if (this.remote === undefined) return;
+    h.set(STREAM_SEQ_HEADER, String(++this.seq));
+    this.publish(this.remote, data, h);
+  }
+
   private publish(subject: string | undefined, data: Uint8Array, h: MsgHdrs): void {
     if (subject === undefined) return;
     try {
@@ -283,6 +320,24 @@ export class BusStream {
       // The connection is closing: the peer notices the silence.
     }
   }
+}
+
+/** The open streams of each connection, and one watcher of its status each. */
+const streamsOf = new WeakMap<NatsConnection, Set<BusStream>>();
+
+function watchConnection(nc: NatsConnection, stream: BusStream): void {
+  let open = streamsOf.get(nc);
+  if (!open) {
+    const set = new Set<BusStream>();
+    open = set;
+    streamsOf.set(nc, set);
+    void (async () => {
+      for await (const st of nc.status()) {
+        if (st.type === "disconnect") for (const s of [...set]) s.lose();
+      }
+    })().catch(() => undefined);
+  }
+  open.add(stream);
 }
 
 function decodeStatus(data: Uint8Array): Status | undefined {

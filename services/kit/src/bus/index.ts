@@ -34,6 +34,7 @@ export type { SignedEventsPolicy } from "./signing.js";
 export {
   STREAM_FRAME_HEADER,
   STREAM_CHANNEL_HEADER,
+  STREAM_SEQ_HEADER,
   STREAM_INBOX_HEADER,
   StreamFrame,
   STREAM_HEARTBEAT_MS,
