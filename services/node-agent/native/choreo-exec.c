@@ -448,6 +448,9 @@ static int relay(pid_t child, int master, int sizes) {
 
 /* tty: -1 for none, else the fd of the window sizes (-2 when there is none). */
 static int join(const char *pidarg, const char *specfile, char **command, int tty) {
+  /* The agent killed (kill -9 included): this exec goes with it, and the command below with us. */
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0) die(126, "parent death signal");
+  if (getppid() == 1) die(126, "the node agent is gone");
   struct spec s;
   read_spec(specfile, &s);
   static const struct { const char *name; int type; } nss[] = {
@@ -469,6 +472,7 @@ static int join(const char *pidarg, const char *specfile, char **command, int tt
   if (child < 0) die(126, "fork");
   if (child == 0) {
     if (tty != -1) take_tty(&t);
+    else if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0) die(126, "parent death signal");
     if (chdir(s.workdir) < 0) die(126, "chdir %s", s.workdir);
     confine();
     exec_command(command, s.env);
