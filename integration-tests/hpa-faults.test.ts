@@ -12,6 +12,9 @@
 //   starts from the current size (Kubernetes' recordInitialRecommendation),
 //   so the scale-down comes no sooner than a whole window after the restart —
 //   never at once — and the replicas only ever go one way (no flapping).
+// - kill -9 of the api and a nats-server restart while it holds: no size
+//   changes, and a new target afterwards is acted on at once (its informer
+//   came back).
 // Every value of the RC's spec.replicas is recorded by an informer (the event
 // log), so a flap between two polls cannot hide.
 import assert from "node:assert/strict";
@@ -164,5 +167,38 @@ describe("HorizontalPodAutoscaler through kill -9 of the replication actor", () 
         down.every((n, i) => i === 0 || n < down[i - 1]!),
         `from 4 only down, never back up: ${sizes.join(" → ")}`,
       );
+    }));
+
+  it("kill -9 of the api and a nats-server restart change no size; a new target afterwards is acted on at once", () =>
+    withLogsOnFailure(c, async () => {
+      const before = sizes.length;
+      const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+      await c.killApi(0);
+      await sleep(1_000);
+      await c.startApi(0);
+      await c.nats.kill();
+      await sleep(3_000);
+      await c.nats.restart();
+      const cleared = Date.now();
+      // 100 % against 50 %: twice the pods, at most 2 — the HPA's informer and the api are back.
+      await waitFor(
+        async () => {
+          try {
+            await c.client.patch("horizontalpodautoscalers", "default", "mem", "application/merge-patch+json", {
+              spec: { maxReplicas: 2, metrics: target(50) },
+            });
+            return true;
+          } catch {
+            return false;
+          }
+        },
+        { timeoutMs: 60_000, intervalMs: 500, message: "the HPA patched once the api is back" },
+      );
+      const patched = Date.now();
+      await waitFor(() => replicas() === 2, { timeoutMs: 60_000, intervalMs: 50, message: "scaled to 2" });
+      console.log(
+        `hpa faults: api and nats-server back; patch accepted ${patched - cleared} ms later, scaled 1 → 2 ${Date.now() - patched} ms after the patch`,
+      );
+      assert.deepEqual(sizes.slice(before - 1), [1, 2], `no size change during the faults: ${sizes.join(" → ")}`);
     }));
 });
