@@ -47,8 +47,8 @@ describe("port-forward and exec through kill -9 of the api, the node agent and n
   /** Whether `sleep <tag>` runs in the pod. */
   const running = async (tag: string): Promise<boolean> => (await kubectl(["exec", "web", "--", "ps", "-o", "args"])).stdout.includes(`sleep ${tag}`);
 
-  /** A kubectl port-forward with a connection held through it, and a kubectl exec running `sleep <tag>`. */
-  const openStreams = async (tag: string): Promise<{ socket: Socket; pf: ChildProcess; ex: ChildProcess }> => {
+  /** A `kubectl port-forward pod/web :8080` and its local port. */
+  const forward = async (): Promise<{ pf: ChildProcess; port: number }> => {
     const pf = spawn("kubectl", ["port-forward", "--address", "127.0.0.1", "pod/web", ":8080"], {
       env: { ...process.env, KUBECONFIG: c.kubeconfig, HOME: c.dir },
       stdio: ["ignore", "pipe", "ignore"],
@@ -60,6 +60,12 @@ describe("port-forward and exec through kill -9 of the api, the node agent and n
       timeoutMs: 60_000,
       message: "port-forward listening",
     });
+    return { pf, port };
+  };
+
+  /** A kubectl port-forward with a connection held through it, and a kubectl exec running `sleep <tag>`. */
+  const openStreams = async (tag: string): Promise<{ socket: Socket; pf: ChildProcess; ex: ChildProcess }> => {
+    const { pf, port } = await forward();
     const socket = await new Promise<Socket>((resolve, reject) => {
       const s = connect({ host: "127.0.0.1", port }, () => resolve(s));
       s.on("error", reject);
@@ -91,14 +97,7 @@ describe("port-forward and exec through kill -9 of the api, the node agent and n
       },
       { timeoutMs: 60_000, message: `after ${fault}: a new exec works` },
     );
-    const pf = spawn("kubectl", ["port-forward", "--address", "127.0.0.1", "pod/web", ":8080"], {
-      env: { ...process.env, KUBECONFIG: c.kubeconfig, HOME: c.dir },
-      stdio: ["ignore", "pipe", "ignore"],
-    });
-    children.push(pf);
-    let out = "";
-    pf.stdout?.on("data", (b: Buffer) => (out += b.toString()));
-    const port = await waitFor(() => Number(/127\.0\.0\.1:(\d+) ->/.exec(out)?.[1] ?? 0) || undefined, { timeoutMs: 60_000, message: "a new port-forward" });
+    const { pf, port } = await forward();
     const body = await (await fetch(`http://127.0.0.1:${port}/`, { signal: AbortSignal.timeout(30_000) })).text();
     assert.equal(body, "web-8080\n", `after ${fault}: a new port-forward answers`);
     console.log(`${fault}: new exec and port-forward working ${((Date.now() - t2) / 1000).toFixed(1)} s later`);
@@ -123,24 +122,25 @@ describe("port-forward and exec through kill -9 of the api, the node agent and n
     if (c) await c.stop();
   });
 
-  it("kill -9 of the api: the node agent ends the streams it served (silence), and the restarted api serves new ones", () =>
-    withLogsOnFailure(c, async () => {
-      await openStreams("1111");
-      await c.killApi(0);
-      await sleep(1_000);
-      await c.startApi(0);
-      await freedAndWorking("1111", "the api's kill -9");
-    }));
-
-  it("kill -9 of the node agent: the pod keeps running, its restarted agent serves new streams", () =>
-    withLogsOnFailure(c, async () => {
-      await openStreams("2222");
-      await c.killNode(0);
-      await sleep(1_000);
-      await c.startNode(0);
-      // The agent's own relay processes died with it: the command and the connection are gone with them or on the api's silence.
-      await freedAndWorking("2222", "the node agent's kill -9");
-    }));
+  for (const [what, tag, fault, restart, how] of [
+    ["the api", "1111", () => c.killApi(0), () => c.startApi(0), "the node agent ends the streams it served (silence), and the restarted api serves new ones"],
+    [
+      "the node agent",
+      "2222",
+      () => c.killNode(0),
+      () => c.startNode(0),
+      "its relays die with it, the pod keeps running, its restarted agent serves new streams",
+    ],
+  ] as const) {
+    it(`kill -9 of ${what}: ${how}`, () =>
+      withLogsOnFailure(c, async () => {
+        await openStreams(tag);
+        await fault();
+        await sleep(1_000);
+        await restart();
+        await freedAndWorking(tag, `${what}'s kill -9`);
+      }));
+  }
 
   it("kill -9 of nats-server, restarted after 3 s: both ends of each stream stop (the bus may have lost what was in flight), kubectl hears why, new streams work", () =>
     withLogsOnFailure(c, async () => {

@@ -71,6 +71,19 @@ export function execScenarios(runtime: RealRuntime): void {
     let c: RealCluster;
     const kubectl = (args: string[], input?: string) => run("kubectl", args, c.kubeconfig, input !== undefined ? { input } : {});
 
+    /** `kubectl cp` of 1 MB of random bytes into container main (/tmp/<name>.bin) and back out: the bytes come back equal. */
+    const cpRoundTrip = async (bin: string, name: string): Promise<void> => {
+      const src = path.join(c.dir, `${name}.bin`);
+      const back = path.join(c.dir, `${name}.back`);
+      const data = randomBytes(1024 * 1024);
+      writeFileSync(src, data);
+      const cpIn = await run(bin, ["cp", src, `shell:/tmp/${name}.bin`, "-c", "main"], c.kubeconfig);
+      assert.equal(cpIn.code, 0, cpIn.stderr);
+      const cpOut = await run(bin, ["cp", `shell:/tmp/${name}.bin`, back, "-c", "main"], c.kubeconfig);
+      assert.equal(cpOut.code, 0, cpOut.stderr);
+      assert.ok(readFileSync(back).equals(data), `${bin}: the bytes came back equal`);
+    };
+
     before(async () => {
       c = await startRealCluster(runtime, { nodes: 1 });
       const applied = await kubectl(["apply", "-f", c.manifest("shell.yaml", POD)]);
@@ -123,17 +136,9 @@ export function execScenarios(runtime: RealRuntime): void {
 
     it("kubectl cp copies 1 MB of random bytes in and out unchanged", () =>
       withLogsOnFailure(c, async () => {
-        const src = path.join(c.dir, "random.bin");
-        const back = path.join(c.dir, "random.back");
-        const data = randomBytes(1024 * 1024);
-        writeFileSync(src, data);
-        const cpIn = await kubectl(["cp", src, "shell:/tmp/random.bin", "-c", "main"]);
-        assert.equal(cpIn.code, 0, cpIn.stderr);
+        await cpRoundTrip("kubectl", "random");
         const size = await kubectl(["exec", "shell", "-c", "main", "--", "wc", "-c", "/tmp/random.bin"]);
         assert.match(size.stdout, /^\s*1048576\s/);
-        const cpOut = await kubectl(["cp", "shell:/tmp/random.bin", back, "-c", "main"]);
-        assert.equal(cpOut.code, 0, cpOut.stderr);
-        assert.ok(readFileSync(back).equals(data), "the bytes came back equal");
       }));
 
     it("a kubectl that goes away ends its command in the container", () =>
@@ -211,15 +216,7 @@ export function execScenarios(runtime: RealRuntime): void {
           const piped = await old(["exec", "-i", "shell", "-c", "main", "--", "sh", "-c", "cat; echo done"], "hi\nthere\n");
           assert.equal(piped.code, 0, piped.stderr);
           assert.equal(piped.stdout, "hi\nthere\ndone\n");
-          const src = path.join(c.dir, "random-120.bin");
-          const back = path.join(c.dir, "random-120.back");
-          const data = randomBytes(1024 * 1024);
-          writeFileSync(src, data);
-          const cpIn = await old(["cp", src, "shell:/tmp/random-120.bin", "-c", "main"]);
-          assert.equal(cpIn.code, 0, cpIn.stderr);
-          const cpOut = await old(["cp", "shell:/tmp/random-120.bin", back, "-c", "main"]);
-          assert.equal(cpOut.code, 0, cpOut.stderr);
-          assert.ok(readFileSync(back).equals(data), "the bytes came back equal");
+          await cpRoundTrip(KUBECTL_120, "random-120");
           const noPod = await old(["exec", "nopod", "--", "true"]);
           assert.notEqual(noPod.code, 0);
           assert.match(noPod.stderr, /pods "nopod" not found/);
