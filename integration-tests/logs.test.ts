@@ -180,4 +180,20 @@ describe("logs: a node-agent process", () => {
     );
     assert.equal(r.stdout, "hollow container app started (run 0)\n");
   });
+
+  it("kubectl 1.20 logs -f ends when the node agent is killed (-9) mid-follow", async () => {
+    await createPod(c, "followed", ["app"]);
+    await waitRunning(c, "followed");
+    const f = startWatch("/var/lib/choreo/tools/kubectl-1.20/usr/bin/kubectl", ["logs", "-f", "followed"], kc);
+    try {
+      await waitFor(() => f.output().includes("hollow container app started (run 0)"), { ...WAIT, message: "the first line" });
+      assert.equal(f.child.exitCode, null, "still following");
+      // No goodbye from a killed agent: the api ends the response after its idle timeout (15 s).
+      await c.actors.get("node-agent")?.kill();
+      await waitFor(() => f.child.exitCode !== null, { timeoutMs: 60_000, message: "kubectl logs -f ended" });
+      assert.equal(f.output(), "hollow container app started (run 0)\n");
+    } finally {
+      await f.stop();
+    }
+  });
 });
