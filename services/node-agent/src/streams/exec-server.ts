@@ -1,7 +1,7 @@
 import type { Msg, NatsConnection } from "@nats-io/transport-node";
 import { badRequest, failure, notFound, unavailable, type Status } from "@choreo/kit";
 import { agentExecSubject, type BusStream, type BusStreamOptions } from "@choreo/kit/bus";
-import type { Runnable } from "@choreo/kit/lifecycle";
+import { onAbort, type Runnable } from "@choreo/kit/lifecycle";
 import type { Logger } from "@choreo/kit/log";
 import type { Pod } from "@choreo/kit/gen/choreo/core/v1/core";
 import { PodExecRequest } from "@choreo/kit/gen/choreo/node/v1/exec";
@@ -79,7 +79,9 @@ export class ExecServer implements Runnable {
       return;
     }
     const pod = `${req.namespace}/${req.name}`;
-    const stream = acceptStream(msg, { ...this.opts.stream, nc: this.opts.nc, remote: req.inbox, signal });
+    // The agent's stop is told to the api with why (a 503), not as a bare abort: so no `signal` for the stream itself.
+    const stream = acceptStream(msg, { ...this.opts.stream, nc: this.opts.nc, remote: req.inbox });
+    const unlisten = onAbort(signal, () => stream.abort(unavailable(`node agent for node ${this.opts.node} is stopping`).status, "shutdown"));
     this.log.debug({ pod, container: req.container, attach: req.attach, stdin: req.stdin, tty: req.tty }, "exec stream started");
     const kill = (): void => session.kill();
     stream.signal.addEventListener("abort", kill, { once: true });
@@ -88,8 +90,7 @@ export class ExecServer implements Runnable {
     try {
       await Promise.all(pumps);
       const code = await session.exit;
-      if (signal.aborted) stream.abort(unavailable(`node agent for node ${this.opts.node} is stopping`).status);
-      else stream.end(exitStatus(code, req.attach ? [] : req.command));
+      if (!signal.aborted) stream.end(exitStatus(code, req.attach ? [] : req.command));
       this.log.debug({ pod, container: req.container, exitCode: code, why: stream.why }, "exec stream ended");
     } catch (err) {
       this.log.warn({ err, pod, container: req.container }, "exec stream failed");
@@ -97,6 +98,7 @@ export class ExecServer implements Runnable {
       session.kill();
     } finally {
       stream.signal.removeEventListener("abort", kill);
+      unlisten();
       stream.close();
       await input;
     }

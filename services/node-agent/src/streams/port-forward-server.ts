@@ -1,8 +1,8 @@
 import { connect, type Socket } from "node:net";
 import type { Msg, NatsConnection } from "@nats-io/transport-node";
-import { badRequest, failure, notFound, type Status } from "@choreo/kit";
+import { badRequest, failure, notFound, unavailable, type Status } from "@choreo/kit";
 import { agentPortForwardSubject, type BusStream, type BusStreamOptions } from "@choreo/kit/bus";
-import type { Runnable } from "@choreo/kit/lifecycle";
+import { onAbort, type Runnable } from "@choreo/kit/lifecycle";
 import type { Logger } from "@choreo/kit/log";
 import type { Pod } from "@choreo/kit/gen/choreo/core/v1/core";
 import { PodPortForwardRequest } from "@choreo/kit/gen/choreo/node/v1/exec";
@@ -93,12 +93,15 @@ export class PortForwardServer implements Runnable {
       replyStreamError(msg, forwardError(req, err));
       return;
     }
-    const stream = acceptStream(msg, { ...this.opts.stream, nc: this.opts.nc, remote: req.inbox, signal });
+    // The agent's stop is told to the api with why (a 503), not as a bare abort.
+    const stream = acceptStream(msg, { ...this.opts.stream, nc: this.opts.nc, remote: req.inbox });
+    const unlisten = onAbort(signal, () => stream.abort(unavailable(`node agent for node ${this.opts.node} is stopping`).status, "shutdown"));
     this.count(+1);
     this.log.debug({ pod: `${req.namespace}/${req.name}`, port: req.port }, "port-forward connection open");
     try {
       await bridge(socket, stream, req);
     } finally {
+      unlisten();
       socket.destroy();
       stream.close();
       this.count(-1);
