@@ -135,7 +135,16 @@ async function bringUp(dir: string, opts: Parameters<typeof startCluster>[0] & o
   };
   // The first replica creates the token file and certificate; the others reuse them.
   for (const a of apis) {
-    await launch(a);
+    // Another test file may have taken a port between freePort and the listen: new ports, once more (a restart keeps its ports).
+    await retryOnPortClash(
+      () => launch(a),
+      async () => {
+        a.httpPort = await freePort();
+        a.httpsPort = await freePort();
+        a.grpcPort = await freePort();
+        a.metricsPort = await freePort();
+      },
+    );
     started.push({ stop: () => a.process.stop(10_000) });
   }
   const token =
@@ -145,24 +154,30 @@ async function bringUp(dir: string, opts: Parameters<typeof startCluster>[0] & o
   const actors = new Map<string, ManagedProcess>();
   const startActor = async (name: string, env: Record<string, string> = {}, args: string[] = [], as = name): Promise<ManagedProcess> => {
     await actors.get(as)?.stop(5_000);
-    const metricsPort = env["CHOREO_METRICS_PORT"] ? Number(env["CHOREO_METRICS_PORT"]) : await freePort();
-    const p = await startProcess({
-      name,
-      cmd: process.execPath,
-      args: ["--import", "tsx", path.join(ROOT, `services/${name}/src/main.ts`), ...args],
-      cwd: ROOT,
-      env: {
-        CHOREO_NATS_URL: nats.url,
-        CHOREO_LOG_LEVEL: "info",
-        CHOREO_EVENT_VERIFY_KEY: eventKeyPaths(path.join(dir, "api", "pki")).publicKey,
-        ...opts.env,
-        ...env,
-        CHOREO_METRICS_PORT: String(metricsPort),
-      },
-      readyUrl: `http://127.0.0.1:${metricsPort}/healthz`,
-      timeoutMs: 60_000,
-      logFile: path.join(dir, `${as}.log`),
-    });
+    let metricsPort = env["CHOREO_METRICS_PORT"] ? Number(env["CHOREO_METRICS_PORT"]) : await freePort();
+    const start = (): Promise<ManagedProcess> =>
+      startProcess({
+        name,
+        cmd: process.execPath,
+        args: ["--import", "tsx", path.join(ROOT, `services/${name}/src/main.ts`), ...args],
+        cwd: ROOT,
+        env: {
+          CHOREO_NATS_URL: nats.url,
+          CHOREO_LOG_LEVEL: "info",
+          CHOREO_EVENT_VERIFY_KEY: eventKeyPaths(path.join(dir, "api", "pki")).publicKey,
+          ...opts.env,
+          ...env,
+          CHOREO_METRICS_PORT: String(metricsPort),
+        },
+        readyUrl: `http://127.0.0.1:${metricsPort}/healthz`,
+        timeoutMs: 60_000,
+        logFile: path.join(dir, `${as}.log`),
+      });
+    const p = env["CHOREO_METRICS_PORT"]
+      ? await start()
+      : await retryOnPortClash(start, async () => {
+          metricsPort = await freePort();
+        });
     actors.set(as, p);
     return p;
   };
@@ -248,4 +263,20 @@ function compactLogLine(line: string): string {
 /** An informer on the cluster's pods in namespace default, not yet started: add handlers, then start it. */
 export async function podInformer(c: Pick<TestCluster, "client" | "nc">): Promise<Informer<"pod">> {
   return new Informer<"pod">({ client: c.client, nc: c.nc, jsm: await jetstreamManager(c.nc), kind: "pod", namespace: "default", log: silentLogger() });
+}
+
+/**
+ * Runs `start`; when it failed because a port was taken (EADDRINUSE: another
+ * test file listened on it between freePort and the listen), picks new ports
+ * with `repick` and tries again, up to three times.
+ */
+async function retryOnPortClash<T>(start: () => Promise<T>, repick: () => Promise<void>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await start();
+    } catch (err) {
+      if (attempt >= 3 || !String((err as Error).message).includes("EADDRINUSE")) throw err;
+      await repick();
+    }
+  }
 }
