@@ -5,7 +5,8 @@
 // what the stream held (the pod's connection closes, the command ends), the
 // pod keeps running, and a new kubectl port-forward / exec works within
 // seconds of the component coming back. A nats-server outage stops the
-// streams (core NATS keeps nothing it could not deliver: kit bus-stream).
+// streams (core NATS keeps nothing it could not deliver: kit bus-stream); a
+// redis-server outage does not touch them.
 import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
 import { connect, type Socket } from "node:net";
@@ -152,5 +153,22 @@ describe("port-forward and exec through kill -9 of the api, the node agent and n
       await c.nats.restart();
       await freedAndWorking("3333", "nats-server's kill -9");
       await waitFor(() => closed, { timeoutMs: 30_000, message: "the forwarded connection closed on kubectl's side too" });
+    }));
+
+  it("redis-server down for 3 s: the open streams go on (they never touch the store), and new ones work once it is back", () =>
+    withLogsOnFailure(c, async () => {
+      const { socket, pf, ex } = await openStreams("4444");
+      let answer = "";
+      socket.on("data", (b: Buffer) => (answer += b.toString()));
+      await c.redis.kill();
+      await sleep(3_000);
+      await c.redis.restart();
+      // The request's last line, through the same forwarded connection.
+      socket.write("\r\n");
+      await waitFor(() => answer.includes("web-8080"), { timeoutMs: 30_000, message: "the answer through the same forwarded connection" });
+      assert.ok(await running("4444"), "the exec's command still runs");
+      pf.kill("SIGKILL");
+      ex.kill("SIGKILL");
+      await freedAndWorking("4444", "redis-server's outage, then its kubectls gone");
     }));
 });
