@@ -3,7 +3,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { nowRfc3339 } from "@choreo/kit/apimachinery";
 import { bootEpochSeconds, procStartTime } from "./proc.js";
-import { initScript, runFstab, shimScript, writeExecSpec, type ContainerScriptSpec } from "./scripts.js";
+import { initScript, runFstab, shimScript, stdinPaths, writeExecSpec, type ContainerScriptSpec } from "./scripts.js";
 import { runPaths } from "./state.js";
 
 /** A run the shim was started for. */
@@ -84,5 +84,5 @@ function existsIn(root: string, p: string): boolean {
 /** Removes an ended run's overlay dirs (its log stays: it is the `previous` log). */
 export function removeRunDirs(dir: string, n: number): void {
   const rp = runPaths(dir, n);
-  for (const f of [rp.upper, rp.work, rp.fstab]) fs.rmSync(f, { recursive: true, force: true });
+  for (const f of [rp.upper, rp.work, rp.fstab, ...Object.values(stdinPaths(dir, n))]) fs.rmSync(f, { recursive: true, force: true });
 }

@@ -8,6 +8,10 @@ export interface ReadLogOptions {
   follow: boolean;
   /** Whether the run may still write (a followed log ends once it does not and all is read). */
   running: () => boolean;
+  /** Only this stream's lines (attach: stdout and stderr apart); undefined: both. */
+  stream?: "stdout" | "stderr" | undefined;
+  /** Only what the live log holds from this byte offset on (attach: from its start); tailLines and sinceSeconds then do not apply. */
+  fromOffset?: number | undefined;
 }
 
 /** A run's log files, oldest first: `<log>.<maxFiles-1>` … `<log>.1`, `<log>`. */
@@ -41,13 +45,14 @@ export function rotateIfNeeded(log: string, maxBytes: number, maxFiles: number):
   return true;
 }
 
-/** One CRI log line `<RFC3339Nano> <stream> <F|P> <content>` as the api returns it. */
-export function formatLine(line: string, timestamps: boolean, sinceMs: number | undefined): string | undefined {
+/** One CRI log line `<RFC3339Nano> <stream> <F|P> <content>` as the api returns it (undefined: not of `stream`, when given). */
+export function formatLine(line: string, timestamps: boolean, sinceMs: number | undefined, stream?: string): string | undefined {
   const a = line.indexOf(" ");
   const b = line.indexOf(" ", a + 1);
   const c = line.indexOf(" ", b + 1);
   if (a < 0 || b < 0 || c < 0) return undefined;
   const ts = line.slice(0, a);
+  if (stream !== undefined && line.slice(a + 1, b) !== stream) return undefined;
   if (sinceMs !== undefined && Date.parse(ts) < sinceMs) return undefined;
   const content = line.slice(c + 1);
   const eol = line.slice(b + 1, c) === "P" ? "" : "\n";
@@ -61,9 +66,9 @@ export function formatLine(line: string, timestamps: boolean, sinceMs: number | 
  */
 export async function* readLog(log: string, maxFiles: number, o: ReadLogOptions, signal: AbortSignal): AsyncGenerator<Uint8Array> {
   const sinceMs = o.sinceSeconds !== undefined ? Date.now() - o.sinceSeconds * 1000 : undefined;
-  let offset = 0;
+  let offset = o.fromOffset ?? 0;
   const lines: string[] = [];
-  for (const f of logFiles(log, maxFiles)) {
+  for (const f of o.fromOffset === undefined ? logFiles(log, maxFiles) : []) {
     const buf = fs.readFileSync(f);
     const text = buf.toString("utf8");
     const whole = f === log ? text.slice(0, text.lastIndexOf("\n") + 1) : text;
@@ -72,7 +77,7 @@ export async function* readLog(log: string, maxFiles: number, o: ReadLogOptions,
   }
   const picked = o.tailLines !== undefined ? lines.slice(Math.max(0, lines.length - o.tailLines)) : lines;
   const first = picked
-    .map((l) => formatLine(l, o.timestamps, sinceMs))
+    .map((l) => formatLine(l, o.timestamps, sinceMs, o.stream))
     .filter((x) => x !== undefined)
     .join("");
   if (first) yield Buffer.from(first);
@@ -81,7 +86,7 @@ export async function* readLog(log: string, maxFiles: number, o: ReadLogOptions,
     chunk
       .split("\n")
       .filter(Boolean)
-      .map((l) => formatLine(l, o.timestamps, undefined))
+      .map((l) => formatLine(l, o.timestamps, undefined, o.stream))
       .filter((x) => x !== undefined)
       .join("");
   for (;;) {

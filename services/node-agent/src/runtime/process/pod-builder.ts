@@ -54,6 +54,9 @@ export function buildContainerSpec(b: BuildEnv, pod: Pod, c: Container, facts: P
     env,
     argv: containerArgv(c, env),
     workingDir: c.workingDir || "/",
+    stdin: c.stdin,
+    stdinOnce: c.stdinOnce,
+    tty: c.tty,
   };
 }
 

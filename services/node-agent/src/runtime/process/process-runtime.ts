@@ -20,6 +20,7 @@ import {
   type StreamSession,
 } from "../runtime.js";
 import { Cgroups } from "./cgroups.js";
+import { attachRun } from "./attach.js";
 import { removeRunDirs, startRun, writeScripts } from "./container.js";
 import { execIn, execStreamIn } from "./exec.js";
 import { ensureHelper } from "./helper.js";
@@ -350,6 +351,17 @@ export class ProcessRuntime implements Runtime {
   async execStream(uid: string, container: string, command: readonly string[], opts: StreamOptions): Promise<StreamSession> {
     const { main, spec } = await this.joinable(uid, container);
     return execStreamIn(main, spec, command, opts);
+  }
+
+  /** Attaches to a running container's current run (no tty: a tty container is refused with a 400). */
+  async attach(uid: string, container: string, opts: StreamOptions): Promise<StreamSession> {
+    const { hp, hc } = this.mustGet(uid, container);
+    const spec = hc.rec.spec;
+    if (spec.tty || opts.tty) throw new RuntimeRequestError("attach to a tty container is not supported by the process runtime");
+    await this.joinable(uid, container);
+    const n = hc.rec.restartCount;
+    const running = (): boolean => hc.rec.restartCount === n && !this.checkExit(hp, hc);
+    return attachRun({ dir: spec.dir, n, maxFiles: this.maxFiles, stdin: spec.stdin === true, stdinOnce: spec.stdinOnce === true, running }, opts);
   }
 
   /** The host pid of a running container's command (what an exec joins) and its spec; a RuntimeRequestError when not running. */

@@ -36,6 +36,17 @@ export interface ContainerScriptSpec {
   env: ReadonlyMap<string, string>;
   argv: readonly string[];
   workingDir: string;
+  /** The container's `stdin`: its stdin is the run's FIFO `<n>.stdin` (what attach writes to), else /dev/null. Absent in older pod.json: false. */
+  stdin?: boolean | undefined;
+  /** The container's `stdinOnce`: the first attach's stdin end closes the container's stdin for good. */
+  stdinOnce?: boolean | undefined;
+  /** The container's `tty` (attach to it is refused: no terminal here). */
+  tty?: boolean | undefined;
+}
+
+/** The run's stdin FIFO (containers with `stdin: true`) and the pid of the process that holds it open (`<n>.stdin.pid`). */
+export function stdinPaths(dir: string, n: number): { fifo: string; holder: string } {
+  return { fifo: path.join(dir, `${n}.stdin`), holder: path.join(dir, `${n}.stdin.pid`) };
 }
 
 /**
@@ -55,6 +66,11 @@ export const TIMESTAMPER = [
  * <reason>` in `<n>.exit` (its mtime is finishedAt). OOMKilled when the
  * cgroup's oom_kill count grew and the exit was not 0 (or, on kernels
  * without that count, memory.failcnt grew and the exit was a SIGKILL).
+ * With `stdin`, the container's stdin is the FIFO `<n>.stdin`: a holder
+ * (`sleep`, its pid in `<n>.stdin.pid`) keeps it open read-write, so the
+ * command sees no EOF while no one is attached; killing the holder (a
+ * stdinOnce attach's end, the run's end) leaves the attaches as its only
+ * writers.
  */
 export function shimScript(s: ContainerScriptSpec): string {
   const ns = [...(s.netns ? [`--net=${s.netns}`] : []), `--ipc=${s.ipcFile}`, `--uts=${s.utsFile}`, ...(s.pidNamespace ? [`--pid=${s.pidNamespace}`] : [])]
@@ -69,6 +85,9 @@ export function shimScript(s: ContainerScriptSpec): string {
       `${v}=; if [ -r ${shq(s.oomFile)} ]; then while read -r k x; do [ "$k" = oom_kill ] && ${v}=$x; done < ${shq(s.oomFile)}; fi`,
       `if [ -z "$${v}" ]; then ${v}=0; f=1; if [ -r ${shq(failcnt)} ]; then read -r ${v} < ${shq(failcnt)} || ${v}=0; fi; fi`,
     ].join("\n");
+  const stdin = s.stdin
+    ? 'rm -f "$n.stdin"; mkfifo -m 600 "$n.stdin" || exit 1\nsleep 2147483647 <> "$n.stdin" > /dev/null 2>&1 &\nh=$!; echo "$h" > "$n.stdin.pid"\n'
+    : "";
   const awk = (stream: string): string => `mawk -W interactive -v st=${stream} -v b="$b" -v f="$d/$n.log" ${shq(TIMESTAMPER)}`;
   return `#!/bin/sh
 # choreo process-runtime shim: ${s.title.replace(/\n/g, " ")}
@@ -76,9 +95,9 @@ n=$1; b=$2; f=
 d=${shq(s.dir)}
 cd "$d" || exit 1
 ${oom("o0")}
-{ { nsenter ${ns} unshare ${pid}--fork --mount --propagation private /bin/sh "$d/init.sh" "$n"; echo $? > "$n.code"; } 2>&1 1>&3 3>&- | ${awk("stderr")} 3>&-; } 3>&1 | ${awk("stdout")}
+${stdin}{ { nsenter ${ns} unshare ${pid}--fork --mount --propagation private /bin/sh "$d/init.sh" "$n"${s.stdin ? ' < "$n.stdin"' : ""}; echo $? > "$n.code"; } 2>&1 1>&3 3>&- | ${awk("stderr")} 3>&-; } 3>&1 | ${awk("stdout")}
 c=255; if [ -s "$n.code" ]; then read -r c < "$n.code"; fi
-${oom("o1")}
+${s.stdin ? 'kill "$h" 2>/dev/null\n' : ""}${oom("o1")}
 r=Error
 [ "$c" = 0 ] && r=Completed
 [ "$c" != 0 ] && [ "$o1" -gt "$o0" ] && { [ -z "$f" ] || [ "$c" = 137 ]; } && r=OOMKilled
@@ -148,9 +167,10 @@ ${s.cgroupDirs.map((c) => `echo 0 > ${shq(path.join(c, "cgroup.procs"))}`).join(
 ${[...hostRoot, `mount -a -T "$d/$n.fstab"`].join("\n")}
 set +e
 # From here the shell's own words ("Killed") are not the container's: its stderr moves to fd 3.
-exec 3>&2 2>/dev/null
+# fd 4: the container's stdin (a command run with & would get /dev/null).
+exec 3>&2 2>/dev/null 4<&0
 trap 'kill -TERM "$c"' TERM INT HUP
-${shq(HELPER)} start "$r" ${shq(execSpecPath(s.dir))} 2>&3 3>&- &
+${shq(HELPER)} start "$r" ${shq(execSpecPath(s.dir))} <&4 2>&3 3>&- 4<&- &
 c=$!
 while :; do wait "$c"; s=$?; kill -0 "$c" 2>/dev/null || exit "$s"; done
 `;
