@@ -157,7 +157,7 @@ export function execScenarios(runtime: RealRuntime): void {
         }
       }));
 
-    it("kubectl attach -i feeds the container's stdin and shows its output (docker); the process runtime says it cannot", () =>
+    it("kubectl attach -i feeds the container's stdin and shows its output", () =>
       withLogsOnFailure(c, async () => {
         await waitFor(async () => (await c.pod("att")).status?.containerStatuses?.[0]?.state?.running !== undefined, {
           timeoutMs: 120_000,
@@ -165,43 +165,34 @@ export function execScenarios(runtime: RealRuntime): void {
         });
         // stdin stays open a moment: its end ends the attach, and the answers come back before.
         const r = await run("sh", ["-c", "(echo one; echo two; sleep 3) | kubectl attach -i att"], c.kubeconfig);
-        if (runtime === "docker") {
-          assert.equal(r.code, 0, r.stderr);
-          assert.match(r.stdout, /got one\ngot two\n/);
-          const logs = await kubectl(["logs", "att"]);
-          assert.match(logs.stdout, /got two/, "the container itself read it");
-          assert.ok((await c.pod("att")).status?.containerStatuses?.[0]?.state?.running, "attach leaves the container running");
-        } else {
-          assert.notEqual(r.code, 0);
-          assert.match(r.stderr, /cannot attach to containers/);
-        }
+        assert.equal(r.code, 0, r.stderr);
+        assert.match(r.stdout, /got one\ngot two\n/);
+        const logs = await kubectl(["logs", "att"]);
+        assert.match(logs.stdout, /got two/, "the container itself read it");
+        assert.ok((await c.pod("att")).status?.containerStatuses?.[0]?.state?.running, "attach leaves the container running");
       }));
 
-    it(
-      "kubectl attach ends when the container exits, though its stdin stays open (docker)",
-      { skip: runtime !== "docker" && "the process runtime has no attach" },
-      () =>
-        withLogsOnFailure(c, async () => {
-          await waitFor(async () => (await c.pod("once")).status?.containerStatuses?.[0]?.state?.running !== undefined, {
-            timeoutMs: 120_000,
-            message: "once running",
-          });
-          const child = spawn("kubectl", ["attach", "-i", "once"], { env: { ...process.env, KUBECONFIG: c.kubeconfig, HOME: c.dir } });
-          let out = "";
-          child.stdout.on("data", (b: Buffer) => (out += b.toString()));
-          const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
-          try {
-            // One line on stdin, which then stays open and silent: only the container's exit can end this attach.
-            child.stdin.write("hi\n");
-            await waitFor(() => out.includes("bye"), { timeoutMs: 60_000, message: "the container's answer" });
-            assert.match(out, /got hi\nbye\n/);
-            const code = await Promise.race([exited, new Promise<string>((r) => setTimeout(() => r("still attached"), 30_000))]);
-            assert.equal(code, 0, "kubectl attach ends with the container");
-          } finally {
-            child.kill("SIGKILL");
-          }
-        }),
-    );
+    it("kubectl attach ends when the container exits, though its stdin stays open", () =>
+      withLogsOnFailure(c, async () => {
+        await waitFor(async () => (await c.pod("once")).status?.containerStatuses?.[0]?.state?.running !== undefined, {
+          timeoutMs: 120_000,
+          message: "once running",
+        });
+        const child = spawn("kubectl", ["attach", "-i", "once"], { env: { ...process.env, KUBECONFIG: c.kubeconfig, HOME: c.dir } });
+        let out = "";
+        child.stdout.on("data", (b: Buffer) => (out += b.toString()));
+        const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+        try {
+          // One line on stdin, which then stays open and silent: only the container's exit can end this attach.
+          child.stdin.write("hi\n");
+          await waitFor(() => out.includes("bye"), { timeoutMs: 60_000, message: "the container's answer" });
+          assert.match(out, /got hi\nbye\n/);
+          const code = await Promise.race([exited, new Promise<string>((r) => setTimeout(() => r("still attached"), 30_000))]);
+          assert.equal(code, 0, "kubectl attach ends with the container");
+        } finally {
+          child.kill("SIGKILL");
+        }
+      }));
 
     it(
       "kubectl 1.20 speaks SPDY/3.1: stdout, stderr and exit 3; stdin piped; cp of 1 MB in and out; a missing pod",
