@@ -5,16 +5,15 @@ import { silentLogger } from "@choreo/kit/log";
 import { waitFor } from "@choreo/kit/testing";
 import { BridgeNetwork } from "./bridge-network.js";
 import { run } from "../exec.js";
-import { leftovers, testPod, wget, type TestPod } from "./test-pods.js";
+import { claimTestCidrs, leftovers, testPod, wget, type TestPod } from "./test-pods.js";
 import { NAMES } from "./types.js";
 
-// Third octets unlikely to meet another test's pod CIDR on this machine.
-const octet = 150 + (process.pid % 50) * 2;
+const { cidrs, span } = claimTestCidrs();
 const tag = `bn${process.pid}`;
 const nodes = [`${tag}-a`, `${tag}-b`];
 
 describe("bridge network", () => {
-  const nets = nodes.map((node, i) => new BridgeNetwork({ node, podCidr: `10.244.${octet + i}.0/24`, log: silentLogger() }));
+  const nets = nodes.map((node, i) => new BridgeNetwork({ node, podCidr: cidrs[i]!, clusterCidr: span, log: silentLogger() }));
   const pods: TestPod[] = [];
   const needles = [...nodes.map(NAMES.bridge), ...nodes.map((n) => NAMES.chainPrefix(n)), tag];
 
@@ -37,8 +36,8 @@ describe("bridge network", () => {
     pods.push(client);
     const serverIp = await nets[0]!.attach(server.uid, server.netnsPath);
     const clientIp = await nets[1]!.attach(client.uid, client.netnsPath);
-    assert.equal(serverIp, `10.244.${octet}.2`);
-    assert.equal(clientIp, `10.244.${octet + 1}.2`);
+    assert.equal(serverIp, cidrs[0].replace(/0\/24$/, "2"));
+    assert.equal(clientIp, cidrs[1].replace(/0\/24$/, "2"));
     assert.equal(await nets[0]!.attach(server.uid, server.netnsPath), serverIp, "attach is idempotent");
     assert.equal(nets[0]!.reserve(serverIp), false, "the attached address is taken");
     assert.match(await run("ip", ["-d", "link", "show", NAMES.veth(server.uid)]), /hairpin on/);
@@ -49,7 +48,7 @@ describe("bridge network", () => {
     assert.equal(await wget(`http://${serverIp}:8080/`), "hello from a", "the host reaches pods too");
 
     // An agent restarted: a new instance adopts the pod with its address.
-    const restarted = new BridgeNetwork({ node: nodes[0]!, podCidr: `10.244.${octet}.0/24`, log: silentLogger() });
+    const restarted = new BridgeNetwork({ node: nodes[0]!, podCidr: cidrs[0], clusterCidr: span, log: silentLogger() });
     await restarted.init();
     assert.equal(await restarted.attach(server.uid, server.netnsPath, serverIp), serverIp);
     assert.equal(restarted.reserve(serverIp), false);

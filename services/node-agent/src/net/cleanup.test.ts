@@ -4,7 +4,7 @@ import { describe, it } from "node:test";
 import { silentLogger } from "@choreo/kit/log";
 import { BridgeNetwork } from "./bridge-network.js";
 import { cleanupNode, parseLinkNames, parseNetnsList } from "./cleanup.js";
-import { leftovers, testPod } from "./test-pods.js";
+import { claimTestCidrs, leftovers, testPod } from "./test-pods.js";
 import { NAMES } from "./types.js";
 
 describe("clean-up", () => {
@@ -19,7 +19,7 @@ describe("clean-up", () => {
 
   it("removes what a node's agent left: veths, bridge, chains and jumps", async () => {
     const node = `cl${process.pid}`;
-    const net = new BridgeNetwork({ node, podCidr: `10.244.${60 + (process.pid % 30)}.0/24`, log: silentLogger() });
+    const net = new BridgeNetwork({ node, podCidr: claimTestCidrs().cidrs[0], log: silentLogger() });
     const pod = await testPod(`${node}-p`);
     try {
       await net.init();

@@ -16,7 +16,7 @@ import { engineAnswers } from "../runtime/docker/engine.js";
 import { BridgeNetwork } from "./bridge-network.js";
 import { cleanupNode } from "./cleanup.js";
 import { guardLocalnet, localnetChain, localnetRule, ROUTE_LOCALNET } from "./localnet.js";
-import { leftovers, testPod, wget, type TestPod } from "./test-pods.js";
+import { claimTestCidrs, leftovers, testPod, wget, type TestPod } from "./test-pods.js";
 import { NAMES } from "./types.js";
 
 const skip = process.getuid?.() !== 0 ? "needs root (namespaces, iptables)" : false;
@@ -24,9 +24,7 @@ const hasDocker = skip ? false : await engineAnswers(new Docker());
 const tag = `iso${process.pid}`;
 const nodes = [`${tag}-a`, `${tag}-b`];
 // A cluster range of its own, so no other test's pods count as ours.
-const second = process.pid % 120;
-const clusterCidr = `10.245.0.0/16`;
-const podCidrs = [`10.245.${second * 2}.0/24`, `10.245.${second * 2 + 1}.0/24`];
+const { cidrs: podCidrs, span: clusterCidr } = skip ? { cidrs: ["", ""], span: "" } : claimTestCidrs();
 const outside = { net: `198.18.${process.pid % 250}`, veth: `vo${process.pid % 1_000_000}` };
 const docker = { net: `choreo-${tag}`, containers: [`choreo-${tag}-br`, `choreo-${tag}-d0`] };
 

@@ -1,6 +1,7 @@
 // Test helpers: "pods" as named network namespaces running busybox httpd.
-// Only the network and proxy tests import this.
-import { spawn, type ChildProcess } from "node:child_process";
+// Only tests import this (network, proxy and runtime tests), never the agent.
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -60,4 +61,62 @@ export function wget(url: string, netns?: string): Promise<string> {
 export async function leftovers(needles: readonly string[]): Promise<string[]> {
   const text = `${await run("ip", ["-o", "link"])}\n${await run("iptables-save", [])}\n${await run("ip", ["netns", "list"])}`;
   return text.split("\n").filter((l) => needles.some((n) => l.includes(n)));
+}
+
+/** Pod CIDRs a test holds for itself: two adjacent /24s and the /23 spanning them. */
+export interface TestCidrs {
+  /** `10.250.<2k>.0/24` and `10.250.<2k+1>.0/24`. */
+  cidrs: [string, string];
+  /** The /23 holding both: a cluster range of the test's own. */
+  span: string;
+}
+
+const CLAIMS = "/run/choreo-test-cidrs";
+
+/**
+ * Claims a pair of /24s in 10.250.0.0/16 (a range nothing but these tests
+ * uses: clusters take 10.244.0.0/16) that no other test process on this
+ * machine holds, so that two test files running at once never give two
+ * bridges one subnet — the host would route one test's packets to the other's
+ * bridge. A claim is a file holding the claimer's pid, taken over when
+ * that process is gone; it is dropped when this process exits.
+ */
+export function claimTestCidrs(): TestCidrs {
+  mkdirSync(CLAIMS, { recursive: true });
+  const routes = execFileSync("ip", ["-4", "route", "show"], { encoding: "utf8" });
+  const start = process.pid % 127;
+  for (let i = 0; i < 127; i++) {
+    const k = ((start + i) % 127) * 2;
+    const file = join(CLAIMS, String(k));
+    if (!tryClaim(file)) continue;
+    if (routes.includes(`10.250.${k}.0/`) || routes.includes(`10.250.${k + 1}.0/`)) {
+      rmSync(file, { force: true });
+      continue;
+    }
+    process.once("exit", () => rmSync(file, { force: true }));
+    return { cidrs: [`10.250.${k}.0/24`, `10.250.${k + 1}.0/24`], span: `10.250.${k}.0/23` };
+  }
+  throw new Error(`no free test pod CIDR pair in 10.250.0.0/16 (claims in ${CLAIMS})`);
+}
+
+function tryClaim(file: string): boolean {
+  try {
+    writeFileSync(file, String(process.pid), { flag: "wx" });
+    return true;
+  } catch {
+    // Held; empty while its claimer is still writing its pid.
+    const owner = Number(readFileSync(file, "utf8").trim() || process.pid);
+    if (owner === process.pid || alive(owner)) return false;
+    rmSync(file, { force: true });
+    return tryClaim(file);
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === "EPERM";
+  }
 }

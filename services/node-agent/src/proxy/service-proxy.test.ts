@@ -10,12 +10,12 @@ import { startStack, type Stack } from "@choreo/api/testing";
 import { BridgeNetwork } from "../net/bridge-network.js";
 import { cleanupNode } from "../net/cleanup.js";
 import { run } from "../exec.js";
-import { leftovers, testPod, wget, type TestPod } from "../net/test-pods.js";
+import { claimTestCidrs, leftovers, testPod, wget, type TestPod } from "../net/test-pods.js";
 import { NAMES } from "../net/types.js";
 import { ServiceProxy } from "./service-proxy.js";
 
 const WAIT = { timeoutMs: 20_000 };
-const octet = 100 + (process.pid % 25) * 2;
+const { cidrs, span } = claimTestCidrs();
 const tag = `px${process.pid}`;
 const node = `${tag}-node`;
 const prefix = NAMES.chainPrefix(node);
@@ -40,7 +40,7 @@ async function answeredBy(url: string, want: string[], allowed: string[], netns?
 
 describe("service proxy", () => {
   let s: Stack;
-  const net = new BridgeNetwork({ node, podCidr: `10.244.${octet}.0/24`, log: silentLogger() });
+  const net = new BridgeNetwork({ node, podCidr: cidrs[0], clusterCidr: span, log: silentLogger() });
   const pods: TestPod[] = [];
   const ips: string[] = [];
   const running: { ac: AbortController; done: Promise<void> }[] = [];

@@ -5,6 +5,7 @@ import { waitFor } from "@choreo/kit/testing";
 import { silentLogger } from "@choreo/kit/log";
 import { BridgeNetwork } from "../../net/bridge-network.js";
 import { cleanupNode } from "../../net/cleanup.js";
+import { claimTestCidrs } from "../../net/test-pods.js";
 import { cleanup, dockerUnavailable, makePod, newRuntime, sh, testNode } from "./test-support.js";
 
 const skip = await dockerUnavailable();
@@ -12,7 +13,7 @@ const skip = await dockerUnavailable();
 describe("DockerRuntime on the bridge network", { skip }, () => {
   it("gives each pod its IP on eth0, and pods reach each other by pod IP", async () => {
     const node = testNode("bridge");
-    const podCidr = `10.251.${100 + Math.floor(Math.random() * 150)}.0/24`;
+    const podCidr = claimTestCidrs().cidrs[0];
     const network = new BridgeNetwork({ node, podCidr, clusterCidr: podCidr, log: silentLogger() });
     const { rt, stateDir } = await newRuntime(node, { network });
     try {

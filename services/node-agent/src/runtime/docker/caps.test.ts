@@ -4,6 +4,7 @@ import { describe, it } from "node:test";
 import { silentLogger } from "@choreo/kit/log";
 import { BridgeNetwork } from "../../net/bridge-network.js";
 import { cleanupNode } from "../../net/cleanup.js";
+import { claimTestCidrs } from "../../net/test-pods.js";
 import { run } from "../../exec.js";
 import { LABELS } from "../../net/types.js";
 import { SANDBOX } from "./names.js";
@@ -28,7 +29,7 @@ describe("the sandbox's create options", () => {
 describe("DockerRuntime pods without NET_RAW", { skip }, () => {
   it("drops NET_RAW from app containers; ping still works through ICMP datagram sockets", async () => {
     const node = testNode("caps");
-    const podCidr = `10.251.${100 + Math.floor(Math.random() * 150)}.0/24`;
+    const podCidr = claimTestCidrs().cidrs[0];
     const network = new BridgeNetwork({ node, podCidr, clusterCidr: podCidr, log: silentLogger() });
     const { rt, stateDir } = await newRuntime(node, { network });
     try {

@@ -4,24 +4,22 @@ import { describe, it } from "node:test";
 import { silentLogger } from "@choreo/kit/log";
 import { waitFor } from "@choreo/kit/testing";
 import { BridgeNetwork } from "../../net/bridge-network.js";
-import { leftovers, wget } from "../../net/test-pods.js";
+import { claimTestCidrs, leftovers, wget } from "../../net/test-pods.js";
 import { NAMES } from "../../net/types.js";
 import { BUSYBOX, logText, rig, trackPids } from "./test-helpers.js";
-
-// A third octet unlikely to meet another test's pod CIDR on this machine.
-const octet = 100 + (process.pid % 40);
 
 describe("ProcessRuntime on the bridge network", () => {
   it("gives each pod its own IP on the node's bridge: pods and the host reach each other", async () => {
     const node = `pn${process.pid}`;
-    const network = new BridgeNetwork({ node, podCidr: `10.245.${octet}.0/24`, log: silentLogger() });
+    const { cidrs, span } = claimTestCidrs();
+    const network = new BridgeNetwork({ node, podCidr: cidrs[0], clusterCidr: span, log: silentLogger() });
     const r = await rig({ node, network, dnsServer: network.gateway });
     try {
       const server = r.pod("server", {
         containers: [{ name: "web", image: BUSYBOX, command: ["sh", "-c", "mkdir -p /srv && hostname > /srv/index.html && exec httpd -f -p 8080 -h /srv"] }],
       });
       const serverIp = (await r.rt.startPod(server)).podIp;
-      assert.equal(serverIp, `10.245.${octet}.2`);
+      assert.equal(serverIp, cidrs[0].replace(/0\/24$/, "2"));
       await trackPids(r, server.metadata!.uid, "web");
       const client = r.pod("client", {
         containers: [
