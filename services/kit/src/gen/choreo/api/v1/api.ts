@@ -37,9 +37,11 @@ import {
   ReplicationController,
   Secret,
   Service,
+  ServiceAccount,
 } from "../../core/v1/core.js";
 import { DeleteOptions, ListMeta, Status } from "../../meta/v1/meta.js";
 import { Eviction, PodDisruptionBudget } from "../../policy/v1/policy.js";
+import { ClusterRole, ClusterRoleBinding, Role, RoleBinding } from "../../rbac/v1/rbac.js";
 
 /**
  * The api service: one handler set served over NATS request-reply (actors),
@@ -67,6 +69,11 @@ export interface Object {
     | { $case: "cronJob"; value: CronJob }
     | { $case: "podDisruptionBudget"; value: PodDisruptionBudget }
     | { $case: "horizontalPodAutoscaler"; value: HorizontalPodAutoscaler }
+    | { $case: "role"; value: Role }
+    | { $case: "clusterRole"; value: ClusterRole }
+    | { $case: "roleBinding"; value: RoleBinding }
+    | { $case: "clusterRoleBinding"; value: ClusterRoleBinding }
+    | { $case: "serviceAccount"; value: ServiceAccount }
     | undefined;
 }
 
@@ -309,6 +316,21 @@ export const Object: MessageFns<Object> = {
       case "horizontalPodAutoscaler":
         HorizontalPodAutoscaler.encode(message.kind.value, writer.uint32(138).fork()).join();
         break;
+      case "role":
+        Role.encode(message.kind.value, writer.uint32(146).fork()).join();
+        break;
+      case "clusterRole":
+        ClusterRole.encode(message.kind.value, writer.uint32(154).fork()).join();
+        break;
+      case "roleBinding":
+        RoleBinding.encode(message.kind.value, writer.uint32(162).fork()).join();
+        break;
+      case "clusterRoleBinding":
+        ClusterRoleBinding.encode(message.kind.value, writer.uint32(170).fork()).join();
+        break;
+      case "serviceAccount":
+        ServiceAccount.encode(message.kind.value, writer.uint32(178).fork()).join();
+        break;
     }
     return writer;
   },
@@ -468,6 +490,46 @@ export const Object: MessageFns<Object> = {
             };
             continue;
           }
+          case 18: {
+            if (tag !== 146) {
+              break;
+            }
+
+            message.kind = { $case: "role", value: Role.decode(reader, reader.uint32()) };
+            continue;
+          }
+          case 19: {
+            if (tag !== 154) {
+              break;
+            }
+
+            message.kind = { $case: "clusterRole", value: ClusterRole.decode(reader, reader.uint32()) };
+            continue;
+          }
+          case 20: {
+            if (tag !== 162) {
+              break;
+            }
+
+            message.kind = { $case: "roleBinding", value: RoleBinding.decode(reader, reader.uint32()) };
+            continue;
+          }
+          case 21: {
+            if (tag !== 170) {
+              break;
+            }
+
+            message.kind = { $case: "clusterRoleBinding", value: ClusterRoleBinding.decode(reader, reader.uint32()) };
+            continue;
+          }
+          case 22: {
+            if (tag !== 178) {
+              break;
+            }
+
+            message.kind = { $case: "serviceAccount", value: ServiceAccount.decode(reader, reader.uint32()) };
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -591,6 +653,36 @@ export const Object: MessageFns<Object> = {
             $case: "horizontalPodAutoscaler",
             value: HorizontalPodAutoscaler.fromPartial(object.kind.value),
           };
+        }
+        break;
+      }
+      case "role": {
+        if (object.kind?.value !== undefined && object.kind?.value !== null) {
+          message.kind = { $case: "role", value: Role.fromPartial(object.kind.value) };
+        }
+        break;
+      }
+      case "clusterRole": {
+        if (object.kind?.value !== undefined && object.kind?.value !== null) {
+          message.kind = { $case: "clusterRole", value: ClusterRole.fromPartial(object.kind.value) };
+        }
+        break;
+      }
+      case "roleBinding": {
+        if (object.kind?.value !== undefined && object.kind?.value !== null) {
+          message.kind = { $case: "roleBinding", value: RoleBinding.fromPartial(object.kind.value) };
+        }
+        break;
+      }
+      case "clusterRoleBinding": {
+        if (object.kind?.value !== undefined && object.kind?.value !== null) {
+          message.kind = { $case: "clusterRoleBinding", value: ClusterRoleBinding.fromPartial(object.kind.value) };
+        }
+        break;
+      }
+      case "serviceAccount": {
+        if (object.kind?.value !== undefined && object.kind?.value !== null) {
+          message.kind = { $case: "serviceAccount", value: ServiceAccount.fromPartial(object.kind.value) };
         }
         break;
       }

@@ -1517,6 +1517,25 @@ export interface Secret_StringDataEntry {
   value: string;
 }
 
+/**
+ * ServiceAccount is an identity for processes in pods
+ * (system:serviceaccount:<namespace>:<name>). Every namespace has one named
+ * default (the replication actor's serviceaccounts controller).
+ */
+export interface ServiceAccount {
+  apiVersion: string;
+  kind: string;
+  metadata?:
+    | ObjectMeta
+    | undefined;
+  /** Secrets of this namespace pods running as this account may use. */
+  secrets: ObjectReference[];
+  /** Image pull secrets added to the pods that use this account. */
+  imagePullSecrets: LocalObjectReference[];
+  /** Whether pods of this account get its token mounted (unset: yes). */
+  automountServiceAccountToken?: boolean | undefined;
+}
+
 function createBaseIntOrString(): IntOrString {
   return { value: undefined };
 }
@@ -15830,6 +15849,130 @@ export const Secret_StringDataEntry: MessageFns<Secret_StringDataEntry> = {
     const message = createBaseSecret_StringDataEntry();
     message.key = object.key ?? "";
     message.value = object.value ?? "";
+    return message;
+  },
+};
+
+function createBaseServiceAccount(): ServiceAccount {
+  return {
+    apiVersion: "",
+    kind: "",
+    metadata: undefined,
+    secrets: [],
+    imagePullSecrets: [],
+    automountServiceAccountToken: undefined,
+  };
+}
+
+export const ServiceAccount: MessageFns<ServiceAccount> = {
+  encode(message: ServiceAccount, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.apiVersion !== "") {
+      writer.uint32(10).string(message.apiVersion);
+    }
+    if (message.kind !== "") {
+      writer.uint32(18).string(message.kind);
+    }
+    if (message.metadata !== undefined) {
+      ObjectMeta.encode(message.metadata, writer.uint32(26).fork()).join();
+    }
+    for (const v of message.secrets) {
+      ObjectReference.encode(v!, writer.uint32(34).fork()).join();
+    }
+    for (const v of message.imagePullSecrets) {
+      LocalObjectReference.encode(v!, writer.uint32(42).fork()).join();
+    }
+    if (message.automountServiceAccountToken !== undefined) {
+      writer.uint32(48).bool(message.automountServiceAccountToken);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ServiceAccount {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseServiceAccount();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.apiVersion = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.kind = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.metadata = ObjectMeta.decode(reader, reader.uint32());
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.secrets.push(ObjectReference.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.imagePullSecrets.push(LocalObjectReference.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.automountServiceAccountToken = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<ServiceAccount>, I>>(base?: I): ServiceAccount {
+    return ServiceAccount.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ServiceAccount>, I>>(object: I): ServiceAccount {
+    const message = createBaseServiceAccount();
+    message.apiVersion = object.apiVersion ?? "";
+    message.kind = object.kind ?? "";
+    message.metadata = (object.metadata !== undefined && object.metadata !== null)
+      ? ObjectMeta.fromPartial(object.metadata)
+      : undefined;
+    message.secrets = object.secrets?.map((e) => ObjectReference.fromPartial(e)) || [];
+    message.imagePullSecrets = object.imagePullSecrets?.map((e) => LocalObjectReference.fromPartial(e)) || [];
+    message.automountServiceAccountToken = object.automountServiceAccountToken ?? undefined;
     return message;
   },
 };
