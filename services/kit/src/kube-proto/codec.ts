@@ -14,7 +14,7 @@ root.resolveAll();
 const META = "k8s.io.apimachinery.pkg.apis.meta.v1";
 
 /** Messages with a JSON form of their own (Go's custom marshallers). */
-type Special = "time" | "microTime" | "duration" | "quantity" | "intOrString" | "fieldsV1" | "rawExtension";
+type Special = "time" | "microTime" | "duration" | "quantity" | "intOrString" | "fieldsV1" | "rawExtension" | "stringList";
 const SPECIALS: Record<string, Special> = {
   [`${META}.Time`]: "time",
   [`${META}.MicroTime`]: "microTime",
@@ -23,6 +23,9 @@ const SPECIALS: Record<string, Special> = {
   "k8s.io.apimachinery.pkg.api.resource.Quantity": "quantity",
   "k8s.io.apimachinery.pkg.util.intstr.IntOrString": "intOrString",
   "k8s.io.apimachinery.pkg.runtime.RawExtension": "rawExtension",
+  // `type ExtraValue []string`: a message of `items` in protobuf, a bare array in JSON.
+  "k8s.io.api.authorization.v1.ExtraValue": "stringList",
+  "k8s.io.api.authentication.v1.ExtraValue": "stringList",
 };
 
 // Go structs embedded with `json:",inline"`: a field in protobuf, flattened into the parent in JSON.
@@ -358,6 +361,8 @@ function decodeSpecial(m: MessagePlan, r: Reader, end: number): unknown {
       return parseRawJson(v["Raw"], m);
     case "rawExtension":
       return parseRawJson(v["raw"], m);
+    case "stringList":
+      return v["items"] ?? [];
     default:
       return v;
   }
@@ -532,6 +537,13 @@ function encodeSpecial(m: MessagePlan, v: unknown, w: protobuf.Writer, path: str
     case "fieldsV1":
     case "rawExtension":
       w.uint32((1 << 3) | WIRE_LEN).bytes(Buffer.from(JSON.stringify(v), "utf8"));
+      return;
+    case "stringList":
+      if (!Array.isArray(v)) throw badRequest(`${path}: expected an array of strings`);
+      v.forEach((item, i) => {
+        w.uint32((1 << 3) | WIRE_LEN);
+        writeScalar(w, "string", item, `${path}[${i}]`);
+      });
       return;
   }
 }
