@@ -14,6 +14,8 @@ import { namespaceStrategy } from "./namespaces/strategy.js";
 import { nodeStrategy } from "./nodes/strategy.js";
 import { podDisruptionBudgetStrategy } from "./poddisruptionbudgets/strategy.js";
 import { podStrategy } from "./pods/strategy.js";
+import { clusterRoleBindingStrategy, clusterRoleStrategy, roleBindingStrategy, roleStrategy } from "./rbac/strategy.js";
+import { serviceAccountStrategy } from "./serviceaccounts/strategy.js";
 import type { SecretSealer } from "./secrets/seal.js";
 import { secretStrategy, sealedSecretStrategy } from "./secrets/strategy.js";
 import { Registry } from "./registry.js";
@@ -56,6 +58,11 @@ export function createRegistry(opts: { store: ObjectStorage; serviceCidr: string
     configMap: configMapStrategy as Strategy,
     podDisruptionBudget: podDisruptionBudgetStrategy as Strategy,
     horizontalPodAutoscaler: horizontalPodAutoscalerStrategy as Strategy,
+    role: roleStrategy as Strategy,
+    clusterRole: clusterRoleStrategy as Strategy,
+    roleBinding: roleBindingStrategy as Strategy,
+    clusterRoleBinding: clusterRoleBindingStrategy as Strategy,
+    serviceAccount: serviceAccountStrategy as Strategy,
     secret: (opts.encryption ? sealedSecretStrategy(opts.encryption) : secretStrategy) as Strategy,
   };
   return new Registry(new GenericStore(opts.store, strategies, opts.log));

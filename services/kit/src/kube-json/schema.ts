@@ -52,6 +52,7 @@ const JSON_NAMES: Record<string, string> = {
   containerId: "containerID",
   systemUuid: "systemUUID",
   bootId: "bootID",
+  nonResourceUrls: "nonResourceURLs",
 };
 
 /** The custom field option of proto/choreo/meta/v1/options.proto, as protobufjs names it. */

@@ -100,6 +100,11 @@ const REQUIRED: Record<string, string[]> = {
   "io.k8s.api.autoscaling.v2.MetricTarget": ["type"],
   "io.k8s.api.autoscaling.v2.ResourceMetricSource": ["name", "target"],
   "io.k8s.api.autoscaling.v2.HPAScalingPolicy": ["type", "value", "periodSeconds"],
+  "io.k8s.api.rbac.v1.PolicyRule": ["verbs"],
+  "io.k8s.api.rbac.v1.Subject": ["kind", "name"],
+  "io.k8s.api.rbac.v1.RoleRef": ["apiGroup", "kind", "name"],
+  "io.k8s.api.rbac.v1.RoleBinding": ["roleRef"],
+  "io.k8s.api.rbac.v1.ClusterRoleBinding": ["roleRef"],
   [`${META}.OwnerReference`]: ["apiVersion", "kind", "name", "uid"],
   [`${META}.LabelSelectorRequirement`]: ["key", "operator"],
 };

@@ -175,6 +175,28 @@ const SAMPLES: Record<string, Record<string, unknown>> = {
   leases: { apiVersion: "coordination.k8s.io/v1", kind: "Lease", metadata: meta("n1"), spec: { holderIdentity: "n1", leaseDurationSeconds: 40 } },
   configmaps: { apiVersion: "v1", kind: "ConfigMap", metadata: meta("game"), data: { "game.properties": "lives=3" }, binaryData: { "logo.bin": "AA==" } },
   secrets: { apiVersion: "v1", kind: "Secret", metadata: meta("db"), type: "Opaque", data: { password: "aHVudGVyMg==" } },
+  roles: {
+    apiVersion: "rbac.authorization.k8s.io/v1",
+    kind: "Role",
+    metadata: meta("reader"),
+    rules: [{ verbs: ["get"], apiGroups: [""], resources: ["pods"] }],
+  },
+  clusterroles: { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", metadata: { name: "view", creationTimestamp: CREATED }, rules: [] },
+  rolebindings: {
+    apiVersion: "rbac.authorization.k8s.io/v1",
+    kind: "RoleBinding",
+    metadata: meta("read"),
+    roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "reader" },
+    subjects: [{ kind: "User", apiGroup: "rbac.authorization.k8s.io", name: "alice" }],
+  },
+  clusterrolebindings: {
+    apiVersion: "rbac.authorization.k8s.io/v1",
+    kind: "ClusterRoleBinding",
+    metadata: { name: "admins", creationTimestamp: CREATED },
+    roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "cluster-admin" },
+    subjects: [{ kind: "Group", apiGroup: "rbac.authorization.k8s.io", name: "system:masters" }],
+  },
+  serviceaccounts: { apiVersion: "v1", kind: "ServiceAccount", metadata: meta("default"), secrets: [{ name: "token" }] },
 };
 
 describe("toTable shape", () => {

@@ -8,6 +8,7 @@ import { rec } from "./json.js";
 import { nodeTable } from "./nodes.js";
 import { podDisruptionBudgetTable } from "./poddisruptionbudgets.js";
 import { podTable } from "./pods.js";
+import { roleBindingTable, roleTable, serviceAccountTable } from "./rbac.js";
 import { secretTable } from "./secrets.js";
 import { endpointsTable, serviceTable } from "./services.js";
 import type { KindTable } from "./types.js";
@@ -42,6 +43,11 @@ const TABLES: Readonly<Record<string, KindTable>> = {
   Secret: secretTable,
   PodDisruptionBudget: podDisruptionBudgetTable,
   HorizontalPodAutoscaler: horizontalPodAutoscalerTable,
+  Role: roleTable,
+  ClusterRole: roleTable,
+  RoleBinding: roleBindingTable,
+  ClusterRoleBinding: roleBindingTable,
+  ServiceAccount: serviceAccountTable,
 };
 
 /** The columns and cell function of a kind (NAME/AGE for kinds without their own). */

@@ -70,14 +70,35 @@ export class Errors {
   }
 }
 
-/** How a kind's names are validated. */
-export type NameRule = "subdomain" | "label" | "dns1035";
+/**
+ * How a kind's names are validated. "path": Kubernetes' path segment names
+ * (RBAC kinds: `system:node` has a colon), less what a bus subject token
+ * cannot hold (whitespace, `*`, `>`, `~`).
+ */
+export type NameRule = "subdomain" | "label" | "dns1035" | "path";
+
+/** Kubernetes' IsValidPathSegmentName, and no character a NATS subject token cannot carry. */
+export function validatePathSegmentName(name: string): string[] {
+  if (name === "." || name === "..") return [`may not be '${name}'`];
+  const errs: string[] = [];
+  for (const c of ["/", "%"]) if (name.includes(c)) errs.push(`may not contain '${c}'`);
+  if (/[\s*>~]/.test(name)) errs.push("may not contain whitespace, '*', '>' or '~'");
+  if (name.length > 253) errs.push("must be no more than 253 characters");
+  return errs;
+}
 
 /** Validates metadata common to every kind. */
 export function validateMeta(e: Errors, meta: ObjectMeta, namespaced: boolean, rule: NameRule): void {
   e.required("metadata.name", meta.name);
   if (meta.name) {
-    const check = rule === "label" ? validateDns1123Label : rule === "dns1035" ? validateDns1035Label : validateDns1123Subdomain;
+    const check =
+      rule === "label"
+        ? validateDns1123Label
+        : rule === "dns1035"
+          ? validateDns1035Label
+          : rule === "path"
+            ? validatePathSegmentName
+            : validateDns1123Subdomain;
     e.messages("metadata.name", meta.name, check(meta.name));
   }
   if (namespaced) {
