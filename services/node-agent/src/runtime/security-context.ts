@@ -2,7 +2,8 @@
 // container's effective context (the container's fields over the pod's),
 // capability names, the runAsNonRoot check, and fsGroup ownership of the
 // volume directories a pod owns.
-import { chmodSync, chownSync } from "node:fs";
+import { chmodSync, chownSync, readFileSync } from "node:fs";
+import path from "node:path";
 import type { Container, Pod, SeccompProfile } from "@choreo/kit/gen/choreo/core/v1/core";
 
 /**
@@ -126,4 +127,20 @@ export function ownVolumeDir(dir: string, fsGroup: number | undefined): void {
   if (fsGroup === undefined) return chmodSync(dir, 0o777);
   chownSync(dir, 0, fsGroup);
   chmodSync(dir, 0o2777);
+}
+
+/**
+ * A Localhost seccomp profile: the file `name` under the agent's profiles
+ * dir (`dir`, the kubelet's `<root>/seccomp`), as text. A name reaching out
+ * of the dir, or no such file, is a {@link ContainerConfigError}.
+ */
+export function localhostProfile(dir: string, name: string | undefined): string {
+  const rel = path.normalize(name ?? "");
+  if (!name || path.isAbsolute(rel) || rel === ".." || rel.startsWith("../"))
+    throw new ContainerConfigError(`localhost seccomp profile ${JSON.stringify(name ?? "")} must be a path relative to ${dir}`);
+  try {
+    return readFileSync(path.join(dir, rel), "utf8");
+  } catch (err) {
+    throw new ContainerConfigError(`cannot load seccomp profile ${JSON.stringify(path.join(dir, rel))}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
+  }
 }

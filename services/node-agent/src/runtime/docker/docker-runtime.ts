@@ -1,3 +1,4 @@
+import path from "node:path";
 import Dockerode from "dockerode";
 import type { EphemeralContainer, Pod } from "@choreo/kit/gen/choreo/core/v1/core";
 import type { Logger } from "@choreo/kit/log";
@@ -46,6 +47,8 @@ export interface DockerRuntimeOptions {
   docker?: Dockerode;
   /** Image pull and create retries; default 1 s doubling to 5 min. */
   pullBackoff?: Backoff;
+  /** Localhost seccomp profiles (`localhostProfile` is a path under it); default `<stateDir>/seccomp`. */
+  seccompDir?: string;
 }
 
 /**
@@ -76,6 +79,7 @@ export class DockerRuntime implements Runtime {
       backoff: opts.pullBackoff ?? { initialMs: 1000, maxMs: 300_000 },
       holds: (p) => this.pods.get(p.ref.uid) === p,
       changed: (p) => this.changed(p),
+      seccompDir: opts.seccompDir ?? path.join(opts.stateDir, "seccomp"),
     });
   }
 

@@ -42,3 +42,9 @@ export function imageAction(policy: string, present: boolean): ImageAction {
   if (present) return "use";
   return policy === "Never" ? "never" : "pull";
 }
+
+/** The image's user (`Config.User`: `""` is root), from the engine's image inspect. */
+export async function imageConfigUser(docker: Dockerode, image: string): Promise<string> {
+  const info = await docker.getImage(withTag(image)).inspect();
+  return info.Config?.User ?? "";
+}

@@ -5,7 +5,8 @@ import { prepareBinds } from "../safe-binds.js";
 import { isUnsafePath } from "../safe-path.js";
 import { appContainerOptions } from "./container-spec.js";
 import { createOrTakeOver, dockerMessage, startQuietly } from "./engine.js";
-import { imageAction, imagePresent, pullImage } from "./images.js";
+import { effectiveSecurity, isContainerConfigError, localhostProfile, verifyRunAsNonRoot } from "../security-context.js";
+import { imageAction, imageConfigUser, imagePresent, pullImage } from "./images.js";
 import { instanceName, podLabels } from "./names.js";
 import type { ContainerRecord, PodRecord } from "./pod-record.js";
 import { instanceFromInspect, later } from "./status.js";
@@ -27,6 +28,8 @@ export interface LauncherDeps {
   holds: (p: PodRecord) => boolean;
   /** Tells the listeners when the pod's status changed. */
   changed: (p: PodRecord) => void;
+  /** Where Localhost seccomp profiles are (`seccompProfile.localhostProfile` is a path under it). */
+  seccompDir: string;
 }
 
 /**
@@ -66,7 +69,8 @@ export class Launcher {
       c.backoffMs = 0;
     } catch (err) {
       this.deps.log.warn({ pod: p.ref, container: c.name, err: dockerMessage(err) }, "container create failed");
-      this.retryLater(p, c, { reason: isUnsafePath(err) ? "CreateContainerConfigError" : "CreateContainerError", message: dockerMessage(err) });
+      const config = isUnsafePath(err) || isContainerConfigError(err);
+      this.retryLater(p, c, { reason: config ? "CreateContainerConfigError" : "CreateContainerError", message: dockerMessage(err) });
     } finally {
       p.inflight.delete(work);
     }
@@ -89,6 +93,11 @@ export class Launcher {
     const name = instanceName(p.ref, c.name, c.restartCount);
     const labels = podLabels({ node, pod: p.ref, container: c.name, restartCount: c.restartCount, podIp: p.podIp });
     // Every (re)create walks subPaths and hostPaths again: a container of the pod may have swapped one for a symlink since the last run.
+    // The kubelet's checks before a create: runAsNonRoot against the image's user, a Localhost seccomp profile present.
+    const sec = effectiveSecurity(p.pod!, c.spec!);
+    const user = await imageConfigUser(docker, c.spec!.image);
+    verifyRunAsNonRoot(p.pod!, c.spec!, sec, user);
+    const seccompProfile = sec.seccomp.type === "Localhost" ? localhostProfile(this.deps.seccompDir, sec.seccomp.localhostProfile) : undefined;
     const volumes = await prepareBinds(p.pod!, c.spec!, p.podDir);
     const opts = appContainerOptions({
       pod: p.pod!,
@@ -100,6 +109,8 @@ export class Launcher {
       labels,
       name,
       volumes,
+      imageUser: user,
+      seccompProfile,
     });
     // An ephemeral container with a target sees the target's processes (`kubectl debug --target`).
     const target = c.ephemeral?.target;

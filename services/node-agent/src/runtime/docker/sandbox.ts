@@ -9,6 +9,7 @@ import { LOCAL_IMAGES } from "../../images/types.js";
 import type { PodNetwork } from "../../net/types.js";
 import type { RuntimePod } from "../runtime.js";
 import { emptyDirPath, podHostname } from "../pod-spec.js";
+import { ownVolumeDir } from "../security-context.js";
 import { createOrTakeOver, startQuietly } from "./engine.js";
 import { podLabels, SANDBOX, sandboxName } from "./names.js";
 import { dockerTime } from "./status.js";
@@ -44,6 +45,8 @@ export async function preparePodDir(pod: Pod, podDir: string, dns: { nameserver:
         const size = v.emptyDir.sizeLimit ? ["-o", `size=${bytes(v.emptyDir.sizeLimit)}`] : [];
         await run("mount", ["-t", "tmpfs", ...size, "tmpfs", dir]);
       }
+      // 0777 as the kubelet's, or the pod's fsGroup's (setgid): a runAsUser container can write it.
+      ownVolumeDir(dir, spec?.securityContext?.fsGroup);
     } else if (v.hostPath?.type === "DirectoryOrCreate") {
       await mkdir(v.hostPath.path, { recursive: true });
     } else if (v.hostPath?.type === "FileOrCreate") {
