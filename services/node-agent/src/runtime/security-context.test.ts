@@ -3,12 +3,13 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { describe, it } from "node:test";
-import { Container, Pod } from "@choreo/kit/gen/choreo/core/v1/core";
+import { Container, Pod, type PodSecurityContext, type SecurityContext } from "@choreo/kit/gen/choreo/core/v1/core";
 import { capabilityName, capabilitySet, effectiveSecurity, imageUser, isContainerConfigError, ownVolumeDir, verifyRunAsNonRoot } from "./security-context.js";
 
-const pod = (podSc: Record<string, unknown>, sc?: Record<string, unknown>): { pod: Pod; c: Container } => {
-  const c = Container.fromPartial({ name: "c", image: "busybox", securityContext: sc });
-  const p = Pod.fromPartial({ metadata: { name: "x", namespace: "ns", uid: "u1" }, spec: { securityContext: podSc, containers: [c] } });
+// Loose literals in the tests: fromPartial fills in the rest.
+const pod = (podSc: object, sc?: object): { pod: Pod; c: Container } => {
+  const c = Container.fromPartial({ name: "c", image: "busybox", securityContext: sc as SecurityContext | undefined });
+  const p = Pod.fromPartial({ metadata: { name: "x", namespace: "ns", uid: "u1" }, spec: { securityContext: podSc as PodSecurityContext, containers: [c] } });
   return { pod: p, c };
 };
 
@@ -59,7 +60,7 @@ describe("effectiveSecurity", () => {
 describe("capabilities", () => {
   const defaults = ["CHOWN", "KILL", "NET_BIND_SERVICE"];
   const known = [...defaults, "NET_ADMIN", "SYS_ADMIN"];
-  const set = (sc: Record<string, unknown>): string[] => {
+  const set = (sc: object): string[] => {
     const { pod: p, c } = pod({}, sc);
     return [...capabilitySet(effectiveSecurity(p, c), defaults, known)].sort();
   };
@@ -79,7 +80,7 @@ describe("capabilities", () => {
 });
 
 describe("verifyRunAsNonRoot", () => {
-  const check = (podSc: Record<string, unknown>, sc: Record<string, unknown> | undefined, image: string): string | undefined => {
+  const check = (podSc: object, sc: object | undefined, image: string): string | undefined => {
     const { pod: p, c } = pod(podSc, sc);
     try {
       verifyRunAsNonRoot(p, c, effectiveSecurity(p, c), image);
