@@ -1,5 +1,6 @@
 import os from "node:os";
 import path from "node:path";
+import { podSecurityConfigFromEnv, type PodSecurityConfig } from "./registry/pods/pod-security/policy.js";
 
 /** The api service's configuration, from the environment. */
 export interface ApiConfig {
@@ -24,6 +25,8 @@ export interface ApiConfig {
   eventSigningKey: string | undefined;
   /** Secret encryption keys (`<name>:<base64>` lines, first encrypts); default `<dataDir>/encryption/keys`, made when missing. */
   encryptionKeysFile: string;
+  /** Pod Security Admission: CHOREO_POD_SECURITY_DEFAULT_ENFORCE (baseline), _DEFAULT_WARN, _DEFAULT_AUDIT, _EXEMPT_USERNAMES, _EXEMPT_NAMESPACES. */
+  podSecurity: PodSecurityConfig;
 }
 
 function int(env: NodeJS.ProcessEnv, name: string, dflt: number): number {
@@ -56,5 +59,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ApiConfig {
     faultCrashAfterPublishEvery: int(env, "CHOREO_FAULT_CRASH_AFTER_PUBLISH_EVERY", 0),
     eventSigningKey: env["CHOREO_EVENT_SIGNING_KEY"] || undefined,
     encryptionKeysFile: env["CHOREO_ENCRYPTION_KEYS_FILE"] || path.join(dataDir, "encryption", "keys"),
+    podSecurity: podSecurityConfigFromEnv(env),
   };
 }

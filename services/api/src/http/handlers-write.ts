@@ -4,7 +4,8 @@ import { fromKubeJson, kindOfKubeJson, listToKubeJson, messageFromKubeJson, toKu
 import { parse as parseYaml } from "yaml";
 import { APPLY_PATCH, decodeBody, mediaType, parseJsonText, patchTypeOf, readBody, YAML_TYPES } from "./body.js";
 import { dryRunOf, fieldManagerOf, intParam, param, type RequestContext } from "./context.js";
-import { duplicateJsonFields, duplicateYamlFields, fieldProblems, fieldValidationOf, reportFieldProblems } from "./field-validation.js";
+import { addWarnings, duplicateJsonFields, duplicateYamlFields, fieldProblems, fieldValidationOf, reportFieldProblems } from "./field-validation.js";
+import { withAdmissionContext } from "../registry/generic/admission-context.js";
 import { sendJson } from "./respond.js";
 
 /**
@@ -62,13 +63,27 @@ function requireNamespace(ctx: RequestContext, verb: string): void {
   }
 }
 
+/**
+ * Runs a write with an admission context: the warnings of admission (Pod
+ * Security's `would violate PodSecurity …`) become Warning headers, each once.
+ */
+function admitted<T>(ctx: RequestContext, write: () => Promise<T>): Promise<T> {
+  const seen = new Set<string>();
+  const warn = (text: string): void => {
+    if (seen.has(text)) return;
+    seen.add(text);
+    addWarnings(ctx.res, [text]);
+  };
+  return withAdmissionContext({ warn }, write);
+}
+
 /** POST .../pods → 201 with the created object. */
 export async function createObject(ctx: RequestContext): Promise<void> {
   requireNamespace(ctx, "create");
   const dryRun = dryRunOf(ctx.url);
   const obj = await readObject(ctx, ctx.route.info);
   placeNamespace(ctx, obj);
-  const created = await ctx.handlers.create({ object: obj, dryRun, fieldManager: fieldManagerOf(ctx) });
+  const created = await admitted(ctx, () => ctx.handlers.create({ object: obj, dryRun, fieldManager: fieldManagerOf(ctx) }));
   sendJson(ctx.res, 201, toKubeJson(created));
 }
 
@@ -84,8 +99,9 @@ export async function updateObject(ctx: RequestContext): Promise<void> {
   }
   const req = { object: obj, dryRun, fieldManager: fieldManagerOf(ctx), subresource: "" };
   // ephemeralcontainers (pods): the handlers take only spec.ephemeralContainers from the object.
-  const stored =
-    ctx.route.subresource === "status" ? await ctx.handlers.updateStatus(req) : await ctx.handlers.update({ ...req, subresource: ctx.route.subresource });
+  const stored = await admitted(ctx, () =>
+    ctx.route.subresource === "status" ? ctx.handlers.updateStatus(req) : ctx.handlers.update({ ...req, subresource: ctx.route.subresource }),
+  );
   sendJson(ctx.res, 200, toKubeJson(stored));
 }
 
@@ -138,17 +154,19 @@ export async function patchObject(ctx: RequestContext): Promise<void> {
         (err: unknown) => statusOf(err).code !== 404,
       )
     : true;
-  const patched = await ctx.handlers.patch({
-    resource: info.resource,
-    namespace,
-    name,
-    patchType,
-    patch: apply ? JSON.stringify(doc) : text,
-    subresource,
-    fieldManager: fieldManagerOf(ctx),
-    force: apply ? force === "true" : undefined,
-    dryRun,
-  });
+  const patched = await admitted(ctx, () =>
+    ctx.handlers.patch({
+      resource: info.resource,
+      namespace,
+      name,
+      patchType,
+      patch: apply ? JSON.stringify(doc) : text,
+      subresource,
+      fieldManager: fieldManagerOf(ctx),
+      force: apply ? force === "true" : undefined,
+      dryRun,
+    }),
+  );
   sendJson(ctx.res, existed ? 200 : 201, toKubeJson(patched));
 }
 

@@ -14,6 +14,7 @@ import { namespaceStrategy } from "./namespaces/strategy.js";
 import { nodeStrategy } from "./nodes/strategy.js";
 import { podDisruptionBudgetStrategy } from "./poddisruptionbudgets/strategy.js";
 import { podStrategy } from "./pods/strategy.js";
+import { DEFAULT_POD_SECURITY, withPodSecurity, type PodSecurityConfig } from "./pods/pod-security/index.js";
 import { clusterRoleBindingStrategy, clusterRoleStrategy, roleBindingStrategy, roleStrategy } from "./rbac/strategy.js";
 import { serviceAccountStrategy } from "./serviceaccounts/strategy.js";
 import type { SecretSealer } from "./secrets/seal.js";
@@ -40,7 +41,14 @@ export { ensureEncryptionKeys, parseEncryptionKeys, type EncryptionKey } from ".
  * A registry with every kind's strategy over `store` (RedisStore in the api,
  * MemoryStore in tests). With `encryption`, Secrets are sealed at rest.
  */
-export function createRegistry(opts: { store: ObjectStorage; serviceCidr: string; log: Logger; encryption?: SecretSealer }): Registry {
+export function createRegistry(opts: {
+  store: ObjectStorage;
+  serviceCidr: string;
+  log: Logger;
+  encryption?: SecretSealer;
+  /** Pod Security Admission's defaults and exemptions (default: baseline everywhere but kube-system). */
+  podSecurity?: PodSecurityConfig;
+}): Registry {
   const strategies: Strategies = {
     pod: podStrategy as Strategy,
     service: serviceStrategy(new ClusterIpAllocator(opts.store, opts.serviceCidr), new NodePortAllocator(opts.store)) as Strategy,
@@ -65,5 +73,5 @@ export function createRegistry(opts: { store: ObjectStorage; serviceCidr: string
     serviceAccount: serviceAccountStrategy as Strategy,
     secret: (opts.encryption ? sealedSecretStrategy(opts.encryption) : secretStrategy) as Strategy,
   };
-  return new Registry(new GenericStore(opts.store, strategies, opts.log));
+  return new Registry(new GenericStore(opts.store, withPodSecurity(strategies, opts.podSecurity ?? DEFAULT_POD_SECURITY), opts.log));
 }

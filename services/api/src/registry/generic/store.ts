@@ -212,6 +212,7 @@ export class GenericStore {
     await strategy?.prepareCreate?.(v);
     try {
       this.validate(info, v);
+      await strategy?.admit?.(this, v);
       for (let attempt = 0; ; attempt++) {
         try {
           const created = await this.write("create", info, v);
@@ -365,6 +366,7 @@ export class GenericStore {
       };
       if (!GenericStore.same(spec(next), spec(old))) meta.generation = om.generation + 1;
       this.validate(info, next, old);
+      await this.strategy(info)?.admit?.(this, next, old);
     }
     // The last finalizer gone from an object being deleted: it goes.
     const nm = next.metadata ?? emptyMeta();

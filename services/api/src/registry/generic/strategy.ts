@@ -18,6 +18,12 @@ export interface Strategy<T extends AnyObject = AnyObject> {
   /** Field errors of an object (create, or update when `old` is given). */
   validate(obj: T, old?: T): StatusCause[];
   /**
+   * Validating admission after validation, before the write (create, or an
+   * update of spec and metadata when `old` is given; not status updates):
+   * throws to refuse (Pod Security's 403), may add warnings to the request.
+   */
+  admit?(store: GenericStore, obj: T, old?: T): Promise<void>;
+  /**
    * The form an object takes in storage and in the event log, and back
    * (Secrets: sealed, encrypted at rest). Absent: stored as it is.
    */

@@ -4,7 +4,6 @@ import { nowRfc3339 } from "@choreo/kit/apimachinery";
 import type { Strategy } from "../generic/strategy.js";
 import { defaultPodSpec, qosClass, validatePodSpec } from "./pod-spec.js";
 import { Errors } from "../shared/validation.js";
-import { checkHostPaths } from "./host-path-policy.js";
 import { INVALID_IP, isIP } from "../shared/ip.js";
 import { podGracePeriod, podWaitsForNode } from "./graceful-deletion.js";
 import {
@@ -43,10 +42,9 @@ function validatePodIps(e: Errors, pod: Pod): void {
   if (st.hostIp && !isIP(st.hostIp)) e.invalid("status.hostIP", st.hostIp, INVALID_IP);
 }
 
-/** Pods: defaults, validation, Pending status at create, node index, graceful deletion. */
+/** Pods: defaults, validation, Pending status at create, node index, graceful deletion (Pod Security: pod-security/). */
 export const podStrategy: Strategy<Pod> = {
   prepareCreate(pod) {
-    checkHostPaths(pod);
     if (pod.spec) defaultPodSpec(pod.spec);
     const bound = Boolean(pod.spec?.nodeName);
     pod.status = PodStatus.fromPartial({
