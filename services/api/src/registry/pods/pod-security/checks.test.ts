@@ -30,7 +30,11 @@ describe("pod security checks: baseline", () => {
   const cases: { name: string; spec: PodSpec; annotations?: Record<string, string>; want: string }[] = [
     { name: "a plain pod", spec: spec({}), want: "" },
     { name: "host network", spec: spec({ hostNetwork: true }), want: "host namespaces (hostNetwork=true)" },
-    { name: "all host namespaces, sorted", spec: spec({ hostNetwork: true, hostPid: true, hostIpc: true }), want: "host namespaces (hostIPC=true, hostNetwork=true, hostPID=true)" },
+    {
+      name: "all host namespaces, sorted",
+      spec: spec({ hostNetwork: true, hostPid: true, hostIpc: true }),
+      want: "host namespaces (hostIPC=true, hostNetwork=true, hostPID=true)",
+    },
     {
       name: "privileged containers, init first",
       spec: spec({ containers: [container("b", { privileged: true })], initContainers: [container("a", { privileged: true })] }),
@@ -42,15 +46,34 @@ describe("pod security checks: baseline", () => {
       spec: spec({ containers: [container("c", { capabilities: { add: ["NET_ADMIN", "CHOWN", "SYS_ADMIN"], drop: [] } })] }),
       want: 'non-default capabilities (container "c" must not include "NET_ADMIN", "SYS_ADMIN" in securityContext.capabilities.add)',
     },
-    { name: "default capabilities", spec: spec({ containers: [container("c", { capabilities: { add: ["CHOWN", "NET_BIND_SERVICE"], drop: [] } })] }), want: "" },
+    {
+      name: "default capabilities",
+      spec: spec({ containers: [container("c", { capabilities: { add: ["CHOWN", "NET_BIND_SERVICE"], drop: [] } })] }),
+      want: "",
+    },
     {
       name: "hostPath volumes",
-      spec: spec({ volumes: [{ name: "data", hostPath: { path: "/srv", type: "" } }, { name: "e", emptyDir: {} }, { name: "logs", hostPath: { path: "/var/log", type: "" } }] }),
+      spec: spec({
+        volumes: [
+          { name: "data", hostPath: { path: "/srv", type: "" } },
+          { name: "e", emptyDir: {} },
+          { name: "logs", hostPath: { path: "/var/log", type: "" } },
+        ],
+      }),
       want: 'hostPath volumes (volumes "data", "logs")',
     },
     {
       name: "host ports",
-      spec: spec({ containers: [container("c", undefined, { ports: [{ containerPort: 80, hostPort: 8080 }, { containerPort: 81, hostPort: 0 }] })] }),
+      spec: spec({
+        containers: [
+          container("c", undefined, {
+            ports: [
+              { containerPort: 80, hostPort: 8080 },
+              { containerPort: 81, hostPort: 0 },
+            ],
+          }),
+        ],
+      }),
       want: 'hostPort (container "c" uses hostPort 8080)',
     },
     {
@@ -78,7 +101,14 @@ describe("pod security checks: baseline", () => {
     },
     {
       name: "unsafe sysctls",
-      spec: spec({ securityContext: { sysctls: [{ name: "kernel.msgmax", value: "1" }, { name: "net.ipv4.tcp_syncookies", value: "1" }] } }),
+      spec: spec({
+        securityContext: {
+          sysctls: [
+            { name: "kernel.msgmax", value: "1" },
+            { name: "net.ipv4.tcp_syncookies", value: "1" },
+          ],
+        },
+      }),
       want: "forbidden sysctls (kernel.msgmax)",
     },
     {
@@ -145,7 +175,13 @@ describe("pod security checks: restricted", () => {
     },
     {
       name: "a hostPath volume is a restricted volume type (and not reported twice)",
-      spec: spec({ volumes: [{ name: "h", hostPath: { path: "/", type: "" } }, { name: "cm", configMap: { name: "x" } }], containers: [container("c", RESTRICTED_OK)] }),
+      spec: spec({
+        volumes: [
+          { name: "h", hostPath: { path: "/", type: "" } },
+          { name: "cm", configMap: { name: "x" } },
+        ],
+        containers: [container("c", RESTRICTED_OK)],
+      }),
       want: 'restricted volume types (volume "h" uses restricted volume type "hostPath")',
     },
     {
@@ -160,9 +196,6 @@ describe("pod security checks: restricted", () => {
 
   it("the baseline checks come first", () => {
     const s = spec({ hostPid: true, containers: [container("c", { ...RESTRICTED_OK, privileged: true, allowPrivilegeEscalation: true })] });
-    assert.equal(
-      forbiddenReason(evaluatePod("restricted", emptyMeta(), s)),
-      "host namespaces, privileged, allowPrivilegeEscalation != false",
-    );
+    assert.equal(forbiddenReason(evaluatePod("restricted", emptyMeta(), s)), "host namespaces, privileged, allowPrivilegeEscalation != false");
   });
 });
