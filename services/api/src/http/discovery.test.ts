@@ -89,7 +89,17 @@ describe("discovery", () => {
     assert.equal(apis.status, 200);
     assert.equal(apis.json["kind"], "APIGroupList");
     const groups = apis.json["groups"] as { name: string; preferredVersion: { groupVersion: string } }[];
-    assert.deepEqual(groups.map((g) => g.name).sort(), ["apps", "autoscaling", "batch", "coordination.k8s.io", "metrics.k8s.io", "policy"]);
+    assert.deepEqual(groups.map((g) => g.name).sort(), [
+      "apps",
+      "authentication.k8s.io",
+      "authorization.k8s.io",
+      "autoscaling",
+      "batch",
+      "coordination.k8s.io",
+      "metrics.k8s.io",
+      "policy",
+      "rbac.authorization.k8s.io",
+    ]);
     assert.deepEqual(groups.find((g) => g.name === "apps")!.preferredVersion, { groupVersion: "apps/v1", version: "v1" });
     const g = await t.call("GET", "/apis/batch");
     assert.equal(g.json["kind"], "APIGroup");
@@ -140,7 +150,17 @@ describe("discovery", () => {
     const beta = await t.call("GET", "/apis", { headers: { Accept: "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList" } });
     assert.equal(beta.headers["content-type"], "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList");
     const groups = beta.json["items"] as Group[];
-    assert.deepEqual(groups.map((g) => g.metadata.name).sort(), ["apps", "autoscaling", "batch", "coordination.k8s.io", "metrics.k8s.io", "policy"]);
+    assert.deepEqual(groups.map((g) => g.metadata.name).sort(), [
+      "apps",
+      "authentication.k8s.io",
+      "authorization.k8s.io",
+      "autoscaling",
+      "batch",
+      "coordination.k8s.io",
+      "metrics.k8s.io",
+      "policy",
+      "rbac.authorization.k8s.io",
+    ]);
     const ds = groups.find((g) => g.metadata.name === "apps")?.versions[0]?.resources[0];
     assert.deepEqual([ds?.resource, ds?.shortNames, ds?.categories], ["daemonsets", ["ds"], ["all"]]);
     // An ETag, and If-None-Match with it → 304 without a body.

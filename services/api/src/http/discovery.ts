@@ -5,6 +5,7 @@ import { createHash } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { KINDS, type KindInfo } from "@choreo/kit";
 import { metricsAggregatedGroup, metricsGroupEntry } from "../metrics-api/discovery.js";
+import { REVIEW_GROUPS, reviewAggregatedGroup, reviewGroupEntry } from "./reviews/discovery.js";
 import { sendJson } from "./respond.js";
 import { groupVersions } from "./routes.js";
 
@@ -31,7 +32,9 @@ export function apiGroupList(): Record<string, unknown> {
         .filter((g) => g !== ""),
     ),
   ];
-  return { kind: "APIGroupList", apiVersion: "v1", groups: [...names.map(groupEntry), metricsGroupEntry()] };
+  // The review groups (authorization.k8s.io, authentication.k8s.io) have no stored kind: http/reviews serves them.
+  const reviews = Object.keys(REVIEW_GROUPS).map(reviewGroupEntry);
+  return { kind: "APIGroupList", apiVersion: "v1", groups: [...names.map(groupEntry), ...reviews, metricsGroupEntry()] };
 }
 
 /** GET /apis/GROUP */
@@ -120,7 +123,7 @@ export function aggregatedDiscovery(which: "" | "apis", version: "v2" | "v2beta1
   const groups = which === "" ? [""] : [...new Set(groupVersions().map((gv) => gv.group))].filter((g) => g !== "");
   const items = groups.map(aggregatedGroup);
   // metrics.k8s.io is served beside the kinds (kubectl top looks for it), as metrics-server's aggregated API.
-  if (which === "apis") items.push(metricsAggregatedGroup());
+  if (which === "apis") items.push(...Object.keys(REVIEW_GROUPS).map(reviewAggregatedGroup), metricsAggregatedGroup());
   return { kind: "APIGroupDiscoveryList", apiVersion: `apidiscovery.k8s.io/${version}`, metadata: {}, items };
 }
 
