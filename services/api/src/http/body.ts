@@ -1,6 +1,6 @@
 // Request bodies: bounded reading, media types, JSON/YAML decoding.
 import type { IncomingMessage } from "node:http";
-import { parse as parseYaml } from "yaml";
+import { Lexer, parse as parseYaml } from "yaml";
 import { ApiError, badRequest, failure, Reason, tooLarge, unsupportedMediaType } from "@choreo/kit";
 import { keepProtobufBody, protobufBodyToJson } from "./protobuf.js";
 
@@ -100,8 +100,66 @@ export function decodeBody(req: IncomingMessage, text: string): unknown {
   );
 }
 
+/**
+ * Deepest nesting of objects and lists accepted in a JSON or YAML body (no
+ * kind nests past ~15). Deeper bodies are refused before parsing: the YAML
+ * parser recurses and, near the stack's end, could take the process down
+ * (out of memory compiling a RegExp), and the patch and decoding code recurse too.
+ */
+export const MAX_DEPTH = 100;
+
+const tooDeep = () => badRequest(`the request body nests deeper than ${MAX_DEPTH} levels`);
+
+/** 400 when JSON text nests deeper than MAX_DEPTH (`[` and `{` outside strings). */
+export function checkJsonNesting(text: string): void {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c)
+        i++; // backslash: skip the escaped character
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x5b || c === 0x7b) {
+      if (++depth > MAX_DEPTH) throw tooDeep();
+    } else if ((c === 0x5d || c === 0x7d) && depth > 0) depth--;
+  }
+}
+
+/**
+ * 400 when YAML text nests deeper than MAX_DEPTH, from the yaml package's
+ * Lexer (iterative; it knows quotes, comments and block scalars): flow
+ * collections by their brackets, block ones by a line's indentation and its
+ * leading `- ` / `? ` indicators (two columns a level).
+ */
+export function checkYamlNesting(text: string): void {
+  let flow = 0;
+  let lineStart = true;
+  let column = 0;
+  for (const tok of new Lexer().lex(text)) {
+    if (tok === "\n") {
+      lineStart = true;
+      column = 0;
+      continue;
+    }
+    if (lineStart) {
+      // The Lexer's one-character control tokens (document, scalar, flow error) mark no content.
+      if (tok.length === 1 && tok.charCodeAt(0) < 0x20) continue;
+      if (/^[ \t]+$/.test(tok)) column += tok.length;
+      else if (tok === "-" || tok === "?") column += 1;
+      else lineStart = false;
+      if (column > 2 * MAX_DEPTH) throw tooDeep();
+    }
+    if (tok === "[" || tok === "{") {
+      if (++flow > MAX_DEPTH) throw tooDeep();
+    } else if ((tok === "]" || tok === "}") && flow > 0) flow--;
+  }
+}
+
 /** JSON.parse with Kubernetes-like 400 wording. */
 export function parseJsonText(text: string): unknown {
+  checkJsonNesting(text);
   try {
     return JSON.parse(text) as unknown;
   } catch (err) {
@@ -110,6 +168,7 @@ export function parseJsonText(text: string): unknown {
 }
 
 function parseYamlText(text: string): unknown {
+  checkYamlNesting(text);
   try {
     // Duplicate keys are fieldValidation's business (field-validation.ts), not a syntax error.
     return parseYaml(text, { maxAliasCount: 100, uniqueKeys: false }) as unknown;

@@ -2,7 +2,7 @@
 import { badRequest, emptyMeta, methodNotAllowed, statusOf, unwrap, type ApiObject, type DeleteOptions, type KindInfo } from "@choreo/kit";
 import { fromKubeJson, kindOfKubeJson, listToKubeJson, messageFromKubeJson, toKubeJson } from "@choreo/kit/kube-json";
 import { parse as parseYaml } from "yaml";
-import { APPLY_PATCH, decodeBody, mediaType, parseJsonText, patchTypeOf, readBody, YAML_TYPES } from "./body.js";
+import { APPLY_PATCH, checkYamlNesting, decodeBody, mediaType, parseJsonText, patchTypeOf, readBody, YAML_TYPES } from "./body.js";
 import { dryRunOf, fieldManagerOf, intParam, param, type RequestContext } from "./context.js";
 import { addWarnings, duplicateJsonFields, duplicateYamlFields, fieldProblems, fieldValidationOf, reportFieldProblems } from "./field-validation.js";
 import { withAdmissionContext } from "../registry/generic/admission-context.js";
@@ -180,6 +180,7 @@ function fieldsOf(v: unknown): unknown {
 }
 
 function parseApplyText(text: string): unknown {
+  checkYamlNesting(text);
   try {
     return parseYaml(text, { maxAliasCount: 100, uniqueKeys: false }) as unknown;
   } catch (err) {
