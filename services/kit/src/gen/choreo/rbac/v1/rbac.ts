@@ -54,6 +54,7 @@ export interface AggregationRule {
   clusterRoleSelectors: LabelSelector[];
 }
 
+/** Role is a namespaced set of policy rules, granted by a RoleBinding. */
 export interface Role {
   apiVersion: string;
   kind: string;
@@ -61,6 +62,10 @@ export interface Role {
   rules: PolicyRule[];
 }
 
+/**
+ * ClusterRole is a cluster-wide set of policy rules, granted by a RoleBinding
+ * (in its namespace) or a ClusterRoleBinding (everywhere).
+ */
 export interface ClusterRole {
   apiVersion: string;
   kind: string;
@@ -69,6 +74,10 @@ export interface ClusterRole {
   aggregationRule?: AggregationRule | undefined;
 }
 
+/**
+ * RoleBinding grants the rules of a Role or ClusterRole to subjects, in the
+ * binding's namespace.
+ */
 export interface RoleBinding {
   apiVersion: string;
   kind: string;
@@ -77,6 +86,10 @@ export interface RoleBinding {
   roleRef?: RoleRef | undefined;
 }
 
+/**
+ * ClusterRoleBinding grants the rules of a ClusterRole to subjects in every
+ * namespace and for non-resource URLs.
+ */
 export interface ClusterRoleBinding {
   apiVersion: string;
   kind: string;
