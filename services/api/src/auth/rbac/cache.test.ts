@@ -1,0 +1,152 @@
+// test-tier: servers
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { expired, ApiError } from "@choreo/kit";
+import { fromKubeJson } from "@choreo/kit/kube-json";
+import { silentLogger } from "@choreo/kit/log";
+import { waitFor } from "@choreo/kit/testing";
+import type { WatchEvent, WatchRequest } from "@choreo/kit/gen/choreo/api/v1/api";
+import { startStack, type Stack } from "../../testing/stack.js";
+import type { ApiHandlers } from "../../handlers/api-handlers.js";
+import type { Attributes, UserInfo } from "../types.js";
+import { RbacAuthorizer } from "./authorizer.js";
+import { RbacCache } from "./cache.js";
+
+const RBAC = "rbac.authorization.k8s.io/v1";
+const G = "rbac.authorization.k8s.io";
+const obj = (kind: string, name: string, body: Record<string, unknown>, namespace?: string) =>
+  fromKubeJson({ apiVersion: RBAC, kind, metadata: { name, ...(namespace ? { namespace } : {}) }, ...body });
+const user = (name: string, ...groups: string[]): UserInfo => ({ name, uid: "", groups, extra: {} });
+const get = (u: UserInfo, resource: string, namespace: string, name = "x"): Attributes => ({
+  user: u,
+  verb: "get",
+  resourceRequest: true,
+  apiGroup: "",
+  apiVersion: "v1",
+  resource,
+  subresource: "",
+  namespace,
+  name,
+  path: "",
+});
+
+describe("RbacCache on the registry's handlers (nats-server, redis-server)", () => {
+  let s: Stack;
+  let cache: RbacCache;
+  let z: RbacAuthorizer;
+  // The registry's list and watch; `failWatch` makes the next watches fail
+  // (as a lost revision would), `errorEvent` end with an ERROR event, and
+  // `breakWatches.abort()` fails the running ones.
+  let failWatch = 0;
+  let errorEvent = 0;
+  let breakWatches = new AbortController();
+
+  before(async () => {
+    s = await startStack();
+    await s.client.create(obj("Role", "pod-reader", { rules: [{ verbs: ["get"], apiGroups: [""], resources: ["pods"] }] }, "default"));
+    await s.client.create(
+      obj(
+        "RoleBinding",
+        "alice",
+        { roleRef: { apiGroup: G, kind: "Role", name: "pod-reader" }, subjects: [{ kind: "User", apiGroup: G, name: "alice" }] },
+        "default",
+      ),
+    );
+    await s.client.create(obj("ClusterRole", "node-reader", { rules: [{ verbs: ["get"], apiGroups: [""], resources: ["nodes"] }] }));
+    const registry = s.registry;
+    const handlers: Pick<ApiHandlers, "list" | "watch"> = {
+      list: (req) => registry.list(req),
+      watch(req: WatchRequest, signal: AbortSignal): AsyncIterable<WatchEvent> {
+        if (failWatch > 0) {
+          failWatch--;
+          return (async function* () {
+            await Promise.resolve();
+            throw new ApiError(expired("too old resource version"));
+          })();
+        }
+        if (errorEvent > 0) {
+          errorEvent--;
+          return (async function* () {
+            await Promise.resolve();
+            yield {
+              type: "ERROR",
+              object: undefined,
+              status: expired("too old resource version"),
+              revision: 0,
+              prevLabels: {},
+              prevFields: {},
+              hasPrev: false,
+            };
+          })();
+        }
+        const broken = breakWatches.signal;
+        return (async function* () {
+          yield* registry.watch(req, AbortSignal.any([signal, broken]));
+          if (broken.aborted && !signal.aborted) throw new Error("connection lost");
+        })();
+      },
+    };
+    cache = new RbacCache({ handlers, log: silentLogger(), retryMs: 10 });
+    z = new RbacAuthorizer(cache);
+    assert.equal(cache.synced(), false);
+    cache.start();
+    await cache.waitSynced();
+  });
+
+  after(async () => {
+    await cache.stop();
+    await s.stop();
+  });
+
+  it("lists the four resources, then is synced", () => {
+    assert.equal(cache.synced(), true);
+    assert.equal(cache.lists, 4);
+    assert.equal(z.authorize(get(user("alice"), "pods", "default")).allowed, true);
+    assert.equal(z.authorize(get(user("alice"), "pods", "kube-system")).allowed, false);
+    assert.ok(cache.getClusterRole("node-reader"));
+  });
+
+  it("follows creates, updates and deletes through the watch", async () => {
+    await s.client.create(
+      obj("ClusterRoleBinding", "readers", {
+        roleRef: { apiGroup: G, kind: "ClusterRole", name: "node-reader" },
+        subjects: [{ kind: "Group", apiGroup: G, name: "ops" }],
+      }),
+    );
+    await waitFor(() => z.authorize(get(user("bob", "ops"), "nodes", "")).allowed, { message: "the new ClusterRoleBinding" });
+    await s.client.patch("clusterroles", "", "node-reader", "application/merge-patch+json", {
+      rules: [{ verbs: ["get"], apiGroups: [""], resources: ["configmaps"] }],
+    });
+    await waitFor(() => z.authorize(get(user("bob", "ops"), "configmaps", "default")).allowed, { message: "the ClusterRole's new rules" });
+    assert.equal(z.authorize(get(user("bob", "ops"), "nodes", "")).allowed, false);
+    await s.client.delete("rolebindings", "default", "alice");
+    await waitFor(() => !z.authorize(get(user("alice"), "pods", "default")).allowed, { message: "the RoleBinding deleted" });
+    assert.equal(z.authorize(get(user("bob", "ops"), "configmaps", "default")).allowed, true);
+    assert.equal(cache.lists, 4, "no relist: the changes came through the watches");
+  });
+
+  it("relists after failed watches and ERROR events, missing nothing changed meanwhile", async () => {
+    const lists = cache.lists;
+    failWatch = 6;
+    errorEvent = 6;
+    breakWatches.abort();
+    breakWatches = new AbortController();
+    await s.client.create(
+      obj(
+        "RoleBinding",
+        "carol",
+        { roleRef: { apiGroup: G, kind: "Role", name: "pod-reader" }, subjects: [{ kind: "User", apiGroup: G, name: "carol" }] },
+        "default",
+      ),
+    );
+    await waitFor(() => failWatch + errorEvent === 0 && z.authorize(get(user("carol"), "pods", "default")).allowed, {
+      message: "a binding created while the watches failed",
+    });
+    // 4 broken watches, 6 failed and 6 ended by an ERROR event: one relist each.
+    await waitFor(() => cache.lists === lists + 16, { message: "every failure relisted once" });
+    // The watches run again: a later change arrives without a relist.
+    await s.client.delete("rolebindings", "default", "carol");
+    await waitFor(() => !z.authorize(get(user("carol"), "pods", "default")).allowed, { message: "the delete through the watch" });
+    assert.equal(cache.lists, lists + 16);
+  });
+});
