@@ -6,7 +6,7 @@ interface Listener {
     host: string;
     httpPort?: number;
     httpsPort?: number;
-    tls?: { cert: string; key: string };
+    tls?: { cert: string; key: string; clientCa?: string };
   }): Promise<{ httpPort?: number; httpsPort?: number }>;
   close(): Promise<void>;
 }
@@ -14,7 +14,7 @@ interface Listener {
 /** Runs the HTTP gateway until the signal aborts, then closes it (ending open watches). */
 export function gatewayRunnable(
   gateway: Listener,
-  opts: { host: string; httpPort?: number; httpsPort?: number; tls?: { cert: string; key: string } },
+  opts: { host: string; httpPort?: number; httpsPort?: number; tls?: { cert: string; key: string; clientCa?: string } },
   onListening?: (ports: { httpPort?: number; httpsPort?: number }) => void,
 ): Runnable {
   return {

@@ -6,7 +6,7 @@ import { connectBus, ensureEventKeys, ensureEventStream, loadEventSigner } from 
 import { runAll, signalController } from "@choreo/kit/lifecycle";
 import { createLogger } from "@choreo/kit/log";
 import { createRegistry as createMetricsRegistry, metricsServer } from "@choreo/kit/metrics";
-import { redactUrl, redisConnectUrl } from "@choreo/kit/secrets";
+import { ensureClientCa, redactUrl, redisConnectUrl } from "@choreo/kit/secrets";
 import { createGateway, ensureServingCert } from "./http/index.js";
 import { gatewayRunnable } from "./gateway-runnable.js";
 import { loadConfig } from "./config.js";
@@ -20,7 +20,7 @@ import { apiMetrics } from "./metrics.js";
 import { RedisStore } from "./storage/redis-store.js";
 import { Relay } from "./storage/relay.js";
 import { WatchCache } from "./storage/watch-cache.js";
-import { loadTokens } from "./tokens.js";
+import { Authenticator, AuthorizerChain, StaticTokens, legacyAdmin } from "./auth/index.js";
 
 const config = loadConfig();
 const log = createLogger({ service: "api" });
@@ -49,7 +49,13 @@ const cache = new WatchCache({ nc, jsm, log: log.child({ subsystem: "watch-cache
 registry.attachWatch({ cache, nc, jsm });
 await bootstrap(registry);
 
-const tokens = loadTokens(config.tokenFile);
+// Who asks: a client certificate of the cluster's client CA, else a token of the token file.
+const tokens = StaticTokens.load(config.tokenFile);
+const clientCa = await ensureClientCa(path.join(config.dataDir, "pki"));
+const authentication = new Authenticator({ tokens: [tokens], clientCerts: true });
+// What they may do: system:masters anything; everyone else what an authorizer allows.
+const authorizer = new AuthorizerChain([]);
+log.info({ tokenFile: config.tokenFile, users: tokens.size, clientCa: clientCa.certFile }, "authentication ready");
 const tls = await ensureServingCert(config.dataDir, [config.host]);
 const logs = new NatsLogs({ nc, handlers: registry, log: log.child({ subsystem: "logs" }) });
 const streams = new NatsPodStreams({ nc, handlers: registry });
@@ -61,7 +67,8 @@ const gateway = createGateway({
   streams,
   metrics: metricsCollector,
   log: log.child({ subsystem: "http" }),
-  tokens,
+  authentication,
+  authorizer,
   registry: metrics,
   serverAddress: `${config.host}:${config.httpsPort}`,
 });
@@ -94,10 +101,19 @@ try {
         handlers: registry,
         log: log.child({ subsystem: "nats" }),
         onRequest: (method, code, s) => m.requests.observe({ transport: "nats", method, code: String(code) }, s),
+        authentication,
+        authorizer,
+        // Actors prove themselves with the NATS credentials alone until each has its own identity.
+        headerless: legacyAdmin(),
       }),
       new MetricsNatsDoor({ nc, collector: metricsCollector, log: log.child({ subsystem: "metrics-api" }) }),
-      new GrpcTransport({ handlers: registry, log: log.child({ subsystem: "grpc" }), host: config.host, port: config.grpcPort, tokens }),
-      gatewayRunnable(gateway, { host: config.host, httpPort: config.httpPort, httpsPort: config.httpsPort, tls: { cert: tls.cert, key: tls.key } }),
+      new GrpcTransport({ handlers: registry, log: log.child({ subsystem: "grpc" }), host: config.host, port: config.grpcPort, authentication, authorizer }),
+      gatewayRunnable(gateway, {
+        host: config.host,
+        httpPort: config.httpPort,
+        httpsPort: config.httpsPort,
+        tls: { cert: tls.cert, key: tls.key, clientCa: clientCa.pem },
+      }),
       metricsServer({ registry: metrics, port: config.metricsPort, host: config.host }),
     ],
     ac.signal,

@@ -1,10 +1,14 @@
-import { timingSafeEqual } from "node:crypto";
 import * as grpc from "@grpc/grpc-js";
-import { statusOf, unauthorized } from "@choreo/kit";
-import { ApiService, type ApiServer } from "@choreo/kit/gen/choreo/api/v1/api";
+import { statusOf } from "@choreo/kit";
+import { ApiService, type ApiServer, type WatchEvent } from "@choreo/kit/gen/choreo/api/v1/api";
 import { Status } from "@choreo/kit/gen/choreo/meta/v1/meta";
 import type { Logger } from "@choreo/kit/log";
 import type { ApiHandlers } from "../handlers/api-handlers.js";
+import { Authenticator } from "../auth/authenticate.js";
+import { ALLOW_ALL } from "../auth/authorize.js";
+import { guardedHandlers } from "../auth/guarded-handlers.js";
+import { legacyAdmin, StaticTokens } from "../auth/static-tokens.js";
+import type { Authorizer } from "../auth/types.js";
 
 /** Metadata key carrying the encoded Kubernetes Status of a failed call. */
 export const STATUS_METADATA_KEY = "choreo-status-bin";
@@ -33,23 +37,18 @@ export function grpcError(err: unknown): grpc.ServiceError {
   return Object.assign(new Error(status.message), { code, details: status.message, metadata }) as grpc.ServiceError;
 }
 
-function authorized(md: grpc.Metadata, tokens: string[] | undefined): boolean {
-  if (!tokens) return true;
-  const header = String(md.get("authorization")[0] ?? "");
-  const given = Buffer.from(header.replace(/^Bearer\s+/i, ""));
-  return tokens.some((t) => {
-    const want = Buffer.from(t);
-    return want.length === given.length && timingSafeEqual(want, given);
-  });
-}
-
 /** Options of the gRPC transport. */
 export interface GrpcOptions {
   handlers: ApiHandlers;
   log: Logger;
   host: string;
   port: number;
+  /** Who calls (the `authorization` metadata's bearer token); undefined: no authentication. */
+  authentication?: Authenticator;
+  /** Administrator tokens (system:masters): shorthand for an `authentication` of those alone. */
   tokens?: string[];
+  /** Decides every call before it runs (403 → PERMISSION_DENIED); undefined: everything is allowed. */
+  authorizer?: Authorizer;
 }
 
 /** The api over gRPC (@grpc/grpc-js), incl. the Watch stream. */
@@ -70,41 +69,58 @@ export class GrpcTransport {
 
   async start(signal: AbortSignal): Promise<void> {
     const { handlers, tokens } = this.opts;
+    const authentication =
+      this.opts.authentication ??
+      new Authenticator(tokens ? { tokens: [new StaticTokens(tokens.filter(Boolean).map((token) => ({ token, user: legacyAdmin() })))] } : {});
+    const authorizer = this.opts.authorizer ?? ALLOW_ALL;
+    /** The handlers as the caller may use them; throws 401 for an unknown token. */
+    const as = (md: grpc.Metadata): ApiHandlers =>
+      guardedHandlers(handlers, authorizer, authentication.token(String(md.get("authorization")[0] ?? "") || undefined));
     const unary =
-      <Req, Res>(fn: (req: Req) => Promise<Res>): grpc.handleUnaryCall<Req, Res> =>
+      <K extends keyof ApiHandlers, Req, Res>(method: K): grpc.handleUnaryCall<Req, Res> =>
       (call, callback) => {
-        if (!authorized(call.metadata, tokens)) return callback(grpcError(unauthorized()));
-        fn.call(handlers, call.request).then(
+        let h: ApiHandlers;
+        try {
+          h = as(call.metadata);
+        } catch (err) {
+          return callback(grpcError(err));
+        }
+        (h[method] as unknown as (r: Req) => Promise<Res>).call(h, call.request).then(
           (res) => callback(null, res),
           (err: unknown) => callback(grpcError(err)),
         );
       };
     const impl: ApiServer = {
-      get: unary(handlers.get),
-      list: unary(handlers.list),
-      create: unary(handlers.create),
-      update: unary(handlers.update),
-      updateStatus: unary(handlers.updateStatus),
-      patch: unary(handlers.patch),
-      delete: unary(handlers.delete),
-      deleteCollection: unary(handlers.deleteCollection),
-      bind: unary(handlers.bind),
-      evict: unary(handlers.evict),
-      getScale: unary(handlers.getScale),
-      updateScale: unary(handlers.updateScale),
+      get: unary("get"),
+      list: unary("list"),
+      create: unary("create"),
+      update: unary("update"),
+      updateStatus: unary("updateStatus"),
+      patch: unary("patch"),
+      delete: unary("delete"),
+      deleteCollection: unary("deleteCollection"),
+      bind: unary("bind"),
+      evict: unary("evict"),
+      getScale: unary("getScale"),
+      updateScale: unary("updateScale"),
       watch: (call) => {
-        if (!authorized(call.metadata, tokens)) {
-          call.destroy(grpcError(unauthorized()));
+        let h: ApiHandlers;
+        let events: AsyncIterable<WatchEvent>;
+        const ac = new AbortController();
+        try {
+          h = as(call.metadata);
+          events = h.watch(call.request, ac.signal);
+        } catch (err) {
+          call.destroy(grpcError(err));
           return;
         }
-        const ac = new AbortController();
         const stop = (): void => ac.abort();
         call.on("cancelled", stop);
         call.on("close", stop);
         signal.addEventListener("abort", stop, { once: true });
         void (async () => {
           try {
-            for await (const ev of handlers.watch(call.request, ac.signal)) {
+            for await (const ev of events) {
               if (ac.signal.aborted) break;
               if (!call.write(ev)) await new Promise((r) => call.once("drain", r));
             }

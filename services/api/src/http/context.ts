@@ -4,12 +4,15 @@ import { badRequest, invalid } from "@choreo/kit";
 import type { Logger } from "@choreo/kit/log";
 import type { ApiHandlers, LogsHandler } from "../handlers/api-handlers.js";
 import type { ResourceRoute } from "./routes.js";
+import type { UserInfo } from "../auth/types.js";
 
 export interface RequestContext {
   req: IncomingMessage;
   res: ServerResponse;
   url: URL;
   route: ResourceRoute;
+  /** Who the request acts as (after impersonation), already authorized for the route. */
+  user: UserInfo;
   handlers: ApiHandlers;
   logs?: LogsHandler;
   log: Logger;

@@ -7,8 +7,15 @@ import { badRequest, methodNotAllowed, statusOf } from "@choreo/kit";
 import type { Logger } from "@choreo/kit/log";
 import { Histogram, type Registry } from "prom-client";
 import type { ApiHandlers, LogsHandler } from "../handlers/api-handlers.js";
+
+import { ANONYMOUS } from "../auth/types.js";
 import { bodyDrained } from "./body.js";
-import { authenticator } from "./auth.js";
+import { Authenticator } from "../auth/authenticate.js";
+import { ALLOW_ALL, authorizeOrThrow } from "../auth/authorize.js";
+import { impersonate } from "../auth/impersonation.js";
+import { legacyAdmin, StaticTokens } from "../auth/static-tokens.js";
+import type { Authorizer, UserInfo } from "../auth/types.js";
+import { requestAttributes } from "./request-attributes.js";
 import { flag, type RequestContext } from "./context.js";
 import { apiGroup, apiGroupList, apiResourceList, apiVersions, serveDiscovery, versionInfo } from "./discovery.js";
 import { serveOpenApiV2, serveOpenApiV3 } from "./openapi/serve.js";
@@ -27,10 +34,17 @@ import { answerInProtobuf, wantsProtobuf } from "./protobuf.js";
 export interface GatewayOptions {
   handlers: ApiHandlers;
   log: Logger;
-  /** Accepted bearer tokens; undefined: no authentication. */
+  /**
+   * Who requests are (certificates, tokens); undefined: no authentication,
+   * every request is system:admin (tests, embedded use).
+   */
+  authentication?: Authenticator;
+  /** Bearer tokens of the cluster's administrator (system:masters): shorthand for an `authentication` of those alone. */
   tokens?: string[];
-  /** Plain http without a token is accepted (kubectl sends none over http). */
+  /** Plain http without a token is the administrator (kubectl sends none over http): a development switch. */
   allowAnonymousHttp?: boolean;
+  /** Decides every request before a handler runs (403 Forbidden); undefined: everything is allowed. */
+  authorizer?: Authorizer;
   /** host:port announced by GET /api (default: the request's Host header). */
   serverAddress?: string;
   /** Serves GET pods/NAME/log when given. */
@@ -47,7 +61,8 @@ export interface ListenOptions {
   host: string;
   httpPort?: number;
   httpsPort?: number;
-  tls?: { cert: string; key: string };
+  /** `clientCa`: the PEM of the CA whose client certificates authenticate users (x509). */
+  tls?: { cert: string; key: string; clientCa?: string };
 }
 
 /** The Kubernetes-shaped HTTP gateway over ApiHandlers. */
@@ -153,15 +168,31 @@ function nonResource(route: Exclude<Route, ResourceRoute>, req: IncomingMessage,
 export function createGateway(opts: GatewayOptions): Gateway {
   const log = opts.log;
   const latency = histogram(opts.registry);
-  const authenticate = authenticator(opts);
+  const authentication =
+    opts.authentication ??
+    new Authenticator({
+      ...(opts.tokens ? { tokens: [new StaticTokens(opts.tokens.filter((t) => t !== "").map((t) => ({ token: t, user: legacyAdmin() })))] } : {}),
+      ...(opts.allowAnonymousHttp ? { allowAnonymousHttp: true } : {}),
+      clientCerts: true,
+    });
+  const authorizer = opts.authorizer ?? ALLOW_ALL;
+  /** Authentication, impersonation and authorization of one request: the user it acts as, or a thrown 401/403. */
+  const admit = (req: IncomingMessage, url: URL): UserInfo => {
+    const attrsFor = (u: UserInfo) => requestAttributes(u, req.method ?? "GET", url);
+    const authenticated = authentication.request(req, attrsFor(ANONYMOUS) === undefined);
+    const { user } = impersonate(req.headers, authenticated, authorizer);
+    const attrs = attrsFor(user);
+    if (attrs) authorizeOrThrow(authorizer, attrs);
+    return user;
+  };
   const streams = new Set<AbortController>();
   const upgrades = new AbortController();
-  const upgrade = upgradeHandler({ streams: opts.streams, log, authenticate, signal: upgrades.signal });
+  const upgrade = upgradeHandler({ streams: opts.streams, log, admit, signal: upgrades.signal });
   const servers: http.Server[] = [];
   let closing = false;
 
   async function serve(req: IncomingMessage, res: ServerResponse, url: URL, setRoute: (r: Route) => void): Promise<void> {
-    authenticate(req, url.pathname);
+    const user = admit(req, url);
     if (req.method === "HEAD" || req.method === "OPTIONS") throw methodNotAllowed(`${req.method} is not supported`);
     if (isMetricsPath(url.pathname)) return serveMetrics(req.method ?? "", url, res, opts.metrics, pathNotFound);
     // autoscaling/v1 HPAs (kubectl autoscale) are converted to the stored autoscaling/v2.
@@ -175,6 +206,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
       res,
       url,
       route,
+      user,
       handlers: opts.handlers,
       log,
       ...(opts.logs ? { logs: opts.logs } : {}),
@@ -241,7 +273,9 @@ export function createGateway(opts: GatewayOptions): Gateway {
       if (l.httpPort !== undefined) out.httpPort = await listenOn(http.createServer(handle), l.host, l.httpPort);
       if (l.httpsPort !== undefined) {
         if (!l.tls) throw new Error("https needs tls.cert and tls.key");
-        out.httpsPort = await listenOn(https.createServer({ cert: l.tls.cert, key: l.tls.key }, handle), l.host, l.httpsPort);
+        // A client certificate is asked for, never required: tokens work without one; a certificate the CA did not sign is ignored.
+        const clientAuth = l.tls.clientCa ? { ca: l.tls.clientCa, requestCert: true, rejectUnauthorized: false } : {};
+        out.httpsPort = await listenOn(https.createServer({ cert: l.tls.cert, key: l.tls.key, ...clientAuth }, handle), l.host, l.httpsPort);
       }
       log.info({ host: l.host, ...out }, "http gateway listening");
       return out;

@@ -23,6 +23,20 @@ export function isHpaV1Path(pathname: string): boolean {
   return PATH.test(pathname);
 }
 
+/** The namespace and name an autoscaling/v1 HPA path addresses (for authorization); undefined when it is not one. */
+export function hpaV1Route(pathname: string): { namespace: string; name: string; subresource: string } | undefined {
+  const m = PATH.exec(pathname);
+  if (!m) return undefined;
+  const dec = (s: string | undefined): string => {
+    try {
+      return decodeURIComponent(s ?? "");
+    } catch {
+      return s ?? "";
+    }
+  };
+  return { namespace: dec(m[1]), name: dec(m[2]), subresource: "" };
+}
+
 /** An autoscaling/v1 HPA as autoscaling/v2 (Kubernetes' Convert_v1_HorizontalPodAutoscaler_To_autoscaling_…). */
 export function hpaV1ToV2(v1: Json): Json {
   const spec = rec(v1["spec"]);

@@ -6,6 +6,10 @@ import { Reply, type Object as ApiObject, type ObjectList } from "@choreo/kit/ge
 import type { Scale } from "@choreo/kit/gen/choreo/autoscaling/v1/autoscaling";
 import type { Logger } from "@choreo/kit/log";
 import type { ApiHandlers } from "../handlers/api-handlers.js";
+import type { Authenticator } from "../auth/authenticate.js";
+import { ALLOW_ALL } from "../auth/authorize.js";
+import { guardedHandlers } from "../auth/guarded-handlers.js";
+import type { Authorizer, UserInfo } from "../auth/types.js";
 
 /** The queue group every api replica joins: a request goes to one of them. */
 export const API_QUEUE = "choreo-api";
@@ -26,7 +30,22 @@ function replyOf(method: Method, result: Result): Reply {
 export class NatsTransport {
   readonly name = "nats-transport";
   constructor(
-    private readonly opts: { nc: NatsConnection; handlers: ApiHandlers; log: Logger; onRequest?: (method: string, code: number, seconds: number) => void },
+    private readonly opts: {
+      nc: NatsConnection;
+      handlers: ApiHandlers;
+      log: Logger;
+      onRequest?: (method: string, code: number, seconds: number) => void;
+      /** Who a request is: its `Authorization: Bearer …` header's token; undefined: no authentication. */
+      authentication?: Authenticator;
+      /**
+       * Who a request without an Authorization header is (the NATS
+       * connection's credentials were its only proof); undefined: such a
+       * request is refused with 401.
+       */
+      headerless?: UserInfo;
+      /** Decides every request before it runs (403); undefined: everything is allowed. */
+      authorizer?: Authorizer;
+    },
   ) {}
 
   async start(signal: AbortSignal): Promise<void> {
@@ -54,14 +73,26 @@ export class NatsTransport {
     await Promise.all(subs.map((s) => s.drain().catch(() => undefined)));
   }
 
+  /** The handlers as the request's user may call them (401 for an unknown token or a missing one when headerless requests are refused). */
+  private handlersFor(msg: Msg): ApiHandlers {
+    const { authentication, authorizer, headerless } = this.opts;
+    if (!authentication?.enabled) return this.opts.handlers;
+    const header = msg.headers?.get("Authorization") || undefined;
+    let user: UserInfo;
+    if (header === undefined && headerless) user = headerless;
+    else user = authentication.token(header);
+    return guardedHandlers(this.opts.handlers, authorizer ?? ALLOW_ALL, user);
+  }
+
   private async serve(method: Method, msg: Msg): Promise<void> {
     const started = performance.now();
     let reply: Reply;
     let code = 200;
     try {
       const req = (METHODS[method] as { decode(b: Uint8Array): unknown }).decode(msg.data);
-      const fn = this.opts.handlers[method] as (r: unknown) => Promise<Result>;
-      reply = replyOf(method, await fn.call(this.opts.handlers, req));
+      const handlers = this.handlersFor(msg);
+      const fn = handlers[method] as (r: unknown) => Promise<Result>;
+      reply = replyOf(method, await fn.call(handlers, req));
     } catch (err) {
       const status = statusOf(err);
       code = status.code;

@@ -6,10 +6,11 @@ import { applyCommand } from "./apply.js";
 import { deleteCommand } from "./delete.js";
 import { describeCommand } from "./describe.js";
 import { getCommand } from "./get.js";
+import { kubeconfigCommand } from "./kubeconfig.js";
 import { logsCommand } from "./logs.js";
 import { versionCommand } from "./version.js";
 
-export const COMMANDS: readonly Command[] = [getCommand, describeCommand, logsCommand, applyCommand, deleteCommand, apiResourcesCommand, versionCommand];
+export const COMMANDS: readonly Command[] = [getCommand, describeCommand, logsCommand, applyCommand, deleteCommand, apiResourcesCommand, versionCommand, kubeconfigCommand];
 
 /** The command of a name, if any. */
 export function findCommand(name: string): Command | undefined {

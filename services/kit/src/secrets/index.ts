@@ -18,3 +18,5 @@ export {
   redisAcl,
 } from "./secrets.js";
 export type { Credentials } from "./secrets.js";
+export { clientCaPaths, ensureClientCa, signClientCert } from "./client-ca.js";
+export type { ClientCa } from "./client-ca.js";

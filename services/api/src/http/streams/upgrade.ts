@@ -36,8 +36,8 @@ export const STREAM_SUBRESOURCES = ["exec", "attach", "portforward"] as const;
 export interface UpgradeOptions {
   streams: PodStreams | undefined;
   log: Logger;
-  /** The gateway's authentication (throws 401). */
-  authenticate(req: IncomingMessage, pathname: string): void;
+  /** The gateway's authentication and authorization (`create pods/exec` …): throws 401 or 403. */
+  admit(req: IncomingMessage, url: URL): unknown;
   /** Aborts every open session (the gateway closes). */
   signal: AbortSignal;
   /** Forwarded connections opened (+1) and closed (-1), for a gauge. */
@@ -109,7 +109,7 @@ export function upgradeHandler(o: UpgradeOptions): (req: IncomingMessage, socket
 
 /** The route of a streamed subresource, authenticated (401), or the 400/405 saying what is served. */
 function streamRoute(o: UpgradeOptions, req: IncomingMessage, url: URL): ResourceRoute & { subresource: (typeof STREAM_SUBRESOURCES)[number] } {
-  o.authenticate(req, url.pathname);
+  o.admit(req, url);
   const route = parseRoute(url.pathname);
   if (route.type !== "resource" || route.info.resource !== "pods" || !isStreamSubresource(route.subresource)) {
     throw badRequest(`only pods/exec, pods/attach and pods/portforward are served over an upgrade, not ${url.pathname}`);

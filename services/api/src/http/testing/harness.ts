@@ -19,6 +19,9 @@ export interface CallOptions {
   /** https: the CA to trust. */
   ca?: string;
   token?: string;
+  /** https: a client certificate and its key (PEM). */
+  cert?: string;
+  key?: string;
 }
 
 /** One request; resolves with the whole response (JSON parsed when it is JSON). */
@@ -34,21 +37,25 @@ export function call(base: string, method: string, path: string, opts: CallOptio
   if (body !== undefined) headers["Content-Length"] = String(Buffer.byteLength(body));
   const mod = url.protocol === "https:" ? https : http;
   return new Promise((resolve, reject) => {
-    const req = mod.request(url, { method, headers, ...(opts.ca ? { ca: opts.ca } : {}) }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on("data", (c: Buffer) => chunks.push(c));
-      res.on("end", () => {
-        const text = Buffer.concat(chunks).toString("utf8");
-        let json: Record<string, unknown> = {};
-        try {
-          json = JSON.parse(text) as Record<string, unknown>;
-        } catch {
-          // not JSON
-        }
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json });
-      });
-      res.on("error", reject);
-    });
+    const req = mod.request(
+      url,
+      { method, headers, ...(opts.ca ? { ca: opts.ca } : {}), ...(opts.cert && opts.key ? { cert: opts.cert, key: opts.key } : {}) },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (c: Buffer) => chunks.push(c));
+        res.on("end", () => {
+          const text = Buffer.concat(chunks).toString("utf8");
+          let json: Record<string, unknown> = {};
+          try {
+            json = JSON.parse(text) as Record<string, unknown>;
+          } catch {
+            // not JSON
+          }
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json });
+        });
+        res.on("error", reject);
+      },
+    );
     req.on("error", reject);
     req.end(body);
   });
