@@ -306,7 +306,10 @@ describe("version, api-resources, kubeconfig and auth", () => {
     assert.ok(lines.some((l) => /^configmaps\s+cm\s+v1\s+true\s+ConfigMap$/.test(l)));
     assert.ok(!r.out.includes("pods/status"));
     assert.equal(lines.length, KINDS.length + 1, "a header and one line per kind, no subresources");
-    assert.match((await run(["api-resources", "-o", "name", "--namespaced=false"])).out, /^namespaces\nnodes\n$/);
+    assert.match(
+      (await run(["api-resources", "-o", "name", "--namespaced=false"])).out,
+      /^namespaces\nnodes\nclusterrolebindings\.rbac\.authorization\.k8s\.io\nclusterroles\.rbac\.authorization\.k8s\.io\n$/,
+    );
   });
 
   it("reads .choreo/kubeconfig (token → Authorization, context namespace)", async () => {
