@@ -98,6 +98,14 @@ describe("SelfSubjectAccessReview", () => {
     });
   });
 
+  it("takes the zero values a protobuf body carries as empty metadata", () => {
+    const out = selfSubjectAccessReview(alice, new TableAuthorizer(), {
+      ...ssar({ resourceAttributes: { verb: "create", resource: "pods", namespace: "dev" } }),
+      metadata: { generation: 0, name: "" },
+    });
+    assert.deepEqual(out["status"], { allowed: true, reason: "dev may create pods" });
+  });
+
   it("asks about a non-resource path", () => {
     const z = new TableAuthorizer();
     const out = selfSubjectAccessReview(alice, z, ssar({ nonResourceAttributes: { path: "/healthz", verb: "get" } }));

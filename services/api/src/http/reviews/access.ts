@@ -55,14 +55,16 @@ function checkAttributes(e: Errors, spec: Json): void {
   if (!ra && !nra) e.invalid("spec.resourceAttributes", null, "exactly one of nonResourceAttributes or resourceAttributes must be specified");
 }
 
-/** Metadata must be empty (managedFields aside; a LocalSubjectAccessReview's namespace too). */
+/** Metadata must be empty (managedFields aside; a LocalSubjectAccessReview's namespace too), as Go's DeepEqual with an empty ObjectMeta. */
 function checkEmptyMeta(e: Errors, meta: Json, allowed: string[], why: string): void {
-  const set = Object.entries(meta).filter(([k, v]) => !allowed.includes(k) && v !== null && v !== undefined && v !== "" && !isEmptyObject(v));
+  const set = Object.entries(meta).filter(([k, v]) => !allowed.includes(k) && !isZero(v));
   if (set.length) e.invalid("metadata", Object.fromEntries(set), why);
 }
 
-function isEmptyObject(v: unknown): boolean {
-  return typeof v === "object" && v !== null && Object.keys(v).length === 0;
+/** Go's zero value: protobuf bodies carry every non-pointer field (`generation: 0`). */
+function isZero(v: unknown): boolean {
+  if (v === null || v === undefined || v === "" || v === 0 || v === false) return true;
+  return typeof v === "object" && Object.keys(v).length === 0;
 }
 
 /** The authorizer's decision as SubjectAccessReviewStatus (allowed always written; denied, reason, evaluationError when set). */

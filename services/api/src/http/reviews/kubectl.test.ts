@@ -1,0 +1,160 @@
+// test-tier: servers
+// Real kubectl 1.32 and 1.20 against the review door: `kubectl auth can-i`
+// (yes/no by namespace, --list), `kubectl auth whoami` (1.32; 1.20 lacks it),
+// with users told apart by their bearer tokens and a table authorizer of this
+// test's own. The door sits before a gateway over MemoryHandlers (discovery
+// for can-i's resource lookup), on https as kubectl sends tokens only there.
+import assert from "node:assert/strict";
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import https from "node:https";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { after, before, describe, it } from "node:test";
+import { silentLogger } from "@choreo/kit/log";
+import type { Attributes, Authorizer, Decision, UserInfo } from "../../auth/types.js";
+import { createGateway, type Gateway } from "../gateway.js";
+import { sendError } from "../respond.js";
+import { kubectlInstalled, kubectlRunner, writeKubeconfig } from "../testing/kubectl.js";
+import { MemoryHandlers } from "../testing/memory-handlers.js";
+import { ensureServingCert } from "../tls.js";
+import { isReviewPath, serveReviews } from "./door.js";
+import type { RulesOf, RulesResolver } from "./types.js";
+
+const KUBECTL_120 = process.env["CHOREO_KUBECTL_120"] ?? "/var/lib/choreo/tools/kubectl-1.20/usr/bin/kubectl";
+const has132 = await kubectlInstalled();
+const has120 = existsSync(KUBECTL_120) && (await kubectlInstalled(KUBECTL_120));
+
+const USERS: Record<string, UserInfo> = {
+  "alice-token": { name: "alice", uid: "u-alice", groups: ["dev", "system:authenticated"], extra: {} },
+  "admin-token": { name: "admin", uid: "", groups: ["system:masters", "system:authenticated"], extra: {} },
+};
+
+/** One allowed request: verb, group, resource, namespace ("" any). */
+type Grant = [verb: string, group: string, resource: string, namespace: string];
+const GRANTS: Record<string, Grant[]> = {
+  alice: [
+    ["create", "", "pods", "dev"],
+    ["get", "", "pods", "dev"],
+    ["list", "apps", "deployments", ""],
+  ],
+};
+
+const tableAuthorizer: Authorizer = {
+  authorize(a: Attributes): Decision {
+    if (a.user.groups.includes("system:masters")) return { allowed: true, reason: "system:masters" };
+    const grants = GRANTS[a.user.name] ?? [];
+    const hit = grants.find(([v, g, r, ns]) => a.resourceRequest && v === a.verb && g === a.apiGroup && r === a.resource && (ns === "" || ns === a.namespace));
+    return hit ? { allowed: true, reason: `granted ${hit.join(" ")}` } : { allowed: false, reason: "" };
+  },
+};
+
+const tableRules: RulesResolver = {
+  rulesFor(user: UserInfo, namespace: string): RulesOf {
+    const grants = (GRANTS[user.name] ?? []).filter(([, , , ns]) => ns === "" || ns === namespace);
+    return {
+      resourceRules: grants.map(([v, g, r]) => ({ verbs: [v], apiGroups: [g], resources: [r], resourceNames: [] })),
+      nonResourceRules: [{ verbs: ["get"], nonResourceURLs: ["/healthz"] }],
+      incomplete: false,
+    };
+  },
+};
+
+describe("kubectl auth against the review door", { skip: has132 ? false : "kubectl not on PATH" }, () => {
+  let dir: string;
+  let gateway: Gateway;
+  let server: https.Server;
+  let server_: string;
+  let caPem: string;
+
+  before(async () => {
+    dir = mkdtempSync(path.join(tmpdir(), "choreo-reviews-"));
+    const cert = await ensureServingCert(dir, []);
+    caPem = cert.caPem;
+    const handlers = new MemoryHandlers();
+    handlers.seed({ apiVersion: "v1", kind: "Namespace", metadata: { name: "default" } });
+    gateway = createGateway({ handlers, log: silentLogger() });
+    server = https.createServer({ cert: cert.cert, key: cert.key }, (req, res) => {
+      const url = new URL(req.url ?? "/", "https://door");
+      if (!isReviewPath(url.pathname)) return gateway.handle(req, res);
+      const token = /^Bearer (\S+)$/.exec(String(req.headers["authorization"] ?? ""))?.[1] ?? "";
+      const user = USERS[token];
+      if (!user) {
+        res.writeHead(401).end();
+        return;
+      }
+      serveReviews(req, res, url, { user, authorizer: tableAuthorizer, rules: tableRules }).catch((err: unknown) => sendError(res, err));
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    server_ = `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  after(async () => {
+    await new Promise<void>((r) => {
+      server.close(() => r());
+      server.closeAllConnections();
+    });
+    await gateway.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** A kubectl (`bin`) as the user of `token`, with its own kubeconfig and cache. */
+  const as = (token: string, bin = "kubectl") => {
+    const d = path.join(dir, `${path.basename(path.dirname(path.dirname(bin)))}-${token}`);
+    mkdirSync(d, { recursive: true });
+    return kubectlRunner(d, writeKubeconfig(d, { server: server_, caPem, token }), { bin, requestTimeoutSeconds: 20 });
+  };
+
+  for (const [version, bin, present] of [
+    ["1.32", "kubectl", has132],
+    ["1.20", KUBECTL_120, has120],
+  ] as const) {
+    it(`kubectl ${version} auth can-i: yes and no by namespace, for the caller`, { skip: present ? false : `kubectl ${version} not found` }, async () => {
+      const alice = as("alice-token", bin);
+      const yes = await alice("auth", "can-i", "create", "pods", "--namespace", "dev");
+      assert.equal(yes.code, 0, yes.stderr);
+      assert.equal(yes.stdout.trim(), "yes");
+      const no = await alice("auth", "can-i", "create", "pods", "--namespace", "prod");
+      assert.equal(no.code, 1, no.stderr);
+      assert.equal(no.stdout.trim(), "no");
+      // The kubeconfig's namespace is default.
+      assert.equal((await alice("auth", "can-i", "create", "pods")).stdout.trim(), "no");
+      assert.equal((await alice("auth", "can-i", "list", "deployments.apps", "--all-namespaces")).stdout.trim(), "yes");
+      const admin = as("admin-token", bin);
+      assert.equal((await admin("auth", "can-i", "create", "pods", "--namespace", "prod")).stdout.trim(), "yes");
+      assert.equal((await admin("auth", "can-i", "*", "*")).stdout.trim(), "yes");
+    });
+
+    it(`kubectl ${version} auth can-i --list: the caller's rules in the namespace`, { skip: present ? false : `kubectl ${version} not found` }, async () => {
+      const r = await as("alice-token", bin)("auth", "can-i", "--list", "--namespace", "dev");
+      assert.equal(r.code, 0, r.stderr);
+      const rows = r.stdout
+        .trim()
+        .split("\n")
+        .map((l) => l.trim().split(/\s+/));
+      assert.deepEqual(rows[0], ["Resources", "Non-Resource", "URLs", "Resource", "Names", "Verbs"]);
+      assert.match(r.stdout, /pods\s+\[\]\s+\[\]\s+\[create get\]/);
+      assert.match(r.stdout, /deployments\.apps\s+\[\]\s+\[\]\s+\[list\]/);
+      assert.match(r.stdout, /\[\/healthz\]\s+\[\]\s+\[get\]/);
+      const other = await as("alice-token", bin)("auth", "can-i", "--list", "--namespace", "prod");
+      assert.doesNotMatch(other.stdout, /^pods/m);
+    });
+  }
+
+  it("kubectl 1.32 auth can-i sends its SelfSubjectAccessReview as protobuf", async () => {
+    const r = await as("alice-token")("auth", "can-i", "create", "pods", "--namespace", "dev", "-v=8");
+    assert.equal(r.stdout.trim(), "yes");
+    assert.match(r.stderr, /POST https:\/\/127\.0\.0\.1:\d+\/apis\/authorization\.k8s\.io\/v1\/selfsubjectaccessreviews/);
+    assert.match(r.stderr, /Content-Type: application\/vnd\.kubernetes\.protobuf/);
+  });
+
+  it("kubectl 1.32 auth whoami: the caller's name, uid and groups", async () => {
+    const r = await as("alice-token")("auth", "whoami");
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /Username\s+alice/);
+    assert.match(r.stdout, /UID\s+u-alice/);
+    assert.match(r.stdout, /Groups\s+\[dev system:authenticated\]/);
+    const json = JSON.parse((await as("admin-token")("auth", "whoami", "-o", "json")).stdout) as Record<string, Record<string, unknown>>;
+    assert.equal(json["kind"], "SelfSubjectReview");
+    assert.deepEqual(json["status"], { userInfo: { username: "admin", groups: ["system:masters", "system:authenticated"] } });
+  });
+});
