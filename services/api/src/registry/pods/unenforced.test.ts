@@ -70,6 +70,10 @@ describe("pod fields choreo stores but does not enforce", () => {
       priorityClassName: "",
       automountServiceAccountToken: false,
     };
+    // NET_ADMIN and seccomp Unconfined break Pod Security's baseline: the namespace is privileged.
+    await client.patch("namespaces", "", "default", "application/merge-patch+json", {
+      metadata: { labels: { "pod-security.kubernetes.io/enforce": "privileged" } },
+    });
     const created = toKubeJson(await client.create(testPod("q", { spec })));
     const got = created["spec"] as Record<string, unknown>;
     for (const k of [
