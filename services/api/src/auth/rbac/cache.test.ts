@@ -1,7 +1,7 @@
 // test-tier: servers
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { expired, ApiError } from "@choreo/kit";
+import { expired } from "@choreo/kit";
 import { fromKubeJson } from "@choreo/kit/kube-json";
 import { silentLogger } from "@choreo/kit/log";
 import { waitFor } from "@choreo/kit/testing";
@@ -61,7 +61,7 @@ describe("RbacCache on the registry's handlers (nats-server, redis-server)", () 
           failWatch--;
           return (async function* () {
             await Promise.resolve();
-            throw new ApiError(expired("too old resource version"));
+            throw expired("too old resource version");
           })();
         }
         if (errorEvent > 0) {
@@ -71,7 +71,7 @@ describe("RbacCache on the registry's handlers (nats-server, redis-server)", () 
             yield {
               type: "ERROR",
               object: undefined,
-              status: expired("too old resource version"),
+              status: expired("too old resource version").status,
               revision: 0,
               prevLabels: {},
               prevFields: {},
