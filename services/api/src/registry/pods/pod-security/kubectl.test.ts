@@ -5,7 +5,7 @@
 // print `Warning: would violate PodSecurity …`; an unknown level is a 422;
 // raising enforce lists the pods that break it.
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -16,6 +16,7 @@ import { kubectlInstalled, kubectlRunner, writeKubeconfig } from "../../../http/
 import { startMemoryRegistry } from "../../../testing/memory-registry.js";
 
 const hasKubectl = await kubectlInstalled();
+const KUBECTL_1_20 = "/var/lib/choreo/tools/kubectl-1.20/usr/bin/kubectl";
 
 describe("kubectl and Pod Security", { skip: hasKubectl ? false : "kubectl not on PATH" }, () => {
   let dir: string;
@@ -69,6 +70,16 @@ describe("kubectl and Pod Security", { skip: hasKubectl ? false : "kubectl not o
     );
   });
 
+  it("kubectl 1.20 prints the warning and the refusal too", { skip: existsSync(KUBECTL_1_20) ? false : "no kubectl 1.20" }, async () => {
+    const old = (...args: string[]) => kubectlRunner(dir, kubeconfig, { bin: KUBECTL_1_20, requestTimeoutSeconds: 20 })(...args);
+    const warned = await old("run", "old", "-n", "warned", "--image=busybox", "--", "sleep", "3600");
+    assert.equal(warned.code, 0, warned.stderr);
+    assert.match(warned.stderr, /^Warning: would violate PodSecurity "restricted:latest": allowPrivilegeEscalation != false \(container "old" must set/);
+    const refused = await old("run", "priv", "-n", "base", "--image=busybox", "--privileged");
+    assert.equal(refused.code, 1);
+    assert.match(refused.stderr, /Error from server \(Forbidden\): pods "priv" is forbidden: violates PodSecurity "baseline:latest": privileged/);
+  });
+
   it("an unknown level is refused (422); raising enforce warns of the pods that break it", async () => {
     const bad = await kubectl("label", "namespace", "warned", "pod-security.kubernetes.io/enforce=strict");
     assert.equal(bad.code, 1);
@@ -81,7 +92,7 @@ describe("kubectl and Pod Security", { skip: hasKubectl ? false : "kubectl not o
     assert.equal(
       r.stderr.trim(),
       'Warning: existing pods in namespace "warned" violate the new PodSecurity enforce level "restricted:latest"\n' +
-        "Warning: plain: allowPrivilegeEscalation != false, unrestricted capabilities, runAsNonRoot != true, seccompProfile",
+        "Warning: old (and 1 other pod): allowPrivilegeEscalation != false, unrestricted capabilities, runAsNonRoot != true, seccompProfile",
     );
   });
 });
