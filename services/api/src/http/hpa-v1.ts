@@ -12,6 +12,7 @@ import type { ApiHandlers } from "../handlers/api-handlers.js";
 import { decodeBody, readBody } from "./body.js";
 import { dryRunOf, fieldManagerOf } from "./context.js";
 import { sendJson } from "./respond.js";
+import { decodeSegment } from "./routes.js";
 
 const PATH = /^\/apis\/autoscaling\/v1\/namespaces\/([^/]+)\/horizontalpodautoscalers(?:\/([^/]+))?\/?$/;
 
@@ -86,8 +87,8 @@ export function hpaV2ToV1(v2: Json): Json {
 /** POST (create) and GET (one) of autoscaling/v1 HPAs, answered in JSON. */
 export async function serveHpaV1(req: IncomingMessage, res: ServerResponse, url: URL, handlers: ApiHandlers): Promise<void> {
   const m = PATH.exec(url.pathname);
-  const namespace = decodeURIComponent(m?.[1] ?? "");
-  const name = decodeURIComponent(m?.[2] ?? "");
+  const namespace = decodeSegment(m?.[1] ?? "");
+  const name = decodeSegment(m?.[2] ?? "");
   if (req.method === "GET" && name !== "") {
     const got = await handlers.get({ resource: "horizontalpodautoscalers", namespace, name });
     return sendJson(res, 200, hpaV2ToV1(toKubeJson(got)));

@@ -61,7 +61,8 @@ function servesGroupVersion(group: string, version: string): boolean {
   return groupVersions().some((gv) => gv.group === group && gv.version === version);
 }
 
-function decodeSegment(s: string): string {
+/** A path segment percent-decoded; a malformed escape (`%`, `%zz`) is a 404, as any path not served. */
+export function decodeSegment(s: string): string {
   try {
     return decodeURIComponent(s);
   } catch {
