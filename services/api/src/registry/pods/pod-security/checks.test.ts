@@ -80,7 +80,7 @@ describe("pod security checks: baseline", () => {
       name: "AppArmor unconfined (annotation and field)",
       spec: spec({ containers: [container("c", { appArmorProfile: { type: "Unconfined" } })] }),
       annotations: { "container.apparmor.security.beta.kubernetes.io/c": "unconfined" },
-      want: 'forbidden AppArmor profiles (container "c" must not set securityContext.appArmorProfile.type to "Unconfined", container.apparmor.security.beta.kubernetes.io/c="unconfined")',
+      want: 'forbidden AppArmor profiles (container "c" and annotation must not set AppArmor profile type to "Unconfined", "container.apparmor.security.beta.kubernetes.io/c=\"unconfined\"")',
     },
     { name: "AppArmor runtime/default", spec: spec({}), annotations: { "container.apparmor.security.beta.kubernetes.io/c": "runtime/default" }, want: "" },
     {

@@ -53,24 +53,36 @@ const isWindows = (spec: PodSpec): boolean => spec.os?.name === "windows";
 
 const APPARMOR_ANNOTATION_PREFIX = "container.apparmor.security.beta.kubernetes.io/";
 
-function appArmorTypeAllowed(type: string | undefined): boolean {
-  return type === undefined || type === "" || type === "RuntimeDefault" || type === "Localhost";
-}
+const appArmorTypeAllowed = (type: string): boolean => type === "RuntimeDefault" || type === "Localhost";
 
 function appArmorProfile(meta: ObjectMeta, spec: PodSpec): CheckResult {
+  const setters: string[] = [];
+  const values = new Set<string>();
+  const podProfile = spec.securityContext?.appArmorProfile;
+  if (podProfile && !appArmorTypeAllowed(podProfile.type)) {
+    setters.push("pod");
+    values.add(podProfile.type);
+  }
   const bad: string[] = [];
-  for (const [k, v] of Object.entries(meta.annotations)) {
-    if (k.startsWith(APPARMOR_ANNOTATION_PREFIX) && !(v === "" || v === "runtime/default" || v.startsWith("localhost/"))) bad.push(`${k}=${JSON.stringify(v)}`);
-  }
-  const podType = spec.securityContext?.appArmorProfile?.type;
-  if (!appArmorTypeAllowed(podType)) bad.push(`pod must not set securityContext.appArmorProfile.type to ${JSON.stringify(podType)}`);
   for (const c of containersOf(spec)) {
-    const t = c.securityContext?.appArmorProfile?.type;
-    if (!appArmorTypeAllowed(t)) bad.push(`container ${JSON.stringify(c.name)} must not set securityContext.appArmorProfile.type to ${JSON.stringify(t)}`);
+    const p = c.securityContext?.appArmorProfile;
+    if (p && !appArmorTypeAllowed(p.type)) {
+      bad.push(c.name);
+      values.add(p.type);
+    }
   }
-  if (bad.length === 0) return ALLOWED;
-  bad.sort();
-  return forbid(pluralize("forbidden AppArmor profile", "forbidden AppArmor profiles", bad.length), bad.join(", "));
+  if (bad.length) setters.push(containers(bad));
+  const annotations = Object.entries(meta.annotations)
+    .filter(([k, v]) => k.startsWith(APPARMOR_ANNOTATION_PREFIX) && !(v === "" || v === "runtime/default" || v.startsWith("localhost/")))
+    .map(([k, v]) => `${k}=${JSON.stringify(v)}`)
+    .sort();
+  if (annotations.length) setters.push(pluralize("annotation", "annotations", annotations.length));
+  if (setters.length === 0) return ALLOWED;
+  const list = [...sortedUnique(values), ...annotations];
+  return forbid(
+    pluralize("forbidden AppArmor profile", "forbidden AppArmor profiles", list.length),
+    `${setters.join(" and ")} must not set AppArmor profile type to ${joinQuote(list)}`,
+  );
 }
 
 function hostNamespaces(_meta: ObjectMeta, spec: PodSpec): CheckResult {
