@@ -21,9 +21,19 @@
  *   choreo-exec hostname
  *       sets the hostname of the current UTS namespace to stdin, verbatim.
  *
- * SPECFILE holds NUL-terminated strings: the working dir, the env entries
- * (NAME=VALUE), an empty string, then the argv. Read from a file, so the
- * values never pass through a command line or a shell.
+ * SPECFILE holds NUL-terminated strings: optionally the security line
+ * (below), the working dir, the env entries (NAME=VALUE), an empty string,
+ * then the argv. Read from a file, so the values never pass through a
+ * command line or a shell.
+ *
+ * The security line (the container's securityContext, worked out by the
+ * node agent; a spec without it gets the defaults: root, KEEP_CAPS):
+ *   "choreo-sec 1 UID GID CAPS AMBIENT FLAGS NGROUPS G1 G2 ..."
+ * CAPS and AMBIENT are hex capability masks: CAPS the bounding, permitted
+ * and effective sets of root (a non-root process keeps only AMBIENT, the
+ * capabilities its securityContext adds, as ambient ones); FLAGS: 1
+ * privileged (the host's /dev, no masked /proc paths, no seccomp filter),
+ * 2 read-only root, 4 no seccomp filter (seccompProfile Unconfined).
  *
  * "Confined" is Docker's default for a container without privileges: the
  * capability sets cut to KEEP_CAPS, no_new_privs, and a seccomp filter
@@ -31,7 +41,9 @@
  * CAP_SYS_ADMIN (a deny list here, Docker's is an allow list).
  */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <errno.h>
+#include <grp.h>
 #include <fcntl.h>
 #include <linux/audit.h>
 #include <linux/capability.h>
@@ -49,6 +61,7 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
@@ -72,13 +85,67 @@ static void die(int code, const char *fmt, ...) {
   exit(code);
 }
 
+/* Docker's default capabilities minus NET_RAW (choreo drops it from pods) and MKNOD (no device cgroup). */
+static const int KEEP_CAPS[] = {
+  CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_FOWNER, CAP_FSETID, CAP_KILL, CAP_SETGID, CAP_SETUID, CAP_SETPCAP,
+  CAP_NET_BIND_SERVICE, CAP_SYS_CHROOT, CAP_AUDIT_WRITE, CAP_SETFCAP,
+};
+
+static unsigned long long default_caps(void) {
+  unsigned long long keep = 0;
+  for (size_t i = 0; i < sizeof KEEP_CAPS / sizeof KEEP_CAPS[0]; i++) keep |= 1ULL << KEEP_CAPS[i];
+  return keep;
+}
+
 /* ---- the spec file ------------------------------------------------------ */
 
+#define SEC_PRIVILEGED 1
+#define SEC_READONLY_ROOT 2
+#define SEC_UNCONFINED 4
+#define MAX_GROUPS 256
+
+/* The identity and confinement of the process (the security line, or the defaults). */
+struct sec {
+  uid_t uid;
+  gid_t gid;
+  int set_identity; /* from a security line: setgroups, setresgid, setresuid (also to 0) */
+  size_t ngroups;
+  gid_t groups[MAX_GROUPS];
+  unsigned long long caps, ambient;
+  unsigned flags;
+};
+
 struct spec {
+  struct sec sec;
   char *workdir;
   char **env;
   char **argv;
 };
+
+/* One number of the security line: digits in `base` then a space or the end; dies on anything else. */
+static unsigned long long sec_number(char **p, int base, unsigned long long max) {
+  errno = 0;
+  char *end;
+  if (!(base == 16 ? isxdigit((unsigned char)**p) : isdigit((unsigned char)**p))) { errno = 0; die(126, "bad security line"); }
+  unsigned long long v = strtoull(*p, &end, base);
+  if (errno || v > max || (*end != ' ' && *end != '\0')) { errno = 0; die(126, "bad security line"); }
+  *p = *end ? end + 1 : end;
+  return v;
+}
+
+static void parse_sec(char *line, struct sec *s) {
+  char *p = line + strlen("choreo-sec ");
+  if (sec_number(&p, 10, 1) != 1) { errno = 0; die(126, "unknown security line version"); }
+  s->uid = (uid_t)sec_number(&p, 10, 0x7fffffff);
+  s->gid = (gid_t)sec_number(&p, 10, 0x7fffffff);
+  s->caps = sec_number(&p, 16, ~0ULL);
+  s->ambient = sec_number(&p, 16, ~0ULL) & s->caps;
+  s->flags = (unsigned)sec_number(&p, 10, 7);
+  s->ngroups = (size_t)sec_number(&p, 10, MAX_GROUPS);
+  for (size_t i = 0; i < s->ngroups; i++) s->groups[i] = (gid_t)sec_number(&p, 10, 0x7fffffff);
+  if (*p) { errno = 0; die(126, "bad security line"); }
+  s->set_identity = 1;
+}
 
 static void read_spec(const char *file, struct spec *s) {
   int fd = open(file, O_RDONLY | O_CLOEXEC);
@@ -101,6 +168,13 @@ static void read_spec(const char *file, struct spec *s) {
   if (!all) die(126, "calloc");
   size_t k = 0;
   for (size_t i = 0; i < got; i += strlen(buf + i) + 1) all[k++] = buf + i;
+  memset(&s->sec, 0, sizeof s->sec);
+  s->sec.caps = default_caps();
+  if (strncmp(all[0], "choreo-sec ", strlen("choreo-sec ")) == 0) {
+    parse_sec(all[0], &s->sec);
+    all++;
+    if (--count == 0) { errno = 0; die(126, "%s: no working dir after the security line", file); }
+  }
   s->workdir = all[0];
   s->env = all + 1;
   size_t sep = 1;
@@ -182,33 +256,65 @@ static void pivot(const char *root) {
   if (chdir("/") < 0) die(126, "chdir /");
 }
 
-/* ---- confinement: capabilities, no_new_privs, seccomp ------------------- */
+/*
+ * readOnlyRootFilesystem: the root mount (overlay or the host-filesystem
+ * tmpfs) read-only for this mount namespace, its other flags kept; /dev,
+ * /proc, /tmp on the host's filesystem and the volumes are mounts of their own.
+ */
+static void readonly_root(void) {
+  struct statvfs st;
+  if (statvfs("/", &st) < 0) die(126, "statvfs /");
+  unsigned long keep = 0;
+  if (st.f_flag & ST_NOSUID) keep |= MS_NOSUID;
+  if (st.f_flag & ST_NODEV) keep |= MS_NODEV;
+  if (st.f_flag & ST_NOEXEC) keep |= MS_NOEXEC;
+  if (mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | keep, NULL) < 0) die(126, "remount / read-only");
+}
 
-/* Docker's default capabilities minus NET_RAW (choreo drops it from pods) and MKNOD (no device cgroup). */
-static const int KEEP_CAPS[] = {
-  CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_FOWNER, CAP_FSETID, CAP_KILL, CAP_SETGID, CAP_SETUID, CAP_SETPCAP,
-  CAP_NET_BIND_SERVICE, CAP_SYS_CHROOT, CAP_AUDIT_WRITE, CAP_SETFCAP,
-};
+/* ---- confinement: identity, capabilities, no_new_privs, seccomp --------- */
 
-static void drop_caps(void) {
-  unsigned long long keep = 0;
-  for (size_t i = 0; i < sizeof KEEP_CAPS / sizeof KEEP_CAPS[0]; i++) keep |= 1ULL << KEEP_CAPS[i];
-  /* The bounding set first (needs CAP_SETPCAP, kept); EINVAL past the kernel's last capability. */
+/*
+ * Still host root with every capability here. In order: the bounding set
+ * cut to s->caps (needs CAP_SETPCAP, which we still have), then the
+ * identity (setgroups, setresgid, setresuid: CAP_SETGID and CAP_SETUID are
+ * still ours whatever the container keeps; KEEPCAPS so that the permitted
+ * set survives the uid change), then permitted = effective = s->caps,
+ * inheritable empty save the ambient ones, which a non-root process raises:
+ * its execve leaves it exactly those (a root process gets the bounding set).
+ */
+static void drop_caps(const struct sec *s) {
+  struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
+  struct __user_cap_data_struct now[2];
+  if (syscall(SYS_capget, &h, now) < 0) die(126, "capget");
+  /* What we do not have (the agent's own bounding set, in a container or under systemd) cannot be kept (capset would refuse). */
+  unsigned long long keep = s->caps & (now[0].permitted | (unsigned long long)now[1].permitted << 32);
+  /* EINVAL past the kernel's last capability: what it does not know is not kept (capset would refuse it). */
   for (int c = 0; c < 64; c++) {
-    if (keep & (1ULL << c)) continue;
-    if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0) {
-      if (errno == EINVAL) break;
-      die(126, "drop capability %d from the bounding set", c);
+    if (prctl(PR_CAPBSET_READ, c, 0, 0, 0) < 0) {
+      if (errno != EINVAL) die(126, "read capability %d of the bounding set", c);
+      keep &= c == 0 ? 0 : (~0ULL >> (64 - c));
+      break;
     }
+    if (keep & (1ULL << c)) continue;
+    if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0) die(126, "drop capability %d from the bounding set", c);
+  }
+  unsigned long long ambient = s->uid != 0 ? s->ambient & keep : 0;
+  if (s->set_identity) {
+    if (setgroups(s->ngroups, s->groups) < 0) die(126, "setgroups");
+    if (setresgid(s->gid, s->gid, s->gid) < 0) die(126, "setresgid %u", (unsigned)s->gid);
+    if (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) < 0) die(126, "keep capabilities");
+    if (setresuid(s->uid, s->uid, s->uid) < 0) die(126, "setresuid %u", (unsigned)s->uid);
+    if (prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0) < 0) die(126, "keep capabilities off");
   }
   if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL) die(126, "clear ambient capabilities");
-  struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
-  /* Inheritable empty, as Docker since 20.10.14 (CVE-2022-24769); root's execve then gets permitted = effective = bounding. */
+  /* Inheritable empty but for the ambient ones, as Docker since 20.10.14 (CVE-2022-24769). */
   struct __user_cap_data_struct d[2] = {
-    {(unsigned)keep, (unsigned)keep, 0},
-    {(unsigned)(keep >> 32), (unsigned)(keep >> 32), 0},
+    {(unsigned)keep, (unsigned)keep, (unsigned)ambient},
+    {(unsigned)(keep >> 32), (unsigned)(keep >> 32), (unsigned)(ambient >> 32)},
   };
   if (syscall(SYS_capset, &h, d) < 0) die(126, "capset");
+  for (int c = 0; c < 64; c++)
+    if ((ambient & (1ULL << c)) && prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, c, 0, 0) < 0) die(126, "raise ambient capability %d", c);
 }
 
 #define LD_NR BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr))
@@ -262,11 +368,11 @@ static void install_seccomp(void) {
   if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog) != 0) die(126, "seccomp");
 }
 
-static void confine(void) {
-  drop_caps();
-  /* Required for a filter without CAP_SYS_ADMIN, and setuid files no longer gain anything. */
+static void confine(const struct sec *s) {
+  drop_caps(s);
+  /* Required for a filter without CAP_SYS_ADMIN, and setuid files no longer gain anything (always: allowPrivilegeEscalation is not granted). */
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) die(126, "no_new_privs");
-  install_seccomp();
+  if (!(s->flags & (SEC_PRIVILEGED | SEC_UNCONFINED))) install_seccomp();
 }
 
 /* ---- exec ---------------------------------------------------------------- */
@@ -303,12 +409,19 @@ static int start(const char *root, const char *specfile) {
   struct spec s;
   read_spec(specfile, &s);
   mode_t old = umask(0); /* the modes above are meant as written */
-  make_dev(root);
-  mask_proc(root);
+  if (s.sec.flags & SEC_PRIVILEGED) {
+    /* privileged: the host's devices, and /proc unmasked (as runc). */
+    const char *dev = at(root, "/dev");
+    if (mount("/dev", dev, NULL, MS_BIND | MS_REC, NULL) < 0) die(126, "bind the host's /dev on %s", dev);
+  } else {
+    make_dev(root);
+    mask_proc(root);
+  }
   umask(old);
   pivot(root);
+  if (s.sec.flags & SEC_READONLY_ROOT) readonly_root();
   if (chdir(s.workdir) < 0) die(126, "chdir %s", s.workdir);
-  confine();
+  confine(&s.sec);
   exec_command(s.argv, s.env);
   return 126;
 }
@@ -474,7 +587,7 @@ static int join(const char *pidarg, const char *specfile, char **command, int tt
     if (tty != -1) take_tty(&t);
     else if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0) die(126, "parent death signal");
     if (chdir(s.workdir) < 0) die(126, "chdir %s", s.workdir);
-    confine();
+    confine(&s.sec);
     exec_command(command, s.env);
   }
   int status;

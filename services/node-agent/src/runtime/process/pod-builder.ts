@@ -6,6 +6,7 @@ import { volumeBinds, type PodFacts, type VolumeBind } from "../pod-spec.js";
 import { containerArgv, containerEnv, HOST_DIRS, type BindMount } from "./container-spec.js";
 import { netnsPath } from "./sandbox.js";
 import type { ContainerScriptSpec } from "./scripts.js";
+import { processSecurity } from "./security.js";
 import { podPaths, type StoredSpec } from "./state.js";
 
 /** What building a container's scripts needs to know about the node. */
@@ -57,6 +58,7 @@ export function buildContainerSpec(b: BuildEnv, pod: Pod, c: Container, facts: P
     stdin: c.stdin,
     stdinOnce: c.stdinOnce,
     tty: c.tty,
+    security: processSecurity(pod, c),
   };
 }
 

@@ -38,15 +38,23 @@ export function childrenOf(pid: number): number[] {
   }
 }
 
+/** Whether the agent itself runs with no_new_privs (then its children all do, and that tells nothing). */
+let agentNoNewPrivs: boolean | undefined;
+
 /**
  * Whether a container's command has its root: it runs under a seccomp
- * filter (choreo-exec confines it once its root is set up; PID 1 never is)
- * or, started before choreo-exec, under another root than ours (chroot).
- * After pivot_root the root reads "/" from here: it cannot tell alone.
+ * filter or with no_new_privs (choreo-exec sets both once its root is set
+ * up — no_new_privs alone for seccompProfile Unconfined; PID 1 never has
+ * either) or, started before choreo-exec, under another root than ours
+ * (chroot). After pivot_root the root reads "/" from here: it cannot tell alone.
  */
 export function confined(pid: number): boolean {
   try {
-    return /^Seccomp:\s*2$/m.test(fs.readFileSync(`/proc/${pid}/status`, "utf8")) || fs.readlinkSync(`/proc/${pid}/root`) !== "/";
+    const status = fs.readFileSync(`/proc/${pid}/status`, "utf8");
+    if (/^Seccomp:\s*2$/m.test(status)) return true;
+    agentNoNewPrivs ??= /^NoNewPrivs:\s*1$/m.test(fs.readFileSync("/proc/self/status", "utf8"));
+    if (!agentNoNewPrivs && /^NoNewPrivs:\s*1$/m.test(status)) return true;
+    return fs.readlinkSync(`/proc/${pid}/root`) !== "/";
   } catch {
     return false;
   }

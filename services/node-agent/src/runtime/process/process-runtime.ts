@@ -8,6 +8,7 @@ import type { PodNetwork } from "../../net/types.js";
 import { volumeBinds } from "../pod-spec.js";
 import { bindTarget, bindWalked, walkedMounts } from "../safe-binds.js";
 import { isUnsafePath } from "../safe-path.js";
+import { ContainerConfigError, isContainerConfigError } from "../security-context.js";
 import {
   RuntimeRequestError,
   type ExecResult,
@@ -260,11 +261,13 @@ export class ProcessRuntime implements Runtime {
     // While the binds are made, the run before must not be read as this one's end (checkExit).
     hc.starting = true;
     try {
+      // The kubelet's checks of the securityContext (runAsNonRoot, what this runtime cannot give) before anything is made.
+      if (spec.security?.configError) throw new ContainerConfigError(spec.security.configError);
       kinds = await bindWalked(podPaths(this.o.stateDir, hp.rec.uid).dir, hc.rec.name, hc.rec.volumes ?? []);
     } catch (err) {
       hc.starting = false;
-      if (!isUnsafePath(err)) throw err;
-      this.o.log.warn({ pod: `${hp.rec.namespace}/${hp.rec.name}`, container: hc.rec.name, err: err.message }, "volume path refused");
+      if (!isUnsafePath(err) && !isContainerConfigError(err)) throw err;
+      this.o.log.warn({ pod: `${hp.rec.namespace}/${hp.rec.name}`, container: hc.rec.name, err: err.message }, "container config refused");
       const backoffMs = hc.waiting ? Math.min(CONFIG_BACKOFF.maxMs, hc.waiting.backoffMs * 2) : CONFIG_BACKOFF.initialMs;
       hc.waiting = { state: { reason: "CreateContainerConfigError", message: err.message }, backoffMs, retryAt: Date.now() + backoffMs, retrying: false };
       Object.assign(hc.rec, { restartCount: n, shimPid: 0, shimStart: "", startedAt: "" });

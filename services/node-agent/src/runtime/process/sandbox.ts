@@ -3,6 +3,7 @@ import type { Pod } from "@choreo/kit/gen/choreo/core/v1/core";
 import { etcHosts, resolvConf } from "../../dns/resolv-conf.js";
 import { NAMES, type PodNetwork } from "../../net/types.js";
 import { emptyDirPath, podHostname } from "../pod-spec.js";
+import { ownVolumeDir } from "../security-context.js";
 import { run } from "../../exec.js";
 import { unmountBinds } from "../safe-binds.js";
 import { HELPER } from "./helper.js";
@@ -38,7 +39,13 @@ export async function createSandbox(env: SandboxEnv, pod: Pod): Promise<string> 
   const uid = pod.metadata?.uid ?? "";
   const p = podPaths(env.stateDir, uid);
   fs.mkdirSync(p.dir, { recursive: true });
-  for (const v of pod.spec?.volumes ?? []) if (!v.hostPath) fs.mkdirSync(emptyDirPath(p.dir, v.name), { recursive: true });
+  for (const v of pod.spec?.volumes ?? []) {
+    if (v.hostPath) continue;
+    const dir = emptyDirPath(p.dir, v.name);
+    fs.mkdirSync(dir, { recursive: true });
+    // 0777 as the kubelet's, or the pod's fsGroup's (setgid): a runAsUser container can write it.
+    if (v.emptyDir) ownVolumeDir(dir, pod.spec?.securityContext?.fsGroup);
+  }
   const hostNetwork = Boolean(pod.spec?.hostNetwork);
   const mounted = mountedAmong([netnsPath(uid), p.uts]);
   const newNet = !hostNetwork && !mounted.has(netnsPath(uid));

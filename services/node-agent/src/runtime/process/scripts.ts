@@ -3,6 +3,7 @@ import path from "node:path";
 import type { BindMount } from "./container-spec.js";
 import { HELPER } from "./helper.js";
 import { shq } from "./proc.js";
+import { securityLine, type ProcessSecurity } from "./security.js";
 
 /** Where each container's exec spec is: its working dir, env and argv for choreo-exec (see {@link execSpec}). */
 export function execSpecPath(dir: string): string {
@@ -42,6 +43,8 @@ export interface ContainerScriptSpec {
   stdinOnce?: boolean | undefined;
   /** The container's `tty` (attach to it is refused: no terminal here). */
   tty?: boolean | undefined;
+  /** Its securityContext as choreo-exec applies it (absent in older pod.json: root with the default capabilities). */
+  security?: ProcessSecurity | undefined;
 }
 
 /** The run's stdin FIFO (containers with `stdin: true`) and the pid of the process that holds it open (`<n>.stdin.pid`). */
@@ -181,16 +184,17 @@ export interface ExecSpecSource {
   workingDir: string;
   env: Iterable<readonly [string, string]>;
   argv: readonly string[];
+  security?: ProcessSecurity | undefined;
 }
 
 /**
  * What choreo-exec reads instead of a command line: NUL-terminated strings,
- * the working dir, the env entries (`NAME=VALUE`, in order), an empty
+ * the security line when there is one (security.ts), the working dir, the env entries (`NAME=VALUE`, in order), an empty
  * string, then the argv. A NUL inside a value could not reach execve
  * anyway; it is refused rather than cut.
  */
 export function execSpec(s: ExecSpecSource): Buffer {
-  const strings = [s.workingDir || "/", ...[...s.env].map(([k, v]) => `${k}=${v}`), "", ...s.argv];
+  const strings = [...(s.security ? [securityLine(s.security)] : []), s.workingDir || "/", ...[...s.env].map(([k, v]) => `${k}=${v}`), "", ...s.argv];
   for (const x of strings) if (x.includes("\0")) throw new Error(`container spec: a NUL byte in ${JSON.stringify(x)}`);
   return Buffer.from(strings.map((x) => `${x}\0`).join(""), "utf8");
 }
