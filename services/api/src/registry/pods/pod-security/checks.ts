@@ -263,7 +263,7 @@ function allowPrivilegeEscalation(_meta: ObjectMeta, spec: PodSpec): CheckResult
 }
 
 function capabilitiesRestricted(_meta: ObjectMeta, spec: PodSpec): CheckResult {
-  if (isWindows(spec)) return capabilitiesBaseline(_meta, spec);
+  if (isWindows(spec)) return ALLOWED; // Windows pods may not set capabilities (pod validation)
   const missingDrop: string[] = [];
   const adding: string[] = [];
   const caps = new Set<string>();
