@@ -46,12 +46,12 @@ export class Authenticator {
   }
 
   /** The user of a bearer token (gRPC metadata, a NATS header); 401 for an unknown or missing token. */
-  token(header: string | undefined, audiences?: readonly string[]): UserInfo {
+  async token(header: string | undefined, audiences?: readonly string[]): Promise<UserInfo> {
     if (!this.opts.tokens) return UNAUTHENTICATED_ADMIN;
     const token = bearerToken(header);
     if (token !== undefined) {
       for (const t of this.opts.tokens) {
-        const user = t.authenticateToken(token, audiences);
+        const user = await t.authenticateToken(token, audiences);
         if (user) return user;
       }
     }
@@ -63,7 +63,7 @@ export class Authenticator {
    * credentials is `system:anonymous` when `open` (health, version), else 401;
    * a wrong token is 401 even where anonymous would do, as the apiserver.
    */
-  request(req: IncomingMessage, open: boolean): UserInfo {
+  async request(req: IncomingMessage, open: boolean): Promise<UserInfo> {
     if (!this.opts.tokens) return UNAUTHENTICATED_ADMIN;
     const socket = req.socket as TLSSocket;
     const encrypted = socket.encrypted === true;

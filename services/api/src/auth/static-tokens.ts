@@ -16,7 +16,7 @@ export function legacyAdmin(): UserInfo {
 /** Something that knows who a bearer token belongs to. */
 export interface TokenAuthenticator {
   /** The user, or undefined when this authenticator does not know the token. */
-  authenticateToken(token: string, audiences?: readonly string[]): UserInfo | undefined;
+  authenticateToken(token: string, audiences?: readonly string[]): UserInfo | undefined | Promise<UserInfo | undefined>;
 }
 
 interface Entry {

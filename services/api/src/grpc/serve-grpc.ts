@@ -1,6 +1,6 @@
 import * as grpc from "@grpc/grpc-js";
 import { statusOf } from "@choreo/kit";
-import { ApiService, type ApiServer, type WatchEvent } from "@choreo/kit/gen/choreo/api/v1/api";
+import { ApiService, type ApiServer, type WatchEvent, type WatchRequest } from "@choreo/kit/gen/choreo/api/v1/api";
 import { Status } from "@choreo/kit/gen/choreo/meta/v1/meta";
 import type { Logger } from "@choreo/kit/log";
 import type { ApiHandlers } from "../handlers/api-handlers.js";
@@ -74,21 +74,17 @@ export class GrpcTransport {
       new Authenticator(tokens ? { tokens: [new StaticTokens(tokens.filter(Boolean).map((token) => ({ token, user: legacyAdmin() })))] } : {});
     const authorizer = this.opts.authorizer ?? ALLOW_ALL;
     /** The handlers as the caller may use them; throws 401 for an unknown token. */
-    const as = (md: grpc.Metadata): ApiHandlers =>
-      guardedHandlers(handlers, authorizer, authentication.token(String(md.get("authorization")[0] ?? "") || undefined));
+    const as = async (md: grpc.Metadata): Promise<ApiHandlers> =>
+      guardedHandlers(handlers, authorizer, await authentication.token(String(md.get("authorization")[0] ?? "") || undefined));
     const unary =
       <K extends keyof ApiHandlers, Req, Res>(method: K): grpc.handleUnaryCall<Req, Res> =>
       (call, callback) => {
-        let h: ApiHandlers;
-        try {
-          h = as(call.metadata);
-        } catch (err) {
-          return callback(grpcError(err));
-        }
-        (h[method] as unknown as (r: Req) => Promise<Res>).call(h, call.request).then(
-          (res) => callback(null, res),
-          (err: unknown) => callback(grpcError(err)),
-        );
+        as(call.metadata)
+          .then((h) => (h[method] as unknown as (r: Req) => Promise<Res>).call(h, call.request))
+          .then(
+            (res) => callback(null, res),
+            (err: unknown) => callback(grpcError(err)),
+          );
       };
     const impl: ApiServer = {
       get: unary("get"),
@@ -103,35 +99,34 @@ export class GrpcTransport {
       evict: unary("evict"),
       getScale: unary("getScale"),
       updateScale: unary("updateScale"),
-      watch: (call) => {
-        let h: ApiHandlers;
-        let events: AsyncIterable<WatchEvent>;
-        const ac = new AbortController();
+      watch: (call) => void watch(call),
+    };
+    const watch = async (call: grpc.ServerWritableStream<WatchRequest, WatchEvent>): Promise<void> => {
+      let events: AsyncIterable<WatchEvent>;
+      const ac = new AbortController();
+      try {
+        events = (await as(call.metadata)).watch(call.request, ac.signal);
+      } catch (err) {
+        call.destroy(grpcError(err));
+        return;
+      }
+      const stop = (): void => ac.abort();
+      call.on("cancelled", stop);
+      call.on("close", stop);
+      signal.addEventListener("abort", stop, { once: true });
+      void (async () => {
         try {
-          h = as(call.metadata);
-          events = h.watch(call.request, ac.signal);
+          for await (const ev of events) {
+            if (ac.signal.aborted) break;
+            if (!call.write(ev)) await new Promise((r) => call.once("drain", r));
+          }
+          call.end();
         } catch (err) {
           call.destroy(grpcError(err));
-          return;
+        } finally {
+          signal.removeEventListener("abort", stop);
         }
-        const stop = (): void => ac.abort();
-        call.on("cancelled", stop);
-        call.on("close", stop);
-        signal.addEventListener("abort", stop, { once: true });
-        void (async () => {
-          try {
-            for await (const ev of events) {
-              if (ac.signal.aborted) break;
-              if (!call.write(ev)) await new Promise((r) => call.once("drain", r));
-            }
-            call.end();
-          } catch (err) {
-            call.destroy(grpcError(err));
-          } finally {
-            signal.removeEventListener("abort", stop);
-          }
-        })();
-      },
+      })();
     };
     const server = new grpc.Server({ "grpc.max_receive_message_length": 8 * 1024 * 1024, "grpc.max_send_message_length": 64 * 1024 * 1024 });
     server.addService(ApiService, impl);

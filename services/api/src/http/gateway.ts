@@ -177,9 +177,9 @@ export function createGateway(opts: GatewayOptions): Gateway {
     });
   const authorizer = opts.authorizer ?? ALLOW_ALL;
   /** Authentication, impersonation and authorization of one request: the user it acts as, or a thrown 401/403. */
-  const admit = (req: IncomingMessage, url: URL): UserInfo => {
+  const admit = async (req: IncomingMessage, url: URL): Promise<UserInfo> => {
     const attrsFor = (u: UserInfo) => requestAttributes(u, req.method ?? "GET", url);
-    const authenticated = authentication.request(req, attrsFor(ANONYMOUS) === undefined);
+    const authenticated = await authentication.request(req, attrsFor(ANONYMOUS) === undefined);
     const { user } = impersonate(req.headers, authenticated, authorizer);
     const attrs = attrsFor(user);
     if (attrs) authorizeOrThrow(authorizer, attrs);
@@ -192,7 +192,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
   let closing = false;
 
   async function serve(req: IncomingMessage, res: ServerResponse, url: URL, setRoute: (r: Route) => void): Promise<void> {
-    const user = admit(req, url);
+    const user = await admit(req, url);
     if (req.method === "HEAD" || req.method === "OPTIONS") throw methodNotAllowed(`${req.method} is not supported`);
     if (isMetricsPath(url.pathname)) return serveMetrics(req.method ?? "", url, res, opts.metrics, pathNotFound);
     // autoscaling/v1 HPAs (kubectl autoscale) are converted to the stored autoscaling/v2.

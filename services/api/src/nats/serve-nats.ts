@@ -74,13 +74,13 @@ export class NatsTransport {
   }
 
   /** The handlers as the request's user may call them (401 for an unknown token or a missing one when headerless requests are refused). */
-  private handlersFor(msg: Msg): ApiHandlers {
+  private async handlersFor(msg: Msg): Promise<ApiHandlers> {
     const { authentication, authorizer, headerless } = this.opts;
     if (!authentication?.enabled) return this.opts.handlers;
     const header = msg.headers?.get("Authorization") || undefined;
     let user: UserInfo;
     if (header === undefined && headerless) user = headerless;
-    else user = authentication.token(header);
+    else user = await authentication.token(header);
     return guardedHandlers(this.opts.handlers, authorizer ?? ALLOW_ALL, user);
   }
 
@@ -90,7 +90,7 @@ export class NatsTransport {
     let code = 200;
     try {
       const req = (METHODS[method] as { decode(b: Uint8Array): unknown }).decode(msg.data);
-      const handlers = this.handlersFor(msg);
+      const handlers = await this.handlersFor(msg);
       const fn = handlers[method] as (r: unknown) => Promise<Result>;
       reply = replyOf(method, await fn.call(handlers, req));
     } catch (err) {

@@ -23,9 +23,13 @@ export const clusterRoleBinding = (name: string, roleName: string, ...subjects: 
   roleRef: { apiGroup: RBAC_GROUP, kind: "ClusterRole", name: roleName },
 });
 
-/** An RbacSource over arrays; call `changed()` after editing bindings. */
+/** An RbacSource over arrays (roles looked up through maps); call `changed()` after editing bindings or adding roles. */
 export class StaticSource implements RbacSource {
   private v = 0;
+  private mapped = -1;
+  private roleMap = new Map<string, Role>();
+  private clusterRoleMap = new Map<string, ClusterRole>();
+  private bindingMap = new Map<string, RoleBinding[]>();
   constructor(
     public roles: Role[] = [],
     public clusterRoles: ClusterRole[] = [],
@@ -34,13 +38,28 @@ export class StaticSource implements RbacSource {
   ) {}
 
   getRole(namespace: string, name: string): Role | undefined {
-    return this.roles.find((r) => r.metadata?.namespace === namespace && r.metadata?.name === name);
+    return this.maps().roleMap.get(`${namespace}/${name}`);
   }
   getClusterRole(name: string): ClusterRole | undefined {
-    return this.clusterRoles.find((r) => r.metadata?.name === name);
+    return this.maps().clusterRoleMap.get(name);
   }
   roleBindings(namespace: string): Iterable<RoleBinding> {
-    return this.bindings.filter((b) => b.metadata?.namespace === namespace);
+    return this.maps().bindingMap.get(namespace) ?? [];
+  }
+  private maps(): this {
+    const key = this.v * 1e6 + this.roles.length + this.clusterRoles.length * 1e3 + this.bindings.length * 7;
+    if (key === this.mapped) return this;
+    this.mapped = key;
+    this.roleMap = new Map(this.roles.map((r) => [`${r.metadata?.namespace}/${r.metadata?.name}`, r]));
+    this.clusterRoleMap = new Map(this.clusterRoles.map((r) => [r.metadata?.name ?? "", r]));
+    this.bindingMap = new Map();
+    for (const b of this.bindings) {
+      const ns = b.metadata?.namespace ?? "";
+      const list = this.bindingMap.get(ns) ?? [];
+      list.push(b);
+      this.bindingMap.set(ns, list);
+    }
+    return this;
   }
   clusterRoleBindings(): Iterable<ClusterRoleBinding> {
     return this.clusterBindings;

@@ -108,8 +108,8 @@ export function upgradeHandler(o: UpgradeOptions): (req: IncomingMessage, socket
 }
 
 /** The route of a streamed subresource, authenticated (401), or the 400/405 saying what is served. */
-function streamRoute(o: UpgradeOptions, req: IncomingMessage, url: URL): ResourceRoute & { subresource: (typeof STREAM_SUBRESOURCES)[number] } {
-  o.admit(req, url);
+async function streamRoute(o: UpgradeOptions, req: IncomingMessage, url: URL): Promise<ResourceRoute & { subresource: (typeof STREAM_SUBRESOURCES)[number] }> {
+  await o.admit(req, url);
   const route = parseRoute(url.pathname);
   if (route.type !== "resource" || route.info.resource !== "pods" || !isStreamSubresource(route.subresource)) {
     throw badRequest(`only pods/exec, pods/attach and pods/portforward are served over an upgrade, not ${url.pathname}`);
@@ -128,7 +128,7 @@ async function preparePortForward(
   req: IncomingMessage,
   url: URL,
 ): Promise<{ transport: "websocket" | "channels" | "spdy"; q: PodForwardQuery; target: PodForwardTarget; streams: PodStreams; ports: number[] }> {
-  const route = streamRoute(o, req, url);
+  const route = await streamRoute(o, req, url);
   if (!o.streams) throw badRequest("pods/portforward is not served by this api (no node agents to reach)");
   const q = { namespace: route.namespace, name: route.name };
   const target = await o.streams.resolveForward(q);
@@ -167,7 +167,7 @@ async function prepare(
   req: IncomingMessage,
   url: URL,
 ): Promise<{ q: PodStreamQuery; open: (signal: AbortSignal) => Promise<BusStream>; transport: "websocket" | "spdy" }> {
-  const route = streamRoute(o, req, url);
+  const route = await streamRoute(o, req, url);
   const q = queryOf(route, url);
   if (!o.streams) throw badRequest(`pods/${route.subresource} is not served by this api (no node agents to reach)`);
   const streams = o.streams;
