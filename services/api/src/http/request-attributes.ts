@@ -5,6 +5,7 @@ import type { Attributes, UserInfo } from "../auth/types.js";
 import { parseMetricsPath, isMetricsPath } from "../metrics-api/index.js";
 import { flag } from "./context.js";
 import { hpaV1Route } from "./hpa-v1.js";
+import { isReviewPath, reviewAttributes } from "./reviews/door.js";
 import { isOpenPath, parseRoute } from "./routes.js";
 import { STREAM_SUBRESOURCES } from "./streams/index.js";
 
@@ -27,6 +28,8 @@ export function requestAttributes(user: UserInfo, method: string, url: URL): Att
     if (m?.type === "pods") return resourceAttributes(user, httpVerb(method, !!m.name, watching), { ...METRICS, resource: "pods" }, m.namespace, m.name);
     return nonResourceAttributes(user, method, path);
   }
+  // The reviews (authorization.k8s.io, authentication.k8s.io): `create` of the review resource.
+  if (isReviewPath(path)) return reviewAttributes(user, method, path) ?? nonResourceAttributes(user, method, path);
   const hpa = hpaV1Route(path);
   if (hpa)
     return resourceAttributes(

@@ -8,6 +8,7 @@ import { after, before, describe, it } from "node:test";
 import { decodeObject, encodeObject, PROTOBUF } from "@choreo/kit/kube-proto";
 import type { Attributes, Authorizer, UserInfo } from "../../auth/types.js";
 import { apiGroupList, aggregatedDiscovery } from "../discovery.js";
+import { requestAttributes } from "../request-attributes.js";
 import { sendError } from "../respond.js";
 import { call } from "../testing/harness.js";
 import { isReviewPath, reviewAttributes, serveReviews } from "./door.js";
@@ -161,5 +162,11 @@ describe("the review door", () => {
     });
     assert.equal(reviewAttributes(alice, "GET", "/apis/authentication.k8s.io/v1")?.resourceRequest, false);
     assert.equal(reviewAttributes(alice, "POST", "/apis/authentication.k8s.io/v1/nothing"), undefined);
+    // The gateway's own attributes of a request go through the same.
+    const asked = requestAttributes(alice, "POST", new URL("http://x/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"));
+    assert.deepEqual(
+      [asked?.verb, asked?.apiGroup, asked?.resource, asked?.resourceRequest],
+      ["create", "authorization.k8s.io", "selfsubjectaccessreviews", true],
+    );
   });
 });

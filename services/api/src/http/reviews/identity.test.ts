@@ -39,9 +39,9 @@ describe("SelfSubjectReview", () => {
 describe("TokenReview", () => {
   const review = (spec: Record<string, unknown>) => ({ apiVersion: "authentication.k8s.io/v1", kind: "TokenReview", spec });
 
-  it("a known token is authenticated with its user, for the api's audiences by default", () => {
+  it("a known token is authenticated with its user, for the api's audiences by default", async () => {
     const t = new Tokens();
-    const out = tokenReview(t, ["api"], review({ token: "good" }));
+    const out = await tokenReview(t, ["api"], review({ token: "good" }));
     assert.deepEqual(out["status"], {
       authenticated: true,
       user: { username: "alice", uid: "u1", groups: ["dev", "system:authenticated"], extra: { "authentication.kubernetes.io/pod-name": ["p"] } },
@@ -50,21 +50,23 @@ describe("TokenReview", () => {
     assert.deepEqual(t.asked, [["api"]]);
   });
 
-  it("spec.audiences are passed on; a token for none of them proves nobody", () => {
+  it("spec.audiences are passed on; a token for none of them proves nobody", async () => {
     const t = new Tokens();
-    assert.deepEqual(tokenReview(t, ["api"], review({ token: "good", audiences: ["vault"] }))["status"], { user: {} });
+    assert.deepEqual((await tokenReview(t, ["api"], review({ token: "good", audiences: ["vault"] })))["status"], { user: {} });
     assert.deepEqual(t.asked, [["vault"]]);
   });
 
-  it("an unknown token, a reviewer that throws, and no reviewer", () => {
-    assert.deepEqual(tokenReview(new Tokens(), [], review({ token: "nope" }))["status"], { user: {} });
-    assert.deepEqual(tokenReview(new Tokens(), [], review({ token: "broken" }))["status"], { user: {}, error: "token store unreachable" });
-    assert.deepEqual(tokenReview(undefined, [], review({ token: "good" }))["status"], { user: {} });
+  it("an unknown token, a reviewer that throws, no reviewer, and an async reviewer", async () => {
+    assert.deepEqual((await tokenReview(new Tokens(), [], review({ token: "nope" })))["status"], { user: {} });
+    assert.deepEqual((await tokenReview(new Tokens(), [], review({ token: "broken" })))["status"], { user: {}, error: "token store unreachable" });
+    assert.deepEqual((await tokenReview(undefined, [], review({ token: "good" })))["status"], { user: {} });
+    const later: TokenReviewer = { authenticateToken: (t) => Promise.resolve(t === "good" ? alice : undefined) };
+    assert.equal(((await tokenReview(later, [], review({ token: "good" })))["status"] as Record<string, unknown>)["authenticated"], true);
   });
 
-  it("400 without a token", () => {
-    assert.throws(
-      () => tokenReview(new Tokens(), [], review({})),
+  it("400 without a token", async () => {
+    await assert.rejects(
+      tokenReview(new Tokens(), [], review({})),
       (err: unknown) => err instanceof ApiError && err.status.code === 400 && err.status.message === "token is required for TokenReview in authentication",
     );
   });

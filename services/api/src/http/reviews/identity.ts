@@ -37,7 +37,7 @@ export function selfSubjectReview(user: UserInfo, body: Json): Json {
  * against them); an authenticator that throws leaves its message in
  * `status.error`.
  */
-export function tokenReview(reviewer: TokenReviewer | undefined, apiAudiences: readonly string[], body: Json): Json {
+export async function tokenReview(reviewer: TokenReviewer | undefined, apiAudiences: readonly string[], body: Json): Promise<Json> {
   checkKind(body, API_VERSION, "TokenReview");
   const spec = objectAt(body, "spec", "spec") ?? {};
   const token = stringAt(spec, "token", "spec.token");
@@ -47,7 +47,7 @@ export function tokenReview(reviewer: TokenReviewer | undefined, apiAudiences: r
   let user: UserInfo | undefined;
   let error = "";
   try {
-    user = reviewer?.authenticateToken(token, audiences.length ? audiences : undefined);
+    user = await reviewer?.authenticateToken(token, audiences.length ? audiences : undefined);
   } catch (err) {
     error = (err as Error).message;
   }

@@ -1,9 +1,10 @@
 // test-tier: servers
 // Real kubectl 1.32 and 1.20 against the review door: `kubectl auth can-i`
 // (yes/no by namespace, --list), `kubectl auth whoami` (1.32; 1.20 lacks it),
-// with users told apart by their bearer tokens and a table authorizer of this
-// test's own. The door sits before a gateway over MemoryHandlers (discovery
-// for can-i's resource lookup), on https as kubectl sends tokens only there.
+// with users told apart by their bearer tokens, decided by the RBAC authorizer
+// (auth/rbac) over roles and bindings of this test's own. The door sits before
+// a gateway over MemoryHandlers (discovery for can-i's resource lookup), on
+// https as kubectl sends tokens only there.
 import assert from "node:assert/strict";
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import https from "node:https";
@@ -12,14 +13,17 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { silentLogger } from "@choreo/kit/log";
-import type { Attributes, Authorizer, Decision, UserInfo } from "../../auth/types.js";
+import { AuthorizerChain } from "../../auth/authorize.js";
+import { RbacAuthorizer } from "../../auth/rbac/authorizer.js";
+import { clusterRole, clusterRoleBinding, groupSubject, policyRule, role, roleBinding, StaticSource, userSubject } from "../../auth/rbac/testing.js";
+import type { UserInfo } from "../../auth/types.js";
 import { createGateway, type Gateway } from "../gateway.js";
 import { sendError } from "../respond.js";
 import { kubectlInstalled, kubectlRunner, writeKubeconfig } from "../testing/kubectl.js";
 import { MemoryHandlers } from "../testing/memory-handlers.js";
 import { ensureServingCert } from "../tls.js";
 import { isReviewPath, serveReviews } from "./door.js";
-import type { RulesOf, RulesResolver } from "./types.js";
+import { rbacRules } from "./rbac-rules.js";
 
 const KUBECTL_120 = process.env["CHOREO_KUBECTL_120"] ?? "/var/lib/choreo/tools/kubectl-1.20/usr/bin/kubectl";
 const has132 = await kubectlInstalled();
@@ -30,35 +34,22 @@ const USERS: Record<string, UserInfo> = {
   "admin-token": { name: "admin", uid: "", groups: ["system:masters", "system:authenticated"], extra: {} },
 };
 
-/** One allowed request: verb, group, resource, namespace ("" any). */
-type Grant = [verb: string, group: string, resource: string, namespace: string];
-const GRANTS: Record<string, Grant[]> = {
-  alice: [
-    ["create", "", "pods", "dev"],
-    ["get", "", "pods", "dev"],
-    ["list", "apps", "deployments", ""],
-  ],
-};
-
-const tableAuthorizer: Authorizer = {
-  authorize(a: Attributes): Decision {
-    if (a.user.groups.includes("system:masters")) return { allowed: true, reason: "system:masters" };
-    const grants = GRANTS[a.user.name] ?? [];
-    const hit = grants.find(([v, g, r, ns]) => a.resourceRequest && v === a.verb && g === a.apiGroup && r === a.resource && (ns === "" || ns === a.namespace));
-    return hit ? { allowed: true, reason: `granted ${hit.join(" ")}` } : { allowed: false, reason: "" };
-  },
-};
-
-const tableRules: RulesResolver = {
-  rulesFor(user: UserInfo, namespace: string): RulesOf {
-    const grants = (GRANTS[user.name] ?? []).filter(([, , , ns]) => ns === "" || ns === namespace);
-    return {
-      resourceRules: grants.map(([v, g, r]) => ({ verbs: [v], apiGroups: [g], resources: [r], resourceNames: [] })),
-      nonResourceRules: [{ verbs: ["get"], nonResourceURLs: ["/healthz"] }],
-      incomplete: false,
-    };
-  },
-};
+// alice: create and get pods in dev (a Role), list deployments anywhere (a ClusterRole); everyone authenticated: GET /healthz.
+const rbac = new RbacAuthorizer(
+  new StaticSource(
+    [role("dev", "pod-maker", policyRule({ verbs: ["create", "get"], apiGroups: [""], resources: ["pods"] }))],
+    [
+      clusterRole("deploy-lister", policyRule({ verbs: ["list"], apiGroups: ["apps"], resources: ["deployments"] })),
+      clusterRole("healthz", policyRule({ verbs: ["get"], nonResourceUrls: ["/healthz"] })),
+    ],
+    [roleBinding("dev", "alice-pods", "Role", "pod-maker", userSubject("alice"))],
+    [
+      clusterRoleBinding("alice-deploys", "deploy-lister", userSubject("alice")),
+      clusterRoleBinding("healthz", "healthz", groupSubject("system:authenticated")),
+    ],
+  ),
+);
+const authorizer = new AuthorizerChain([rbac]);
 
 describe("kubectl auth against the review door", { skip: has132 ? false : "kubectl not on PATH" }, () => {
   let dir: string;
@@ -83,7 +74,7 @@ describe("kubectl auth against the review door", { skip: has132 ? false : "kubec
         res.writeHead(401).end();
         return;
       }
-      serveReviews(req, res, url, { user, authorizer: tableAuthorizer, rules: tableRules }).catch((err: unknown) => sendError(res, err));
+      serveReviews(req, res, url, { user, authorizer, rules: rbacRules(rbac) }).catch((err: unknown) => sendError(res, err));
     });
     await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
     server_ = `https://127.0.0.1:${(server.address() as AddressInfo).port}`;

@@ -8,7 +8,7 @@ export type Json = Record<string, unknown>;
 
 /** Answers TokenReview: the user a bearer token proves for one of `audiences`, undefined when it proves none. May throw (→ status.error). */
 export interface TokenReviewer {
-  authenticateToken(token: string, audiences?: readonly string[]): UserInfo | undefined;
+  authenticateToken(token: string, audiences?: readonly string[]): UserInfo | undefined | Promise<UserInfo | undefined>;
 }
 
 /** One resource rule as SelfSubjectRulesReview lists it (authorization.k8s.io/v1 ResourceRule). */
