@@ -77,3 +77,35 @@ data:
     assert.throws(() => checkJsonNesting(deepJson(MAX_DEPTH)), /nests deeper/);
   });
 });
+
+describe("YAML warnings", () => {
+  it("a client's odd YAML emits no process warning", async () => {
+    const { registry } = await startMemoryRegistry();
+    const gateway = createGateway({ handlers: registry, log: silentLogger() });
+    const { httpPort } = await gateway.listen({ host: "127.0.0.1", httpPort: 0 });
+    const warnings: Error[] = [];
+    const onWarning = (w: Error) => warnings.push(w);
+    process.on("warning", onWarning);
+    try {
+      for (const [path, type] of [
+        ["/api/v1/namespaces/default/configmaps", "application/yaml"],
+        ["/api/v1/namespaces/default/configmaps/x?fieldManager=m", "application/apply-patch+yaml"],
+      ]) {
+        const method = type === "application/yaml" ? "POST" : "PATCH";
+        const r = await call(`http://127.0.0.1:${httpPort}`, method, path, {
+          body: "kind: ConfigMap\napiVersion: v1\nmetadata: {name: x}\ndata:\n  ? [a, b]\n  : c\n",
+          headers: { "Content-Type": type },
+        });
+        assert.ok(r.status < 500, r.text);
+      }
+      await new Promise((r) => setImmediate(r));
+      assert.deepEqual(
+        warnings.map((w) => w.message),
+        [],
+      );
+    } finally {
+      process.off("warning", onWarning);
+      await gateway.close();
+    }
+  });
+});

@@ -171,7 +171,9 @@ function parseYamlText(text: string): unknown {
   checkYamlNesting(text);
   try {
     // Duplicate keys are fieldValidation's business (field-validation.ts), not a syntax error.
-    return parseYaml(text, { maxAliasCount: 100, uniqueKeys: false }) as unknown;
+    // logLevel error: the parser's warnings about a client's YAML (ambiguous anchors, collection
+    // keys) would go to the process's stderr through process.emitWarning, one per request.
+    return parseYaml(text, { maxAliasCount: 100, uniqueKeys: false, logLevel: "error" }) as unknown;
   } catch (err) {
     throw badRequest(`the request body is not valid YAML: ${(err as Error).message}`);
   }

@@ -182,7 +182,7 @@ function fieldsOf(v: unknown): unknown {
 function parseApplyText(text: string): unknown {
   checkYamlNesting(text);
   try {
-    return parseYaml(text, { maxAliasCount: 100, uniqueKeys: false }) as unknown;
+    return parseYaml(text, { maxAliasCount: 100, uniqueKeys: false, logLevel: "error" }) as unknown;
   } catch (err) {
     throw badRequest(`error decoding YAML: ${(err as Error).message}`);
   }
