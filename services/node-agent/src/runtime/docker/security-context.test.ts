@@ -1,5 +1,7 @@
 // test-tier: servers
 import assert from "node:assert/strict";
+import fs from "node:fs";
+import path from "node:path";
 import { describe, it } from "node:test";
 import { waitFor } from "@choreo/kit/testing";
 import { securityOf } from "./container-spec.js";
@@ -40,6 +42,16 @@ describe("the docker options of a securityContext", () => {
       User: "nobody:5",
       CapDrop: [],
       CapAdd: ["NET_RAW"],
+    });
+    const priv = makePod(
+      "p",
+      { containers: [sh("c", "true", { securityContext: { privileged: true, seccompProfile: { type: "Localhost", localhostProfile: "p.json" } } })] },
+      "n",
+    );
+    assert.deepEqual(securityOf({ pod: priv, container: priv.spec!.containers[0]!, seccompProfile: '{"defaultAction":"SCMP_ACT_ALLOW"}' }), {
+      Privileged: true,
+      CapDrop: ["NET_RAW"],
+      SecurityOpt: ['seccomp={"defaultAction":"SCMP_ACT_ALLOW"}'],
     });
   });
 });
@@ -108,7 +120,7 @@ describe("DockerRuntime securityContext", { skip }, () => {
     }
   });
 
-  it("keeps a runAsNonRoot container of a root image (and a missing Localhost profile) waiting with CreateContainerConfigError", async () => {
+  it("keeps a runAsNonRoot container of a root image (and a missing Localhost profile) waiting with CreateContainerConfigError; a present Localhost profile applies", async () => {
     const node = testNode("nonroot");
     const { rt, stateDir } = await newRuntime(node, { pullBackoff: { initialMs: 200, maxMs: 400 } });
     try {
@@ -119,11 +131,16 @@ describe("DockerRuntime securityContext", { skip }, () => {
             sh("c", "exec sleep 1000", { securityContext: { runAsNonRoot: true } }),
             sh("local", "exec sleep 1000", { securityContext: { seccompProfile: { type: "Localhost", localhostProfile: "missing.json" } } }),
             sh("ok", "exec sleep 1000", { securityContext: { runAsNonRoot: true, runAsUser: 1000 } }),
+            sh("profile", "exec sleep 1000", { securityContext: { seccompProfile: { type: "Localhost", localhostProfile: "profiles/no-mkdir.json" } } }),
           ],
         },
         node,
       );
       const uid = pod.metadata!.uid;
+      // A Localhost profile present under <stateDir>/seccomp: everything allowed but mkdir.
+      fs.mkdirSync(path.join(stateDir, "seccomp", "profiles"), { recursive: true });
+      const profile = { defaultAction: "SCMP_ACT_ALLOW", syscalls: [{ names: ["mkdir", "mkdirat"], action: "SCMP_ACT_ERRNO" }] };
+      fs.writeFileSync(path.join(stateDir, "seccomp", "profiles", "no-mkdir.json"), JSON.stringify(profile));
       await rt.startPod(pod);
       const state = (c: string) => rt.podStatus(uid)?.containerStatuses.find((s) => s.name === c)?.state;
       const waiting = await waitFor(() => state("c")?.waiting, { message: "c waiting" });
@@ -134,6 +151,11 @@ describe("DockerRuntime securityContext", { skip }, () => {
       assert.match(local.message, /seccomp profile .*missing\.json/);
       await waitFor(() => state("ok")?.running, { message: "ok runs" });
       assert.equal(state("c")?.running, undefined, "never started");
+      await waitFor(() => state("profile")?.running, { message: "profile runs" });
+      const mkdir = await rt.exec(uid, "profile", ["mkdir", "/tmp/x"], 10_000);
+      assert.notEqual(mkdir.exitCode, 0, "mkdir refused by the profile");
+      assert.equal((await rt.exec(uid, "profile", ["touch", "/tmp/y"], 10_000)).exitCode, 0, "the rest allowed");
+      assert.match((await rt.exec(uid, "profile", ["grep", "^Seccomp:", "/proc/self/status"], 10_000)).output, /^Seccomp:\s+2$/m);
       await rt.stopPod({ uid, namespace: node, name: "x" }, 0);
     } finally {
       await rt.close();
