@@ -10,7 +10,7 @@ describe("gateway fuzz (fixed seed)", () => {
   it("1,000 hostile requests: never a 5xx or a hang; 4xx change nothing", { timeout: 300_000 }, async () => {
     const report = await fuzzGateway({ numRuns: 1000, seed: 20261126 });
     console.log(formatReport(report));
-    assert.equal(report.cases, 1500);
+    assert.equal(report.cases, 1000);
     // The generators reach past routing and decoding: some requests succeed, many are refused for their bodies.
     assert.ok((report.statuses.get(200) ?? 0) > 0, "no 200 at all: the generators no longer make valid requests");
     assert.ok((report.statuses.get(400) ?? 0) > 50, "few 400s: the bodies no longer reach decoding");
