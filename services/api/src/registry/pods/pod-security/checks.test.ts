@@ -1,15 +1,17 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { emptyMeta } from "@choreo/kit";
-import { PodSpec } from "@choreo/kit/gen/choreo/core/v1/core";
+import { PodSpec, type Container, type SecurityContext } from "@choreo/kit/gen/choreo/core/v1/core";
 import { evaluatePod, forbiddenDetail, forbiddenReason } from "./checks.js";
 
 // Each check of the Pod Security Standards, alone and in Kubernetes' words
 // (pod-security-admission/policy/check_*.go), then the order of a message.
 
-type Partial = Parameters<typeof PodSpec.fromPartial>[0];
-const spec = (p: Partial): PodSpec => PodSpec.fromPartial({ containers: [{ name: "c", image: "i" }], ...p });
-const container = (name: string, securityContext: NonNullable<NonNullable<Partial["containers"]>[number]>["securityContext"], extra = {}) => ({
+// What a test writes: any part of a spec (PodSpec.fromPartial fills the rest).
+type Loose<T> = T extends (infer U)[] ? Loose<U>[] : T extends object ? { [K in keyof T]?: Loose<T[K]> } : T;
+type SpecInput = Loose<PodSpec>;
+const spec = (p: SpecInput): PodSpec => PodSpec.fromPartial({ containers: [{ name: "c", image: "i" }], ...p } as PodSpec);
+const container = (name: string, securityContext: Loose<SecurityContext> | undefined, extra: Loose<Container> = {}): Loose<Container> => ({
   name,
   image: "i",
   securityContext,
