@@ -29,6 +29,7 @@ import { isMetricsPath, serveMetrics, type MetricsCollector } from "../metrics-a
 import { watch } from "./watch.js";
 import { upgradeHandler, type PodStreams } from "./streams/index.js";
 import { answerInProtobuf, wantsProtobuf } from "./protobuf.js";
+import { isReviewPath, serveReviews, type ReviewContext } from "./reviews/index.js";
 
 /** Options of the gateway. */
 export interface GatewayOptions {
@@ -55,6 +56,8 @@ export interface GatewayOptions {
   metrics?: MetricsCollector;
   /** Gets `choreo_api_http_request_duration_seconds` when given. */
   registry?: Registry;
+  /** SelfSubjectRulesReview's rules and TokenReview's authenticator and audiences (http/reviews); the access reviews ask `authorizer`. */
+  reviews?: Pick<ReviewContext, "rules" | "tokens" | "apiAudiences">;
 }
 
 export interface ListenOptions {
@@ -197,6 +200,8 @@ export function createGateway(opts: GatewayOptions): Gateway {
     if (isMetricsPath(url.pathname)) return serveMetrics(req.method ?? "", url, res, opts.metrics, pathNotFound);
     // autoscaling/v1 HPAs (kubectl autoscale) are converted to the stored autoscaling/v2.
     if (isHpaV1Path(url.pathname)) return serveHpaV1(req, res, url, opts.handlers);
+    // The access and identity reviews (kubectl auth can-i, whoami): never stored.
+    if (isReviewPath(url.pathname)) return serveReviews(req, res, url, { ...opts.reviews, user, authorizer });
     const route = parseRoute(url.pathname);
     setRoute(route);
     if (route.type !== "resource") return nonResource(route, req, res, opts.serverAddress);
