@@ -8,27 +8,23 @@ import type { Attributes, Authorizer, Decision, UserInfo } from "../types.js";
 import { describeSubject, ruleAllows, serviceAccountUsername } from "./rules.js";
 import { RBAC_GROUP, type PolicyRule, type RbacSource, type RoleBinding, type RoleRef } from "./types.js";
 
-/** One binding as seen from one of its subjects. */
-interface Entry {
+/** A binding as seen from one of its subjects: an index entry, and what a reason describes. */
+export interface BindingRef {
+  clusterScoped: boolean;
   binding: RoleBinding;
-  /** The binding's position in the source (Kubernetes visits bindings in list order). */
-  order: number;
   /** Which of its subjects the index key came from. */
   subject: number;
+  /** The binding's position in the source (Kubernetes visits bindings in list order). */
+  order: number;
 }
 
 /** Bindings by subject key: `u:<user name>`, `g:<group>`. */
-type SubjectIndex = Map<string, Entry[]>;
+type SubjectIndex = Map<string, BindingRef[]>;
 
 /** Called for each rule that applies to the user, with where it comes from; false stops the visit. */
 export type RuleVisitor = (rule: PolicyRule, source: BindingRef) => boolean;
 
-/** A binding that applies to the user, to describe in a reason. */
-export interface BindingRef {
-  clusterScoped: boolean;
-  binding: RoleBinding;
-  subject: number;
-}
+const NONE: BindingRef[] = [];
 
 /** `ClusterRoleBinding "admins" of ClusterRole "cluster-admin" to Group "system:masters"`, as rbac.go's describers. */
 export function describeBinding(ref: BindingRef): string {
@@ -78,12 +74,12 @@ export class RbacAuthorizer implements Authorizer {
    */
   visitRulesFor(user: UserInfo, namespace: string, visit: RuleVisitor, errors: string[]): void {
     this.refresh();
-    for (const ref of candidates(this.clusterIndex, user, true)) {
+    for (const ref of candidates(this.clusterIndex, user)) {
       const rules = this.roleRefRules(ref.binding.roleRef, "", errors);
       for (const rule of rules) if (!visit(rule, ref)) return;
     }
     if (!namespace) return;
-    for (const ref of candidates(this.namespaceIndex(namespace), user, false)) {
+    for (const ref of candidates(this.namespaceIndex(namespace), user)) {
       const rules = this.roleRefRules(ref.binding.roleRef, namespace, errors);
       for (const rule of rules) if (!visit(rule, ref)) return;
     }
@@ -142,18 +138,23 @@ export class RbacAuthorizer implements Authorizer {
 
 function buildIndex(bindings: Iterable<RoleBinding>, bindingNamespace: string): SubjectIndex {
   const idx: SubjectIndex = new Map();
+  const clusterScoped = bindingNamespace === "";
+  const keys: (string | undefined)[] = [];
   let order = 0;
   for (const binding of bindings) {
-    const seen = new Set<string>();
-    binding.subjects.forEach((s, subject) => {
+    const subjects = binding.subjects;
+    keys.length = 0;
+    for (let subject = 0; subject < subjects.length; subject++) {
+      const s = subjects[subject];
       const key = subjectKey(s.kind, s.name, s.namespace || bindingNamespace);
+      keys.push(key);
       // The first subject naming a key describes the binding, as appliesTo's first match.
-      if (key === undefined || seen.has(key)) return;
-      seen.add(key);
-      let list = idx.get(key);
-      if (!list) idx.set(key, (list = []));
-      list.push({ binding, order, subject });
-    });
+      if (key === undefined || keys.indexOf(key) < subject) continue;
+      const entry: BindingRef = { clusterScoped, binding, order, subject };
+      const list = idx.get(key);
+      if (list) list.push(entry);
+      else idx.set(key, [entry]);
+    }
     order++;
   }
   return idx;
@@ -173,22 +174,24 @@ function subjectKey(kind: string, name: string, namespace: string): string | und
   }
 }
 
-/** The bindings naming `user` or one of its groups, in source order, each once (its first matching subject). */
-function candidates(idx: SubjectIndex, user: UserInfo, clusterScoped: boolean): BindingRef[] {
-  const byUser = idx.get(`u:${user.name}`);
-  let found: Entry[] = byUser ? byUser.slice() : [];
+/**
+ * The bindings naming `user` or one of its groups, in source order, each
+ * once (its first matching subject). Shares the index's array when only one
+ * key matches: read-only.
+ */
+function candidates(idx: SubjectIndex, user: UserInfo): readonly BindingRef[] {
+  let found = idx.get(`u:${user.name}`) ?? NONE;
+  let merged = false;
   for (const g of user.groups) {
     const byGroup = idx.get(`g:${g}`);
-    if (byGroup) found = found.length ? found.concat(byGroup) : byGroup.slice();
+    if (!byGroup) continue;
+    if (found.length === 0) found = byGroup;
+    else {
+      found = found.concat(byGroup);
+      merged = true;
+    }
   }
-  if (found.length === 0) return [];
-  if (found.length > 1) found.sort((x, y) => x.order - y.order || x.subject - y.subject);
-  const out: BindingRef[] = [];
-  let last = -1;
-  for (const e of found) {
-    if (e.order === last) continue;
-    last = e.order;
-    out.push({ clusterScoped, binding: e.binding, subject: e.subject });
-  }
-  return out;
+  if (!merged) return found;
+  found.sort((x, y) => x.order - y.order || x.subject - y.subject);
+  return found.filter((e, i) => i === 0 || found[i - 1].order !== e.order);
 }

@@ -23,13 +23,15 @@ export const clusterRoleBinding = (name: string, roleName: string, ...subjects: 
   roleRef: { apiGroup: RBAC_GROUP, kind: "ClusterRole", name: roleName },
 });
 
-/** An RbacSource over arrays (roles looked up through maps); call `changed()` after editing bindings or adding roles. */
+/** An RbacSource over arrays, looked up through maps; call `changed()` after adding or removing roles or bindings. */
 export class StaticSource implements RbacSource {
   private v = 0;
   private mapped = -1;
   private roleMap = new Map<string, Role>();
   private clusterRoleMap = new Map<string, ClusterRole>();
   private bindingMap = new Map<string, RoleBinding[]>();
+  private rolesMapped = -1;
+
   constructor(
     public roles: Role[] = [],
     public clusterRoles: ClusterRole[] = [],
@@ -46,21 +48,6 @@ export class StaticSource implements RbacSource {
   roleBindings(namespace: string): Iterable<RoleBinding> {
     return this.maps().bindingMap.get(namespace) ?? [];
   }
-  private maps(): this {
-    const key = this.v * 1e6 + this.roles.length + this.clusterRoles.length * 1e3 + this.bindings.length * 7;
-    if (key === this.mapped) return this;
-    this.mapped = key;
-    this.roleMap = new Map(this.roles.map((r) => [`${r.metadata?.namespace}/${r.metadata?.name}`, r]));
-    this.clusterRoleMap = new Map(this.clusterRoles.map((r) => [r.metadata?.name ?? "", r]));
-    this.bindingMap = new Map();
-    for (const b of this.bindings) {
-      const ns = b.metadata?.namespace ?? "";
-      const list = this.bindingMap.get(ns) ?? [];
-      list.push(b);
-      this.bindingMap.set(ns, list);
-    }
-    return this;
-  }
   clusterRoleBindings(): Iterable<ClusterRoleBinding> {
     return this.clusterBindings;
   }
@@ -69,5 +56,24 @@ export class StaticSource implements RbacSource {
   }
   changed(): void {
     this.v++;
+  }
+
+  private maps(): this {
+    if (this.mapped === this.v) return this;
+    this.mapped = this.v;
+    const roleCount = this.roles.length * 1e6 + this.clusterRoles.length;
+    if (roleCount !== this.rolesMapped) {
+      this.rolesMapped = roleCount;
+      this.roleMap = new Map(this.roles.map((r) => [`${r.metadata?.namespace}/${r.metadata?.name}`, r]));
+      this.clusterRoleMap = new Map(this.clusterRoles.map((r) => [r.metadata?.name ?? "", r]));
+    }
+    this.bindingMap = new Map();
+    for (const b of this.bindings) {
+      const ns = b.metadata?.namespace ?? "";
+      const list = this.bindingMap.get(ns) ?? [];
+      list.push(b);
+      this.bindingMap.set(ns, list);
+    }
+    return this;
   }
 }
