@@ -4,7 +4,7 @@
 import http from "node:http";
 import fc from "fast-check";
 import { silentLogger } from "@choreo/kit/log";
-import type { WatchEvent, WatchRequest } from "@choreo/kit/gen/choreo/api/v1/api";
+import { WatchEvent, type WatchRequest } from "@choreo/kit/gen/choreo/api/v1/api";
 import type { ApiHandlers } from "../handlers/api-handlers.js";
 import { createGateway, type Gateway } from "../http/gateway.js";
 import { startMemoryRegistry } from "../testing/memory-registry.js";
@@ -64,7 +64,7 @@ function withListWatch(registry: ApiHandlers): ApiHandlers {
       limit: 0,
       continue: "",
     });
-    for (const object of list.items) yield { type: "ADDED", object, status: undefined };
+    for (const object of list.items) yield WatchEvent.fromPartial({ type: "ADDED", object });
     if (!signal.aborted) await new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }));
   };
   return handlers;
