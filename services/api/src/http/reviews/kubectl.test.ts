@@ -1,28 +1,26 @@
 // test-tier: servers
-// Real kubectl 1.32 and 1.20 against the review door: `kubectl auth can-i`
-// (yes/no by namespace, --list), `kubectl auth whoami` (1.32; 1.20 lacks it),
-// with users told apart by their bearer tokens, decided by the RBAC authorizer
-// (auth/rbac) over roles and bindings of this test's own. The door sits before
-// a gateway over MemoryHandlers (discovery for can-i's resource lookup), on
+// Real kubectl 1.32 and 1.20 against the gateway: `kubectl auth can-i`
+// (yes/no by namespace, --list), `kubectl auth whoami` (1.32; 1.20 lacks it)
+// and a SubjectAccessReview, with users told apart by their bearer tokens
+// (static tokens) and every request — the reviews included — decided by the
+// RBAC authorizer (auth/rbac) over roles and bindings of this test's own, on
 // https as kubectl sends tokens only there.
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
-import https from "node:https";
-import type { AddressInfo } from "node:net";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { silentLogger } from "@choreo/kit/log";
+import { Authenticator } from "../../auth/authenticate.js";
 import { AuthorizerChain } from "../../auth/authorize.js";
 import { RbacAuthorizer } from "../../auth/rbac/authorizer.js";
 import { clusterRole, clusterRoleBinding, groupSubject, policyRule, role, roleBinding, StaticSource, userSubject } from "../../auth/rbac/testing.js";
+import { StaticTokens } from "../../auth/static-tokens.js";
 import type { UserInfo } from "../../auth/types.js";
 import { createGateway, type Gateway } from "../gateway.js";
-import { sendError } from "../respond.js";
 import { kubectlInstalled, kubectlRunner, writeKubeconfig } from "../testing/kubectl.js";
 import { MemoryHandlers } from "../testing/memory-handlers.js";
 import { ensureServingCert } from "../tls.js";
-import { isReviewPath, serveReviews } from "./door.js";
 import { rbacRules } from "./rbac-rules.js";
 
 const KUBECTL_120 = process.env["CHOREO_KUBECTL_120"] ?? "/var/lib/choreo/tools/kubectl-1.20/usr/bin/kubectl";
@@ -32,29 +30,41 @@ const has120 = existsSync(KUBECTL_120) && (await kubectlInstalled(KUBECTL_120));
 const USERS: Record<string, UserInfo> = {
   "alice-token": { name: "alice", uid: "u-alice", groups: ["dev", "system:authenticated"], extra: {} },
   "admin-token": { name: "admin", uid: "", groups: ["system:masters", "system:authenticated"], extra: {} },
+  "ops-token": { name: "olga", uid: "", groups: ["ops", "system:authenticated"], extra: {} },
 };
 
-// alice: create and get pods in dev (a Role), list deployments anywhere (a ClusterRole); everyone authenticated: GET /healthz.
+// alice: create and get pods in dev (a Role), list deployments anywhere (a ClusterRole); everyone authenticated: GET
+// /healthz, discovery and the self reviews (as Kubernetes' system:discovery and system:basic-user); ops: subjectaccessreviews.
 const rbac = new RbacAuthorizer(
   new StaticSource(
     [role("dev", "pod-maker", policyRule({ verbs: ["create", "get"], apiGroups: [""], resources: ["pods"] }))],
     [
       clusterRole("deploy-lister", policyRule({ verbs: ["list"], apiGroups: ["apps"], resources: ["deployments"] })),
       clusterRole("healthz", policyRule({ verbs: ["get"], nonResourceUrls: ["/healthz"] })),
+      clusterRole("discovery", policyRule({ verbs: ["get"], nonResourceUrls: ["/api", "/api/*", "/apis", "/apis/*", "/openapi", "/openapi/*", "/version"] })),
+      clusterRole(
+        "basic-user",
+        policyRule({
+          verbs: ["create"],
+          apiGroups: ["authorization.k8s.io", "authentication.k8s.io"],
+          resources: ["selfsubjectaccessreviews", "selfsubjectrulesreviews", "selfsubjectreviews"],
+        }),
+      ),
+      clusterRole("reviewer", policyRule({ verbs: ["create"], apiGroups: ["authorization.k8s.io"], resources: ["subjectaccessreviews"] })),
     ],
     [roleBinding("dev", "alice-pods", "Role", "pod-maker", userSubject("alice"))],
     [
       clusterRoleBinding("alice-deploys", "deploy-lister", userSubject("alice")),
-      clusterRoleBinding("healthz", "healthz", groupSubject("system:authenticated")),
+      ...["healthz", "discovery", "basic-user"].map((r) => clusterRoleBinding(r, r, groupSubject("system:authenticated"))),
+      clusterRoleBinding("ops-reviews", "reviewer", groupSubject("ops")),
     ],
   ),
 );
 const authorizer = new AuthorizerChain([rbac]);
 
-describe("kubectl auth against the review door", { skip: has132 ? false : "kubectl not on PATH" }, () => {
+describe("kubectl auth against the gateway", { skip: has132 ? false : "kubectl not on PATH" }, () => {
   let dir: string;
   let gateway: Gateway;
-  let server: https.Server;
   let server_: string;
   let caPem: string;
 
@@ -64,26 +74,17 @@ describe("kubectl auth against the review door", { skip: has132 ? false : "kubec
     caPem = cert.caPem;
     const handlers = new MemoryHandlers();
     handlers.seed({ apiVersion: "v1", kind: "Namespace", metadata: { name: "default" } });
-    gateway = createGateway({ handlers, log: silentLogger() });
-    server = https.createServer({ cert: cert.cert, key: cert.key }, (req, res) => {
-      const url = new URL(req.url ?? "/", "https://door");
-      if (!isReviewPath(url.pathname)) return gateway.handle(req, res);
-      const token = /^Bearer (\S+)$/.exec(String(req.headers["authorization"] ?? ""))?.[1] ?? "";
-      const user = USERS[token];
-      if (!user) {
-        res.writeHead(401).end();
-        return;
-      }
-      serveReviews(req, res, url, { user, authorizer, rules: rbacRules(rbac) }).catch((err: unknown) => sendError(res, err));
+    gateway = createGateway({
+      handlers,
+      log: silentLogger(),
+      authentication: new Authenticator({ tokens: [new StaticTokens(Object.entries(USERS).map(([token, user]) => ({ token, user })))] }),
+      authorizer,
+      reviews: { rules: rbacRules(rbac) },
     });
-    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-    server_ = `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const { httpsPort } = await gateway.listen({ host: "127.0.0.1", httpsPort: 0, tls: cert });
+    server_ = `https://127.0.0.1:${httpsPort}`;
   });
   after(async () => {
-    await new Promise<void>((r) => {
-      server.close(() => r());
-      server.closeAllConnections();
-    });
     await gateway.close();
     rmSync(dir, { recursive: true, force: true });
   });
@@ -147,5 +148,23 @@ describe("kubectl auth against the review door", { skip: has132 ? false : "kubec
     const json = JSON.parse((await as("admin-token")("auth", "whoami", "-o", "json")).stdout) as Record<string, Record<string, unknown>>;
     assert.equal(json["kind"], "SelfSubjectReview");
     assert.deepEqual(json["status"], { userInfo: { username: "admin", groups: ["system:masters", "system:authenticated"] } });
+  });
+
+  it("a SubjectAccessReview needs create subjectaccessreviews (403 for alice); olga may ask about alice", async () => {
+    const file = path.join(dir, "sar.json");
+    const sar = {
+      apiVersion: "authorization.k8s.io/v1",
+      kind: "SubjectAccessReview",
+      spec: { user: "alice", resourceAttributes: { namespace: "dev", verb: "create", resource: "pods" } },
+    };
+    writeFileSync(file, JSON.stringify(sar));
+    const denied = await as("alice-token")("create", "-f", file, "-o", "json");
+    assert.notEqual(denied.code, 0);
+    assert.match(denied.stderr, /subjectaccessreviews.authorization.k8s.io is forbidden: User "alice" cannot create resource "subjectaccessreviews"/);
+    const r = await as("ops-token")("create", "-f", file, "-o", "json");
+    assert.equal(r.code, 0, r.stderr);
+    const status = (JSON.parse(r.stdout) as Record<string, Record<string, unknown>>)["status"]!;
+    assert.equal(status["allowed"], true);
+    assert.match(String(status["reason"]), /pod-maker/);
   });
 });
