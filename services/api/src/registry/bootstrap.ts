@@ -1,9 +1,10 @@
 import { ApiError, emptyMeta, kindByResource, type KindInfo } from "@choreo/kit";
 import type { Namespace } from "@choreo/kit/gen/choreo/core/v1/core";
 import { SYSTEM_NAMESPACES } from "./namespaces/purge.js";
+import { ensureBootstrapPolicy } from "./rbac/bootstrap.js";
 import type { Registry } from "./registry.js";
 
-/** Creates the system namespaces (idempotent) and resumes interrupted namespace purges. */
+/** Creates the system namespaces and the default RBAC policy (idempotent) and resumes interrupted namespace purges. */
 export async function bootstrap(registry: Registry): Promise<void> {
   const info = kindByResource("namespaces") as KindInfo;
   for (const name of SYSTEM_NAMESPACES) {
@@ -14,6 +15,7 @@ export async function bootstrap(registry: Registry): Promise<void> {
       if (!(err instanceof ApiError && err.reason === "AlreadyExists")) throw err;
     }
   }
+  await ensureBootstrapPolicy(registry);
   const page = await registry.page(info, { namespace: "", limit: 0 });
   for (const ns of page.items) {
     if (ns.metadata?.deletionTimestamp) void registry.purgeNamespace(ns.metadata.name).catch(() => undefined);
