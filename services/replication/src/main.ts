@@ -1,7 +1,8 @@
 // The replication actor: config → NATS → ApiClient → informers (pods, RCs,
-// ReplicaSets, Deployments, DaemonSets, Jobs, nodes, PodDisruptionBudgets, HPAs) →
-// the RC and ReplicaSet managers, the Deployment, DaemonSet, Job,
-// disruption and HPA controllers and the garbage collector → runAll until SIGTERM.
+// ReplicaSets, Deployments, DaemonSets, Jobs, nodes, PodDisruptionBudgets, HPAs,
+// ClusterRoles, namespaces, ServiceAccounts) → the RC and ReplicaSet managers,
+// the Deployment, DaemonSet, Job, disruption, HPA, ClusterRole aggregation and
+// service accounts controllers and the garbage collector → runAll until SIGTERM.
 import { jetstreamManager } from "@nats-io/jetstream";
 import { GC_OWNER_KINDS, type KindCase } from "@choreo/kit";
 import { connectBus } from "@choreo/kit/bus";
@@ -22,6 +23,8 @@ import { JobController } from "./jobs/job-controller.js";
 import { DeploymentController } from "./deploy/deployment-controller.js";
 import { ReplicationManager } from "./rc/rc-controller.js";
 import { ReplicaSetManager } from "./rs/replicaset-controller.js";
+import { AggregationController } from "./rbac/aggregation-controller.js";
+import { ServiceAccountsController } from "./serviceaccounts/serviceaccounts-controller.js";
 
 const config = loadConfig();
 const log = createLogger({ service: "replication" });
@@ -43,6 +46,9 @@ const cronjobs = informer("cronJob");
 const nodes = informer("node");
 const pdbs = informer("podDisruptionBudget");
 const hpas = informer("horizontalPodAutoscaler");
+const clusterRoles = informer("clusterRole");
+const namespaces = informer("namespace");
+const serviceAccounts = informer("serviceAccount");
 const recorderAs = (component: string) => (config.events ? new EventRecorder(client, component, log) : undefined);
 const rcManager = new ReplicationManager({ client, rcs, pods, recorder, log, workers: config.workers, burst: config.burst, registry });
 const rsManager = new ReplicaSetManager({
@@ -90,6 +96,8 @@ const disruptionController = new DisruptionController({
   workers: config.workers,
   registry,
 });
+const aggregationController = new AggregationController({ client, clusterRoles, log, registry });
+const serviceAccountsController = new ServiceAccountsController({ client, namespaces, serviceAccounts, log, registry });
 // The owner kinds are kit's GC_OWNER_KINDS (the api adds the GC's finalizers to the same kinds); each needs its informer here.
 const ownerCaches: Partial<Record<KindCase, OwnerKind["cache"]>> = {
   replicationController: rcs,
@@ -126,6 +134,9 @@ const runnables: Runnable[] = [
   nodes,
   pdbs,
   hpas,
+  clusterRoles,
+  namespaces,
+  serviceAccounts,
   rcManager,
   rsManager,
   deploymentController,
@@ -134,6 +145,8 @@ const runnables: Runnable[] = [
   cronJobController,
   disruptionController,
   hpaController,
+  aggregationController,
+  serviceAccountsController,
   gc,
 ];
 if (config.metricsPort !== undefined) runnables.push(metricsServer({ registry, port: config.metricsPort }));
