@@ -78,9 +78,9 @@ function decide(authorizer: Authorizer, a: Attributes): Json {
   return { allowed: d.allowed, ...(d.denied && !d.allowed ? { denied: true } : {}), ...(d.reason ? { reason: d.reason } : {}) };
 }
 
-/** The review as sent, with its kind and apiVersion and the status filled. */
+/** The review as sent (its own fields: others are dropped, as decoding into Go's struct does), with the status filled. */
 function answer(body: Json, kind: string, status: Json): Json {
-  return { ...body, kind, apiVersion: API_VERSION, metadata: rec(body["metadata"]), spec: rec(body["spec"]), status };
+  return { kind, apiVersion: API_VERSION, metadata: rec(body["metadata"]), spec: rec(body["spec"]), status };
 }
 
 /** POST /apis/authorization.k8s.io/v1/selfsubjectaccessreviews: may the caller do this? */

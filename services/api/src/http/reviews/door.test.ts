@@ -51,6 +51,15 @@ describe("the review door", () => {
     assert.deepEqual(no.json["status"], { allowed: false });
   });
 
+  it("drops fields the kind does not have, so a JSON review can be answered in protobuf", async () => {
+    const r = await call(base, "POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", {
+      body: JSON.stringify({ ...ssar("dev"), extra: 1 }),
+      headers: { "Content-Type": "application/json", Accept: PROTOBUF },
+    });
+    assert.equal(r.status, 201, r.text);
+    assert.equal(r.headers["content-type"], PROTOBUF);
+  });
+
   it("reads YAML", async () => {
     const yaml =
       "apiVersion: authorization.k8s.io/v1\nkind: SelfSubjectAccessReview\nspec:\n  resourceAttributes: {namespace: dev, verb: create, resource: pods}\n";

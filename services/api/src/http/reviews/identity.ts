@@ -52,7 +52,6 @@ export async function tokenReview(reviewer: TokenReviewer | undefined, apiAudien
     error = (err as Error).message;
   }
   return {
-    ...body,
     kind: "TokenReview",
     apiVersion: API_VERSION,
     metadata: rec(body["metadata"]),
