@@ -78,6 +78,33 @@ data:
   });
 });
 
+describe("YAML aliases", () => {
+  it("an alias to its own ancestor is a 400 on create and on apply, changing nothing", async () => {
+    const m = await startMemoryRegistry();
+    const gateway = createGateway({ handlers: m.registry, log: silentLogger() });
+    const { httpPort } = await gateway.listen({ host: "127.0.0.1", httpPort: 0 });
+    try {
+      const body = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\ndata: &a {b: *a}\n";
+      for (const [method, path, type] of [
+        ["POST", "/api/v1/namespaces/default/configmaps", "application/yaml"],
+        ["PATCH", "/api/v1/namespaces/default/configmaps/x?fieldManager=m", "application/apply-patch+yaml"],
+        ["PATCH", "/api/v1/namespaces/default/configmaps/x?fieldManager=m", "application/apply-patch+yaml"],
+      ]) {
+        const before = await m.storage.currentRevision();
+        const r = await call(`http://127.0.0.1:${httpPort}`, method, path, {
+          body: type === "application/yaml" ? body : "a: &a [*a]\n",
+          headers: { "Content-Type": type },
+        });
+        assert.equal(r.status, 400, r.text);
+        assert.match(String(r.json["message"]), /an anchor's value contains itself/);
+        assert.equal(await m.storage.currentRevision(), before);
+      }
+    } finally {
+      await gateway.close();
+    }
+  });
+});
+
 describe("YAML warnings", () => {
   it("a client's odd YAML emits no process warning", async () => {
     const { registry } = await startMemoryRegistry();

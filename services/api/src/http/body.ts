@@ -168,15 +168,32 @@ export function parseJsonText(text: string): unknown {
 }
 
 function parseYamlText(text: string): unknown {
+  return parseYamlBody(text, "the request body is not valid YAML");
+}
+
+/**
+ * A client's YAML document as JSON values; a 400 starting with `what` when it
+ * nests too deep, does not parse, or holds an alias to its own ancestor
+ * (`a: &a [*a]` parses to a cycle, which no JSON can carry; Kubernetes
+ * refuses it too: "anchor value contains itself").
+ */
+export function parseYamlBody(text: string, what: string): unknown {
   checkYamlNesting(text);
+  let doc: unknown;
   try {
     // Duplicate keys are fieldValidation's business (field-validation.ts), not a syntax error.
     // logLevel error: the parser's warnings about a client's YAML (ambiguous anchors, collection
     // keys) would go to the process's stderr through process.emitWarning, one per request.
-    return parseYaml(text, { maxAliasCount: 100, uniqueKeys: false, logLevel: "error" }) as unknown;
+    doc = parseYaml(text, { maxAliasCount: 100, uniqueKeys: false, logLevel: "error" }) as unknown;
   } catch (err) {
-    throw badRequest(`the request body is not valid YAML: ${(err as Error).message}`);
+    throw badRequest(`${what}: ${(err as Error).message}`);
   }
+  try {
+    JSON.stringify(doc);
+  } catch {
+    throw badRequest(`${what}: an anchor's value contains itself`);
+  }
+  return doc;
 }
 
 /** The patch type of a PATCH (server-side apply included); 415 for anything else. */

@@ -1,8 +1,7 @@
 // Writes: POST (create), PUT (update, update status), PATCH, DELETE, DELETE on a collection.
 import { badRequest, emptyMeta, methodNotAllowed, statusOf, unwrap, type ApiObject, type DeleteOptions, type KindInfo } from "@choreo/kit";
 import { fromKubeJson, kindOfKubeJson, listToKubeJson, messageFromKubeJson, toKubeJson } from "@choreo/kit/kube-json";
-import { parse as parseYaml } from "yaml";
-import { APPLY_PATCH, checkYamlNesting, decodeBody, mediaType, parseJsonText, patchTypeOf, readBody, YAML_TYPES } from "./body.js";
+import { APPLY_PATCH, decodeBody, mediaType, parseJsonText, parseYamlBody, patchTypeOf, readBody, YAML_TYPES } from "./body.js";
 import { dryRunOf, fieldManagerOf, intParam, param, type RequestContext } from "./context.js";
 import { addWarnings, duplicateJsonFields, duplicateYamlFields, fieldProblems, fieldValidationOf, reportFieldProblems } from "./field-validation.js";
 import { withAdmissionContext } from "../registry/generic/admission-context.js";
@@ -74,7 +73,7 @@ function admitted<T>(ctx: RequestContext, write: () => Promise<T>): Promise<T> {
     seen.add(text);
     addWarnings(ctx.res, [text]);
   };
-  return withAdmissionContext({ warn }, write);
+  return withAdmissionContext({ warn, user: ctx.user.name, userInfo: ctx.user }, write);
 }
 
 /** POST .../pods → 201 with the created object. */
@@ -180,12 +179,7 @@ function fieldsOf(v: unknown): unknown {
 }
 
 function parseApplyText(text: string): unknown {
-  checkYamlNesting(text);
-  try {
-    return parseYaml(text, { maxAliasCount: 100, uniqueKeys: false, logLevel: "error" }) as unknown;
-  } catch (err) {
-    throw badRequest(`error decoding YAML: ${(err as Error).message}`);
-  }
+  return parseYamlBody(text, "error decoding YAML");
 }
 
 /** DeleteOptions from a JSON/YAML body and/or gracePeriodSeconds, propagationPolicy, dryRun query parameters. */
