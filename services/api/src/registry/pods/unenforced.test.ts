@@ -11,11 +11,9 @@ describe("pod fields choreo stores but does not enforce", () => {
   it("refuses with 422 Invalid, naming each field, the ones whose silent ignoring is unsafe; nothing is written", async () => {
     const { client } = await startMemoryRegistry();
     const cases: [Record<string, unknown>, string][] = [
-      [{ securityContext: { runAsNonRoot: true } }, "spec.securityContext.runAsNonRoot"],
-      [{ securityContext: { seccompProfile: { type: "RuntimeDefault" } } }, "spec.securityContext.seccompProfile"],
-      [{ containers: [{ ...c, securityContext: { readOnlyRootFilesystem: true } }] }, "spec.containers[0].securityContext.readOnlyRootFilesystem"],
-      [{ containers: [{ ...c, securityContext: { capabilities: { drop: ["ALL"] } } }] }, "spec.containers[0].securityContext.capabilities.drop"],
-      [{ containers: [{ ...c, securityContext: { allowPrivilegeEscalation: false } }] }, "spec.containers[0].securityContext.allowPrivilegeEscalation"],
+      [{ securityContext: { sysctls: [{ name: "net.ipv4.ip_local_port_range", value: "1024 65535" }] } }, "spec.securityContext.sysctls"],
+      [{ containers: [{ ...c, securityContext: { seLinuxOptions: { level: "s0:c1" } } }] }, "spec.containers[0].securityContext.seLinuxOptions"],
+      [{ containers: [{ ...c, securityContext: { appArmorProfile: { type: "RuntimeDefault" } } }] }, "spec.containers[0].securityContext.appArmorProfile"],
       [
         { affinity: { podAntiAffinity: { requiredDuringSchedulingIgnoredDuringExecution: [{ topologyKey: "kubernetes.io/hostname" }] } } },
         "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution",
@@ -51,6 +49,29 @@ describe("pod fields choreo stores but does not enforce", () => {
     assert.equal(err.status.details?.causes[0]?.field, "spec.template.spec.runtimeClassName");
     assert.equal((await client.list("pods", { namespace: "default" })).items.length, 0);
     assert.equal((await client.list("replicationcontrollers", { namespace: "default" })).items.length, 0);
+  });
+
+  it("takes the securityContext fields the node agents act on (restricted's hardening)", async () => {
+    const { client } = await startMemoryRegistry();
+    const hardened = {
+      securityContext: {
+        runAsNonRoot: true,
+        runAsUser: 1000,
+        runAsGroup: 2000,
+        fsGroup: 3000,
+        supplementalGroups: [4000],
+        seccompProfile: { type: "RuntimeDefault" },
+      },
+      containers: [
+        {
+          ...c,
+          securityContext: { readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"], add: ["NET_BIND_SERVICE"] } },
+        },
+      ],
+    };
+    const got = toKubeJson(await client.create(testPod("hardened", { spec: hardened })))["spec"] as Record<string, unknown>;
+    assert.deepEqual(got["securityContext"], hardened.securityContext);
+    assert.deepEqual((got["containers"] as Record<string, unknown>[])[0]?.["securityContext"], hardened.containers[0]?.securityContext);
   });
 
   it("stores and returns the harmless ones", async () => {

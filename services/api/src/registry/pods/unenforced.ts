@@ -1,12 +1,4 @@
-import type {
-  AppArmorProfile,
-  Container,
-  PodSecurityContext,
-  PodSpec,
-  SeccompProfile,
-  SecurityContext,
-  SELinuxOptions,
-} from "@choreo/kit/gen/choreo/core/v1/core";
+import type { AppArmorProfile, Container, PodSecurityContext, PodSpec, SecurityContext, SELinuxOptions } from "@choreo/kit/gen/choreo/core/v1/core";
 import type { Errors } from "../shared/validation.js";
 
 /**
@@ -64,36 +56,24 @@ function container(c: Container, at: string, no: (field: string) => void): void 
     if (probe?.grpc) no(`${at}.${name}.grpc`);
 }
 
-/** The pod-level fields asking for less privilege than choreo gives. */
+/**
+ * The pod-level fields asking for less privilege than choreo gives. The
+ * node agents act on runAsUser/Group, runAsNonRoot, supplementalGroups,
+ * fsGroup, seccompProfile, and (per container) readOnlyRootFilesystem,
+ * allowPrivilegeEscalation, capabilities and privileged
+ * (services/node-agent/src/runtime/security-context.ts); what is left here
+ * has no runtime support.
+ */
 function podSecurityContext(s: PodSecurityContext, no: (field: string) => void): void {
   common(s, no);
-  if (s.supplementalGroups.length) no("supplementalGroups");
-  if (s.fsGroup !== undefined) no("fsGroup");
   if (s.sysctls.length) no("sysctls");
 }
 
 function containerSecurityContext(s: SecurityContext, no: (field: string) => void): void {
   common(s, no);
-  if (s.readOnlyRootFilesystem === true) no("readOnlyRootFilesystem");
-  if (s.allowPrivilegeEscalation === false) no("allowPrivilegeEscalation");
-  if (s.capabilities?.drop.length) no("capabilities.drop");
 }
 
-function common(
-  s: {
-    runAsNonRoot?: boolean;
-    runAsUser?: number;
-    runAsGroup?: number;
-    seccompProfile?: SeccompProfile;
-    appArmorProfile?: AppArmorProfile;
-    seLinuxOptions?: SELinuxOptions;
-  },
-  no: (field: string) => void,
-): void {
-  if (s.runAsNonRoot === true) no("runAsNonRoot");
-  if (s.runAsUser !== undefined) no("runAsUser");
-  if (s.runAsGroup !== undefined) no("runAsGroup");
-  if (s.seccompProfile && s.seccompProfile.type !== "Unconfined") no("seccompProfile");
+function common(s: { appArmorProfile?: AppArmorProfile; seLinuxOptions?: SELinuxOptions }, no: (field: string) => void): void {
   if (s.appArmorProfile && s.appArmorProfile.type !== "Unconfined") no("appArmorProfile");
   const se = s.seLinuxOptions;
   if (se && (se.user || se.role || se.type || se.level)) no("seLinuxOptions");
