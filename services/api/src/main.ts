@@ -3,7 +3,7 @@
 import { Redis } from "ioredis";
 import path from "node:path";
 import { connectBus, ensureEventKeys, ensureEventStream, loadEventSigner } from "@choreo/kit/bus";
-import { runAll, signalController } from "@choreo/kit/lifecycle";
+import { runAll, signalController, type Runnable } from "@choreo/kit/lifecycle";
 import { createLogger } from "@choreo/kit/log";
 import { createRegistry as createMetricsRegistry, metricsServer } from "@choreo/kit/metrics";
 import { ensureClientCa, redactUrl, redisConnectUrl } from "@choreo/kit/secrets";
@@ -21,6 +21,11 @@ import { RedisStore } from "./storage/redis-store.js";
 import { Relay } from "./storage/relay.js";
 import { WatchCache } from "./storage/watch-cache.js";
 import { Authenticator, AuthorizerChain, StaticTokens, legacyAdmin } from "./auth/index.js";
+import { RbacAuthorizer } from "./auth/rbac/authorizer.js";
+import { RbacCache } from "./auth/rbac/cache.js";
+import { rbacRules } from "./http/reviews/index.js";
+import { ensureServiceAccountKey, ServiceAccountAuthenticator, ServiceAccountTokens } from "./auth/service-account-tokens.js";
+import { serviceAccountBindingCheck } from "./auth/binding-check.js";
 
 const config = loadConfig();
 const log = createLogger({ service: "api" });
@@ -52,9 +57,16 @@ await bootstrap(registry);
 // Who asks: a client certificate of the cluster's client CA, else a token of the token file.
 const tokens = StaticTokens.load(config.tokenFile);
 const clientCa = await ensureClientCa(path.join(config.dataDir, "pki"));
-const authentication = new Authenticator({ tokens: [tokens], clientCerts: true });
-// What they may do: system:masters anything; everyone else what an authorizer allows.
-const authorizer = new AuthorizerChain([]);
+// ServiceAccount tokens: signed here, good while their account (and pod) exist.
+const saTokens = new ServiceAccountTokens({ key: ensureServiceAccountKey(path.join(config.dataDir, "pki")) });
+const authentication = new Authenticator({
+  tokens: [tokens, new ServiceAccountAuthenticator(saTokens, serviceAccountBindingCheck(registry))],
+  clientCerts: true,
+});
+// What they may do: system:masters anything; everyone else what RBAC grants (the roles kept in memory from the registry).
+const rbac = new RbacCache({ handlers: registry, log: log.child({ subsystem: "rbac" }) });
+const rbacAuthorizer = new RbacAuthorizer(rbac);
+const authorizer = new AuthorizerChain([rbacAuthorizer]);
 log.info({ tokenFile: config.tokenFile, users: tokens.size, clientCa: clientCa.certFile }, "authentication ready");
 const tls = await ensureServingCert(config.dataDir, [config.host]);
 const logs = new NatsLogs({ nc, handlers: registry, log: log.child({ subsystem: "logs" }) });
@@ -69,6 +81,7 @@ const gateway = createGateway({
   log: log.child({ subsystem: "http" }),
   authentication,
   authorizer,
+  reviews: { rules: rbacRules(rbacAuthorizer), tokens: authentication, apiAudiences: saTokens.apiAudiences },
   registry: metrics,
   serverAddress: `${config.host}:${config.httpsPort}`,
 });
@@ -86,6 +99,19 @@ const relay = new Relay({
   onBacklog: (n) => m.relayBacklog.set(n),
   onPublished: (n) => m.relayPublished.inc(n),
 });
+
+/** `r`, started once the RBAC cache has listed every role and binding. */
+function afterSync(r: Runnable): Runnable {
+  return {
+    name: r.name,
+    async start(signal) {
+      await rbac.waitSynced(signal).catch(() => undefined);
+      if (signal.aborted) return;
+      log.info({ door: r.name }, "rbac synced; door opening");
+      await r.start(signal);
+    },
+  };
+}
 
 log.info(
   { http: config.httpPort, https: config.httpsPort, grpc: config.grpcPort, nats: redactUrl(config.natsUrl), redis: redactUrl(config.redisUrl) },
@@ -107,13 +133,26 @@ try {
         headerless: legacyAdmin(),
       }),
       new MetricsNatsDoor({ nc, collector: metricsCollector, log: log.child({ subsystem: "metrics-api" }) }),
-      new GrpcTransport({ handlers: registry, log: log.child({ subsystem: "grpc" }), host: config.host, port: config.grpcPort, authentication, authorizer }),
-      gatewayRunnable(gateway, {
-        host: config.host,
-        httpPort: config.httpPort,
-        httpsPort: config.httpsPort,
-        tls: { cert: tls.cert, key: tls.key, clientCa: clientCa.pem },
-      }),
+      {
+        // The doors open to users only once the roles are known: before, everyone but system:masters would get 403.
+        name: "rbac-cache",
+        async start(signal: AbortSignal) {
+          rbac.start();
+          await new Promise<void>((resolve) => signal.addEventListener("abort", () => resolve(), { once: true }));
+          await rbac.stop();
+        },
+      },
+      afterSync(
+        new GrpcTransport({ handlers: registry, log: log.child({ subsystem: "grpc" }), host: config.host, port: config.grpcPort, authentication, authorizer }),
+      ),
+      afterSync(
+        gatewayRunnable(gateway, {
+          host: config.host,
+          httpPort: config.httpPort,
+          httpsPort: config.httpsPort,
+          tls: { cert: tls.cert, key: tls.key, clientCa: clientCa.pem },
+        }),
+      ),
       metricsServer({ registry: metrics, port: config.metricsPort, host: config.host }),
     ],
     ac.signal,

@@ -45,6 +45,15 @@ export class Authenticator {
     return this.opts.tokens !== undefined;
   }
 
+  /** The user of a token by any of the token authenticators (TokenReview), or undefined. */
+  async authenticateToken(token: string, audiences?: readonly string[]): Promise<UserInfo | undefined> {
+    for (const t of this.opts.tokens ?? []) {
+      const user = await t.authenticateToken(token, audiences);
+      if (user) return user;
+    }
+    return undefined;
+  }
+
   /** The user of a bearer token (gRPC metadata, a NATS header); 401 for an unknown or missing token. */
   async token(header: string | undefined, audiences?: readonly string[]): Promise<UserInfo> {
     if (!this.opts.tokens) return UNAUTHENTICATED_ADMIN;

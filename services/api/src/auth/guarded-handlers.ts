@@ -3,6 +3,7 @@
 import type { Method } from "@choreo/kit/client";
 import type { WatchEvent, WatchRequest } from "@choreo/kit/gen/choreo/api/v1/api";
 import type { ApiHandlers } from "../handlers/api-handlers.js";
+import { withAdmissionContext } from "../registry/generic/admission-context.js";
 import { methodAttributes } from "./attributes.js";
 import { authorizeOrThrow } from "./authorize.js";
 import type { Authorizer, UserInfo } from "./types.js";
@@ -20,7 +21,8 @@ export function guardedHandlers(inner: ApiHandlers, authorizer: Authorizer, user
       } catch (err) {
         return Promise.reject(err);
       }
-      return fn.call(inner, req);
+      // Admission sees who asks (exempt users, escalation checks); warnings have no header to go to here.
+      return withAdmissionContext({ user: user.name, userInfo: user, warn: () => undefined }, () => fn.call(inner, req));
     };
   }
   out["watch"] = (req: WatchRequest, signal: AbortSignal): AsyncIterable<WatchEvent> => {

@@ -146,6 +146,29 @@ describe("RbacAuthorizer", () => {
     assert.equal(zz.authorize(req(frank, "delete", "nodes", { name: "n" })).allowed, true);
   });
 
+  it("rebuilds only the index of the scope whose bindings changed", () => {
+    const src = source();
+    const reads: string[] = [];
+    const rb = src.roleBindings.bind(src);
+    const crb = src.clusterRoleBindings.bind(src);
+    src.roleBindings = (ns) => (reads.push(ns), rb(ns));
+    src.clusterRoleBindings = () => (reads.push("cluster"), crb());
+    const zz = new RbacAuthorizer(src);
+    const alice = user("alice");
+    zz.authorize(req(alice, "get", "pods", { ns: "ns1", name: "p" }));
+    zz.authorize(req(alice, "get", "pods", { ns: "ns2", name: "p" }));
+    zz.authorize(req(alice, "get", "pods", { ns: "ns1", name: "p" }));
+    assert.deepEqual(reads.splice(0), ["cluster", "ns1", "ns2"]);
+    src.bindings.push(roleBinding("ns2", "alice", "Role", "pod-reader", userSubject("alice")));
+    src.changed("ns2");
+    assert.equal(zz.authorize(req(alice, "get", "pods", { ns: "ns2", name: "p" })).allowed, true);
+    zz.authorize(req(alice, "get", "pods", { ns: "ns1", name: "p" }));
+    assert.deepEqual(reads.splice(0), ["ns2"]);
+    src.changed("");
+    zz.authorize(req(alice, "get", "pods", { ns: "ns1", name: "p" }));
+    assert.deepEqual(reads.splice(0), ["cluster"]);
+  });
+
   it("a binding naming the user twice (user and group) is visited once", () => {
     const src = new StaticSource([], [clusterRole("r", readPods)], [], [clusterRoleBinding("both", "r", groupSubject("g"), userSubject("u"))]);
     const seen: string[] = [];

@@ -43,9 +43,9 @@ export function aggregate(errors: string[]): string {
 }
 
 export class RbacAuthorizer implements Authorizer {
-  private indexedVersion = Number.NaN;
+  private clusterVersion = Number.NaN;
   private clusterIndex: SubjectIndex = new Map();
-  private readonly namespaceIndexes = new Map<string, SubjectIndex>();
+  private readonly namespaceIndexes = new Map<string, { version: number; index: SubjectIndex }>();
 
   constructor(private readonly source: RbacSource) {}
 
@@ -73,8 +73,7 @@ export class RbacAuthorizer implements Authorizer {
    * found`), its binding skipped.
    */
   visitRulesFor(user: UserInfo, namespace: string, visit: RuleVisitor, errors: string[]): void {
-    this.refresh();
-    for (const ref of candidates(this.clusterIndex, user)) {
+    for (const ref of candidates(this.clusterBindingIndex(), user)) {
       const rules = this.roleRefRules(ref.binding.roleRef, "", errors);
       for (const rule of rules) if (!visit(rule, ref)) return;
     }
@@ -117,22 +116,24 @@ export class RbacAuthorizer implements Authorizer {
     return [];
   }
 
-  /** Drops the indexes when the source's bindings changed. */
-  private refresh(): void {
-    const v = this.source.version();
-    if (v === this.indexedVersion) return;
-    this.indexedVersion = v;
-    this.clusterIndex = buildIndex(this.source.clusterRoleBindings(), "");
-    this.namespaceIndexes.clear();
+  /** The ClusterRoleBindings' index, rebuilt when they changed. */
+  private clusterBindingIndex(): SubjectIndex {
+    const v = this.source.version("");
+    if (v !== this.clusterVersion) {
+      this.clusterVersion = v;
+      this.clusterIndex = buildIndex(this.source.clusterRoleBindings(), "");
+    }
+    return this.clusterIndex;
   }
 
+  /** A namespace's RoleBindings' index, built on first use and again when they changed. */
   private namespaceIndex(namespace: string): SubjectIndex {
-    let idx = this.namespaceIndexes.get(namespace);
-    if (!idx) {
-      idx = buildIndex(this.source.roleBindings(namespace), namespace);
-      this.namespaceIndexes.set(namespace, idx);
-    }
-    return idx;
+    const v = this.source.version(namespace);
+    const cached = this.namespaceIndexes.get(namespace);
+    if (cached?.version === v) return cached.index;
+    const index = buildIndex(this.source.roleBindings(namespace), namespace);
+    this.namespaceIndexes.set(namespace, { version: v, index });
+    return index;
   }
 }
 

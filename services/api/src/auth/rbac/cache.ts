@@ -56,7 +56,11 @@ export class RbacCache implements RbacSource {
   private readonly clusterRoles = new Store<ClusterRole>();
   private readonly bindings = new Store<RoleBinding>();
   private readonly clusterBindings = new Store<ClusterRoleBinding>();
-  private bindingsVersion = 0;
+  /** Versions are values of one counter: a scope's is that of its last change (or of the last relist). */
+  private counter = 0;
+  private clusterVersion = 0;
+  private readonly namespaceVersions = new Map<string, number>();
+  private bindingsRelisted = 0;
   private readonly listed = new Set<Resource>();
   private syncWaiters: (() => void)[] = [];
   private readonly abort = new AbortController();
@@ -106,8 +110,9 @@ export class RbacCache implements RbacSource {
     return this.clusterBindings.byKey.values();
   }
 
-  version(): number {
-    return this.bindingsVersion;
+  version(scope: string): number {
+    if (scope === "") return this.clusterVersion;
+    return Math.max(this.namespaceVersions.get(scope) ?? 0, this.bindingsRelisted);
   }
 
   private store(r: Resource): Store<Role | RoleBinding> {
@@ -123,8 +128,13 @@ export class RbacCache implements RbacSource {
     }
   }
 
-  private changed(r: Resource): void {
-    if (r === "rolebindings" || r === "clusterrolebindings") this.bindingsVersion++;
+  /** A binding of `namespace` changed (all of them: undefined). */
+  private changed(r: Resource, namespace?: string): void {
+    if (r === "clusterrolebindings") this.clusterVersion = ++this.counter;
+    else if (r === "rolebindings" && namespace === undefined) {
+      this.bindingsRelisted = ++this.counter;
+      this.namespaceVersions.clear();
+    } else if (r === "rolebindings") this.namespaceVersions.set(namespace ?? "", ++this.counter);
   }
 
   private async run(resource: Resource): Promise<void> {
@@ -183,7 +193,7 @@ export class RbacCache implements RbacSource {
       if (ev.type === "ADDED" || ev.type === "MODIFIED") this.store(resource).put(v);
       else if (ev.type === "DELETED") this.store(resource).remove(v);
       else continue;
-      this.changed(resource);
+      this.changed(resource, v.metadata?.namespace ?? "");
     }
     return revision;
   }

@@ -26,6 +26,8 @@ export const clusterRoleBinding = (name: string, roleName: string, ...subjects: 
 /** An RbacSource over arrays, looked up through maps; call `changed()` after adding or removing roles or bindings. */
 export class StaticSource implements RbacSource {
   private v = 0;
+  private counter = 0;
+  private readonly scoped = new Map<string, number>();
   private mapped = -1;
   private roleMap = new Map<string, Role>();
   private clusterRoleMap = new Map<string, ClusterRole>();
@@ -51,16 +53,20 @@ export class StaticSource implements RbacSource {
   clusterRoleBindings(): Iterable<ClusterRoleBinding> {
     return this.clusterBindings;
   }
-  version(): number {
-    return this.v;
+  /** All scopes' version is the last `changed()`'s, or the last `changed(scope)`'s if later. */
+  version(scope: string): number {
+    return Math.max(this.v, this.scoped.get(scope) ?? 0);
   }
-  changed(): void {
-    this.v++;
+  /** Bindings changed: of one scope ("" the ClusterRoleBindings, a namespace its RoleBindings), or all. */
+  changed(scope?: string): void {
+    this.counter++;
+    if (scope === undefined) this.v = this.counter;
+    else this.scoped.set(scope, this.counter);
   }
 
   private maps(): this {
-    if (this.mapped === this.v) return this;
-    this.mapped = this.v;
+    if (this.mapped === this.counter) return this;
+    this.mapped = this.counter;
     const roleCount = this.roles.length * 1e6 + this.clusterRoles.length;
     if (roleCount !== this.rolesMapped) {
       this.rolesMapped = roleCount;

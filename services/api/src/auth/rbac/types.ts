@@ -51,15 +51,16 @@ export type ClusterRoleBinding = RoleBinding;
 
 /**
  * What the authorizer reads, synchronously (an informer-fed cache).
- * `version()` changes whenever any binding changes: the authorizer keeps
- * its subject index while it stays the same.
+ * `version(scope)` changes whenever the bindings of `scope` change ("": the
+ * ClusterRoleBindings; a namespace: its RoleBindings): the authorizer keeps
+ * that scope's subject index while it stays the same.
  */
 export interface RbacSource {
   getRole(namespace: string, name: string): Role | undefined;
   getClusterRole(name: string): ClusterRole | undefined;
   roleBindings(namespace: string): Iterable<RoleBinding>;
   clusterRoleBindings(): Iterable<ClusterRoleBinding>;
-  version(): number;
+  version(scope: string): number;
 }
 
 /** A rule as it applies to the request's user, with the binding that grants it (for reasons). */

@@ -4,10 +4,13 @@
 // users). A door runs the request inside `withAdmissionContext`; without
 // one, warnings and annotations go nowhere.
 import { AsyncLocalStorage } from "node:async_hooks";
+import type { UserInfo } from "../../auth/types.js";
 
 export interface AdmissionContext {
   /** The user of the request, when the door knows it. */
   user?: string;
+  /** Who asks, whole (groups too): for checks that authorize again, as RBAC's escalation check. */
+  userInfo?: UserInfo;
   /** Receives one warning text (no quoting, no code). */
   warn(text: string): void;
   /** Receives one audit annotation (`pod-security.kubernetes.io/audit-violations`). */
@@ -34,4 +37,9 @@ export function addAuditAnnotation(key: string, value: string): void {
 /** The user of the request in scope ("" when unknown). */
 export function requestUser(): string {
   return scope.getStore()?.user ?? "";
+}
+
+/** The whole user of the request in scope, when the door knows it. */
+export function requestUserInfo(): UserInfo | undefined {
+  return scope.getStore()?.userInfo;
 }
