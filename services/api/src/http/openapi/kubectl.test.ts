@@ -11,6 +11,7 @@ import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { promisify } from "node:util";
 import { KINDS } from "@choreo/kit";
+import { REVIEW_GROUPS } from "../reviews/index.js";
 import { startTestGateway, type TestGateway } from "../testing/harness.js";
 
 const exec = promisify(execFile);
@@ -159,8 +160,10 @@ current-context: choreo
       .trim()
       .split("\n")
       .map((l) => l.split(/\s+/)[0]);
-    // Every stored kind, and the read-only metrics.k8s.io resources (NodeMetrics, PodMetrics) kubectl top reads.
-    assert.deepEqual([...names].sort(), [...KINDS.map((k) => k.resource), "nodes", "pods"].sort());
+    // Every stored kind, the read-only metrics.k8s.io resources (NodeMetrics, PodMetrics) kubectl top reads, and the create-only reviews.
+    const reviews = Object.values(REVIEW_GROUPS).flatMap((rs) => rs.map((x) => x.resource));
+    assert.deepEqual([...names].sort(), [...KINDS.map((k) => k.resource), "nodes", "pods", ...reviews].sort());
+    assert.match(r.stdout, /^selfsubjectaccessreviews\s+authorization\.k8s\.io\/v1\s+false\s+SelfSubjectAccessReview$/m);
     assert.match(r.stdout, /^nodes\s+metrics\.k8s\.io\/v1beta1\s+false\s+NodeMetrics$/m);
     assert.match(r.stdout, /^pods\s+metrics\.k8s\.io\/v1beta1\s+true\s+PodMetrics$/m);
     assert.equal((await kubectl("apply", "-f", path.join(dir, "service.yaml"))).code, 0);
