@@ -129,6 +129,36 @@ describe("the review door", () => {
     }
   });
 
+  it("answers hostile bodies with a 4xx, never a 5xx", async () => {
+    const paths = [
+      "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+      "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+      "/apis/authorization.k8s.io/v1/namespaces/dev/localsubjectaccessreviews",
+      "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews",
+      "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+      "/apis/authentication.k8s.io/v1/tokenreviews",
+    ];
+    const bodies = [
+      "[]",
+      "null",
+      "1",
+      '"s"',
+      '{"spec":[]}',
+      '{"spec":{"resourceAttributes":[]}}',
+      '{"spec":{"user":"u","extra":[],"resourceAttributes":{}}}',
+      '{"spec":{"user":"u","extra":{"k":[1]},"resourceAttributes":{}}}',
+      '{"metadata":[],"spec":{"namespace":{}}}',
+      '{"kind":7,"apiVersion":[]}',
+      '{"spec":{"token":1,"audiences":"x"}}',
+      '{"spec":{"groups":"g","nonResourceAttributes":{"path":[]}}}',
+    ];
+    for (const path of paths)
+      for (const body of bodies) {
+        const r = await call(base, "POST", path, { body, headers: { "Content-Type": "application/json", Accept: PROTOBUF } });
+        assert.ok(r.status < 500, `${path} ${body}: ${r.status} ${r.text}`);
+      }
+  });
+
   it("serves both groups' discovery, and they are listed in /apis (legacy and aggregated)", async () => {
     const list = await call(base, "GET", "/apis/authorization.k8s.io/v1");
     assert.equal(list.json["kind"], "APIResourceList");
