@@ -107,6 +107,7 @@ describe("RbacCache on the registry's handlers (nats-server, redis-server)", () 
   });
 
   it("follows creates, updates and deletes through the watch", async () => {
+    const nsVersion = cache.version("default");
     await s.client.create(
       obj("ClusterRoleBinding", "readers", {
         roleRef: { apiGroup: G, kind: "ClusterRole", name: "node-reader" },
@@ -114,6 +115,8 @@ describe("RbacCache on the registry's handlers (nats-server, redis-server)", () 
       }),
     );
     await waitFor(() => z.authorize(get(user("bob", "ops"), "nodes", "")).allowed, { message: "the new ClusterRoleBinding" });
+    assert.equal(cache.version("default"), nsVersion, "a ClusterRoleBinding leaves the namespace's bindings' version");
+    const clusterVersion = cache.version("");
     await s.client.patch("clusterroles", "", "node-reader", "application/merge-patch+json", {
       rules: [{ verbs: ["get"], apiGroups: [""], resources: ["configmaps"] }],
     });
@@ -121,6 +124,8 @@ describe("RbacCache on the registry's handlers (nats-server, redis-server)", () 
     assert.equal(z.authorize(get(user("bob", "ops"), "nodes", "")).allowed, false);
     await s.client.delete("rolebindings", "default", "alice");
     await waitFor(() => !z.authorize(get(user("alice"), "pods", "default")).allowed, { message: "the RoleBinding deleted" });
+    assert.equal(cache.version(""), clusterVersion, "a RoleBinding leaves the ClusterRoleBindings' version");
+    assert.ok(cache.version("default") > nsVersion);
     assert.equal(z.authorize(get(user("bob", "ops"), "configmaps", "default")).allowed, true);
     assert.equal(cache.lists, 4, "no relist: the changes came through the watches");
   });
