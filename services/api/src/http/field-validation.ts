@@ -43,9 +43,14 @@ export function addWarnings(res: ServerResponse, texts: readonly string[]): void
   res.setHeader("Warning", list);
 }
 
-// A quoted-string: backslash before `"` and `\`; control characters become spaces.
+// A quoted-string: backslash before `"` and `\`; control characters become spaces; anything past
+// ASCII as \uXXXX (Node refuses a header string with a character past U+00FF: it was a 500).
 function quote(text: string): string {
-  return `"${text.replace(/[\\"]/g, (c) => `\\${c}`).replace(/[\u0000-\u001f\u007f]/g, " ")}"`;
+  const escaped = text
+    .replace(/[\\"]/g, (c) => `\\${c}`)
+    .replace(/[\u0000-\u001f\u007f]/g, " ")
+    .replace(/[^\u0000-\u007f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+  return `"${escaped}"`;
 }
 
 // ---- duplicate keys: JSON.parse and yaml keep one; Kubernetes reports them ----
