@@ -41,7 +41,8 @@ byKind.set("policy/v1/Eviction", "k8s.io.api.policy.v1.Eviction");
 // The access and identity reviews (create-only, never stored): kubectl auth can-i and whoami send them in protobuf.
 for (const kind of ["SelfSubjectAccessReview", "SubjectAccessReview", "LocalSubjectAccessReview", "SelfSubjectRulesReview"])
   byKind.set(`authorization.k8s.io/v1/${kind}`, `k8s.io.api.authorization.v1.${kind}`);
-for (const kind of ["SelfSubjectReview", "TokenReview"]) byKind.set(`authentication.k8s.io/v1/${kind}`, `k8s.io.api.authentication.v1.${kind}`);
+// TokenRequest: POST serviceaccounts/NAME/token (kubectl create token).
+for (const kind of ["SelfSubjectReview", "TokenReview", "TokenRequest"]) byKind.set(`authentication.k8s.io/v1/${kind}`, `k8s.io.api.authentication.v1.${kind}`);
 for (const [key, full] of byKind) if (!k8sMessage(full)) byKind.delete(key);
 
 /** The Kubernetes message of an apiVersion and kind; undefined when it has no protobuf form here. */
