@@ -20,7 +20,8 @@ import { apiMetrics } from "./metrics.js";
 import { RedisStore } from "./storage/redis-store.js";
 import { Relay } from "./storage/relay.js";
 import { WatchCache } from "./storage/watch-cache.js";
-import { Authenticator, AuthorizerChain, StaticTokens, legacyAdmin } from "./auth/index.js";
+import { Authenticator, AuthorizerChain, legacyAdmin } from "./auth/index.js";
+import { ReloadingTokens } from "./auth/node/reloading-tokens.js";
 import { RbacAuthorizer } from "./auth/rbac/authorizer.js";
 import { RbacCache } from "./auth/rbac/cache.js";
 import { rbacRules } from "./http/reviews/index.js";
@@ -55,7 +56,11 @@ registry.attachWatch({ cache, nc, jsm });
 await bootstrap(registry);
 
 // Who asks: a client certificate of the cluster's client CA, else a token of the token file.
-const tokens = StaticTokens.load(config.tokenFile);
+// Re-read when it changes: a node agent provisioned after the api starts (its line appended) is known at its first request.
+const tokens = new ReloadingTokens(config.tokenFile, {
+  onReload: (users, err) =>
+    err ? log.error({ err, tokenFile: config.tokenFile }, "token file unreadable; keeping the tokens last read") : log.info({ users }, "token file reloaded"),
+});
 const clientCa = await ensureClientCa(path.join(config.dataDir, "pki"));
 // ServiceAccount tokens: signed here, good while their account (and pod) exist.
 const saTokens = new ServiceAccountTokens({ key: ensureServiceAccountKey(path.join(config.dataDir, "pki")) });
@@ -82,6 +87,7 @@ const gateway = createGateway({
   authentication,
   authorizer,
   reviews: { rules: rbacRules(rbacAuthorizer), tokens: authentication, apiAudiences: saTokens.apiAudiences },
+  tokenIssuer: saTokens,
   registry: metrics,
   serverAddress: `${config.host}:${config.httpsPort}`,
 });
@@ -122,16 +128,19 @@ try {
     [
       relay,
       cache,
-      new NatsTransport({
-        nc,
-        handlers: registry,
-        log: log.child({ subsystem: "nats" }),
-        onRequest: (method, code, s) => m.requests.observe({ transport: "nats", method, code: String(code) }, s),
-        authentication,
-        authorizer,
-        // Actors prove themselves with the NATS credentials alone until each has its own identity.
-        headerless: legacyAdmin(),
-      }),
+      // Like the other doors, opened once RBAC has listed the roles (before, every actor would get 403).
+      afterSync(
+        new NatsTransport({
+          nc,
+          handlers: registry,
+          log: log.child({ subsystem: "nats" }),
+          onRequest: (method, code, s) => m.requests.observe({ transport: "nats", method, code: String(code) }, s),
+          authentication,
+          authorizer,
+          // Every actor sends its own token: a request without one is 401, unless CHOREO_NATS_HEADERLESS_ADMIN=1 (a cluster whose actors have none yet).
+          headerless: process.env["CHOREO_NATS_HEADERLESS_ADMIN"] === "1" ? legacyAdmin() : undefined,
+        }),
+      ),
       new MetricsNatsDoor({ nc, collector: metricsCollector, log: log.child({ subsystem: "metrics-api" }) }),
       {
         // The doors open to users only once the roles are known: before, everyone but system:masters would get 403.

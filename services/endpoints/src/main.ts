@@ -6,7 +6,7 @@ import { ApiClient } from "@choreo/kit/client";
 import { Informer } from "@choreo/kit/informer";
 import { runAll, signalController, type Runnable } from "@choreo/kit/lifecycle";
 import { createLogger } from "@choreo/kit/log";
-import { redactUrl } from "@choreo/kit/secrets";
+import { actorToken, redactUrl } from "@choreo/kit/secrets";
 import { createRegistry, metricsServer } from "@choreo/kit/metrics";
 import { EndpointsReconciler } from "./endpoints-reconciler.js";
 
@@ -19,7 +19,8 @@ const ac = signalController();
 const registry = createRegistry("endpoints");
 const nc = await connectBus(natsUrl, "endpoints");
 const jsm = await jetstreamManager(nc);
-const client = new ApiClient(nc);
+// Its own identity: the bearer token in CHOREO_API_TOKEN_FILE (0600), sent with every api request.
+const client = new ApiClient(nc, { token: actorToken() });
 
 const informer = <C extends "service" | "pod" | "endpoints">(kind: C): Informer<C> => new Informer({ client, nc, jsm, kind, resyncMs: 5 * 60_000, log });
 const services = informer("service");

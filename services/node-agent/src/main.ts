@@ -11,7 +11,7 @@ import { ApiClient } from "@choreo/kit/client";
 import { EventRecorder } from "@choreo/kit/events";
 import { runAll, signalController, type Runnable } from "@choreo/kit/lifecycle";
 import { createLogger } from "@choreo/kit/log";
-import { redactUrl } from "@choreo/kit/secrets";
+import { actorToken, redactUrl } from "@choreo/kit/secrets";
 import { createRegistry, getOrCreateCounter, metricsServer } from "@choreo/kit/metrics";
 import { loadConfig } from "./config.js";
 import { hollowNodes, runAgents } from "./hollow-nodes.js";
@@ -47,7 +47,8 @@ if (config.eventVerifyKey) {
 } else {
   log.warn({}, "event signatures not checked (no CHOREO_EVENT_VERIFY_KEY): hollow nodes only");
 }
-const client = new ApiClient(nc);
+// Its own identity: the bearer token in CHOREO_API_TOKEN_FILE (0600), sent with every api request.
+const client = new ApiClient(nc, { token: actorToken() });
 const events = process.env["CHOREO_EVENTS"] === "0" ? undefined : new EventRecorder(client, "kubelet", log);
 const agentOpts = {
   events,

@@ -11,7 +11,7 @@ import { EventRecorder } from "@choreo/kit/events";
 import { Informer } from "@choreo/kit/informer";
 import { runAll, signalController, type Runnable } from "@choreo/kit/lifecycle";
 import { createLogger } from "@choreo/kit/log";
-import { redactUrl } from "@choreo/kit/secrets";
+import { actorToken, redactUrl } from "@choreo/kit/secrets";
 import { createRegistry, metricsServer } from "@choreo/kit/metrics";
 import { loadConfig } from "./config.js";
 import { CronJobController } from "./cronjobs/cronjob-controller.js";
@@ -32,7 +32,8 @@ const ac = signalController();
 const registry = createRegistry("replication");
 const nc = await connectBus(config.natsUrl, "replication");
 const jsm = await jetstreamManager(nc);
-const client = new ApiClient(nc);
+// Its own identity: the bearer token in CHOREO_API_TOKEN_FILE (0600), sent with every api request.
+const client = new ApiClient(nc, { token: actorToken() });
 const recorder = config.events ? new EventRecorder(client, "replication-controller", log) : undefined;
 
 const informer = <C extends KindCase>(kind: C): Informer<C> => new Informer({ client, nc, jsm, kind, resyncMs: 5 * 60_000, log });

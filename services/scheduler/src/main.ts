@@ -6,7 +6,7 @@ import { connectBus } from "@choreo/kit/bus";
 import { ApiClient } from "@choreo/kit/client";
 import { runAll, signalController } from "@choreo/kit/lifecycle";
 import { createLogger } from "@choreo/kit/log";
-import { redactUrl } from "@choreo/kit/secrets";
+import { actorToken, redactUrl } from "@choreo/kit/secrets";
 import { createRegistry, metricsServer } from "@choreo/kit/metrics";
 import { buildActors } from "./actors.js";
 import { loadConfig } from "./config.js";
@@ -16,7 +16,8 @@ const log = createLogger({ service: "scheduler" });
 const ac = signalController();
 const nc = await connectBus(config.natsUrl, `scheduler-${config.identity}`);
 const jsm = await jetstreamManager(nc);
-const client = new ApiClient(nc);
+// Its own identity: the bearer token in CHOREO_API_TOKEN_FILE (0600), sent with every api request.
+const client = new ApiClient(nc, { token: actorToken() });
 
 const registry = createRegistry("scheduler");
 const { runnables } = buildActors({ client, nc, jsm, log, registry }, config);

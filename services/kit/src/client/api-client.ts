@@ -1,4 +1,4 @@
-import type { NatsConnection } from "@nats-io/transport-node";
+import { headers, type MsgHdrs, type NatsConnection } from "@nats-io/transport-node";
 import { ApiError, failure, unavailable, timeout as timeoutError } from "../api/errors.js";
 import { emptyMeta, kindByCase, unwrap, wrap, type KindCase, type KindValue } from "../api/kinds.js";
 import { apiSubject } from "../bus/subjects.js";
@@ -26,12 +26,27 @@ export type PatchType = "application/merge-patch+json" | "application/json-patch
  */
 export class ApiClient {
   readonly timeoutMs: number;
+  private readonly token: string | undefined;
 
+  /**
+   * `token`: the bearer token sent as the `Authorization` header of every
+   * request (an actor's own, from its CHOREO_API_TOKEN_FILE: see
+   * @choreo/kit/secrets actorToken); without one the api answers 401.
+   */
   constructor(
     private readonly nc: NatsConnection,
-    opts: { timeoutMs?: number } = {},
+    opts: { timeoutMs?: number; token?: string } = {},
   ) {
     this.timeoutMs = opts.timeoutMs ?? 10_000;
+    this.token = opts.token || undefined;
+  }
+
+  /** The request's headers: `Authorization: Bearer <token>` when the client has a token. */
+  private headers(): MsgHdrs | undefined {
+    if (!this.token) return undefined;
+    const h = headers();
+    h.set("Authorization", `Bearer ${this.token}`);
+    return h;
   }
 
   /** Sends one request; returns the reply or throws its Status. */
@@ -45,7 +60,7 @@ export class ApiClient {
   /** One request on `choreo.api.<method>`; transport failures become 503/504 ApiErrors. */
   private async send(method: string, data: Uint8Array): Promise<Uint8Array> {
     try {
-      return (await this.nc.request(apiSubject(method), data, { timeout: this.timeoutMs })).data;
+      return (await this.nc.request(apiSubject(method), data, { timeout: this.timeoutMs, headers: this.headers() })).data;
     } catch (err) {
       const text = String((err as Error).message ?? err);
       if (/no responders|503/i.test(text)) throw unavailable("the api service is not reachable (no responders)");

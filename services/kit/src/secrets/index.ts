@@ -20,3 +20,19 @@ export {
 export type { Credentials } from "./secrets.js";
 export { clientCaPaths, ensureClientCa, signClientCert } from "./client-ca.js";
 export type { ClientCa } from "./client-ca.js";
+export {
+  ACTOR_IDENTITIES,
+  API_TOKEN_FILE_ENV,
+  NODES_GROUP,
+  actorIdentity,
+  actorToken,
+  ensureTokenFile,
+  hollowNodesIdentity,
+  nodeIdentity,
+  provisionIdentity,
+  readTokenFile,
+  tokenLine,
+} from "./identities.js";
+export type { Identity } from "./identities.js";
+export type { NatsPermissions, NatsUser } from "./secrets.js";
+export { EVENT_READER_JS_SUBJECTS, actorNatsPermissions, eventsReaderNatsPermissions, hollowNodesNatsPermissions, nodeNatsPermissions } from "./nats-users.js";
