@@ -1,7 +1,17 @@
 import { chmodSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { natsAuthorization, randomSecret, redisAcl, withCredentials, writeCredentials, writeSecretFile, type Credentials } from "../secrets/secrets.js";
+import {
+  natsAuthorization,
+  randomSecret,
+  redisAcl,
+  withCredentials,
+  writeCredentials,
+  writeSecretFile,
+  type Credentials,
+  type NatsPermissions,
+  type NatsUser,
+} from "../secrets/secrets.js";
 import { freePort, startProcess, type ManagedProcess } from "./process.js";
 
 /**
@@ -22,6 +32,14 @@ export interface ServerHandle {
   readonly port: number;
   readonly dir: string;
   process(): ManagedProcess;
+  /**
+   * nats-server only: adds user `name` with `permissions` (see
+   * secrets/nats-users.ts), its password random, its `user:password` file
+   * (0600) returned — what its process gets as CHOREO_NATS_CREDENTIALS; the
+   * server reloads its config (SIGHUP) before this resolves. A user already
+   * there keeps its password and permissions.
+   */
+  addUser(name: string, permissions: NatsPermissions): Promise<string>;
   /** kill -9 (data on disk stays). */
   kill(): Promise<void>;
   /** Starts it again on the same port and directory. */
@@ -34,7 +52,9 @@ interface ServerSpec {
   name: string;
   cmd: string;
   /** The command line; writes the server's config (0600) first. */
-  args: (port: number, dir: string, users: Credentials[]) => string[];
+  args: (port: number, dir: string, users: NatsUser[]) => string[];
+  /** Rewrites the config with `users` (for a reload); undefined: the server cannot add users. */
+  rewrite?: (dir: string, users: NatsUser[]) => void;
   ready: RegExp;
   url: (port: number) => string;
   user: string;
@@ -56,11 +76,13 @@ async function startServer(spec: ServerSpec, opts: { dir?: string; port?: number
   const credentials: Credentials = { user: spec.user, password: randomSecret() };
   const credentialsFile = path.join(dir, "credentials");
   writeCredentials(credentialsFile, credentials);
+  const users: NatsUser[] = [credentials];
+  const files = new Map<string, string>();
   const launch = (): Promise<ManagedProcess> =>
     startProcess({
       name: spec.name,
       cmd: spec.cmd,
-      args: spec.args(port, dir, [credentials]),
+      args: spec.args(port, dir, users),
       readyWhen: spec.ready,
       timeoutMs: 30_000,
       logFile: opts.logFile,
@@ -75,6 +97,26 @@ async function startServer(spec: ServerSpec, opts: { dir?: string; port?: number
     port,
     dir,
     process: () => proc,
+    async addUser(name, permissions) {
+      const known = files.get(name);
+      if (known) return known;
+      if (!spec.rewrite) throw new Error(`${spec.name} cannot add users`);
+      if (users.some((u) => u.user === name)) throw new Error(`${spec.name} already has a user ${name}`);
+      const c: NatsUser = { user: name, password: randomSecret(), permissions };
+      const file = path.join(dir, `${name}.credentials`);
+      writeCredentials(file, c);
+      users.push(c);
+      spec.rewrite(dir, users);
+      const reloads = (): number => proc.output().split("Reloaded server configuration").length;
+      const before = reloads();
+      proc.child.kill("SIGHUP");
+      for (let i = 0; reloads() === before; i++) {
+        if (i > 300 || !proc.isRunning()) throw new Error(`${spec.name} did not reload its config: ${proc.output().slice(-500)}`);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      files.set(name, file);
+      return file;
+    },
     kill: () => proc.kill(),
     async restart() {
       await proc.kill();
@@ -87,6 +129,11 @@ async function startServer(spec: ServerSpec, opts: { dir?: string; port?: number
   };
 }
 
+/** nats.conf in `dir`: objects may be 1.5 MiB (the default 1 MiB payload limit is too small), then the users. */
+function writeNatsConf(dir: string, users: NatsUser[]): void {
+  writeSecretFile(path.join(dir, "nats.conf"), `max_payload: 8388608\n${natsAuthorization(users)}`);
+}
+
 /** nats-server with JetStream on a free port (or the given one), data in `dir`; one user, `choreo`, and no anonymous clients. */
 export function startNats(opts: { dir?: string; port?: number; logFile?: string } = {}): Promise<ServerHandle> {
   return startServer(
@@ -94,11 +141,10 @@ export function startNats(opts: { dir?: string; port?: number; logFile?: string 
       name: "nats-server",
       cmd: "nats-server",
       args: (port, dir, users) => {
-        // Objects may be 1.5 MiB; the default 1 MiB payload limit is too small.
-        const conf = path.join(dir, "nats.conf");
-        writeSecretFile(conf, `max_payload: 8388608\n${natsAuthorization(users)}`);
-        return ["-c", conf, "-js", "-a", "127.0.0.1", "-p", String(port), "-sd", dir];
+        writeNatsConf(dir, users);
+        return ["-c", path.join(dir, "nats.conf"), "-js", "-a", "127.0.0.1", "-p", String(port), "-sd", dir];
       },
+      rewrite: writeNatsConf,
       ready: /Server is ready/,
       url: (port) => `nats://127.0.0.1:${port}`,
       user: "choreo",

@@ -135,15 +135,46 @@ function quoted(s: string): string {
   return `"${s}"`;
 }
 
+/** What a NATS user may publish and subscribe to (nats-server's `permissions`); absent: everything. */
+export interface NatsPermissions {
+  publish: { allow: string[]; deny?: string[] };
+  subscribe: { allow: string[]; deny?: string[] };
+  /** Lets the user answer a request it received (once, to its reply subject) without publish rights there. */
+  allowResponses?: boolean;
+}
+
+/** A NATS user: credentials and, unless it may do everything (the api), its permissions. */
+export interface NatsUser extends Credentials {
+  permissions?: NatsPermissions;
+}
+
+function subjects(list: string[]): string {
+  for (const x of list) if (!/^[A-Za-z0-9_$.*>~-]+$/.test(x)) throw new Error(`refusing subject ${JSON.stringify(x)} in a server config`);
+  return `[${list.map((x) => `"${x}"`).join(", ")}]`;
+}
+
+function permissionsBlock(p: NatsPermissions): string {
+  const side = (name: string, v: { allow: string[]; deny?: string[] }): string =>
+    `${name}: { allow: ${subjects(v.allow)}${v.deny?.length ? `, deny: ${subjects(v.deny)}` : ""} }`;
+  return `, permissions: { ${side("publish", p.publish)}, ${side("subscribe", p.subscribe)}${p.allowResponses ? ", allow_responses: true" : ""} }`;
+}
+
 /**
  * The `authorization` block of a nats-server config: these users and no
- * one else (no `no_auth_user`: an anonymous client is refused). Each user
- * may publish and subscribe to everything for now; per-identity permissions
- * come with RBAC.
+ * one else (no `no_auth_user`: an anonymous client is refused). A user
+ * without permissions may publish and subscribe to everything (the api);
+ * the others what their permissions allow (see nats-users.ts).
  */
-export function natsAuthorization(users: Credentials[]): string {
+export function natsAuthorization(users: NatsUser[]): string {
   if (users.length === 0) throw new Error("nats-server needs at least one user");
-  return ["authorization {", "  users = [", ...users.map((u) => `    { user: ${quoted(u.user)}, password: ${quoted(u.password)} }`), "  ]", "}", ""].join("\n");
+  return [
+    "authorization {",
+    "  users = [",
+    ...users.map((u) => `    { user: ${quoted(u.user)}, password: ${quoted(u.password)}${u.permissions ? permissionsBlock(u.permissions) : ""} }`),
+    "  ]",
+    "}",
+    "",
+  ].join("\n");
 }
 
 /**

@@ -1,0 +1,82 @@
+import type { NatsPermissions } from "./secrets.js";
+
+/**
+ * Who may do what on the bus. The api's user may do everything (it serves
+ * `choreo.api.>`, publishes the event log, asks node agents); everyone else
+ * gets one of these:
+ *
+ * - an actor (scheduler, replication, endpoints): api requests, reading the
+ *   event stream through JetStream's API (the subjects consumeEvents and
+ *   jetstreamManager use, for the CHOREO_EVENTS stream only), replies;
+ * - a node agent: the same, plus its own node's request subjects
+ *   (`choreo.agent.<node>.>`: logs, exec, portforward, stats) and the
+ *   ConfigMap and Secret change notices its volumes follow;
+ * - a hollow-nodes process: every node's subjects (its nodes are many);
+ * - `events`: a read-only event-stream subscriber (no api requests).
+ *
+ * Nobody but the api may publish `choreo.ev.>` or write into the stream
+ * (`$JS.API.STREAM.*` other than INFO, `$JS.API.CONSUMER.*` of other streams).
+ */
+
+/** The event log's stream (kept here as a literal: secrets is below bus). */
+const STREAM = "CHOREO_EVENTS";
+
+/** The JetStream API subjects a reader of the event log publishes: account and stream info, its own ordered consumers, their pulls. */
+export const EVENT_READER_JS_SUBJECTS = [
+  "$JS.API.INFO",
+  `$JS.API.STREAM.INFO.${STREAM}`,
+  `$JS.API.CONSUMER.CREATE.${STREAM}`,
+  `$JS.API.CONSUMER.CREATE.${STREAM}.>`,
+  `$JS.API.CONSUMER.INFO.${STREAM}.*`,
+  `$JS.API.CONSUMER.DELETE.${STREAM}.*`,
+  `$JS.API.CONSUMER.MSG.NEXT.${STREAM}.*`,
+  `$JS.ACK.${STREAM}.>`,
+  `$JS.FC.${STREAM}.>`,
+];
+
+/** Where replies and bus streams arrive (nats.js inboxes). */
+const INBOX = "_INBOX.>";
+
+/** What no one but the api may publish, even where an allow would match. */
+const NEVER = [
+  "choreo.ev.>",
+  "$JS.API.STREAM.CREATE.>",
+  "$JS.API.STREAM.UPDATE.>",
+  "$JS.API.STREAM.DELETE.>",
+  "$JS.API.STREAM.PURGE.>",
+  "$JS.API.STREAM.MSG.>",
+];
+
+/** A subject token as kit/bus writes a node's name (dots as `~`). */
+function nodeToken(node: string): string {
+  return node === "" ? "_" : node.replaceAll(".", "~");
+}
+
+/** The scheduler, replication and endpoints actors. */
+export function actorNatsPermissions(): NatsPermissions {
+  return {
+    publish: { allow: ["choreo.api.>", ...EVENT_READER_JS_SUBJECTS, INBOX], deny: NEVER },
+    subscribe: { allow: [INBOX] },
+  };
+}
+
+/** The node agent of `node`: an actor, plus its node's request subjects and the ConfigMap/Secret change notices. */
+export function nodeNatsPermissions(node: string): NatsPermissions {
+  const base = actorNatsPermissions();
+  return {
+    publish: base.publish,
+    subscribe: { allow: [INBOX, `choreo.agent.${nodeToken(node)}.>`, "choreo.ev.configmaps.>", "choreo.ev.secrets.>"] },
+    allowResponses: true,
+  };
+}
+
+/** A hollow-nodes process: every node's request subjects (its nodes are many, in one connection). */
+export function hollowNodesNatsPermissions(): NatsPermissions {
+  const base = actorNatsPermissions();
+  return { publish: base.publish, subscribe: { allow: [INBOX, "choreo.agent.>"] }, allowResponses: true };
+}
+
+/** A read-only event-stream subscriber: JetStream reads of the event log and replies; no api request, no publishing. */
+export function eventsReaderNatsPermissions(): NatsPermissions {
+  return { publish: { allow: [...EVENT_READER_JS_SUBJECTS, INBOX], deny: NEVER }, subscribe: { allow: [INBOX] } };
+}
