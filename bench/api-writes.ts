@@ -110,7 +110,7 @@ async function apiPhase(apis: number): Promise<void> {
   const c = await startCluster({ apis, env: { CHOREO_LOG_LEVEL: "error" } });
   try {
     const conns = await Promise.all(Array.from({ length: 4 }, (_, i) => connectBus(c.nats.url, `bench-${i}`)));
-    const clients = conns.map((nc) => new ApiClient(nc, { timeoutMs: 60_000 }));
+    const clients = conns.map((nc) => new ApiClient(nc, { timeoutMs: 60_000, token: c.token }));
     // warm-up
     await closedLoop(clients, 500, 64, (api, i) => api.create(event("warm", i)));
     let sampler = await backlogSampler(c);

@@ -38,7 +38,7 @@ describe("100 concurrent read-modify-write clients on one object", () => {
     const perClient = 5;
     await Promise.all(
       Array.from({ length: 100 }, async (_, i) => {
-        const api = new ApiClient(conns[i % conns.length]!, { timeoutMs: 30_000 });
+        const api = new ApiClient(conns[i % conns.length]!, { timeoutMs: 30_000, token: c.token });
         for (let k = 0; k < perClient; k++) {
           const rv = await retryOnConflict(async () => {
             const rc = unwrap(await api.get("replicationcontrollers", "default", "counter")) as ReplicationController;

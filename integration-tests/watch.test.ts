@@ -106,7 +106,14 @@ describe("watch", () => {
     assert.match(got.body, /"reason":"Expired"/);
 
     const jsm = await jetstreamManager(c.nc);
-    const informer = new Informer({ client: new ApiClient(c.nc), nc: c.nc, jsm, kind: "pod", labelSelector: "app=old", log: silentLogger() });
+    const informer = new Informer({
+      client: new ApiClient(c.nc, { token: c.token }),
+      nc: c.nc,
+      jsm,
+      kind: "pod",
+      labelSelector: "app=old",
+      log: silentLogger(),
+    });
     const ac = new AbortController();
     const running = informer.start(ac.signal);
     try {

@@ -4,6 +4,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { connectBus, eventKeyPaths } from "@choreo/kit/bus";
+import { actorIdentity, ensureTokenFile, hollowNodesIdentity, nodeIdentity, provisionIdentity, type Identity } from "@choreo/kit/secrets";
 import { ApiClient } from "@choreo/kit/client";
 import { Informer } from "@choreo/kit/informer";
 import { silentLogger } from "@choreo/kit/log";
@@ -95,8 +96,11 @@ async function bringUp(dir: string, opts: Parameters<typeof startCluster>[0] & o
   ]);
   const nc = await connectBus(nats.url, "integration-test");
   started.push({ stop: () => nc.close() });
-  const probe = new ApiClient(nc, { timeoutMs: 1_000 });
-  const client = new ApiClient(nc, { timeoutMs: 15_000 });
+  // The api's token file, provisioned before it starts: its first line is the administrator (the test's own token).
+  const apiTokenFile = path.join(dir, "api", "tokens");
+  const token = ensureTokenFile(apiTokenFile);
+  const probe = new ApiClient(nc, { timeoutMs: 1_000, token });
+  const client = new ApiClient(nc, { timeoutMs: 15_000, token });
   const apis: ApiProcess[] = [];
   for (let i = 0; i < (opts.apis ?? 1); i++) {
     apis.push({
@@ -147,14 +151,14 @@ async function bringUp(dir: string, opts: Parameters<typeof startCluster>[0] & o
     );
     started.push({ stop: () => a.process.stop(10_000) });
   }
-  const token =
-    readFileSync(path.join(dir, "api", "tokens"), "utf8")
-      .trim()
-      .split("\n")[0] ?? "";
   const actors = new Map<string, ManagedProcess>();
   const startActor = async (name: string, env: Record<string, string> = {}, args: string[] = [], as = name): Promise<ManagedProcess> => {
     await actors.get(as)?.stop(5_000);
     let metricsPort = env["CHOREO_METRICS_PORT"] ? Number(env["CHOREO_METRICS_PORT"]) : await freePort();
+    // Each actor its own identity: a token line in the api's file, the token in a 0600 file named by CHOREO_API_TOKEN_FILE.
+    const identity = identityOf(name, { ...opts.env, ...env }, args);
+    const tokenFile = path.join(dir, "identities", `${as}.token`);
+    if (identity) provisionIdentity(apiTokenFile, tokenFile, identity);
     const start = (): Promise<ManagedProcess> =>
       startProcess({
         name,
@@ -165,6 +169,7 @@ async function bringUp(dir: string, opts: Parameters<typeof startCluster>[0] & o
           CHOREO_NATS_URL: nats.url,
           CHOREO_LOG_LEVEL: "info",
           CHOREO_EVENT_VERIFY_KEY: eventKeyPaths(path.join(dir, "api", "pki")).publicKey,
+          ...(identity ? { CHOREO_API_TOKEN_FILE: tokenFile } : {}),
           ...opts.env,
           ...env,
           CHOREO_METRICS_PORT: String(metricsPort),
@@ -210,6 +215,24 @@ async function bringUp(dir: string, opts: Parameters<typeof startCluster>[0] & o
       removeUnlessKept(dir);
     },
   };
+}
+
+/**
+ * Who an actor started by name is: scheduler, replication and endpoints
+ * their users; a node agent `system:node:<its node>` (--node-name or
+ * CHOREO_NODE_NAME), a hollow-nodes process one `system:nodes` identity for
+ * all its nodes; anything else none.
+ */
+function identityOf(name: string, env: Record<string, string>, args: string[]): Identity | undefined {
+  if (name !== "node-agent") return actorIdentity(name);
+  const arg = (flag: string): string | undefined => {
+    const i = args.findIndex((a) => a === flag || a.startsWith(`${flag}=`));
+    if (i === -1) return undefined;
+    return args[i]!.includes("=") ? args[i]!.slice(flag.length + 1) : args[i + 1];
+  };
+  if (Number(arg("--hollow-nodes") ?? env["CHOREO_HOLLOW_NODES"] ?? 0) > 0)
+    return hollowNodesIdentity(arg("--node-name-prefix") ?? env["CHOREO_NODE_NAME_PREFIX"] ?? "hollow-");
+  return nodeIdentity(arg("--node-name") ?? env["CHOREO_NODE_NAME"] ?? os.hostname().toLowerCase());
 }
 
 /** CHOREO_IT_KEEP=1 keeps a cluster's directory (every process's log) for a post-mortem; its path is printed. */
