@@ -88,6 +88,7 @@ const gateway = createGateway({
   authorizer,
   reviews: { rules: rbacRules(rbacAuthorizer), tokens: authentication, apiAudiences: saTokens.apiAudiences },
   tokenIssuer: saTokens,
+  tokenIssuer: saTokens,
   registry: metrics,
   serverAddress: `${config.host}:${config.httpsPort}`,
 });

@@ -19,7 +19,8 @@ import { requestAttributes } from "./request-attributes.js";
 import { flag, type RequestContext } from "./context.js";
 import { apiGroup, apiGroupList, apiResourceList, apiVersions, serveDiscovery, versionInfo } from "./discovery.js";
 import { serveOpenApiV2, serveOpenApiV3 } from "./openapi/serve.js";
-import { binding, eviction, podLog, scale } from "./handlers-sub.js";
+import { binding, eviction, podLog, scale, serviceAccountToken } from "./handlers-sub.js";
+import type { TokenIssuer } from "../registry/serviceaccounts/tokenrequest.js";
 import { getObject, listObjects } from "./handlers-read.js";
 import { createObject, deleteCollection, deleteObject, patchObject, updateObject } from "./handlers-write.js";
 import { codeOf, sendError, sendJson } from "./respond.js";
@@ -58,6 +59,8 @@ export interface GatewayOptions {
   registry?: Registry;
   /** SelfSubjectRulesReview's rules and TokenReview's authenticator and audiences (http/reviews); the access reviews ask `authorizer`. */
   reviews?: Pick<ReviewContext, "rules" | "tokens" | "apiAudiences">;
+  /** Signs the tokens of POST serviceaccounts/NAME/token (TokenRequest); without it that path answers 501. */
+  tokenIssuer?: TokenIssuer;
 }
 
 export interface ListenOptions {
@@ -230,6 +233,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
         };
       },
     };
+    if (route.subresource === "token") return serviceAccountToken(ctx, opts.tokenIssuer);
     await resource(ctx);
   }
 

@@ -1,4 +1,4 @@
-// Subresources other than status: scale (autoscaling/v1 Scale), binding, eviction, log.
+// Subresources other than status: scale (autoscaling/v1 Scale), binding, eviction, log, serviceaccounts/token.
 import { ApiError, badRequest, failure, isConflict, methodNotAllowed, statusOf, unsupportedMediaType } from "@choreo/kit";
 import { applyJsonPatch, applyMergePatch, PatchError, type JsonValue } from "@choreo/kit/apimachinery";
 import type { Scale } from "@choreo/kit/gen/choreo/autoscaling/v1/autoscaling";
@@ -9,6 +9,7 @@ import { messageFromKubeJson, messageToKubeJson } from "@choreo/kit/kube-json";
 import { APPLY_PATCH, decodeBody, parseJsonText, patchTypeOf, readBody } from "./body.js";
 import { dryRunOf, fieldManagerOf, flag, intParam, param, type RequestContext } from "./context.js";
 import { codeOf, sendError, sendJson, successStatus } from "./respond.js";
+import { requestToken, type TokenIssuer } from "../registry/serviceaccounts/tokenrequest.js";
 
 const SCALE = "choreo.autoscaling.v1.Scale";
 
@@ -116,6 +117,19 @@ export async function eviction(ctx: RequestContext): Promise<void> {
   }
   await ctx.handlers.evict({ namespace, name, eviction: ev });
   sendJson(ctx.res, 201, successStatus(201));
+}
+
+/**
+ * POST .../serviceaccounts/NAME/token (authentication.k8s.io/v1 TokenRequest,
+ * what kubectl create token sends) → 201 with status.token
+ * (registry/serviceaccounts/tokenrequest.ts).
+ */
+export async function serviceAccountToken(ctx: RequestContext, issuer: TokenIssuer | undefined): Promise<void> {
+  const { namespace, name } = ctx.route;
+  if (ctx.req.method !== "POST") throw methodNotAllowed(`${ctx.req.method ?? ""} is not supported on serviceaccounts/token`);
+  const json = decodeBody(ctx.req, await readBody(ctx.req));
+  if (!issuer) throw new ApiError(failure(501, "NotImplemented", "this api server issues no ServiceAccount tokens"));
+  sendJson(ctx.res, 201, await requestToken(ctx.handlers, issuer, namespace, name, json));
 }
 
 /** GET .../pods/NAME/log: text/plain, streamed while following. */

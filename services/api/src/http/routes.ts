@@ -34,6 +34,7 @@ export function subresourcesOf(info: KindInfo): string[] {
   if (info.resource === "pods") out.push("binding", "eviction", "log");
   if (info.resource === "pods") out.push("exec", "attach", "portforward");
   if (info.resource === "pods") out.push("ephemeralcontainers");
+  if (info.resource === "serviceaccounts") out.push("token");
   return out;
 }
 
