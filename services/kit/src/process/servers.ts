@@ -131,7 +131,8 @@ async function startServer(spec: ServerSpec, opts: { dir?: string; port?: number
 
 /** nats.conf in `dir`: objects may be 1.5 MiB (the default 1 MiB payload limit is too small), then the users. */
 function writeNatsConf(dir: string, users: NatsUser[]): void {
-  writeSecretFile(path.join(dir, "nats.conf"), `max_payload: 8388608\n${natsAuthorization(users)}`);
+  // JetStream in the config, not by flags (-js, -sd): a reload (addUser) re-reads the file, and JetStream must stay on.
+  writeSecretFile(path.join(dir, "nats.conf"), `max_payload: 8388608\njetstream { store_dir: ${JSON.stringify(dir)} }\n${natsAuthorization(users)}`);
 }
 
 /** nats-server with JetStream on a free port (or the given one), data in `dir`; one user, `choreo`, and no anonymous clients. */
@@ -142,7 +143,7 @@ export function startNats(opts: { dir?: string; port?: number; logFile?: string 
       cmd: "nats-server",
       args: (port, dir, users) => {
         writeNatsConf(dir, users);
-        return ["-c", path.join(dir, "nats.conf"), "-js", "-a", "127.0.0.1", "-p", String(port), "-sd", dir];
+        return ["-c", path.join(dir, "nats.conf"), "-a", "127.0.0.1", "-p", String(port)];
       },
       rewrite: writeNatsConf,
       ready: /Server is ready/,
