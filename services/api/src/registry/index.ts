@@ -14,6 +14,7 @@ import { namespaceStrategy } from "./namespaces/strategy.js";
 import { nodeStrategy } from "./nodes/strategy.js";
 import { podDisruptionBudgetStrategy } from "./poddisruptionbudgets/strategy.js";
 import { podStrategy } from "./pods/strategy.js";
+import { withServiceAccountAdmission } from "./pods/service-account-admission.js";
 import { DEFAULT_POD_SECURITY, withPodSecurity, type PodSecurityConfig } from "./pods/pod-security/index.js";
 import { clusterRoleBindingStrategy, clusterRoleStrategy, roleBindingStrategy, roleStrategy } from "./rbac/strategy.js";
 import { serviceAccountStrategy } from "./serviceaccounts/strategy.js";
@@ -48,9 +49,15 @@ export function createRegistry(opts: {
   encryption?: SecretSealer;
   /** Pod Security Admission's defaults and exemptions (default: baseline everywhere but kube-system). */
   podSecurity?: PodSecurityConfig;
+  /**
+   * ServiceAccount admission of new pods (pods/service-account-admission.ts):
+   * the account must exist, the API access volume is mounted. Off by default
+   * (tests over a bare registry have no accounts).
+   */
+  serviceAccountAdmission?: boolean;
 }): Registry {
   const strategies: Strategies = {
-    pod: podStrategy as Strategy,
+    pod: (opts.serviceAccountAdmission ? withServiceAccountAdmission(podStrategy) : podStrategy) as Strategy,
     service: serviceStrategy(new ClusterIpAllocator(opts.store, opts.serviceCidr), new NodePortAllocator(opts.store)) as Strategy,
     endpoints: endpointsStrategy as Strategy,
     replicationController: replicationControllerStrategy as Strategy,

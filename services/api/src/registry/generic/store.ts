@@ -209,7 +209,7 @@ export class GenericStore {
     this.validateMeta(info, v); // names first: strategies may rely on them
     if (info.namespaced) await this.checkNamespace(meta.namespace);
     const strategy = this.strategy(info);
-    await strategy?.prepareCreate?.(v);
+    await strategy?.prepareCreate?.(v, this);
     try {
       this.validate(info, v);
       await strategy?.admit?.(this, v);

@@ -11,8 +11,8 @@ import type { Current, GenericStore } from "./store.js";
 export interface Strategy<T extends AnyObject = AnyObject> {
   /** What a name must be (default: a DNS subdomain). */
   nameRule?: NameRule;
-  /** Fills defaults of a new object (after metadata is set). */
-  prepareCreate?(obj: T): void | Promise<void>;
+  /** Fills defaults of a new object (after metadata is set); mutating admission may look other objects up in `store`. */
+  prepareCreate?(obj: T, store?: GenericStore): void | Promise<void>;
   /** Carries over what an update may not change, fills defaults. */
   prepareUpdate?(obj: T, old: T): void;
   /** Field errors of an object (create, or update when `old` is given). */
