@@ -4,7 +4,16 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { connectBus, eventKeyPaths } from "@choreo/kit/bus";
-import { actorIdentity, ensureTokenFile, hollowNodesIdentity, nodeIdentity, provisionIdentity, type Identity } from "@choreo/kit/secrets";
+import {
+  actorIdentity,
+  ensureTokenFile,
+  hollowNodesIdentity,
+  identityNatsPermissions,
+  natsUserName,
+  nodeIdentity,
+  provisionIdentity,
+  type Identity,
+} from "@choreo/kit/secrets";
 import { ApiClient } from "@choreo/kit/client";
 import { Informer } from "@choreo/kit/informer";
 import { silentLogger } from "@choreo/kit/log";
@@ -159,6 +168,10 @@ async function bringUp(dir: string, opts: Parameters<typeof startCluster>[0] & o
     const identity = identityOf(name, { ...opts.env, ...env }, args);
     const tokenFile = path.join(dir, "identities", `${as}.token`);
     if (identity) provisionIdentity(apiTokenFile, tokenFile, identity);
+    // And its own NATS user: what it may publish and hear (a node agent its node's subjects only).
+    const bus = identity
+      ? { CHOREO_NATS_URL: nats.address, CHOREO_NATS_CREDENTIALS: await nats.addUser(natsUserName(as), identityNatsPermissions(identity)) }
+      : {};
     const start = (): Promise<ManagedProcess> =>
       startProcess({
         name,
@@ -170,6 +183,7 @@ async function bringUp(dir: string, opts: Parameters<typeof startCluster>[0] & o
           CHOREO_LOG_LEVEL: "info",
           CHOREO_EVENT_VERIFY_KEY: eventKeyPaths(path.join(dir, "api", "pki")).publicKey,
           ...(identity ? { CHOREO_API_TOKEN_FILE: tokenFile } : {}),
+          ...bus,
           ...opts.env,
           ...env,
           CHOREO_METRICS_PORT: String(metricsPort),

@@ -3,6 +3,16 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { startNats, startProcess, startRedis, waitFor, type ManagedProcess, type ServerHandle } from "@choreo/kit/process";
 import { eventKeyPaths } from "@choreo/kit/bus";
+import {
+  actorIdentity,
+  ensureTokenFile,
+  hollowNodesIdentity,
+  identityNatsPermissions,
+  natsUserName,
+  nodeIdentity,
+  provisionIdentity,
+  type Identity,
+} from "@choreo/kit/secrets";
 
 /** Where and on which ports `choreo up` runs the cluster. */
 export interface UpOptions {
@@ -131,6 +141,9 @@ export async function up(partial: Partial<UpOptions> = {}, log: (line: string) =
   const nats = await startNats({ dir: path.join(opts.dataDir, "nats"), port: opts.natsPort, logFile: path.join(logs, "nats.log") });
   const redis = await startRedis({ dir: path.join(opts.dataDir, "redis"), port: opts.redisPort, logFile: path.join(logs, "redis.log") });
   const supervisors: Supervised[] = [];
+  // The api's token file (the administrator's bare token first), before the api reads it; the actors' lines are added below.
+  const apiTokenFile = path.join(opts.dataDir, "tokens");
+  ensureTokenFile(apiTokenFile);
   const api = await supervise(
     "api",
     () =>
@@ -151,9 +164,14 @@ export async function up(partial: Partial<UpOptions> = {}, log: (line: string) =
   // Real nodes: the runtime, then the local images it needs (built offline), before any agent starts.
   const runtime = opts.nodes > 0 ? await resolveRuntime(opts, log) : undefined;
   // The actors that exist in this checkout, each its own process.
-  for (const [i, { name, main: service, args, env: extra }] of actorsOf(opts, runtime).entries()) {
+  for (const [i, { name, main: service, args, env: extra, identity }] of actorsOf(opts, runtime).entries()) {
     const main = path.join(ROOT, `services/${service}/src/main.ts`);
     if (!existsSync(main)) continue;
+    // Its own identity: a line in the api's token file (re-read by the api when it changes), the token in a 0600 file.
+    const tokenFile = path.join(opts.dataDir, "identities", `${name}.token`);
+    if (identity) provisionIdentity(apiTokenFile, tokenFile, identity);
+    // And its own NATS user (credentials file 0600 beside nats.conf): what it may publish and hear.
+    const bus = identity ? { CHOREO_NATS_CREDENTIALS: await nats.addUser(natsUserName(name), identityNatsPermissions(identity)) } : {};
     const metricsPort = opts.metricsPort + 1 + i;
     supervisors.push(
       await supervise(
@@ -168,6 +186,8 @@ export async function up(partial: Partial<UpOptions> = {}, log: (line: string) =
               ...busEnv(nats),
               CHOREO_METRICS_PORT: String(metricsPort),
               CHOREO_EVENT_VERIFY_KEY: eventKeyPaths(path.join(opts.dataDir, "pki")).publicKey,
+              ...(identity ? { CHOREO_API_TOKEN_FILE: tokenFile } : {}),
+              ...bus,
               ...extra,
             },
             readyUrl: `http://127.0.0.1:${metricsPort}/healthz`,
@@ -217,6 +237,8 @@ interface ActorSpec {
   main: string;
   args: string[];
   env: Record<string, string>;
+  /** Who it is to the api (its token provisioned in <data dir>/identities/<name>.token). */
+  identity: Identity | undefined;
 }
 
 /**
@@ -246,12 +268,19 @@ function actorsOf(o: UpOptions, runtime: "docker" | "process" | undefined): Acto
       ],
       // choreo down leaves nothing behind: the agents stop their pods when they stop.
       env: { CHOREO_STOP_PODS_ON_EXIT: "1" },
+      identity: nodeIdentity(`node-${i}`),
     });
   }
   if (o.hollowNodes > 0) {
-    actors.push({ name: "hollow-nodes", main: "node-agent", args: ["--first-index", "100"], env: { CHOREO_HOLLOW_NODES: String(o.hollowNodes) } });
+    actors.push({
+      name: "hollow-nodes",
+      main: "node-agent",
+      args: ["--first-index", "100"],
+      env: { CHOREO_HOLLOW_NODES: String(o.hollowNodes) },
+      identity: hollowNodesIdentity("hollow-"),
+    });
   }
-  for (const name of ["scheduler", "replication", "endpoints"]) actors.push({ name, main: name, args: [], env: {} });
+  for (const name of ["scheduler", "replication", "endpoints"]) actors.push({ name, main: name, args: [], env: {}, identity: actorIdentity(name) });
   return actors;
 }
 

@@ -35,4 +35,12 @@ export {
 } from "./identities.js";
 export type { Identity } from "./identities.js";
 export type { NatsPermissions, NatsUser } from "./secrets.js";
-export { EVENT_READER_JS_SUBJECTS, actorNatsPermissions, eventsReaderNatsPermissions, hollowNodesNatsPermissions, nodeNatsPermissions } from "./nats-users.js";
+export {
+  EVENT_READER_JS_SUBJECTS,
+  actorNatsPermissions,
+  eventsReaderNatsPermissions,
+  hollowNodesNatsPermissions,
+  identityNatsPermissions,
+  natsUserName,
+  nodeNatsPermissions,
+} from "./nats-users.js";

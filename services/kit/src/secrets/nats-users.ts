@@ -1,3 +1,4 @@
+import { NODES_GROUP, type Identity } from "./identities.js";
 import type { NatsPermissions } from "./secrets.js";
 
 /**
@@ -79,4 +80,16 @@ export function hollowNodesNatsPermissions(): NatsPermissions {
 /** A read-only event-stream subscriber: JetStream reads of the event log and replies; no api request, no publishing. */
 export function eventsReaderNatsPermissions(): NatsPermissions {
   return { publish: { allow: [...EVENT_READER_JS_SUBJECTS, INBOX], deny: NEVER }, subscribe: { allow: [INBOX] } };
+}
+
+/** The NATS permissions of an actor's identity: a node agent's (`system:node:<node>`), a hollow-nodes process's (another `system:nodes` member), an actor's. */
+export function identityNatsPermissions(id: Identity): NatsPermissions {
+  if (id.user.startsWith("system:node:")) return nodeNatsPermissions(id.user.slice("system:node:".length));
+  if (id.groups.includes(NODES_GROUP)) return hollowNodesNatsPermissions();
+  return actorNatsPermissions();
+}
+
+/** A NATS user name for an actor known as `name` (letters, digits, `_ . -`, as nats.conf takes them). */
+export function natsUserName(name: string): string {
+  return `actor-${name.replace(/[^A-Za-z0-9_.-]/g, "-")}`;
 }
