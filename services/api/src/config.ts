@@ -1,6 +1,7 @@
 import os from "node:os";
 import path from "node:path";
 import { podSecurityConfigFromEnv, type PodSecurityConfig } from "./registry/pods/pod-security/policy.js";
+import { defaultAdvertiseAddress } from "./kubernetes-service/keeper.js";
 
 /** The api service's configuration, from the environment. */
 export interface ApiConfig {
@@ -15,6 +16,11 @@ export interface ApiConfig {
   /** File with one bearer token per line (created with a random token if missing). */
   tokenFile: string;
   serviceCidr: string;
+  /**
+   * Where pods reach the api: the `kubernetes` Service's Endpoints (CHOREO_ADVERTISE_ADDRESS; default the
+   * host's first non-loopback IPv4; undefined when it has none). The https port also listens there.
+   */
+  advertiseAddress: string | undefined;
   /** Changes the event log keeps; older watches answer 410. */
   eventRetention: number;
   watchCacheSize: number;
@@ -27,6 +33,11 @@ export interface ApiConfig {
   encryptionKeysFile: string;
   /** Pod Security Admission: CHOREO_POD_SECURITY_DEFAULT_ENFORCE (baseline), _DEFAULT_WARN, _DEFAULT_AUDIT, _EXEMPT_USERNAMES, _EXEMPT_NAMESPACES. */
   podSecurity: PodSecurityConfig;
+  /**
+   * The audit log: CHOREO_AUDIT_LOG (default `<dataDir>/audit/audit.log`; "" off), CHOREO_AUDIT_POLICY_FILE
+   * (audit.k8s.io/v1 Policy; default: Metadata for all but health and lease reads), CHOREO_AUDIT_LOG_MAXSIZE (MB, 100), CHOREO_AUDIT_LOG_MAXBACKUP (10).
+   */
+  audit: { file: string; policyFile: string | undefined; maxSizeMB: number; maxBackups: number };
 }
 
 function int(env: NodeJS.ProcessEnv, name: string, dflt: number): number {
@@ -52,6 +63,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ApiConfig {
     dataDir,
     tokenFile: env["CHOREO_TOKEN_FILE"] ?? path.join(dataDir, "tokens"),
     serviceCidr: env["CHOREO_SERVICE_CIDR"] ?? "10.96.0.0/16",
+    advertiseAddress: env["CHOREO_ADVERTISE_ADDRESS"] || defaultAdvertiseAddress(),
     eventRetention: retention,
     watchCacheSize: Math.min(int(env, "CHOREO_WATCH_CACHE_SIZE", 100_000), retention),
     replicaId: env["CHOREO_REPLICA_ID"] ?? `${os.hostname()}-${process.pid}`,
@@ -60,5 +72,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ApiConfig {
     eventSigningKey: env["CHOREO_EVENT_SIGNING_KEY"] || undefined,
     encryptionKeysFile: env["CHOREO_ENCRYPTION_KEYS_FILE"] || path.join(dataDir, "encryption", "keys"),
     podSecurity: podSecurityConfigFromEnv(env),
+    audit: {
+      file: env["CHOREO_AUDIT_LOG"] ?? path.join(dataDir, "audit", "audit.log"),
+      policyFile: env["CHOREO_AUDIT_POLICY_FILE"] || undefined,
+      maxSizeMB: int(env, "CHOREO_AUDIT_LOG_MAXSIZE", 100),
+      maxBackups: int(env, "CHOREO_AUDIT_LOG_MAXBACKUP", 10),
+    },
   };
 }

@@ -9,6 +9,7 @@ import { createRegistry as createMetricsRegistry, metricsServer } from "@choreo/
 import { ensureClientCa, redactUrl, redisConnectUrl } from "@choreo/kit/secrets";
 import { createGateway, ensureServingCert } from "./http/index.js";
 import { gatewayRunnable } from "./gateway-runnable.js";
+import { RootCaPublisher } from "./root-ca/publisher.js";
 import { loadConfig } from "./config.js";
 import { NatsLogs } from "./logs/index.js";
 import { NatsPodStreams } from "./http/streams/index.js";
@@ -24,6 +25,9 @@ import { Authenticator, AuthorizerChain, legacyAdmin } from "./auth/index.js";
 import { ReloadingTokens } from "./auth/node/reloading-tokens.js";
 import { RbacAuthorizer } from "./auth/rbac/authorizer.js";
 import { RbacCache } from "./auth/rbac/cache.js";
+import { checkEscalation } from "./auth/rbac/escalation.js";
+import { openAuditLog } from "./audit/index.js";
+import type { EscalationGuard } from "./registry/rbac/escalation-admission.js";
 import { rbacRules } from "./http/reviews/index.js";
 import { ensureServiceAccountKey, ServiceAccountAuthenticator, ServiceAccountTokens } from "./auth/service-account-tokens.js";
 import { serviceAccountBindingCheck } from "./auth/binding-check.js";
@@ -44,12 +48,15 @@ const encryption = new SecretSealer(ensureEncryptionKeys(config.encryptionKeysFi
   m.secretTransformations.inc({ operation, key, status: ok ? "ok" : "error" }),
 );
 log.info({ file: config.encryptionKeysFile, writeKey: encryption.writeKey }, "secrets encrypted at rest");
+// RBAC's escalation check needs the authorizer, which reads the roles through the registry: filled in below.
+const escalation: EscalationGuard = {};
 const registry = createRegistry({
   store,
   serviceCidr: config.serviceCidr,
   log: log.child({ subsystem: "registry" }),
   encryption,
   podSecurity: config.podSecurity,
+  escalation,
 });
 const cache = new WatchCache({ nc, jsm, log: log.child({ subsystem: "watch-cache" }), capacity: config.watchCacheSize });
 registry.attachWatch({ cache, nc, jsm });
@@ -72,6 +79,18 @@ const authentication = new Authenticator({
 const rbac = new RbacCache({ handlers: registry, log: log.child({ subsystem: "rbac" }) });
 const rbacAuthorizer = new RbacAuthorizer(rbac);
 const authorizer = new AuthorizerChain([rbacAuthorizer]);
+escalation.check = (user, req) => checkEscalation(user, req, rbacAuthorizer, authorizer);
+// One JSON line per request of every door (Kubernetes' audit.k8s.io/v1 Event), as the policy says; CHOREO_AUDIT_LOG="" turns it off.
+const audit = config.audit.file
+  ? await openAuditLog({
+      file: config.audit.file,
+      ...(config.audit.policyFile ? { policy: config.audit.policyFile } : {}),
+      maxSizeMB: config.audit.maxSizeMB,
+      maxBackups: config.audit.maxBackups,
+      log: log.child({ subsystem: "audit" }),
+      metrics,
+    })
+  : undefined;
 log.info({ tokenFile: config.tokenFile, users: tokens.size, clientCa: clientCa.certFile }, "authentication ready");
 const tls = await ensureServingCert(config.dataDir, [config.host]);
 const logs = new NatsLogs({ nc, handlers: registry, log: log.child({ subsystem: "logs" }) });
@@ -86,8 +105,8 @@ const gateway = createGateway({
   log: log.child({ subsystem: "http" }),
   authentication,
   authorizer,
+  ...(audit ? { audit } : {}),
   reviews: { rules: rbacRules(rbacAuthorizer), tokens: authentication, apiAudiences: saTokens.apiAudiences },
-  tokenIssuer: saTokens,
   tokenIssuer: saTokens,
   registry: metrics,
   serverAddress: `${config.host}:${config.httpsPort}`,
@@ -138,11 +157,14 @@ try {
           onRequest: (method, code, s) => m.requests.observe({ transport: "nats", method, code: String(code) }, s),
           authentication,
           authorizer,
+          ...(audit ? { audit } : {}),
           // Every actor sends its own token: a request without one is 401, unless CHOREO_NATS_HEADERLESS_ADMIN=1 (a cluster whose actors have none yet).
           headerless: process.env["CHOREO_NATS_HEADERLESS_ADMIN"] === "1" ? legacyAdmin() : undefined,
         }),
       ),
       new MetricsNatsDoor({ nc, collector: metricsCollector, log: log.child({ subsystem: "metrics-api" }) }),
+      // kube-root-ca.crt in every namespace: the CA pods verify the api with.
+      new RootCaPublisher({ handlers: registry, caPem: tls.caPem, log: log.child({ subsystem: "root-ca" }) }),
       {
         // The doors open to users only once the roles are known: before, everyone but system:masters would get 403.
         name: "rbac-cache",
@@ -153,7 +175,15 @@ try {
         },
       },
       afterSync(
-        new GrpcTransport({ handlers: registry, log: log.child({ subsystem: "grpc" }), host: config.host, port: config.grpcPort, authentication, authorizer }),
+        new GrpcTransport({
+          handlers: registry,
+          log: log.child({ subsystem: "grpc" }),
+          host: config.host,
+          port: config.grpcPort,
+          authentication,
+          authorizer,
+          ...(audit ? { audit } : {}),
+        }),
       ),
       afterSync(
         gatewayRunnable(gateway, {
@@ -173,5 +203,6 @@ try {
 } finally {
   await nc.drain().catch(() => undefined);
   redis.disconnect();
+  await audit?.close();
   log.info({}, "api stopped");
 }

@@ -1,32 +1,69 @@
 // The api's handlers as one user may call them: every method is authorized
-// before it runs (gRPC and NATS; the HTTP gateway authorizes by route).
+// before it runs, and audited when an audit log is given (gRPC and NATS; the
+// HTTP gateway authorizes and audits by route).
+import { statusOf } from "@choreo/kit";
 import type { Method } from "@choreo/kit/client";
 import type { WatchEvent, WatchRequest } from "@choreo/kit/gen/choreo/api/v1/api";
+import type { AuditEntry, AuditLog } from "../audit/index.js";
 import type { ApiHandlers } from "../handlers/api-handlers.js";
 import { withAdmissionContext } from "../registry/generic/admission-context.js";
 import { methodAttributes } from "./attributes.js";
-import { authorizeOrThrow } from "./authorize.js";
-import type { Authorizer, UserInfo } from "./types.js";
+import { forbiddenError } from "./authorize.js";
+import type { Attributes, Authorizer, UserInfo } from "./types.js";
 
 const UNARY: Method[] = ["get", "list", "create", "update", "updateStatus", "patch", "delete", "deleteCollection", "bind", "evict", "getScale", "updateScale"];
 
+/** Where a door's calls are audited: the log, and how the door names a call (`grpc:/choreo.api.v1.Api/Get`, `nats:choreo.api.get`). */
+export interface DoorAudit {
+  log: AuditLog;
+  requestURI(method: Method | "watch"): string;
+  sourceIP?: string;
+  userAgent?: string;
+}
+
 /** `inner` with each call checked against `authorizer` as `user` first (403 Forbidden, nothing run). */
-export function guardedHandlers(inner: ApiHandlers, authorizer: Authorizer, user: UserInfo): ApiHandlers {
+export function guardedHandlers(inner: ApiHandlers, authorizer: Authorizer, user: UserInfo, audit?: DoorAudit): ApiHandlers {
+  /** Authorizes a call; its audit entry (decision annotated) is returned to be finished. */
+  const admit = (m: Method | "watch", req: unknown): AuditEntry | undefined => {
+    const attrs: Attributes = methodAttributes(user, m, req);
+    const entry = audit?.log.begin({
+      user,
+      verb: attrs.verb,
+      attrs,
+      requestURI: audit.requestURI(m),
+      sourceIP: audit.sourceIP ?? "",
+      ...(audit.userAgent ? { userAgent: audit.userAgent } : {}),
+    });
+    const d = authorizer.authorize(attrs);
+    entry?.annotate("authorization.k8s.io/decision", d.allowed ? "allow" : "forbid");
+    if (d.reason) entry?.annotate("authorization.k8s.io/reason", d.reason);
+    if (!d.allowed) {
+      const err = forbiddenError(attrs, d.reason);
+      entry?.finish({ code: 403, status: err.status });
+      throw err;
+    }
+    return entry;
+  };
   const out: Record<string, unknown> = {};
   for (const m of UNARY) {
     const fn = inner[m] as (r: unknown) => Promise<unknown>;
-    out[m] = (req: unknown) => {
+    out[m] = async (req: unknown) => {
+      const entry = admit(m, req);
       try {
-        authorizeOrThrow(authorizer, methodAttributes(user, m, req));
+        // Admission sees who asks (exempt users, escalation checks); warnings have no header to go to here.
+        const res = await withAdmissionContext({ user: user.name, userInfo: user, warn: () => undefined }, () => fn.call(inner, req));
+        entry?.finish({ code: m === "create" ? 201 : 200, ...(entry.wantsRequestObject ? { requestObject: req } : {}) });
+        return res;
       } catch (err) {
-        return Promise.reject(err);
+        const st = statusOf(err);
+        entry?.finish({ code: st.code, status: st });
+        throw err;
       }
-      // Admission sees who asks (exempt users, escalation checks); warnings have no header to go to here.
-      return withAdmissionContext({ user: user.name, userInfo: user, warn: () => undefined }, () => fn.call(inner, req));
     };
   }
   out["watch"] = (req: WatchRequest, signal: AbortSignal): AsyncIterable<WatchEvent> => {
-    authorizeOrThrow(authorizer, methodAttributes(user, "watch", req));
+    // A watch is audited when it is admitted (its end is not waited for).
+    admit("watch", req)?.finish({ code: 200 });
     return inner.watch(req, signal);
   };
   return out as unknown as ApiHandlers;

@@ -9,6 +9,7 @@ import { ALLOW_ALL } from "../auth/authorize.js";
 import { guardedHandlers } from "../auth/guarded-handlers.js";
 import { legacyAdmin, StaticTokens } from "../auth/static-tokens.js";
 import type { Authorizer } from "../auth/types.js";
+import type { AuditLog } from "../audit/index.js";
 
 /** Metadata key carrying the encoded Kubernetes Status of a failed call. */
 export const STATUS_METADATA_KEY = "choreo-status-bin";
@@ -49,6 +50,8 @@ export interface GrpcOptions {
   tokens?: string[];
   /** Decides every call before it runs (403 → PERMISSION_DENIED); undefined: everything is allowed. */
   authorizer?: Authorizer;
+  /** Gets one event per call when given (requestURI `grpc:/choreo.api.v1.Api/<Method>`). */
+  audit?: AuditLog;
 }
 
 /** The api over gRPC (@grpc/grpc-js), incl. the Watch stream. */
@@ -74,12 +77,25 @@ export class GrpcTransport {
       new Authenticator(tokens ? { tokens: [new StaticTokens(tokens.filter(Boolean).map((token) => ({ token, user: legacyAdmin() })))] } : {});
     const authorizer = this.opts.authorizer ?? ALLOW_ALL;
     /** The handlers as the caller may use them; throws 401 for an unknown token. */
-    const as = async (md: grpc.Metadata): Promise<ApiHandlers> =>
-      guardedHandlers(handlers, authorizer, await authentication.token(String(md.get("authorization")[0] ?? "") || undefined));
+    const audit = this.opts.audit;
+    const as = async (call: { metadata: grpc.Metadata; getPeer(): string }): Promise<ApiHandlers> =>
+      guardedHandlers(
+        handlers,
+        authorizer,
+        await authentication.token(String(call.metadata.get("authorization")[0] ?? "") || undefined),
+        audit
+          ? {
+              log: audit,
+              requestURI: (m) => `grpc:/choreo.api.v1.Api/${m.charAt(0).toUpperCase()}${m.slice(1)}`,
+              sourceIP: call.getPeer().replace(/:\d+$/, ""),
+              userAgent: String(call.metadata.get("user-agent")[0] ?? "grpc"),
+            }
+          : undefined,
+      );
     const unary =
       <K extends keyof ApiHandlers, Req, Res>(method: K): grpc.handleUnaryCall<Req, Res> =>
       (call, callback) => {
-        as(call.metadata)
+        as(call)
           .then((h) => (h[method] as unknown as (r: Req) => Promise<Res>).call(h, call.request))
           .then(
             (res) => callback(null, res),
@@ -105,7 +121,7 @@ export class GrpcTransport {
       let events: AsyncIterable<WatchEvent>;
       const ac = new AbortController();
       try {
-        events = (await as(call.metadata)).watch(call.request, ac.signal);
+        events = (await as(call)).watch(call.request, ac.signal);
       } catch (err) {
         call.destroy(grpcError(err));
         return;

@@ -26,6 +26,14 @@ export function mediaType(req: IncomingMessage): string {
  * Reads the whole body as text; 413 when it passes MAX_BODY (the rest is
  * drained up to a bound, not kept; then the connection is cut).
  */
+/** Request bodies as read, for the audit log's Request level (JSON bodies are written, others left out). */
+const bodies = new WeakMap<IncomingMessage, Buffer>();
+
+/** The body `readBody` read from `req` (not protobuf), if any. */
+export function bodyRead(req: IncomingMessage): Buffer | undefined {
+  return bodies.get(req);
+}
+
 export function readBody(req: IncomingMessage, limit = MAX_BODY): Promise<string> {
   const declared = Number(req.headers["content-length"] ?? "0");
   return new Promise((resolve, reject) => {
@@ -59,6 +67,7 @@ export function readBody(req: IncomingMessage, limit = MAX_BODY): Promise<string
       if (failed) return;
       const bytes = Buffer.concat(chunks);
       if (mediaType(req) === PROTOBUF) keepProtobufBody(req, bytes);
+      else bodies.set(req, bytes);
       resolve(bytes.toString("utf8"));
     });
     req.on("error", (err) => fail(badRequest(`reading the request body: ${err.message}`)));

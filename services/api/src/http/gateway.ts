@@ -9,9 +9,12 @@ import { Histogram, type Registry } from "prom-client";
 import type { ApiHandlers, LogsHandler } from "../handlers/api-handlers.js";
 
 import { ANONYMOUS } from "../auth/types.js";
-import { bodyDrained } from "./body.js";
+import { bodyDrained, bodyRead } from "./body.js";
 import { Authenticator } from "../auth/authenticate.js";
-import { ALLOW_ALL, authorizeOrThrow } from "../auth/authorize.js";
+import { ALLOW_ALL, forbiddenError } from "../auth/authorize.js";
+import { nonResourceAttributes } from "../auth/attributes.js";
+import type { AuditEntry, AuditLog } from "../audit/index.js";
+import type { Status } from "@choreo/kit/gen/choreo/meta/v1/meta";
 import { impersonate } from "../auth/impersonation.js";
 import { legacyAdmin, StaticTokens } from "../auth/static-tokens.js";
 import type { Authorizer, UserInfo } from "../auth/types.js";
@@ -47,6 +50,8 @@ export interface GatewayOptions {
   allowAnonymousHttp?: boolean;
   /** Decides every request before a handler runs (403 Forbidden); undefined: everything is allowed. */
   authorizer?: Authorizer;
+  /** Gets one event per request (services/api/src/audit) when given. */
+  audit?: AuditLog;
   /** host:port announced by GET /api (default: the request's Host header). */
   serverAddress?: string;
   /** Serves GET pods/NAME/log when given. */
@@ -182,23 +187,80 @@ export function createGateway(opts: GatewayOptions): Gateway {
       clientCerts: true,
     });
   const authorizer = opts.authorizer ?? ALLOW_ALL;
-  /** Authentication, impersonation and authorization of one request: the user it acts as, or a thrown 401/403. */
-  const admit = async (req: IncomingMessage, url: URL): Promise<UserInfo> => {
-    const attrsFor = (u: UserInfo) => requestAttributes(u, req.method ?? "GET", url);
-    const authenticated = await authentication.request(req, attrsFor(ANONYMOUS) === undefined);
-    const { user } = impersonate(req.headers, authenticated, authorizer);
+  const method = (req: IncomingMessage): string => req.method ?? "GET";
+  /** The audit entry of a request as `user` (acting as `as`), undefined when the policy says None or there is no audit log. */
+  const beginAudit = (req: IncomingMessage, url: URL, user: UserInfo, as: UserInfo = user): AuditEntry | undefined => {
+    if (!opts.audit) return undefined;
+    const attrs = requestAttributes(as, method(req), url) ?? nonResourceAttributes(as, method(req), url.pathname);
+    return opts.audit.begin({
+      user,
+      verb: attrs.verb,
+      attrs,
+      requestURI: req.url ?? "/",
+      sourceIP: req.socket.remoteAddress ?? "",
+      ...(req.headers["user-agent"] ? { userAgent: req.headers["user-agent"] } : {}),
+      ...(as !== user ? { impersonatedUser: as } : {}),
+    });
+  };
+  /**
+   * Authentication, impersonation and authorization of one request: the
+   * user it acts as, or a thrown 401/403. Its audit entry (begun as soon as
+   * the caller is known, the decision annotated) goes to `audited`.
+   */
+  const admit = async (req: IncomingMessage, url: URL, audited: (e: AuditEntry | undefined) => void = () => undefined): Promise<UserInfo> => {
+    const attrsFor = (u: UserInfo) => requestAttributes(u, method(req), url);
+    let authenticated: UserInfo;
+    try {
+      authenticated = await authentication.request(req, attrsFor(ANONYMOUS) === undefined);
+    } catch (err) {
+      audited(beginAudit(req, url, ANONYMOUS));
+      throw err;
+    }
+    let user = authenticated;
+    try {
+      user = impersonate(req.headers, authenticated, authorizer).user;
+    } catch (err) {
+      audited(beginAudit(req, url, authenticated));
+      throw err;
+    }
+    const entry = beginAudit(req, url, authenticated, user);
+    audited(entry);
     const attrs = attrsFor(user);
-    if (attrs) authorizeOrThrow(authorizer, attrs);
+    if (attrs) {
+      const d = authorizer.authorize(attrs);
+      entry?.annotate("authorization.k8s.io/decision", d.allowed ? "allow" : "forbid");
+      if (d.reason) entry?.annotate("authorization.k8s.io/reason", d.reason);
+      if (!d.allowed) throw forbiddenError(attrs, d.reason);
+    }
     return user;
+  };
+  /** A stream's admission: its audit event is written when the upgrade is admitted (101) or refused. */
+  const admitUpgrade = async (req: IncomingMessage, url: URL): Promise<UserInfo> => {
+    let entry: AuditEntry | undefined;
+    try {
+      const user = await admit(req, url, (e) => (entry = e));
+      entry?.finish({ code: 101 });
+      return user;
+    } catch (err) {
+      const st = statusOf(err);
+      entry?.finish({ code: st.code, status: st });
+      throw err;
+    }
   };
   const streams = new Set<AbortController>();
   const upgrades = new AbortController();
-  const upgrade = upgradeHandler({ streams: opts.streams, log, admit, signal: upgrades.signal });
+  const upgrade = upgradeHandler({ streams: opts.streams, log, admit: admitUpgrade, signal: upgrades.signal });
   const servers: http.Server[] = [];
   let closing = false;
 
-  async function serve(req: IncomingMessage, res: ServerResponse, url: URL, setRoute: (r: Route) => void): Promise<void> {
-    const user = await admit(req, url);
+  async function serve(
+    req: IncomingMessage,
+    res: ServerResponse,
+    url: URL,
+    setRoute: (r: Route) => void,
+    audited: (e: AuditEntry | undefined) => void,
+  ): Promise<void> {
+    const user = await admit(req, url, audited);
     if (req.method === "HEAD" || req.method === "OPTIONS") throw methodNotAllowed(`${req.method} is not supported`);
     if (isMetricsPath(url.pathname)) return serveMetrics(req.method ?? "", url, res, opts.metrics, pathNotFound);
     // autoscaling/v1 HPAs (kubectl autoscale) are converted to the stored autoscaling/v2.
@@ -246,15 +308,32 @@ export function createGateway(opts: GatewayOptions): Gateway {
       url = new URL("http://gateway/");
     }
     let route: Route | undefined;
+    let entry: AuditEntry | undefined;
+    let failure: Status | undefined;
     res.once("close", () => {
+      if (entry) {
+        const body = entry.wantsRequestObject ? bodyRead(req) : undefined;
+        entry.finish({
+          code: res.headersSent ? res.statusCode : 0,
+          ...(failure ? { status: failure } : {}),
+          ...(body && body.length ? { requestObject: body } : {}),
+        });
+      }
       const { verb, resource: r } = verbOf(req.method ?? "", route, url);
       const code = res.headersSent ? res.statusCode : 0;
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       latency?.observe({ verb, resource: r, code: String(code) }, seconds);
       log.debug({ method: req.method, path: url.pathname, verb, resource: r, code, ms: Math.round(seconds * 1000) }, "http request");
     });
-    serve(req, res, url, (r) => (route = r)).catch(async (err: unknown) => {
-      const code = codeOf(statusOf(err));
+    serve(
+      req,
+      res,
+      url,
+      (r) => (route = r),
+      (e) => (entry = e),
+    ).catch(async (err: unknown) => {
+      failure = statusOf(err);
+      const code = codeOf(failure);
       if (code >= 500) log.warn({ err, method: req.method, path: url.pathname }, "http request failed");
       // The client is still sending the oversized body: answer once it is drained (bounded), so it reads the 413.
       if (code === 413) await bodyDrained(req, 10_000);

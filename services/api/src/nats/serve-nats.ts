@@ -10,6 +10,7 @@ import type { Authenticator } from "../auth/authenticate.js";
 import { ALLOW_ALL } from "../auth/authorize.js";
 import { guardedHandlers } from "../auth/guarded-handlers.js";
 import type { Authorizer, UserInfo } from "../auth/types.js";
+import type { AuditLog } from "../audit/index.js";
 
 /** The queue group every api replica joins: a request goes to one of them. */
 export const API_QUEUE = "choreo-api";
@@ -45,6 +46,8 @@ export class NatsTransport {
       headerless?: UserInfo;
       /** Decides every request before it runs (403); undefined: everything is allowed. */
       authorizer?: Authorizer;
+      /** Gets one event per request when given (requestURI `nats:<subject>`). */
+      audit?: AuditLog;
     },
   ) {}
 
@@ -81,7 +84,13 @@ export class NatsTransport {
     let user: UserInfo;
     if (header === undefined && headerless) user = headerless;
     else user = await authentication.token(header);
-    return guardedHandlers(this.opts.handlers, authorizer ?? ALLOW_ALL, user);
+    const audit = this.opts.audit;
+    return guardedHandlers(
+      this.opts.handlers,
+      authorizer ?? ALLOW_ALL,
+      user,
+      audit ? { log: audit, requestURI: () => `nats:${msg.subject}`, userAgent: "nats" } : undefined,
+    );
   }
 
   private async serve(method: Method, msg: Msg): Promise<void> {

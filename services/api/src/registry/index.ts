@@ -17,6 +17,7 @@ import { podStrategy } from "./pods/strategy.js";
 import { withServiceAccountAdmission } from "./pods/service-account-admission.js";
 import { DEFAULT_POD_SECURITY, withPodSecurity, type PodSecurityConfig } from "./pods/pod-security/index.js";
 import { clusterRoleBindingStrategy, clusterRoleStrategy, roleBindingStrategy, roleStrategy } from "./rbac/strategy.js";
+import { withEscalationChecks, type EscalationGuard } from "./rbac/escalation-admission.js";
 import { serviceAccountStrategy } from "./serviceaccounts/strategy.js";
 import type { SecretSealer } from "./secrets/seal.js";
 import { secretStrategy, sealedSecretStrategy } from "./secrets/strategy.js";
@@ -55,6 +56,8 @@ export function createRegistry(opts: {
    * (tests over a bare registry have no accounts).
    */
   serviceAccountAdmission?: boolean;
+  /** RBAC's escalation check, filled in by the api once its authorizer exists (rbac/escalation-admission.ts). */
+  escalation?: EscalationGuard;
 }): Registry {
   const strategies: Strategies = {
     pod: (opts.serviceAccountAdmission ? withServiceAccountAdmission(podStrategy) : podStrategy) as Strategy,
@@ -80,5 +83,6 @@ export function createRegistry(opts: {
     serviceAccount: serviceAccountStrategy as Strategy,
     secret: (opts.encryption ? sealedSecretStrategy(opts.encryption) : secretStrategy) as Strategy,
   };
-  return new Registry(new GenericStore(opts.store, withPodSecurity(strategies, opts.podSecurity ?? DEFAULT_POD_SECURITY), opts.log));
+  const admitted = withEscalationChecks(withPodSecurity(strategies, opts.podSecurity ?? DEFAULT_POD_SECURITY), opts.escalation ?? {});
+  return new Registry(new GenericStore(opts.store, admitted, opts.log));
 }
