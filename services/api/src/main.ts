@@ -10,6 +10,7 @@ import { ensureClientCa, redactUrl, redisConnectUrl } from "@choreo/kit/secrets"
 import { createGateway, ensureServingCert } from "./http/index.js";
 import { gatewayRunnable } from "./gateway-runnable.js";
 import { RootCaPublisher } from "./root-ca/publisher.js";
+import { firstServiceIp, KubernetesServiceKeeper } from "./kubernetes-service/keeper.js";
 import { loadConfig } from "./config.js";
 import { NatsLogs } from "./logs/index.js";
 import { NatsPodStreams } from "./http/streams/index.js";
@@ -92,7 +93,16 @@ const audit = config.audit.file
     })
   : undefined;
 log.info({ tokenFile: config.tokenFile, users: tokens.size, clientCa: clientCa.certFile }, "authentication ready");
-const tls = await ensureServingCert(config.dataDir, [config.host]);
+// Pods verify the api by the kubernetes Service's names and cluster IP, and the advertise address (a certificate made before keeps its names).
+const tls = await ensureServingCert(config.dataDir, [
+  config.host,
+  ...(config.advertiseAddress ? [config.advertiseAddress] : []),
+  firstServiceIp(config.serviceCidr),
+  "kubernetes",
+  "kubernetes.default",
+  "kubernetes.default.svc",
+  "kubernetes.default.svc.cluster.local",
+]);
 const logs = new NatsLogs({ nc, handlers: registry, log: log.child({ subsystem: "logs" }) });
 const streams = new NatsPodStreams({ nc, handlers: registry });
 // metrics.k8s.io: the node agents' usage, asked for when a client asks (kubectl top, autoscalers).
@@ -193,6 +203,30 @@ try {
           tls: { cert: tls.cert, key: tls.key, clientCa: clientCa.pem },
         }),
       ),
+      // default/kubernetes: the Service pods reach the api through, its Endpoints the advertise address.
+      new KubernetesServiceKeeper({
+        handlers: registry,
+        serviceCidr: config.serviceCidr,
+        httpsPort: config.httpsPort,
+        advertiseAddress: config.advertiseAddress,
+        log: log.child({ subsystem: "kubernetes-service" }),
+      }),
+      // https on the advertise address too when the api binds another one (the gateway closes both).
+      ...(config.advertiseAddress && config.httpsPort && !["0.0.0.0", "::", config.advertiseAddress].includes(config.host)
+        ? [
+            afterSync({
+              name: "https-advertise",
+              async start(signal: AbortSignal) {
+                await gateway.listen({
+                  host: config.advertiseAddress ?? "",
+                  httpsPort: config.httpsPort,
+                  tls: { cert: tls.cert, key: tls.key, clientCa: clientCa.pem },
+                });
+                await new Promise<void>((resolve) => (signal.aborted ? resolve() : signal.addEventListener("abort", () => resolve(), { once: true })));
+              },
+            }),
+          ]
+        : []),
       metricsServer({ registry: metrics, port: config.metricsPort, host: config.host }),
     ],
     ac.signal,

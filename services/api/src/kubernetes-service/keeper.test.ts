@@ -1,0 +1,66 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { fromKubeJson, toKubeJson } from "@choreo/kit/kube-json";
+import { silentLogger } from "@choreo/kit/log";
+import { startMemoryRegistry } from "../testing/memory-registry.js";
+import { firstServiceIp, KubernetesServiceKeeper } from "./keeper.js";
+
+// The keeper's sync against the real registry strategies (memory store):
+// the Service with the CIDR's first address, its Endpoints to the advertise
+// address, nothing written when both are right, restored when changed.
+
+type J = Record<string, unknown>;
+
+describe("kubernetes Service keeper", () => {
+  it("takes the first address of the service CIDR", () => {
+    assert.equal(firstServiceIp("10.96.0.0/16"), "10.96.0.1");
+    assert.equal(firstServiceIp("10.96.5.7/12"), "10.96.0.1");
+    assert.equal(firstServiceIp("172.16.8.0/24"), "172.16.8.1");
+    assert.throws(() => firstServiceIp("nope"));
+  });
+
+  it("makes default/kubernetes and its Endpoints, writes nothing when right, restores them when changed", async () => {
+    const s = await startMemoryRegistry();
+    const keeper = new KubernetesServiceKeeper({
+      handlers: s.registry,
+      serviceCidr: "10.96.0.0/16",
+      httpsPort: 6443,
+      advertiseAddress: "192.0.2.10",
+      log: silentLogger(),
+    });
+    await keeper.sync();
+    const svc = toKubeJson(await s.client.get("services", "default", "kubernetes"));
+    const spec = svc["spec"] as J;
+    assert.equal(spec["clusterIP"], "10.96.0.1");
+    assert.deepEqual(spec["ports"], [{ name: "https", protocol: "TCP", port: 443, targetPort: 6443 }]);
+    assert.equal(spec["selector"], undefined);
+    assert.deepEqual((svc["metadata"] as J)["labels"], { component: "apiserver", provider: "kubernetes" });
+    const ep = toKubeJson(await s.client.get("endpoints", "default", "kubernetes"));
+    assert.deepEqual(ep["subsets"], [{ addresses: [{ ip: "192.0.2.10" }], ports: [{ name: "https", port: 6443, protocol: "TCP" }] }]);
+
+    const rv = (o: J) => (o["metadata"] as J)["resourceVersion"];
+    await keeper.sync();
+    assert.equal(rv(toKubeJson(await s.client.get("services", "default", "kubernetes"))), rv(svc));
+    assert.equal(rv(toKubeJson(await s.client.get("endpoints", "default", "kubernetes"))), rv(ep));
+
+    // Someone points the Endpoints elsewhere and deletes the Service: both come back.
+    await s.client.update(fromKubeJson({ ...ep, subsets: [{ addresses: [{ ip: "192.0.2.99" }], ports: [{ name: "https", port: 1, protocol: "TCP" }] }] }));
+    await s.client.delete("services", "default", "kubernetes");
+    await keeper.sync();
+    assert.equal((toKubeJson(await s.client.get("services", "default", "kubernetes"))["spec"] as J)["clusterIP"], "10.96.0.1");
+    assert.deepEqual(toKubeJson(await s.client.get("endpoints", "default", "kubernetes"))["subsets"], ep["subsets"]);
+  });
+
+  it("without an advertise address: the Service, and Endpoints without addresses", async () => {
+    const s = await startMemoryRegistry();
+    await new KubernetesServiceKeeper({
+      handlers: s.registry,
+      serviceCidr: "10.96.0.0/16",
+      httpsPort: 6443,
+      advertiseAddress: undefined,
+      log: silentLogger(),
+    }).sync();
+    assert.equal((toKubeJson(await s.client.get("services", "default", "kubernetes"))["spec"] as J)["clusterIP"], "10.96.0.1");
+    assert.equal(toKubeJson(await s.client.get("endpoints", "default", "kubernetes"))["subsets"], undefined);
+  });
+});
