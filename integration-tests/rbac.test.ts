@@ -122,6 +122,21 @@ describe("RBAC: a developer's kubeconfig for one namespace", () => {
     assert.match(theirs.stderr, /Forbidden/);
   });
 
+  it("an admin of dev cannot grant more than she holds: cluster-admin in dev is refused, view is not", async () => {
+    assert.equal((await k(admin, "create", "rolebinding", "dev-admin", "--clusterrole=admin", "--group=dev", "-n", "dev")).code, 0);
+    const tooMuch = await k(alice, "create", "rolebinding", "grab", "--clusterrole=cluster-admin", "--user=alice", "-n", "dev");
+    assert.equal(tooMuch.code, 1);
+    assert.match(
+      tooMuch.stderr,
+      /rolebindings.rbac.authorization.k8s.io "grab" is forbidden: user "alice" \(groups=\["dev" "system:authenticated"\]\) is attempting to grant RBAC permissions not currently held/,
+    );
+    assert.equal((await k(admin, "get", "rolebinding", "grab", "-n", "dev")).code, 1, "nothing stored");
+    const fair = await k(alice, "create", "rolebinding", "bob-view", "--clusterrole=view", "--user=bob", "-n", "dev");
+    assert.equal(fair.code, 0, fair.stderr);
+    const role = await k(alice, "create", "role", "secret-reader", "--verb=get", "--resource=secrets", "-n", "dev");
+    assert.equal(role.code, 0, `${role.stderr} — admin holds get secrets in dev`);
+  });
+
   it("a token file user has only what is bound to them; an unknown token and no credentials are 401", async () => {
     const anon = path.join(c.dir, "anon.kubeconfig");
     writeFileSync(anon, readFileSync(admin, "utf8").replace(/token: .*/, "token: not-a-token"));

@@ -161,7 +161,8 @@ const CONTROLLER_MANAGER_RULES = [
   rule(READ, AUTOSCALING, ["horizontalpodautoscalers"]),
   rule(["update", "patch"], AUTOSCALING, ["horizontalpodautoscalers/status"]),
   rule(["get", "list"], METRICS, ["pods"]),
-  rule([...READ, "update", "patch"], RBAC_GROUP, ["clusterroles"]),
+  // The aggregation controller writes rules it does not hold itself: escalate, as Kubernetes' clusterrole-aggregation-controller.
+  rule([...READ, "update", "patch", "escalate"], RBAC_GROUP, ["clusterroles"]),
   rule(["get", "create", "update"], COORDINATION, ["leases"]),
   rule(["create"], AUTHENTICATION, ["tokenreviews"]),
   rule(["create"], AUTHORIZATION, ["subjectaccessreviews"]),
