@@ -217,11 +217,10 @@ try {
             afterSync({
               name: "https-advertise",
               async start(signal: AbortSignal) {
-                await gateway.listen({
-                  host: config.advertiseAddress ?? "",
-                  httpsPort: config.httpsPort,
-                  tls: { cert: tls.cert, key: tls.key, clientCa: clientCa.pem },
-                });
+                // Not fatal: the api still serves on its host; pods then find no api behind the Service.
+                await gateway
+                  .listen({ host: config.advertiseAddress ?? "", httpsPort: config.httpsPort, tls: { cert: tls.cert, key: tls.key, clientCa: clientCa.pem } })
+                  .catch((err: unknown) => log.error({ err, advertiseAddress: config.advertiseAddress }, "https not listening on the advertise address"));
                 await new Promise<void>((resolve) => (signal.aborted ? resolve() : signal.addEventListener("abort", () => resolve(), { once: true })));
               },
             }),
