@@ -135,6 +135,13 @@ describe("RBAC: a developer's kubeconfig for one namespace", () => {
     assert.equal(fair.code, 0, fair.stderr);
     const role = await k(alice, "create", "role", "secret-reader", "--verb=get", "--resource=secrets", "-n", "dev");
     assert.equal(role.code, 0, `${role.stderr} — admin holds get secrets in dev`);
+    // bob, granted view by alice, reads but cannot create: a view user creating a pod is refused.
+    const asBob = ["--as", "bob", "-n", "dev"];
+    assert.equal((await k(admin, "get", "pods", ...asBob)).code, 0);
+    const create = await k(admin, "run", "nope", "--image=nginx:1.25", ...asBob);
+    assert.equal(create.code, 1);
+    assert.match(create.stderr, /pods is forbidden: User "bob" cannot create resource "pods" in API group "" in the namespace "dev"/);
+    assert.equal((await k(admin, "get", "pod", "nope", "-n", "dev")).code, 1, "nothing stored");
   });
 
   it("a token file user has only what is bound to them; an unknown token and no credentials are 401", async () => {
