@@ -98,6 +98,29 @@ describe("actor identities over NATS", () => {
     assert.ok(!ns.metadata?.deletionTimestamp, "default is not being deleted");
   });
 
+  it("node-1 patches its own Node's status and gets 403 for node-2's (the node authorizer), node-2 unchanged", async () => {
+    for (const name of ["node-1", "node-2"])
+      await c.client.create(fromKubeJson({ apiVersion: "v1", kind: "Node", metadata: { name, labels: { who: "admin" } } }));
+    const node = await asActor("node-1-writer", nodeIdentity("node-1"));
+    const patch = { metadata: { labels: { who: "node-1" } } };
+    assert.equal(await codeOf(node.patch("nodes", "", "node-1", "application/merge-patch+json", patch)), 200);
+    assert.equal(await codeOf(node.patch("nodes", "", "node-1", "application/merge-patch+json", patch, "status")), 200);
+    const refused = await node.patch("nodes", "", "node-2", "application/merge-patch+json", patch, "status").then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    assert.ok(refused instanceof ApiError, String(refused));
+    assert.equal(refused.code, 403);
+    assert.match(
+      refused.message,
+      /nodes "node-2" is forbidden: User "system:node:node-1" cannot patch resource "nodes\/status" .*node "node-1" may not modify node "node-2"/,
+    );
+    assert.equal(await codeOf(node.patch("nodes", "", "node-2", "application/merge-patch+json", patch)), 403);
+    assert.equal(await codeOf(node.delete("nodes", "", "node-2")), 403);
+    const node2 = unwrap(await c.client.get("nodes", "", "node-2"));
+    assert.equal(node2.metadata?.labels["who"], "admin");
+  });
+
   it("the scheduler's identity binds and reads but may not create workloads", async () => {
     const scheduler = await asActor("scheduler", ACTOR_IDENTITIES.scheduler);
     assert.equal(await codeOf(scheduler.list("pods")), 200);

@@ -24,6 +24,7 @@ import { Relay } from "./storage/relay.js";
 import { WatchCache } from "./storage/watch-cache.js";
 import { Authenticator, AuthorizerChain, legacyAdmin } from "./auth/index.js";
 import { ReloadingTokens } from "./auth/node/reloading-tokens.js";
+import { NodeAuthorizer } from "./auth/node/node-authorizer.js";
 import { RbacAuthorizer } from "./auth/rbac/authorizer.js";
 import { RbacCache } from "./auth/rbac/cache.js";
 import { checkEscalation } from "./auth/rbac/escalation.js";
@@ -79,7 +80,8 @@ const authentication = new Authenticator({
 // What they may do: system:masters anything; everyone else what RBAC grants (the roles kept in memory from the registry).
 const rbac = new RbacCache({ handlers: registry, log: log.child({ subsystem: "rbac" }) });
 const rbacAuthorizer = new RbacAuthorizer(rbac);
-const authorizer = new AuthorizerChain([rbacAuthorizer]);
+// A node writes only its own Node and Lease (an explicit deny before RBAC); RBAC decides the rest.
+const authorizer = new AuthorizerChain([new NodeAuthorizer(), rbacAuthorizer]);
 escalation.check = (user, req) => checkEscalation(user, req, rbacAuthorizer, authorizer);
 // One JSON line per request of every door (Kubernetes' audit.k8s.io/v1 Event), as the policy says; CHOREO_AUDIT_LOG="" turns it off.
 const audit = config.audit.file
