@@ -2,12 +2,15 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import * as grpc from "@grpc/grpc-js";
-import { ApiClient as GrpcClient, type Object as ApiObject, type WatchEvent } from "@choreo/kit/gen/choreo/api/v1/api";
+import { ApiClient as GrpcClient, ListRequest, WatchRequest, type Object as ApiObject, type WatchEvent } from "@choreo/kit/gen/choreo/api/v1/api";
 import { Status } from "@choreo/kit/gen/choreo/meta/v1/meta";
 import { fromKubeJson } from "@choreo/kit/kube-json";
 import { silentLogger } from "@choreo/kit/log";
 import { startStack, type Stack } from "../testing/stack.js";
 import { GrpcTransport, STATUS_METADATA_KEY } from "./serve-grpc.js";
+import { Authenticator } from "../auth/authenticate.js";
+import { AuthorizerChain } from "../auth/authorize.js";
+import { parseTokenFile, StaticTokens } from "../auth/static-tokens.js";
 
 describe("gRPC transport", () => {
   let s: Stack;
@@ -53,6 +56,53 @@ describe("gRPC transport", () => {
       client.get({ resource: "pods", namespace: "default", name: "g1" }, md("wrong"), (e) => res(e as grpc.ServiceError)),
     );
     assert.equal(unauth.code, grpc.status.UNAUTHENTICATED);
+  });
+
+  it("authorizes every call as its token's user: the apiserver's 403 as PERMISSION_DENIED, nothing stored", async () => {
+    const tokens = new StaticTokens(parseTokenFile("admin-token\nbob-token,bob,b,viewers\n"));
+    const t = new GrpcTransport({
+      handlers: s.registry,
+      log: silentLogger(),
+      host: "127.0.0.1",
+      port: 0,
+      authentication: new Authenticator({ tokens: [tokens] }),
+      authorizer: new AuthorizerChain([{ authorize: (a) => ({ allowed: a.user.groups.includes("viewers") && a.verb === "list", reason: "" }) }]),
+    });
+    const stop = new AbortController();
+    const done = t.start(stop.signal);
+    const c = new GrpcClient(`127.0.0.1:${await t.port()}`, grpc.credentials.createInsecure());
+    try {
+      const listed = await new Promise<unknown>((res, rej) =>
+        c.list(ListRequest.fromPartial({ resource: "pods", namespace: "default" }), md("bob-token"), (e, r) => (e ? rej(e) : res(r))),
+      );
+      assert.ok(listed);
+      const obj = fromKubeJson({
+        apiVersion: "v1",
+        kind: "Pod",
+        metadata: { name: "bobs", namespace: "default" },
+        spec: { containers: [{ name: "c", image: "i" }] },
+      });
+      const err = await new Promise<grpc.ServiceError>((res) => c.create({ object: obj, dryRun: false }, md("bob-token"), (e) => res(e as grpc.ServiceError)));
+      assert.equal(err.code, grpc.status.PERMISSION_DENIED);
+      const status = Status.decode(err.metadata.get(STATUS_METADATA_KEY)[0] as Buffer);
+      assert.equal(status.message, 'pods is forbidden: User "bob" cannot create resource "pods" in API group "" in the namespace "default"');
+      const watch = c.watch(WatchRequest.fromPartial({ resource: "nodes" }), md("bob-token"));
+      watch.on("data", () => undefined); // flowing: the status arrives after the (empty) stream
+      const denied = await new Promise<grpc.ServiceError>((res) => watch.on("error", (e) => res(e as grpc.ServiceError)));
+      assert.equal(denied.code, grpc.status.PERMISSION_DENIED);
+      const anonymous = await new Promise<grpc.ServiceError>((res) =>
+        c.list(ListRequest.fromPartial({ resource: "pods" }), new grpc.Metadata(), (e) => res(e as grpc.ServiceError)),
+      );
+      assert.equal(anonymous.code, grpc.status.UNAUTHENTICATED);
+      const stored = await new Promise<grpc.ServiceError>((res) =>
+        c.get({ resource: "pods", namespace: "default", name: "bobs" }, md("admin-token"), (e) => res(e as grpc.ServiceError)),
+      );
+      assert.equal(stored.code, grpc.status.NOT_FOUND, "nothing stored");
+    } finally {
+      c.close();
+      stop.abort();
+      await done;
+    }
   });
 
   it("streams a watch: synthetic ADDED, then live changes", async () => {

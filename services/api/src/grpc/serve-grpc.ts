@@ -123,7 +123,7 @@ export class GrpcTransport {
       try {
         events = (await as(call)).watch(call.request, ac.signal);
       } catch (err) {
-        call.destroy(grpcError(err));
+        call.emit("error", grpcError(err)); // ends the call with the Status (destroy would never send it)
         return;
       }
       const stop = (): void => ac.abort();
@@ -138,7 +138,7 @@ export class GrpcTransport {
           }
           call.end();
         } catch (err) {
-          call.destroy(grpcError(err));
+          call.emit("error", grpcError(err)); // ends the call with the Status (destroy would never send it)
         } finally {
           signal.removeEventListener("abort", stop);
         }
