@@ -174,7 +174,7 @@ export class ServiceAccountAuthenticator implements TokenAuthenticator {
     const k = claims["kubernetes.io"];
     const key = `${k.namespace}/${k.serviceaccount.name}/${k.serviceaccount.uid}/${k.pod?.name ?? ""}/${k.pod?.uid ?? ""}`;
     const seen = this.recent.get(key);
-    if (seen === undefined || Date.now() - seen > this.rememberMs) {
+    if (seen === undefined || Date.now() - seen >= this.rememberMs) {
       if (!(await this.bindingExists({ namespace: k.namespace, serviceAccount: k.serviceaccount, ...(k.pod ? { pod: k.pod } : {}) }))) {
         this.recent.delete(key);
         return undefined;
