@@ -198,3 +198,33 @@ export function resolveConnection(o: ConnectionOverrides, env: Record<string, st
   const paths = kubeconfigPaths(o.kubeconfig, env, cwd);
   return connectionFrom(loadKubeconfig(paths), o);
 }
+
+/**
+ * A kubeconfig of one cluster, one user and one context (what `choreo up`
+ * writes for the admin and `choreo kubeconfig create` for a user). `auth`:
+ * the user's fields (`token`, or `client-certificate-data` and `client-key-data`).
+ */
+export function renderKubeconfig(o: { server: string; caPem: string; user: string; auth: Record<string, string>; context: string; namespace: string }): string {
+  const q = (s: string): string => (/^[A-Za-z0-9._-]+$/.test(s) ? s : JSON.stringify(s));
+  return [
+    "apiVersion: v1",
+    "kind: Config",
+    "clusters:",
+    "- name: choreo",
+    "  cluster:",
+    `    server: ${o.server}`,
+    `    certificate-authority-data: ${Buffer.from(o.caPem).toString("base64")}`,
+    "users:",
+    `- name: ${q(o.user)}`,
+    "  user:",
+    ...Object.entries(o.auth).map(([k, v]) => `    ${k}: ${v}`),
+    "contexts:",
+    `- name: ${q(o.context)}`,
+    "  context:",
+    "    cluster: choreo",
+    `    user: ${q(o.user)}`,
+    `    namespace: ${q(o.namespace)}`,
+    `current-context: ${q(o.context)}`,
+    "",
+  ].join("\n");
+}

@@ -10,7 +10,16 @@ import { kubeconfigCommand } from "./kubeconfig.js";
 import { logsCommand } from "./logs.js";
 import { versionCommand } from "./version.js";
 
-export const COMMANDS: readonly Command[] = [getCommand, describeCommand, logsCommand, applyCommand, deleteCommand, apiResourcesCommand, versionCommand, kubeconfigCommand];
+export const COMMANDS: readonly Command[] = [
+  getCommand,
+  describeCommand,
+  logsCommand,
+  applyCommand,
+  deleteCommand,
+  apiResourcesCommand,
+  versionCommand,
+  kubeconfigCommand,
+];
 
 /** The command of a name, if any. */
 export function findCommand(name: string): Command | undefined {

@@ -8,6 +8,7 @@ import path from "node:path";
 import { signClientCert } from "@choreo/kit/secrets";
 import { parse } from "yaml";
 import { CliError } from "../client.js";
+import { renderKubeconfig } from "../kubeconfig.js";
 import { parseFlags, type CliIo, type Command } from "../session.js";
 
 const OPTIONS = {
@@ -32,33 +33,6 @@ Written to FILE (mode 0600), else printed.`;
 
 interface Kubeconfig {
   clusters?: { name?: string; cluster?: { server?: string; "certificate-authority-data"?: string } }[];
-}
-
-/** A kubeconfig for one user with an embedded client certificate. */
-export function userKubeconfig(o: { server: string; caData: string; user: string; cert: string; key: string; namespace: string }): string {
-  const b64 = (s: string): string => Buffer.from(s).toString("base64");
-  return [
-    "apiVersion: v1",
-    "kind: Config",
-    "clusters:",
-    "- name: choreo",
-    "  cluster:",
-    `    server: ${o.server}`,
-    `    certificate-authority-data: ${o.caData}`,
-    "users:",
-    `- name: ${JSON.stringify(o.user)}`,
-    "  user:",
-    `    client-certificate-data: ${b64(o.cert)}`,
-    `    client-key-data: ${b64(o.key)}`,
-    "contexts:",
-    `- name: ${JSON.stringify(`${o.user}@choreo`)}`,
-    "  context:",
-    "    cluster: choreo",
-    `    user: ${JSON.stringify(o.user)}`,
-    `    namespace: ${JSON.stringify(o.namespace)}`,
-    `current-context: ${JSON.stringify(`${o.user}@choreo`)}`,
-    "",
-  ].join("\n");
 }
 
 async function runKubeconfig(argv: string[], io: CliIo): Promise<number> {
@@ -87,11 +61,13 @@ async function runKubeconfig(argv: string[], io: CliIo): Promise<number> {
   } catch (err) {
     throw new CliError(`error: ${(err as Error).message}`);
   }
-  const yaml = userKubeconfig({
+  const b64 = (x: string): string => Buffer.from(x).toString("base64");
+  const yaml = renderKubeconfig({
     server: cluster.server,
-    caData: cluster["certificate-authority-data"],
+    caPem: Buffer.from(cluster["certificate-authority-data"], "base64").toString(),
     user: name,
-    ...signed,
+    auth: { "client-certificate-data": b64(signed.cert), "client-key-data": b64(signed.key) },
+    context: `${name}@choreo`,
     namespace: values.namespace ?? "default",
   });
   if (values.output) {

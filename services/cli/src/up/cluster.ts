@@ -13,6 +13,7 @@ import {
   provisionIdentity,
   type Identity,
 } from "@choreo/kit/secrets";
+import { renderKubeconfig } from "../kubeconfig.js";
 
 /** Where and on which ports `choreo up` runs the cluster. */
 export interface UpOptions {
@@ -98,28 +99,7 @@ function apiEnv(o: UpOptions, nats: ServerHandle, redis: ServerHandle): Record<s
 
 /** The kubeconfig kubectl and choreo use: https, the cluster's CA, the admin token. */
 export function kubeconfigYaml(server: string, caPem: string, token: string): string {
-  const ca = Buffer.from(caPem).toString("base64");
-  return [
-    "apiVersion: v1",
-    "kind: Config",
-    "clusters:",
-    "- name: choreo",
-    "  cluster:",
-    `    server: ${server}`,
-    `    certificate-authority-data: ${ca}`,
-    "users:",
-    "- name: choreo-admin",
-    "  user:",
-    `    token: ${token}`,
-    "contexts:",
-    "- name: choreo",
-    "  context:",
-    "    cluster: choreo",
-    "    user: choreo-admin",
-    "    namespace: default",
-    "current-context: choreo",
-    "",
-  ].join("\n");
+  return renderKubeconfig({ server, caPem, user: "choreo-admin", auth: { token }, context: "choreo", namespace: "default" });
 }
 
 /**

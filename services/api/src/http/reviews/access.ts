@@ -5,6 +5,7 @@
 // stored: each answers the body it was given with `status` filled.
 import { badRequest } from "@choreo/kit";
 import { Errors } from "../../registry/shared/validation.js";
+import { nonResourceAttributes } from "../../auth/attributes.js";
 import { MASTERS, type Attributes, type Authorizer, type Decision, type UserInfo } from "../../auth/types.js";
 import { checkKind, extraAt, invalidReview, objectAt, rec, stringAt, stringsAt } from "./json.js";
 import type { Json, RulesOf, RulesResolver } from "./types.js";
@@ -33,17 +34,10 @@ function attributesOf(user: UserInfo, spec: Json): Attributes {
     };
   }
   const nra = objectAt(spec, "nonResourceAttributes", "spec.nonResourceAttributes") ?? {};
+  // The verb as given (a review's verbs are not HTTP methods to lower-case).
   return {
-    user,
+    ...nonResourceAttributes(user, "", stringAt(nra, "path", "spec.nonResourceAttributes.path")),
     verb: stringAt(nra, "verb", "spec.nonResourceAttributes.verb"),
-    resourceRequest: false,
-    apiGroup: "",
-    apiVersion: "",
-    resource: "",
-    subresource: "",
-    namespace: "",
-    name: "",
-    path: stringAt(nra, "path", "spec.nonResourceAttributes.path"),
   };
 }
 
