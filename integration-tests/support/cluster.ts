@@ -18,7 +18,8 @@ import { ApiClient } from "@choreo/kit/client";
 import { Informer } from "@choreo/kit/informer";
 import { silentLogger } from "@choreo/kit/log";
 import { jetstreamManager } from "@nats-io/jetstream";
-import { freePort, startNats, startProcess, startRedis, type ManagedProcess, type ServerHandle } from "@choreo/kit/testing";
+import { freePort, startNats, startProcess, startRedis, waitFor, type ManagedProcess, type ServerHandle } from "@choreo/kit/testing";
+import { metaOf } from "@choreo/kit";
 
 /** The repository root. */
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
@@ -70,6 +71,27 @@ async function answers(client: ApiClient): Promise<boolean> {
   } catch {
     return false;
   }
+}
+
+/**
+ * Waits for what the api writes by itself once it is up — the `kubernetes`
+ * Service's Endpoints and kube-root-ca.crt in every namespace — so that a
+ * test measuring the revision ("bad input changes nothing") does not see
+ * them land under it.
+ */
+async function apiWritersSettled(client: ApiClient): Promise<void> {
+  await waitFor(
+    async () => {
+      try {
+        await client.get("endpoints", "default", "kubernetes");
+        for (const ns of (await client.list("namespaces")).items) await client.get("configmaps", metaOf(ns).name, "kube-root-ca.crt");
+        return true;
+      } catch {
+        return false;
+      }
+    },
+    { timeoutMs: 30_000, message: "the api's kubernetes Endpoints and kube-root-ca.crt maps" },
+  );
 }
 
 async function healthz(port: number): Promise<boolean> {
@@ -160,6 +182,7 @@ async function bringUp(dir: string, opts: Parameters<typeof startCluster>[0] & o
     );
     started.push({ stop: () => a.process.stop(10_000) });
   }
+  if (apis.length > 0) await apiWritersSettled(client);
   const actors = new Map<string, ManagedProcess>();
   const startActor = async (name: string, env: Record<string, string> = {}, args: string[] = [], as = name): Promise<ManagedProcess> => {
     await actors.get(as)?.stop(5_000);
