@@ -186,11 +186,13 @@ describe("ProcessRuntime pods", () => {
   it("stopPod gives SIGTERM to the command (PID 1 forwards it) and leaves no processes, netns, mounts, cgroups or files", async () => {
     r = await rig();
     const pod = r.pod("graceful", {
-      containers: [{ name: "c", image: BUSYBOX, command: ["sh", "-c", "trap 'echo got-term; exit 0' TERM; while true; do sleep 0.1; done"] }],
+      containers: [{ name: "c", image: BUSYBOX, command: ["sh", "-c", "trap 'echo got-term; exit 0' TERM; echo trapping; while true; do sleep 0.1; done"] }],
     });
     const uid = pod.metadata!.uid;
     await r.rt.startPod(pod);
     await trackPids(r, uid, "c");
+    // A SIGTERM before the shell has set its trap ends it with 143: wait until it says the trap is set.
+    await waitFor(async () => /trapping/.test(await logText(r, uid, { container: "c" })), { message: "the trap set" });
     const changes: string[] = [];
     r.rt.onChange((p) => changes.push(p.uid));
     await r.rt.killContainer(uid, "c", 30);
