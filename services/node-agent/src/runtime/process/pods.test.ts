@@ -192,7 +192,7 @@ describe("ProcessRuntime pods", () => {
     await r.rt.startPod(pod);
     await trackPids(r, uid, "c");
     // A SIGTERM before the shell has set its trap ends it with 143: wait until it says the trap is set.
-    await waitFor(async () => /trapping/.test(await logText(r, uid, { container: "c" })), { message: "the trap set" });
+    await waitFor(async () => /trapping/.test(await logText(r!, uid, { container: "c" })), { message: "the trap set" });
     const changes: string[] = [];
     r.rt.onChange((p) => changes.push(p.uid));
     await r.rt.killContainer(uid, "c", 30);
