@@ -174,7 +174,18 @@ try {
           headerless: process.env["CHOREO_NATS_HEADERLESS_ADMIN"] === "1" ? legacyAdmin() : undefined,
         }),
       ),
-      new MetricsNatsDoor({ nc, collector: metricsCollector, log: log.child({ subsystem: "metrics-api" }) }),
+      // metrics.k8s.io over NATS: the same token, RBAC (get/list pods|nodes.metrics.k8s.io) and audit as the other methods.
+      afterSync(
+        new MetricsNatsDoor({
+          nc,
+          collector: metricsCollector,
+          log: log.child({ subsystem: "metrics-api" }),
+          authentication,
+          authorizer,
+          ...(audit ? { audit } : {}),
+          headerless: process.env["CHOREO_NATS_HEADERLESS_ADMIN"] === "1" ? legacyAdmin() : undefined,
+        }),
+      ),
       // kube-root-ca.crt in every namespace: the CA pods verify the api with.
       new RootCaPublisher({ handlers: registry, caPem: tls.caPem, log: log.child({ subsystem: "root-ca" }) }),
       {
