@@ -205,6 +205,25 @@ rules:
     assert.equal(lines(file).length, 2);
   });
 
+  it("cuts a torn last line (a writer killed in the middle of a batch) before appending", async () => {
+    const file = path.join(dir, "torn.log");
+    writeFileSync(file, '{"kind":"Event","auditID":"old"}\n{"kind":"Event","auditID":"to');
+    const log = await openAuditLog({ file, policy: everything, log: silentLogger() });
+    log.begin(request({}))?.finish({ code: 201 });
+    await log.close();
+    assert.deepEqual(
+      lines(file).map((e) => e.responseStatus?.code ?? e.auditID),
+      ["old", 201],
+    );
+    // A file that is one torn line and nothing else is emptied.
+    const only = path.join(dir, "torn-only.log");
+    writeFileSync(only, "x".repeat(100_000));
+    const again = await openAuditLog({ file: only, policy: everything, log: silentLogger() });
+    again.begin(request({}))?.finish({ code: 200 });
+    await again.close();
+    assert.equal(lines(only).length, 1);
+  });
+
   it("1,000 concurrent finishes make 1,000 whole lines", async () => {
     const file = path.join(dir, "concurrent.log");
     const log = await openAuditLog({ file, policy: everything, maxSizeMB: 1, log: silentLogger() });

@@ -101,6 +101,7 @@ export async function openAuditLog(opts: AuditLogOptions): Promise<AuditLog> {
       }
     },
     onWriteError: (err) => log.error({ err, file: opts.file }, "audit log write failed"),
+    onTornTail: (bytes) => log.warn({ file: opts.file, bytes }, "audit log's torn last line cut off"),
   });
   log.info({ file: opts.file, rules: policy.rules.length }, "audit log open");
 

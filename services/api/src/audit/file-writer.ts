@@ -1,7 +1,10 @@
 // A bounded in-memory queue of lines drained into a file by one async loop,
 // rotated by size into <file>.1 … <file>.N. enqueue never waits for the
-// disk: when the queue is full the line is dropped and counted.
-import { mkdir, open, rename, rm, stat, type FileHandle } from "node:fs/promises";
+// disk: when the queue is full the line is dropped and counted. A file whose
+// last line has no newline (a process killed in the middle of a batch: the
+// kernel gives up a large write on a fatal signal) has that torn line cut
+// off when opened, so that the next line does not join it.
+import { mkdir, open, rename, rm, stat, truncate, type FileHandle } from "node:fs/promises";
 import path from "node:path";
 
 export interface FileWriterOptions {
@@ -14,6 +17,8 @@ export interface FileWriterOptions {
   maxQueue: number;
   onDrop(count: number): void;
   onWriteError(err: Error): void;
+  /** A torn last line of `bytes` was cut off the file when it was opened. */
+  onTornTail?(bytes: number): void;
 }
 
 /** Bytes written per write call at most, so one rotation check covers a bounded batch. */
@@ -57,15 +62,49 @@ export class FileWriter {
   private async openFile(): Promise<void> {
     this.fh = await open(this.o.file, "a", 0o600);
     this.size = (await stat(this.o.file)).size;
+    const whole = await this.lastNewlineEnd();
+    if (whole < this.size) {
+      await truncate(this.o.file, whole);
+      this.o.onTornTail?.(this.size - whole);
+      this.size = whole;
+    }
+  }
+
+  /** Where the file's last whole line ends (after its newline; 0 when it has none), read backwards from its end. */
+  private async lastNewlineEnd(): Promise<number> {
+    if (this.size === 0) return 0;
+    const fh = await open(this.o.file, "r");
+    try {
+      const chunk = Buffer.alloc(64 * 1024);
+      let end = this.size;
+      while (end > 0) {
+        const start = Math.max(0, end - chunk.length);
+        const { bytesRead } = await fh.read(chunk, 0, end - start, start);
+        const i = chunk.subarray(0, bytesRead).lastIndexOf(0x0a);
+        if (i !== -1) return start + i + 1;
+        end = start;
+      }
+      return 0;
+    } finally {
+      await fh.close();
+    }
+  }
+
+  /** Writes all of `buf` (a write may take less than it is given). */
+  private async writeAll(fh: FileHandle, buf: Buffer): Promise<void> {
+    let off = 0;
+    while (off < buf.length) off += (await fh.write(buf, off, buf.length - off)).bytesWritten;
   }
 
   private async drain(): Promise<void> {
     while (this.queue.length && this.fh) {
       const batch = this.takeBatch();
-      const bytes = Buffer.byteLength(batch);
+      const buf = Buffer.from(batch);
+      const bytes = buf.length;
       try {
         if (this.o.maxBytes > 0 && this.size > 0 && this.size + bytes > this.o.maxBytes) await this.rotate();
-        await this.fh.write(batch);
+        if (!this.fh) throw new Error(`${this.o.file} not open`);
+        await this.writeAll(this.fh, buf);
         this.size += bytes;
       } catch (err) {
         this.o.onWriteError(err as Error);
