@@ -1,5 +1,6 @@
 // The token file re-read when it changes: a line appended after the api
-// started authenticates; a file that no longer parses keeps the tokens last read.
+// started authenticates; a line removed stops authenticating, though only known
+// tokens ask; a file that no longer parses keeps the tokens last read.
 import assert from "node:assert/strict";
 import { appendFileSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
@@ -27,6 +28,17 @@ describe("ReloadingTokens", () => {
     assert.equal(tokens.authenticateToken("unknown"), undefined);
     assert.deepEqual(reloads, [2, -1]);
     assert.equal(tokens.authenticateToken("node-token")?.name, "system:node:node-1");
+    assert.equal(tokens.size, 2);
+  });
+
+  it("forgets a removed line when only known tokens ask (each a stat, at most once per knownRecheckMs)", () => {
+    const file = path.join(dir, "tokens-removed");
+    writeFileSync(file, 'admin-token\nbob-token,bob,uid-bob,"dev"\ncarol-token,carol,uid-carol,""\n', { mode: 0o600 });
+    const tokens = new ReloadingTokens(file, { knownRecheckMs: 0 });
+    assert.equal(tokens.authenticateToken("carol-token")?.name, "carol");
+    writeFileSync(file, 'admin-token\nbob-token,bob,uid-bob,"dev"\n');
+    assert.equal(tokens.authenticateToken("carol-token"), undefined, "carol's own request sees her line gone");
+    assert.equal(tokens.authenticateToken("bob-token")?.name, "bob");
     assert.equal(tokens.size, 2);
   });
 });
