@@ -25,6 +25,7 @@ import { WatchCache } from "./storage/watch-cache.js";
 import { Authenticator, AuthorizerChain, legacyAdmin } from "./auth/index.js";
 import { ReloadingTokens } from "./auth/node/reloading-tokens.js";
 import { NodeAuthorizer } from "./auth/node/node-authorizer.js";
+import { NodeGraph, PodGraphWatch } from "./auth/node/graph.js";
 import { RbacAuthorizer } from "./auth/rbac/authorizer.js";
 import { RbacCache } from "./auth/rbac/cache.js";
 import { checkEscalation } from "./auth/rbac/escalation.js";
@@ -80,8 +81,11 @@ const authentication = new Authenticator({
 // What they may do: system:masters anything; everyone else what RBAC grants (the roles kept in memory from the registry).
 const rbac = new RbacCache({ handlers: registry, log: log.child({ subsystem: "rbac" }) });
 const rbacAuthorizer = new RbacAuthorizer(rbac);
-// A node writes only its own Node and Lease (an explicit deny before RBAC); RBAC decides the rest.
-const authorizer = new AuthorizerChain([new NodeAuthorizer(), rbacAuthorizer]);
+// A node reads only its pods and what they use, writes only its own Node, Lease and pods (the node authorizer, from a
+// graph of every pod kept from the registry's watch); RBAC decides the rest.
+const nodeGraph = new NodeGraph();
+const nodeGraphWatch = new PodGraphWatch({ handlers: registry, graph: nodeGraph, log: log.child({ subsystem: "node-authorizer" }) });
+const authorizer = new AuthorizerChain([new NodeAuthorizer(nodeGraph), rbacAuthorizer]);
 escalation.check = (user, req) => checkEscalation(user, req, rbacAuthorizer, authorizer);
 // One JSON line per request of every door (Kubernetes' audit.k8s.io/v1 Event), as the policy says; CHOREO_AUDIT_LOG="" turns it off.
 const audit = config.audit.file
@@ -138,12 +142,13 @@ const relay = new Relay({
   onPublished: (n) => m.relayPublished.inc(n),
 });
 
-/** `r`, started once the RBAC cache has listed every role and binding. */
+/** `r`, started once the RBAC cache has listed every role and binding and the node graph every pod. */
 function afterSync(r: Runnable): Runnable {
   return {
     name: r.name,
     async start(signal) {
       await rbac.waitSynced(signal).catch(() => undefined);
+      await nodeGraphWatch.waitSynced(signal).catch(() => undefined);
       if (signal.aborted) return;
       log.info({ door: r.name }, "rbac synced; door opening");
       await r.start(signal);
@@ -160,6 +165,7 @@ try {
     [
       relay,
       cache,
+      nodeGraphWatch,
       // Like the other doors, opened once RBAC has listed the roles (before, every actor would get 403).
       afterSync(
         new NatsTransport({

@@ -85,9 +85,11 @@ export function methodAttributes(user: UserInfo, method: Method | "watch", req: 
     case "get":
       return resourceAttributes(user, "get", byResource(r.resource ?? ""), r.namespace ?? "", r.name ?? "");
     case "list":
-      return resourceAttributes(user, "list", byResource(r.resource ?? ""), r.namespace ?? "", "");
-    case "watch":
-      return resourceAttributes(user, "watch", byResource((req as WatchRequest).resource), r.namespace ?? "", "");
+    case "watch": {
+      const a = resourceAttributes(user, method, byResource(r.resource ?? ""), r.namespace ?? "", "");
+      const fieldSelector = (req as WatchRequest).fieldSelector;
+      return fieldSelector ? { ...a, fieldSelector } : a;
+    }
     case "patch":
       return resourceAttributes(user, "patch", byResource(r.resource ?? ""), r.namespace ?? "", r.name ?? "", r.subresource ?? "");
     case "delete":

@@ -36,6 +36,8 @@ export interface Attributes {
   name: string;
   /** The request path, for non-resource requests (`/healthz`). */
   path: string;
+  /** A list's or watch's field selector, as sent (`spec.nodeName=node-1`): the node authorizer lets a node list only its pods. */
+  fieldSelector?: string;
 }
 
 /** An authorizer's answer. `denied`: an explicit no that ends the chain (no other authorizer may allow). */

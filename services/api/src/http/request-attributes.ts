@@ -49,5 +49,7 @@ export function requestAttributes(user: UserInfo, method: string, url: URL): Att
   if (route.type !== "resource") return nonResourceAttributes(user, method, path);
   const streamed = (STREAM_SUBRESOURCES as readonly string[]).includes(route.subresource);
   const verb = streamed ? "create" : httpVerb(method, !!route.name, watching);
-  return resourceAttributes(user, verb, route.info, route.namespace, route.name, route.subresource);
+  const a = resourceAttributes(user, verb, route.info, route.namespace, route.name, route.subresource);
+  const fieldSelector = url.searchParams.get("fieldSelector");
+  return fieldSelector ? { ...a, fieldSelector } : a;
 }

@@ -33,13 +33,17 @@ export function nodeIdentity(node: string): Identity {
   return { user: `system:node:${node}`, groups: [NODES_GROUP] };
 }
 
+/** The group of hollow-nodes processes (the api's RBAC grants it what the node authorizer grants a real node per pod). */
+export const HOLLOW_NODES_GROUP = "system:hollow-nodes";
+
 /**
  * A hollow-nodes process (many simulated nodes in one process, one
  * connection): one identity in `system:nodes` that is no single node's, so
- * a per-node authorizer cannot narrow it to one node.
+ * a per-node authorizer cannot narrow it to one node; `system:hollow-nodes`
+ * too, whose role grants what its pods use.
  */
 export function hollowNodesIdentity(prefix: string): Identity {
-  return { user: `system:hollow-nodes:${prefix.replace(/[^A-Za-z0-9_.-]/g, "") || "hollow"}`, groups: [NODES_GROUP] };
+  return { user: `system:hollow-nodes:${prefix.replace(/[^A-Za-z0-9_.-]/g, "") || "hollow"}`, groups: [NODES_GROUP, HOLLOW_NODES_GROUP] };
 }
 
 /** The identity of an actor started by name (`scheduler`, `replication`, `endpoints`), undefined for another name. */
@@ -82,7 +86,7 @@ export function ensureTokenFile(file: string): string {
  * Provisions `id`: its token in `tokenFile` (0600, `token` alone) and a line
  * for it in the api's `apiTokenFile`. Idempotent: a token file already
  * there is kept, and its line is appended only when the api's file lacks
- * it. The api re-reads its token file when it changes, so an actor
+ * it (replaced when the file has the token with other groups). The api re-reads its token file when it changes, so an actor
  * provisioned while the api runs is known to it.
  */
 export function provisionIdentity(apiTokenFile: string, tokenFile: string, id: Identity): string {
@@ -95,10 +99,12 @@ export function provisionIdentity(apiTokenFile: string, tokenFile: string, id: I
     writeSecretFile(tokenFile, `${token}\n`);
   }
   const line = tokenLine(token, id);
-  const known = readFileSync(apiTokenFile, "utf8")
-    .split("\n")
-    .some((l) => l.trim() === line);
-  if (!known) appendFileSync(apiTokenFile, `${line}\n`);
+  const lines = readFileSync(apiTokenFile, "utf8").split("\n");
+  if (lines.some((l) => l.trim() === line)) return token;
+  // The token's line with other groups (an identity whose groups changed): replaced, never a second line (a duplicate token).
+  const stale = (l: string): boolean => l.trim().startsWith(`${token},`);
+  if (lines.some(stale)) writeSecretFile(apiTokenFile, lines.map((l) => (stale(l) ? line : l)).join("\n"));
+  else appendFileSync(apiTokenFile, `${line}\n`);
   return token;
 }
 

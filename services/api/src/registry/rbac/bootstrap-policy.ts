@@ -177,20 +177,33 @@ const ENDPOINTS_RULES = [
   rule(["get", "create", "update"], COORDINATION, ["leases"]),
 ];
 
-/** A node agent (group system:nodes): its node and lease, its pods and their status, what their specs reference, the services it proxies. */
+/**
+ * A node agent (group system:nodes): its node and lease, the services it proxies, its pods' tokens. Its pods, their
+ * status, and the Secrets, ConfigMaps, PVCs and ServiceAccounts they use are the node authorizer's
+ * to allow, one pod's node at a time (auth/node): as Kubernetes, no role grants them to nodes.
+ */
 const NODE_RULES = [
   rule(EVENTS, CORE, ["events"]),
   rule([...READ, "create", "update", "patch", "delete"], CORE, ["nodes"]),
   rule(["update", "patch"], CORE, ["nodes/status"]),
-  rule([...READ, "create", "delete"], CORE, ["pods"]),
-  rule(["update", "patch"], CORE, ["pods/status"]),
-  rule(["create"], CORE, ["pods/eviction"]),
-  rule(READ, CORE, ["services", "endpoints", "configmaps", "secrets"]),
-  rule(["get"], CORE, ["serviceaccounts", "persistentvolumeclaims"]),
+  rule(READ, CORE, ["services", "endpoints"]),
+  // A token only for its own pods: TokenRequest's NodeRestriction (registry/serviceaccounts/tokenrequest.ts).
   rule(["create"], CORE, ["serviceaccounts/token"]),
   rule(["get", "create", "update", "patch", "delete"], COORDINATION, ["leases"]),
   rule(["create"], AUTHENTICATION, ["tokenreviews"]),
   rule(["create"], AUTHORIZATION, ["subjectaccessreviews", "localsubjectaccessreviews"]),
+];
+
+/**
+ * A hollow-nodes process (group system:hollow-nodes, besides system:nodes): many simulated
+ * nodes behind one identity, which the node authorizer cannot narrow to one node — so what a
+ * node's pods use is granted here whole (hollow pods run nothing).
+ */
+const HOLLOW_NODES_RULES = [
+  rule([...READ, "delete"], CORE, ["pods"]),
+  rule(["update", "patch"], CORE, ["pods/status"]),
+  rule(["create"], CORE, ["pods/eviction"]),
+  rule(["get"], CORE, ["configmaps", "secrets", "serviceaccounts", "persistentvolumeclaims"]),
 ];
 
 /** The default ClusterRoles, in Kubernetes' names. */
@@ -213,6 +226,7 @@ export function bootstrapClusterRoles(): ClusterRole[] {
     clusterRole("system:kube-controller-manager", CONTROLLER_MANAGER_RULES),
     clusterRole("system:choreo-endpoints", ENDPOINTS_RULES),
     clusterRole("system:node", NODE_RULES),
+    clusterRole("system:choreo-hollow-nodes", HOLLOW_NODES_RULES),
   ];
 }
 
@@ -228,5 +242,6 @@ export function bootstrapClusterRoleBindings(): ClusterRoleBinding[] {
     binding("system:kube-controller-manager", "system:kube-controller-manager", [subject("User", "system:kube-controller-manager")]),
     binding("system:choreo-endpoints", "system:choreo-endpoints", [subject("User", "system:choreo-endpoints")]),
     binding("system:node", "system:node", [subject("Group", "system:nodes")]),
+    binding("system:choreo-hollow-nodes", "system:choreo-hollow-nodes", [subject("Group", "system:hollow-nodes")]),
   ];
 }
