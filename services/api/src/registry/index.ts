@@ -18,6 +18,7 @@ import { withServiceAccountAdmission } from "./pods/service-account-admission.js
 import { DEFAULT_POD_SECURITY, withPodSecurity, type PodSecurityConfig } from "./pods/pod-security/index.js";
 import { clusterRoleBindingStrategy, clusterRoleStrategy, roleBindingStrategy, roleStrategy } from "./rbac/strategy.js";
 import { withEscalationChecks, type EscalationGuard } from "./rbac/escalation-admission.js";
+import { withNodeRestriction } from "../auth/node/node-restriction.js";
 import { serviceAccountStrategy } from "./serviceaccounts/strategy.js";
 import type { SecretSealer } from "./secrets/seal.js";
 import { secretStrategy, sealedSecretStrategy } from "./secrets/strategy.js";
@@ -83,6 +84,7 @@ export function createRegistry(opts: {
     serviceAccount: serviceAccountStrategy as Strategy,
     secret: (opts.encryption ? sealedSecretStrategy(opts.encryption) : secretStrategy) as Strategy,
   };
-  const admitted = withEscalationChecks(withPodSecurity(strategies, opts.podSecurity ?? DEFAULT_POD_SECURITY), opts.escalation ?? {});
+  // NodeRestriction (a node's user sets no node-restriction.kubernetes.io/ label, changes no taint of its Node): auth/node.
+  const admitted = withNodeRestriction(withEscalationChecks(withPodSecurity(strategies, opts.podSecurity ?? DEFAULT_POD_SECURITY), opts.escalation ?? {}));
   return new Registry(new GenericStore(opts.store, admitted, opts.log));
 }
