@@ -17,6 +17,7 @@ import { NatsPodStreams } from "./http/streams/index.js";
 import { MetricsCollector, MetricsNatsDoor } from "./metrics-api/index.js";
 import { GrpcTransport } from "./grpc/serve-grpc.js";
 import { NatsTransport } from "./nats/serve-nats.js";
+import { TokenNatsDoor } from "./nats/token-door.js";
 import { bootstrap, createRegistry, ensureEncryptionKeys, SecretSealer } from "./registry/index.js";
 import { apiMetrics } from "./metrics.js";
 import { RedisStore } from "./storage/redis-store.js";
@@ -186,6 +187,20 @@ try {
           nc,
           collector: metricsCollector,
           log: log.child({ subsystem: "metrics-api" }),
+          authentication,
+          authorizer,
+          ...(audit ? { audit } : {}),
+          headerless: process.env["CHOREO_NATS_HEADERLESS_ADMIN"] === "1" ? legacyAdmin() : undefined,
+        }),
+      ),
+      // choreo.api.createToken: the node agents' projected ServiceAccount tokens (create serviceaccounts/token; a node only for its own pods).
+      afterSync(
+        new TokenNatsDoor({
+          nc,
+          handlers: registry,
+          issuer: saTokens,
+          log: log.child({ subsystem: "nats" }),
+          onRequest: (method, code, s) => m.requests.observe({ transport: "nats", method, code: String(code) }, s),
           authentication,
           authorizer,
           ...(audit ? { audit } : {}),

@@ -129,7 +129,7 @@ export async function serviceAccountToken(ctx: RequestContext, issuer: TokenIssu
   if (ctx.req.method !== "POST") throw methodNotAllowed(`${ctx.req.method ?? ""} is not supported on serviceaccounts/token`);
   const json = decodeBody(ctx.req, await readBody(ctx.req));
   if (!issuer) throw new ApiError(failure(501, "NotImplemented", "this api server issues no ServiceAccount tokens"));
-  sendJson(ctx.res, 201, await requestToken(ctx.handlers, issuer, namespace, name, json));
+  sendJson(ctx.res, 201, await requestToken(ctx.handlers, issuer, namespace, name, json, ctx.user));
 }
 
 /** GET .../pods/NAME/log: text/plain, streamed while following. */

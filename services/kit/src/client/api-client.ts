@@ -6,7 +6,7 @@ import { Reply, type Object as ApiObject, type ObjectList } from "../gen/choreo/
 import type { Scale } from "../gen/choreo/autoscaling/v1/autoscaling.js";
 import type { DeleteOptions } from "../gen/choreo/meta/v1/meta.js";
 import { MetricsReply, NodeMetricsRequest, PodMetricsRequest, type NodeMetricsList, type PodMetricsList } from "../gen/choreo/metrics/v1beta1/metrics.js";
-import { METHODS, type Method } from "./methods.js";
+import { CREATE_TOKEN, METHODS, type CreateTokenReply, type Method, type TokenRequestJson } from "./methods.js";
 
 /** Options of a list call. */
 export interface ListOptions {
@@ -98,6 +98,25 @@ export class ApiClient {
     if (r.result?.$case === "status") throw new ApiError(r.result.value);
     if (r.result?.$case !== "nodes") throw new Error(`expected node metrics, got ${r.result?.$case}`);
     return r.result.value;
+  }
+
+  /**
+   * A ServiceAccount token (serviceaccounts/NAME/token): `tokenRequest`
+   * answered with `status.token` and `status.expirationTimestamp`, or the
+   * api's refusal as an ApiError (404 account, 409 bound object's uid,
+   * 422 lifetime, 403). The token is a credential: never log it.
+   */
+  async createToken(namespace: string, name: string, tokenRequest: TokenRequestJson): Promise<TokenRequestJson> {
+    const data = new TextEncoder().encode(JSON.stringify({ namespace, name, tokenRequest }));
+    let reply: CreateTokenReply;
+    try {
+      reply = JSON.parse(new TextDecoder().decode(await this.send(CREATE_TOKEN, data))) as CreateTokenReply;
+    } catch (err) {
+      if (err instanceof ApiError) throw err;
+      throw new ApiError(failure(500, "InternalError", `createToken: the api's answer is not JSON: ${String(err)}`), { cause: err });
+    }
+    if ("status" in reply) throw new ApiError(reply.status);
+    return reply.tokenRequest;
   }
 
   private object(r: Reply): ApiObject {

@@ -2,8 +2,10 @@
 // serviceaccounts/NAME/token, as Kubernetes' pkg/registry/core/serviceaccount/storage/token.go:
 // a signed ServiceAccount token for the asked audiences and lifetime,
 // optionally bound to a Pod or a Secret that must exist with the given uid.
-import { ApiError, badRequest, conflict, failure, isNotFound, notFound, Reason, unwrap, type StatusCause } from "@choreo/kit";
+import { ApiError, badRequest, conflict, failure, forbidden, isNotFound, notFound, Reason, unwrap, type StatusCause } from "@choreo/kit";
 import type { ApiHandlers } from "../../handlers/api-handlers.js";
+import { nodeOfUser } from "../../auth/node/node-authorizer.js";
+import type { UserInfo } from "../../auth/types.js";
 import type { TokenBinding, TokenClaims } from "../../auth/service-account-tokens.js";
 
 /** A TokenRequest's or its answer's JSON. */
@@ -112,9 +114,29 @@ async function getOrNotFound(handlers: Pick<ApiHandlers, "get">, resource: strin
  * must exist with the given uid (409 otherwise; a pod of another account
  * is a 400); the lifetime is cut to MAX_EXPIRATION_SECONDS. The answer is
  * the request with status.token and status.expirationTimestamp.
+ *
+ * `requester`, when a node's user (`system:node:<n>` in system:nodes), is
+ * held to Kubernetes' NodeRestriction: only a token bound by uid to a Pod
+ * whose spec.nodeName is `<n>` (403 Forbidden otherwise, nothing issued).
  */
-export async function requestToken(handlers: Pick<ApiHandlers, "get">, issuer: TokenIssuer, namespace: string, name: string, body: unknown): Promise<Json> {
+export async function requestToken(
+  handlers: Pick<ApiHandlers, "get">,
+  issuer: TokenIssuer,
+  namespace: string,
+  name: string,
+  body: unknown,
+  requester?: UserInfo,
+): Promise<Json> {
   const spec = tokenRequestSpec(body);
+  const node = requester ? nodeOfUser({ user: requester }) : undefined;
+  if (node !== undefined) {
+    const ref = spec.boundObjectRef;
+    const refuse = (why: string): never => {
+      throw forbidden(`serviceaccounts "${name}" is forbidden: ${why}`);
+    };
+    if (!ref || ref.apiVersion !== "v1" || ref.kind !== "Pod" || ref.name === "") refuse("node requested token not bound to a pod");
+    if (ref!.uid === "") refuse("node requested token with a pod binding without a uid");
+  }
   const sa = await getOrNotFound(handlers, "serviceaccounts", namespace, name);
   const binding: TokenBinding = { namespace, serviceAccount: { name, uid: sa.metadata?.uid ?? "" } };
   const ref = spec.boundObjectRef;
@@ -127,6 +149,10 @@ export async function requestToken(handlers: Pick<ApiHandlers, "get">, issuer: T
     const obj = await getOrNotFound(handlers, resource, namespace, ref.name);
     const uid = obj.metadata?.uid ?? "";
     boundUid = uid;
+    if (ref.uid !== "" && ref.uid !== uid && node !== undefined)
+      throw forbidden(
+        `serviceaccounts "${name}" is forbidden: the UID in the bound object reference (${ref.uid}) does not match the UID in record. The object might have been deleted and then recreated`,
+      );
     if (ref.uid !== "" && ref.uid !== uid)
       throw conflict(
         resource,
@@ -134,7 +160,10 @@ export async function requestToken(handlers: Pick<ApiHandlers, "get">, issuer: T
         `the UID in the bound object reference (${ref.uid}) does not match the UID in record. The object might have been deleted and then recreated`,
       );
     if (ref.kind === "Pod") {
-      const podSa = "spec" in obj && obj.spec && "serviceAccountName" in obj.spec ? obj.spec.serviceAccountName : "";
+      const podSpec = "spec" in obj && obj.spec && "serviceAccountName" in obj.spec ? obj.spec : undefined;
+      const podSa = podSpec?.serviceAccountName ?? "";
+      if (node !== undefined && (podSpec && "nodeName" in podSpec ? podSpec.nodeName : "") !== node)
+        throw forbidden(`serviceaccounts "${name}" is forbidden: node requested token bound to a pod scheduled on a different node`);
       if (podSa !== "" && podSa !== name) throw badRequest(`cannot bind token for serviceaccount "${name}" to pod running with different serviceaccount name.`);
       binding.pod = { name: ref.name, uid };
     }
