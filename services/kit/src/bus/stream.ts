@@ -1,5 +1,6 @@
 import { jetstreamManager, RetentionPolicy, StorageType, DiscardPolicy, type JetStreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { NATS_CA_ENV } from "../secrets/bus-tls.js";
 import { natsConnectOptions } from "../secrets/secrets.js";
 import { EVENT_PREFIX, EVENT_STREAM } from "./subjects.js";
 
@@ -46,8 +47,15 @@ export async function streamState(jsm: JetStreamManager): Promise<{ firstRevisio
  * connection) and credentials: the URL's userinfo (`nats://user:pass@host:port`,
  * which nats.js itself ignores), else the `user:password` file named by
  * `credentialsFile` (default CHOREO_NATS_CREDENTIALS). nats-server refuses
- * a client without them (Authorization Violation, not retried).
+ * a client without them (Authorization Violation, not retried). With
+ * `caFile` (default CHOREO_NATS_CA) it speaks TLS only, verifying the
+ * server's certificate against that CA (compose's nats, beyond loopback).
  */
-export function connectBus(url: string, name: string, credentialsFile = process.env["CHOREO_NATS_CREDENTIALS"]): Promise<NatsConnection> {
-  return connect({ ...natsConnectOptions(url, credentialsFile), name, maxReconnectAttempts: -1, reconnectTimeWait: 250, pingInterval: 10_000 });
+export function connectBus(
+  url: string,
+  name: string,
+  credentialsFile = process.env["CHOREO_NATS_CREDENTIALS"],
+  caFile = process.env[NATS_CA_ENV] || undefined,
+): Promise<NatsConnection> {
+  return connect({ ...natsConnectOptions(url, credentialsFile, caFile), name, maxReconnectAttempts: -1, reconnectTimeWait: 250, pingInterval: 10_000 });
 }

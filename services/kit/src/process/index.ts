@@ -4,4 +4,4 @@
 export { startProcess, freePort, waitFor } from "./process.js";
 export type { ProcessOptions, ManagedProcess } from "./process.js";
 export { startNats, startRedis } from "./servers.js";
-export type { ServerHandle } from "./servers.js";
+export type { NatsHandle, NatsOptions, ServerHandle } from "./servers.js";

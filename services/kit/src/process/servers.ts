@@ -12,6 +12,7 @@ import {
   type NatsPermissions,
   type NatsUser,
 } from "../secrets/secrets.js";
+import { BUS_SANS, ensureBusTls, isLoopbackHost, natsTlsBlock, type BusTlsFiles } from "../secrets/bus-tls.js";
 import { freePort, startProcess, type ManagedProcess } from "./process.js";
 
 /**
@@ -53,6 +54,8 @@ interface ServerSpec {
   cmd: string;
   /** The command line; writes the server's config (0600) first. */
   args: (port: number, dir: string, users: NatsUser[]) => string[];
+  /** Runs once in `dir` before the first launch (certificates). */
+  prepare?: (dir: string) => Promise<void>;
   /** Rewrites the config with `users` (for a reload); undefined: the server cannot add users. */
   rewrite?: (dir: string, users: NatsUser[]) => void;
   ready: RegExp;
@@ -78,6 +81,7 @@ async function startServer(spec: ServerSpec, opts: { dir?: string; port?: number
   writeCredentials(credentialsFile, credentials);
   const users: NatsUser[] = [credentials];
   const files = new Map<string, string>();
+  await spec.prepare?.(dir);
   const launch = (): Promise<ManagedProcess> =>
     startProcess({
       name: spec.name,
@@ -129,29 +133,62 @@ async function startServer(spec: ServerSpec, opts: { dir?: string; port?: number
   };
 }
 
-/** nats.conf in `dir`: objects may be 1.5 MiB (the default 1 MiB payload limit is too small), then the users. */
-function writeNatsConf(dir: string, users: NatsUser[]): void {
+/** nats.conf in `dir`: objects may be 1.5 MiB (the default 1 MiB payload limit is too small), TLS when given, then the users. */
+function writeNatsConf(dir: string, users: NatsUser[], tls: BusTlsFiles | undefined): void {
   // JetStream in the config, not by flags (-js, -sd): a reload (addUser) re-reads the file, and JetStream must stay on.
-  writeSecretFile(path.join(dir, "nats.conf"), `max_payload: 8388608\njetstream { store_dir: ${JSON.stringify(dir)} }\n${natsAuthorization(users)}`);
+  writeSecretFile(
+    path.join(dir, "nats.conf"),
+    `max_payload: 8388608\njetstream { store_dir: ${JSON.stringify(dir)} }\n${tls ? natsTlsBlock(tls) : ""}${natsAuthorization(users)}`,
+  );
 }
 
-/** nats-server with JetStream on a free port (or the given one), data in `dir`; one user, `choreo`, and no anonymous clients. */
-export function startNats(opts: { dir?: string; port?: number; logFile?: string } = {}): Promise<ServerHandle> {
-  return startServer(
+/** Options of {@link startNats}. */
+export interface NatsOptions {
+  dir?: string;
+  port?: number;
+  logFile?: string;
+  /** The address nats-server listens on (default 127.0.0.1); anything but loopback gets TLS. */
+  host?: string;
+  /** TLS even on loopback (a test of the TLS path). */
+  tls?: boolean;
+}
+
+/** A nats-server handle; `caFile` is set when it requires TLS (what a client verifies it with: connectBus's `caFile`, CHOREO_NATS_CA). */
+export interface NatsHandle extends ServerHandle {
+  readonly caFile?: string;
+}
+
+/**
+ * nats-server with JetStream on a free port (or the given one), data in
+ * `dir`; one user, `choreo`, and no anonymous clients. Listening beyond
+ * loopback (`host`), or with `tls`, it requires TLS with a certificate of
+ * its own CA for the host, `localhost` and 127.0.0.1 (`<dir>/tls`).
+ */
+export async function startNats(opts: NatsOptions = {}): Promise<NatsHandle> {
+  const host = opts.host ?? "127.0.0.1";
+  let tls: BusTlsFiles | undefined;
+  const withTls = opts.tls || !isLoopbackHost(host);
+  const handle = await startServer(
     {
       name: "nats-server",
       cmd: "nats-server",
-      args: (port, dir, users) => {
-        writeNatsConf(dir, users);
-        return ["-c", path.join(dir, "nats.conf"), "-a", "127.0.0.1", "-p", String(port)];
+      prepare: async (dir) => {
+        // The address it listens on is a name the certificate carries (a wildcard address is none).
+        const sans = host === "0.0.0.0" || host === "::" ? BUS_SANS : [host, ...BUS_SANS];
+        if (withTls) tls = await ensureBusTls(path.join(dir, "tls"), [...new Set(sans)]);
       },
-      rewrite: writeNatsConf,
+      args: (port, dir, users) => {
+        writeNatsConf(dir, users, tls);
+        return ["-c", path.join(dir, "nats.conf"), "-a", host, "-p", String(port)];
+      },
+      rewrite: (dir, users) => writeNatsConf(dir, users, tls),
       ready: /Server is ready/,
-      url: (port) => `nats://127.0.0.1:${port}`,
+      url: (port) => `nats://${host === "0.0.0.0" ? "127.0.0.1" : host.includes(":") ? `[${host}]` : host}:${port}`,
       user: "choreo",
     },
     opts,
   );
+  return tls ? { ...handle, caFile: tls.caFile } : handle;
 }
 
 /** redis-server with AOF on a free port (or the given one), data in `dir`; loopback, protected mode, one ACL user `api`, `default` off. */

@@ -18,8 +18,10 @@ export {
   redisAcl,
 } from "./secrets.js";
 export type { Credentials } from "./secrets.js";
-export { clientCaPaths, ensureClientCa, signClientCert } from "./client-ca.js";
-export type { ClientCa } from "./client-ca.js";
+export { clientCaPaths, ensureCa, ensureClientCa, signCert, signClientCert } from "./client-ca.js";
+export type { CaFiles, ClientCa } from "./client-ca.js";
+export { BUS_SANS, NATS_CA_ENV, busTlsPaths, ensureBusTls, isLoopbackHost, natsTlsBlock } from "./bus-tls.js";
+export type { BusTlsFiles } from "./bus-tls.js";
 export {
   ACTOR_IDENTITIES,
   API_TOKEN_FILE_ENV,

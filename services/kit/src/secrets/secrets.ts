@@ -118,10 +118,20 @@ export function clientCredentials(url: string, credentialsFile?: string): Creden
   return urlCredentials(url) ?? (credentialsFile ? readCredentials(credentialsFile) : undefined);
 }
 
-/** What nats.js 3 needs: it ignores a URL's userinfo, so the server list goes without it and user/pass as options. */
-export function natsConnectOptions(url: string, credentialsFile?: string): { servers: string; user?: string; pass?: string } {
+/**
+ * What nats.js 3 needs: it ignores a URL's userinfo, so the server list goes
+ * without it and user/pass as options. With `caFile` (CHOREO_NATS_CA) the
+ * client speaks TLS only and verifies the server's certificate against that
+ * CA: a server without TLS, or with a certificate another CA signed, is refused.
+ */
+export function natsConnectOptions(
+  url: string,
+  credentialsFile?: string,
+  caFile?: string,
+): { servers: string; user?: string; pass?: string; tls?: { caFile: string } } {
   const c = clientCredentials(url, credentialsFile);
-  return c ? { servers: stripCredentials(url), user: c.user, pass: c.password } : { servers: url };
+  const tls = caFile ? { tls: { caFile } } : {};
+  return c ? { servers: stripCredentials(url), user: c.user, pass: c.password, ...tls } : { servers: url, ...tls };
 }
 
 /** The Redis URL ioredis connects to: with the credentials file's user and password when the URL has none. */

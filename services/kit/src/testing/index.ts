@@ -3,5 +3,5 @@
 // be killed -9 and restarted, polling helpers) re-exported for tests, and the
 // fakes only tests use.
 export { startProcess, freePort, waitFor, startNats, startRedis } from "../process/index.js";
-export type { ProcessOptions, ManagedProcess, ServerHandle } from "../process/index.js";
+export type { ProcessOptions, ManagedProcess, NatsHandle, ServerHandle } from "../process/index.js";
 export { FakeInformer } from "./fake-informer.js";
