@@ -1,6 +1,7 @@
 import os from "node:os";
 import path from "node:path";
 import { podSecurityConfigFromEnv, type PodSecurityConfig } from "./registry/pods/pod-security/policy.js";
+import { parseDuration } from "@choreo/kit/kube-proto";
 import { defaultAdvertiseAddress } from "./kubernetes-service/keeper.js";
 
 /** The api service's configuration, from the environment. */
@@ -38,6 +39,21 @@ export interface ApiConfig {
    * (audit.k8s.io/v1 Policy; default: Metadata for all but health and lease reads), CHOREO_AUDIT_LOG_MAXSIZE (MB, 100), CHOREO_AUDIT_LOG_MAXBACKUP (10).
    */
   audit: { file: string; policyFile: string | undefined; maxSizeMB: number; maxBackups: number };
+  /** How long an Event lives after its last write, in ms (CHOREO_EVENT_TTL, a Go duration as kube-apiserver's --event-ttl; default 1h; 0 keeps Events forever). */
+  eventTtlMs: number;
+}
+
+/** A Go duration (`1h`, `90m`, `30s`) in ms; the variable's name in the error. */
+function duration(env: NodeJS.ProcessEnv, name: string, dflt: string): number {
+  const v = env[name] || dflt;
+  let ns: number;
+  try {
+    ns = parseDuration(v, name);
+  } catch {
+    throw new Error(`${name} must be a duration such as 1h, 90m or 30s, got ${JSON.stringify(v)}`);
+  }
+  if (ns < 0) throw new Error(`${name} must not be negative, got ${JSON.stringify(v)}`);
+  return Math.round(ns / 1e6);
 }
 
 function int(env: NodeJS.ProcessEnv, name: string, dflt: number): number {
@@ -78,5 +94,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ApiConfig {
       maxSizeMB: int(env, "CHOREO_AUDIT_LOG_MAXSIZE", 100),
       maxBackups: int(env, "CHOREO_AUDIT_LOG_MAXBACKUP", 10),
     },
+    eventTtlMs: duration(env, "CHOREO_EVENT_TTL", "1h"),
   };
 }

@@ -10,6 +10,7 @@ import { ensureClientCa, redactUrl, redisConnectUrl } from "@choreo/kit/secrets"
 import { createGateway, ensureServingCert } from "./http/index.js";
 import { gatewayRunnable } from "./gateway-runnable.js";
 import { RootCaPublisher } from "./root-ca/publisher.js";
+import { EventExpirer } from "./event-ttl/expirer.js";
 import { firstServiceIp, KubernetesServiceKeeper } from "./kubernetes-service/keeper.js";
 import { loadConfig } from "./config.js";
 import { NatsLogs } from "./logs/index.js";
@@ -209,6 +210,17 @@ try {
       ),
       // kube-root-ca.crt in every namespace: the CA pods verify the api with.
       new RootCaPublisher({ handlers: registry, caPem: tls.caPem, log: log.child({ subsystem: "root-ca" }) }),
+      // Events expire CHOREO_EVENT_TTL after their last write (kube-apiserver's --event-ttl, 1 h).
+      ...(config.eventTtlMs > 0
+        ? [
+            new EventExpirer({
+              handlers: registry,
+              ttlMs: config.eventTtlMs,
+              log: log.child({ subsystem: "event-ttl" }),
+              onExpired: (n) => m.eventsExpired.inc(n),
+            }),
+          ]
+        : []),
       {
         // The doors open to users only once the roles are known: before, everyone but system:masters would get 403.
         name: "rbac-cache",

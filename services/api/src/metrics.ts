@@ -12,6 +12,11 @@ export function apiMetrics(registry: Registry) {
     }),
     relayBacklog: new Gauge({ name: "choreo_relay_backlog", help: "Change records in Redis not yet published.", registers: [registry] }),
     relayPublished: new Counter({ name: "choreo_relay_published_total", help: "Change records published to the event log.", registers: [registry] }),
+    eventsExpired: new Counter({
+      name: "choreo_api_events_expired_total",
+      help: "Events deleted once their TTL (CHOREO_EVENT_TTL) passed.",
+      registers: [registry],
+    }),
     secretTransformations: new Counter({
       name: "choreo_api_secret_transformations_total",
       help: "Secrets sealed (written) and unsealed (read) at rest, by key name and status (ok, error: no key opened it).",
