@@ -9,9 +9,10 @@ const td = new TextDecoder();
  * The ConfigMaps and Secrets of one namespace read through the api (a
  * Secret's data comes back in plaintext; its bus events carry it sealed, so
  * it is always fetched). Each object is read once per lookup: one pod's
- * resolution sees one version of it.
+ * resolution sees one version of it. With `token`, projected
+ * serviceAccountToken sources get the pod's token (PodTokens.token).
  */
-export function apiLookup(client: ApiClient, namespace: string): Lookup {
+export function apiLookup(client: ApiClient, namespace: string, token?: Lookup["serviceAccountToken"]): Lookup {
   const seen = new Map<string, Promise<SourceData | undefined>>();
   const once = (key: string, read: () => Promise<SourceData | undefined>): Promise<SourceData | undefined> => {
     let p = seen.get(key);
@@ -27,6 +28,7 @@ export function apiLookup(client: ApiClient, namespace: string): Lookup {
     }
   };
   return {
+    ...(token ? { serviceAccountToken: token } : {}),
     configMap: (name) =>
       once(`cm/${name}`, async () => {
         const o = await get("configmaps", name);

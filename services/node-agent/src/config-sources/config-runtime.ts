@@ -6,11 +6,13 @@ import { resourceFilter, untoken } from "@choreo/kit/bus";
 import { nowRfc3339 } from "@choreo/kit/apimachinery";
 import type { ApiClient } from "@choreo/kit/client";
 import { objectRef, type EventRecorder } from "@choreo/kit/events";
-import { ContainerStatus, type Pod } from "@choreo/kit/gen/choreo/core/v1/core";
+import { ContainerStatus, type Pod, type ServiceAccountTokenProjection } from "@choreo/kit/gen/choreo/core/v1/core";
 import type { Logger } from "@choreo/kit/log";
 import { configVolumePath, isConfigVolume } from "../runtime/pod-spec.js";
 import type { PodRuntimeStatus, Runtime, RuntimeListener, RuntimePod } from "../runtime/runtime.js";
 import { apiLookup } from "./api-lookup.js";
+import { KubernetesEnv, withEnv } from "./kubernetes-env.js";
+import { PodTokens } from "./pod-tokens.js";
 import { writeAtomic } from "./atomic-writer.js";
 import { ConfigError, needsResolution, resolvePod, volumePayload, type Allocatable, type Lookup, type Payload } from "./resolve.js";
 
@@ -61,9 +63,9 @@ export function withConfigSources(inner: Runtime, d: ConfigSourcesDeps): Runtime
   const cs = new ConfigSources(inner, d);
   const own: Partial<Record<keyof Runtime | "startContainer", unknown>> = {
     init: () => cs.init(),
-    startPod: (pod: Pod) => cs.startPod(pod),
+    startPod: async (pod: Pod) => cs.startPod(await cs.withKubernetesEnv(pod)),
     stopPod: (pod: RuntimePod, grace: number) => cs.stopPod(pod, grace),
-    adoptPod: (pod: Pod) => cs.adoptPod(pod),
+    adoptPod: async (pod: Pod) => cs.adoptPod(await cs.withKubernetesEnv(pod)),
     podStatus: (uid: string) => cs.waiting.get(uid)?.status ?? inner.podStatus(uid),
     listPods: () => cs.listPods(),
     restartContainer: (uid: string, c: string) => (cs.waiting.has(uid) ? Promise.resolve() : inner.restartContainer(uid, c)),
@@ -95,11 +97,23 @@ class ConfigSources {
   /** A resync asked for while one ran: run again after it. */
   private again = false;
   private subs: Subscription[] = [];
+  /** Pods' projected ServiceAccount tokens, asked of the api (createToken) when due; refreshed by the resync. */
+  private readonly tokens: PodTokens;
+  /** KUBERNETES_SERVICE_HOST and the rest, from the `kubernetes` Service in default. */
+  private readonly kubernetesEnv: KubernetesEnv;
 
   constructor(
     private readonly inner: Runtime,
     private readonly d: ConfigSourcesDeps,
-  ) {}
+  ) {
+    this.tokens = new PodTokens((ns, sa, req) => d.client.createToken(ns, sa, req));
+    this.kubernetesEnv = new KubernetesEnv(d.client, d.log);
+  }
+
+  /** `pod` with the `kubernetes` Service's variables before each container's env (the kubelet adds them to every container). */
+  async withKubernetesEnv(pod: Pod): Promise<Pod> {
+    return withEnv(pod, await this.kubernetesEnv.current());
+  }
 
   async init(): Promise<void> {
     await this.inner.init();
@@ -156,6 +170,7 @@ class ConfigSources {
     await this.serial(pod.uid, async () => {
       this.waiting.delete(pod.uid);
       this.mounted.delete(pod.uid);
+      this.tokens.forget(pod.uid);
       await this.inner.stopPod(pod, grace);
       if (this.d.stateDir) fs.rmSync(this.podVolumesDir(pod.uid), { recursive: true, force: true });
     });
@@ -163,7 +178,9 @@ class ConfigSources {
 
   private lookup(pod: Pod): Lookup {
     const ns = pod.metadata?.namespace ?? "";
-    return this.d.lookup ? this.d.lookup(ns) : apiLookup(this.d.client, ns);
+    // Hollow nodes write nothing: their pods' tokens are not asked for (thousands of pods per process).
+    const token = this.d.stateDir ? (p: Pod, src: ServiceAccountTokenProjection) => this.tokens.token(p, src) : () => Promise.resolve("");
+    return this.d.lookup ? this.d.lookup(ns) : apiLookup(this.d.client, ns, token);
   }
 
   /** `<stateDir>/config-volumes/<uid>` (0700: secrets' files are not for the node's other users). */
@@ -253,7 +270,7 @@ class ConfigSources {
       const pod = this.fresh(cur.pod);
       if (pod.metadata?.deletionTimestamp) return; // being deleted: the agent stops it, nothing to start
       const before = cur.status;
-      const status = await this.tryStart(pod);
+      const status = await this.tryStart(await this.withKubernetesEnv(pod));
       if (status !== before) {
         if (!this.waiting.has(uid)) {
           this.d.log.info({ pod: keyOf(pod.metadata!) }, "pod configuration resolved; started");

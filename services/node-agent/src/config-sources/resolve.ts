@@ -3,7 +3,7 @@
 // environment (env[].valueFrom, envFrom) and the files of its configMap,
 // secret, downwardAPI and projected volumes. Pure but for the lookups.
 import { parseQuantity } from "@choreo/kit/apimachinery";
-import type { Container, EnvVar, KeyToPath, Pod, ResourceFieldSelector, Volume } from "@choreo/kit/gen/choreo/core/v1/core";
+import type { Container, EnvVar, KeyToPath, Pod, ResourceFieldSelector, ServiceAccountTokenProjection, Volume } from "@choreo/kit/gen/choreo/core/v1/core";
 import { fieldValue, isConfigVolume } from "../runtime/pod-spec.js";
 
 /** A ConfigMap's or Secret's keys: `strings` is what env sees (a ConfigMap's data, a Secret's data as text), `files` what volumes see (binaryData too). */
@@ -16,6 +16,8 @@ export interface SourceData {
 export interface Lookup {
   configMap(name: string): Promise<SourceData | undefined>;
   secret(name: string): Promise<SourceData | undefined>;
+  /** The pod's token for a projected serviceAccountToken source (pod-tokens.ts); absent: such sources cannot be written. */
+  serviceAccountToken?(pod: Pod, src: ServiceAccountTokenProjection): Promise<string>;
 }
 
 /** Node allocatable, what resourceFieldRef reports for a limit the container does not set (the kubelet's rule). */
@@ -221,7 +223,17 @@ export async function volumePayload(pod: Pod, v: Volume, lookup: Lookup, alloc: 
       if (s.configMap) await keyed("configmap", s.configMap.name, s.configMap.items, s.configMap.optional, mode);
       if (s.secret) await keyed("secret", s.secret.name, s.secret.items, s.secret.optional, mode);
       if (s.downwardApi) downward(s.downwardApi.items, mode);
-      if (s.serviceAccountToken) fail("serviceAccountToken projections are not supported yet");
+      if (s.serviceAccountToken) {
+        if (!lookup.serviceAccountToken) fail("serviceAccountToken projections are not supported on this node");
+        let token: string;
+        try {
+          token = await lookup.serviceAccountToken!(pod, s.serviceAccountToken);
+        } catch (err) {
+          // The kubelet's message; the api's refusal says why (never the token: there is none).
+          fail(`failed to fetch token: ${err instanceof Error ? err.message : String(err)}`);
+        }
+        out.set(s.serviceAccountToken.path, { data: te.encode(token!), mode });
+      }
     }
   }
   for (const p of out.keys()) if (!validFilePath(p)) fail(`invalid path ${JSON.stringify(p)}: must be relative and may not contain '..'`);
