@@ -49,6 +49,7 @@ describe("the review door", () => {
     assert.deepEqual(r.json["status"], { allowed: true });
     const no = await call(base, "POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", { body: ssar("prod") });
     assert.deepEqual(no.json["status"], { allowed: false });
+    assert.deepEqual(no.json["metadata"], { creationTimestamp: null });
   });
 
   it("drops fields the kind does not have, so a JSON review can be answered in protobuf", async () => {
@@ -98,10 +99,11 @@ describe("the review door", () => {
       body: { spec: { user: "bob", resourceAttributes: { namespace: "dev", verb: "get", resource: "pods" } } },
     });
     assert.equal(lsar.status, 201, lsar.text);
-    assert.deepEqual(lsar.json["metadata"], { namespace: "dev" });
+    assert.deepEqual(lsar.json["metadata"], { namespace: "dev", creationTimestamp: null }, "Go's zero time, as the apiserver writes it");
     const ssr = await call(base, "POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", { body: { kind: "SelfSubjectReview" } });
     assert.deepEqual(ssr.json["status"], { userInfo: { username: "alice", groups: ["system:authenticated"] } });
     const tr = await call(base, "POST", "/apis/authentication.k8s.io/v1/tokenreviews", { body: { spec: { token: "good" } } });
+    assert.deepEqual(tr.json["metadata"], { creationTimestamp: null });
     assert.deepEqual(tr.json["status"], { authenticated: true, user: { username: "alice", groups: ["system:authenticated"] }, audiences: ["api"] });
     const rules = await call(base, "POST", "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews", { body: { spec: { namespace: "dev" } } });
     assert.equal(rules.status, 201);

@@ -89,5 +89,15 @@ export async function serveReviews(req: IncomingMessage, res: ServerResponse, ur
   if (req.method !== "POST") throw methodNotAllowed("the server does not allow this method on the requested resource");
   if (wantsProtobuf(req)) answerInProtobuf(res);
   const body = rec(decodeBody(req, await readBody(req)));
-  sendJson(res, 201, await review(route, ctx, body));
+  sendJson(res, 201, withZeroTime(await review(route, ctx, body)));
+}
+
+/**
+ * The answer's metadata with `creationTimestamp: null` when it has none: a
+ * review is never stored, and Go writes its zero metav1.Time as null (what
+ * `kubectl create -f review.yaml -o yaml` prints); protobuf leaves it out.
+ */
+function withZeroTime(answer: Json): Json {
+  const meta = rec(answer["metadata"]);
+  return meta["creationTimestamp"] ? answer : { ...answer, metadata: { ...meta, creationTimestamp: null } };
 }
