@@ -81,7 +81,12 @@ const authentication = new Authenticator({
   clientCerts: true,
 });
 // What they may do: system:masters anything; everyone else what RBAC grants (the roles kept in memory from the registry).
-const rbac = new RbacCache({ handlers: registry, log: log.child({ subsystem: "rbac" }) });
+// While nats-server is away the watches stand still but the store takes writes: the roles are relisted every second until it is back.
+let busAway = false;
+void (async () => {
+  for await (const st of nc.status()) if (st.type === "disconnect" || st.type === "reconnect") busAway = st.type === "disconnect";
+})().catch(() => undefined);
+const rbac = new RbacCache({ handlers: registry, log: log.child({ subsystem: "rbac" }), stale: () => busAway });
 const rbacAuthorizer = new RbacAuthorizer(rbac);
 // A node reads only its pods and what they use, writes only its own Node, Lease and pods (the node authorizer, from a
 // graph of every pod kept from the registry's watch); RBAC decides the rest.

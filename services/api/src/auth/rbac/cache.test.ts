@@ -40,6 +40,9 @@ describe("RbacCache on the registry's handlers (nats-server, redis-server)", () 
   let failWatch = 0;
   let errorEvent = 0;
   let breakWatches = new AbortController();
+  // `deaf` drops every watch event (the event log away while the store takes writes); `stale` says so to the cache.
+  let deaf = false;
+  let stale = false;
 
   before(async () => {
     s = await startStack();
@@ -81,12 +84,12 @@ describe("RbacCache on the registry's handlers (nats-server, redis-server)", () 
         }
         const broken = breakWatches.signal;
         return (async function* () {
-          yield* registry.watch(req, AbortSignal.any([signal, broken]));
+          for await (const ev of registry.watch(req, AbortSignal.any([signal, broken]))) if (!deaf) yield ev;
           if (broken.aborted && !signal.aborted) throw new Error("connection lost");
         })();
       },
     };
-    cache = new RbacCache({ handlers, log: silentLogger(), retryMs: 10 });
+    cache = new RbacCache({ handlers, log: silentLogger(), retryMs: 10, stale: () => stale, stalePollMs: 50 });
     z = new RbacAuthorizer(cache);
     assert.equal(cache.synced(), false);
     cache.start();
@@ -153,5 +156,42 @@ describe("RbacCache on the registry's handlers (nats-server, redis-server)", () 
     await s.client.delete("rolebindings", "default", "carol");
     await waitFor(() => !z.authorize(get(user("carol"), "pods", "default")).allowed, { message: "the delete through the watch" });
     assert.equal(cache.lists, lists + 16);
+  });
+
+  it("relists every poll while the watches may lag the store (stale), and only then", async () => {
+    await s.client.create(
+      obj(
+        "RoleBinding",
+        "dave",
+        { roleRef: { apiGroup: G, kind: "Role", name: "pod-reader" }, subjects: [{ kind: "User", apiGroup: G, name: "dave" }] },
+        "default",
+      ),
+    );
+    await waitFor(() => z.authorize(get(user("dave"), "pods", "default")).allowed, { message: "dave's binding" });
+    deaf = true;
+    await s.client.delete("rolebindings", "default", "dave");
+    // Not stale: the change stays unseen (the watch hears nothing) — what the polling is for.
+    const lists = cache.lists;
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal(z.authorize(get(user("dave"), "pods", "default")).allowed, true, "a deaf watch missed the delete");
+    assert.equal(cache.lists, lists, "no relist while not stale");
+    stale = true;
+    await waitFor(() => !z.authorize(get(user("dave"), "pods", "default")).allowed, { message: "the delete seen by a relist" });
+    await waitFor(() => cache.lists >= lists + 8, { message: "two rounds of relists" });
+    stale = false;
+    deaf = false;
+    // The watches, restarted from the last lists, carry on.
+    const after = cache.lists;
+    await s.client.create(
+      obj(
+        "RoleBinding",
+        "erin",
+        { roleRef: { apiGroup: G, kind: "Role", name: "pod-reader" }, subjects: [{ kind: "User", apiGroup: G, name: "erin" }] },
+        "default",
+      ),
+    );
+    await waitFor(() => z.authorize(get(user("erin"), "pods", "default")).allowed, { message: "a later binding through the watch" });
+    assert.ok(cache.lists - after <= 4, `at most the round of relists under way when stale ended (${cache.lists - after})`);
+    assert.equal(z.authorize(get(user("dave"), "pods", "default")).allowed, false);
   });
 });

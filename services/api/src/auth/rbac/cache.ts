@@ -3,6 +3,9 @@
 // clusterrolebindings a list, then a watch from the list's revision; a
 // watch that ends is resumed from the last revision seen, one that fails
 // (410 Expired, an ERROR event, any error) relists after a short backoff.
+// While the event log the watches read is away (nats-server down) the store
+// still takes writes the watches cannot show: the cache then relists every
+// second (`stale`), so a binding deleted meanwhile stops allowing.
 import { isExpired, keyOf, type AnyObject } from "@choreo/kit";
 import { sleep } from "@choreo/kit/lifecycle";
 import type { Logger } from "@choreo/kit/log";
@@ -49,6 +52,9 @@ export interface RbacCacheOptions {
   log: Logger;
   /** Backoff before a relist after a failure (doubles up to 5 s). */
   retryMs?: number;
+  /** True while the watches may lag the store (the event log is away): every `stalePollMs` (default 1 s) each resource relists. */
+  stale?: () => boolean;
+  stalePollMs?: number;
 }
 
 export class RbacCache implements RbacSource {
@@ -65,6 +71,9 @@ export class RbacCache implements RbacSource {
   private syncWaiters: (() => void)[] = [];
   private readonly abort = new AbortController();
   private loops: Promise<void>[] = [];
+  /** Each resource's running watch, aborted by `relistAll`. */
+  private readonly watches = new Map<Resource, AbortController>();
+  private readonly relistWanted = new Set<Resource>();
   /** Lists made (4 at the start, then one per relist): for tests and logs. */
   lists = 0;
 
@@ -74,6 +83,23 @@ export class RbacCache implements RbacSource {
   start(): void {
     if (this.loops.length) return;
     this.loops = RESOURCES.map((r) => this.run(r));
+    if (this.opts.stale) this.loops.push(this.pollWhileStale(this.opts.stale));
+  }
+
+  /** Each resource lists again now and watches from that list (its running watch ended): the watches may have missed changes. */
+  relistAll(): void {
+    for (const r of RESOURCES) {
+      this.relistWanted.add(r);
+      this.watches.get(r)?.abort();
+    }
+  }
+
+  private async pollWhileStale(stale: () => boolean): Promise<void> {
+    const signal = this.abort.signal;
+    while (!signal.aborted) {
+      await sleep(this.opts.stalePollMs ?? 1_000, signal).catch(() => undefined);
+      if (!signal.aborted && stale()) this.relistAll();
+    }
   }
 
   async stop(): Promise<void> {
@@ -143,17 +169,27 @@ export class RbacCache implements RbacSource {
     let failures = 0;
     let revision = "";
     while (!signal.aborted) {
+      const watch = new AbortController();
+      const stop = (): void => watch.abort();
+      signal.addEventListener("abort", stop, { once: true });
       try {
-        if (!revision) revision = await this.relist(resource);
-        revision = await this.watch(resource, revision, signal);
+        // A relist asked for while listing asks for another: that list may have been read before the change.
+        while (!revision || this.relistWanted.delete(resource)) revision = await this.relist(resource);
+        this.watches.set(resource, watch);
+        if (this.relistWanted.has(resource)) continue;
+        revision = await this.watch(resource, revision, watch.signal);
         failures = 0;
       } catch (err) {
         if (signal.aborted) break;
+        if (watch.signal.aborted && this.relistWanted.has(resource)) continue;
         revision = "";
         failures++;
         if (isExpired(err)) this.opts.log.info({ resource }, "rbac cache revision expired; relisting");
         else this.opts.log.warn({ err, resource, failures }, "rbac cache list/watch failed; relisting");
         await sleep(Math.min(5_000, base * 2 ** (failures - 1)), signal);
+      } finally {
+        signal.removeEventListener("abort", stop);
+        if (this.watches.get(resource) === watch) this.watches.delete(resource);
       }
     }
   }
