@@ -6,7 +6,7 @@
 import { badRequest } from "@choreo/kit";
 import { Errors } from "../../registry/shared/validation.js";
 import { nonResourceAttributes } from "../../auth/attributes.js";
-import { MASTERS, type Attributes, type Authorizer, type Decision, type UserInfo } from "../../auth/types.js";
+import { type Attributes, type Authorizer, type Decision, type UserInfo } from "../../auth/types.js";
 import { checkKind, extraAt, invalidReview, objectAt, rec, stringAt, stringsAt } from "./json.js";
 import type { Json, RulesOf, RulesResolver } from "./types.js";
 
@@ -132,13 +132,6 @@ export function localSubjectAccessReview(authorizer: Authorizer, namespace: stri
   return { ...answer(body, kind, decide(authorizer, attributesOf(subject, spec))), metadata: meta };
 }
 
-// What a member of system:masters may do, as the apiserver's privileged-group authorizer lists it.
-const MASTERS_RULES: RulesOf = {
-  resourceRules: [{ verbs: ["*"], apiGroups: ["*"], resources: ["*"], resourceNames: [] }],
-  nonResourceRules: [{ verbs: ["*"], nonResourceURLs: ["*"] }],
-  incomplete: false,
-};
-
 /** Go's JSON of a ResourceRule / NonResourceRule: verbs always, the other lists when not empty. */
 function ruleJson(r: Record<string, string[]>): Json {
   return Object.fromEntries(Object.entries(r).filter(([k, v]) => k === "verbs" || v.length > 0));
@@ -151,8 +144,8 @@ export async function selfSubjectRulesReview(user: UserInfo, rules: RulesResolve
   const namespace = stringAt(objectAt(body, "spec", "spec") ?? {}, "namespace", "spec.namespace");
   if (namespace === "") throw badRequest("no namespace on request");
   const found: RulesOf[] = [];
-  // As the apiserver's union of rule resolvers: the privileged group first, then RBAC.
-  if (user.groups.includes(MASTERS)) found.push(MASTERS_RULES);
+  // The apiserver's union of rule resolvers is RBAC's (and the node authorizer's, which lists nothing): its
+  // privileged-group authorizer allows system:masters but resolves no rules, so they see cluster-admin's through its binding.
   if (rules) {
     try {
       found.push(await rules.rulesFor(user, namespace));
