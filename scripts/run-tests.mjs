@@ -78,7 +78,9 @@ const child = spawn(
     "tsx",
     "--test",
     `--test-concurrency=${concurrency}`,
-    `--test-timeout=${process.env.CHOREO_TEST_TIMEOUT_MS ?? 300000}`,
+    // A whole file's limit (each file is one test of this run): the compose bring-up file needs 3-5 min on a
+    // loaded machine (ci-38: 300 s cut it after its first case); a hung file costs 10 min, not the whole run.
+    `--test-timeout=${process.env.CHOREO_TEST_TIMEOUT_MS ?? 600000}`,
     "--test-reporter=spec",
     "--test-reporter-destination=stdout",
     "--test-reporter=tap",
