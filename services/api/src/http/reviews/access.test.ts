@@ -4,6 +4,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { ApiError } from "@choreo/kit";
+import { AuthorizerChain } from "../../auth/authorize.js";
 import type { Attributes, Authorizer, Decision, UserInfo } from "../../auth/types.js";
 import { localSubjectAccessReview, selfSubjectAccessReview, selfSubjectRulesReview, subjectAccessReview } from "./access.js";
 import type { RulesOf } from "./types.js";
@@ -71,6 +72,14 @@ describe("SelfSubjectAccessReview", () => {
     ]);
     assert.equal(out["kind"], "SelfSubjectAccessReview");
     assert.deepEqual(out["spec"], { resourceAttributes: { namespace: "dev", verb: "create", resource: "pods" } });
+  });
+
+  it("system:masters through the chain: allowed with no reason, as the apiserver's privileged-group authorizer answers", () => {
+    const admin: UserInfo = { name: "admin", uid: "", groups: ["system:masters", "system:authenticated"], extra: {} };
+    const z = new TableAuthorizer();
+    const out = selfSubjectAccessReview(admin, new AuthorizerChain([z]), ssar({ resourceAttributes: { namespace: "x", verb: "delete", resource: "nodes" } }));
+    assert.deepEqual(out["status"], { allowed: true });
+    assert.deepEqual(z.asked, [], "nothing after it is asked");
   });
 
   it("passes group, version, subresource and name", () => {
