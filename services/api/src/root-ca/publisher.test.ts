@@ -9,7 +9,8 @@ import { ROOT_CA_CONFIGMAP, RootCaPublisher } from "./publisher.js";
 
 // The publisher against in-memory handlers with real watches: every namespace
 // gets kube-root-ca.crt, a new one too, a deleted map comes back and a
-// changed one is restored; a terminating namespace gets none.
+// changed one is restored; a terminating namespace gets none; a namespace
+// whose sync failed (the store away) is tried again until it has its map.
 
 const PEM = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
 
@@ -17,10 +18,24 @@ describe("RootCaPublisher", () => {
   const h = new MemoryHandlers();
   const ac = new AbortController();
   let running: Promise<void>;
+  // While `storeAway`, the publisher's reads fail as with Redis down (the namespaces are made through `h` directly).
+  let storeAway = false;
+  let failedReads = 0;
+  const away = <T>(fn: () => Promise<T>): Promise<T> => {
+    if (!storeAway) return fn();
+    failedReads++;
+    return Promise.reject(new Error("Reached the max retries per request limit (which is 3)"));
+  };
+  const handlers = {
+    get: (r: Parameters<MemoryHandlers["get"]>[0]) => away(() => h.get(r)),
+    create: (r: Parameters<MemoryHandlers["create"]>[0]) => away(() => h.create(r)),
+    update: (r: Parameters<MemoryHandlers["update"]>[0]) => away(() => h.update(r)),
+    watch: (r: Parameters<MemoryHandlers["watch"]>[0], signal: AbortSignal) => h.watch(r, signal),
+  };
   before(() => {
     for (const name of ["default", "kube-system"]) h.seed({ apiVersion: "v1", kind: "Namespace", metadata: { name } });
     h.seed({ apiVersion: "v1", kind: "Namespace", metadata: { name: "leaving" }, status: { phase: "Terminating" } });
-    running = new RootCaPublisher({ handlers: h, caPem: PEM, log: silentLogger(), retryMs: 50 }).start(ac.signal);
+    running = new RootCaPublisher({ handlers, caPem: PEM, log: silentLogger(), retryMs: 50 }).start(ac.signal);
   });
   after(async () => {
     ac.abort();
@@ -65,5 +80,13 @@ describe("RootCaPublisher", () => {
     await waitFor(has("apps"), { timeoutMs: 30_000 });
     // Every namespace was seen before apps was created; leaving got nothing.
     assert.equal(await caOf("leaving"), undefined);
+  });
+
+  it("tries again a namespace whose sync failed, once the store is back", async () => {
+    storeAway = true;
+    await h.create({ object: fromKubeJson({ apiVersion: "v1", kind: "Namespace", metadata: { name: "blip" } }), dryRun: false });
+    await waitFor(() => failedReads >= 2, { timeoutMs: 30_000, message: "the publisher tried, and tried again" });
+    storeAway = false;
+    await waitFor(has("blip"), { timeoutMs: 30_000, message: "kube-root-ca.crt in blip once the store is back" });
   });
 });

@@ -4,7 +4,9 @@
 // api with, mounted by ServiceAccount admission's projected volume). Kept
 // by the api through its own handlers: a watch of namespaces (each one,
 // when it appears) and of the ConfigMaps of that name (re-created when
-// deleted, restored when changed).
+// deleted, restored when changed). A namespace whose sync failed (the store
+// away) is tried again every `retryMs` until it succeeds, as the
+// controller's rate-limited requeue: the watch will not bring it again.
 import { isAlreadyExists, isNotFound, unwrap } from "@choreo/kit";
 import type { Logger } from "@choreo/kit/log";
 import { sleep, type Runnable } from "@choreo/kit/lifecycle";
@@ -22,14 +24,34 @@ export interface RootCaPublisherOptions {
   /** The PEM written as `ca.crt`. */
   caPem: string;
   log: Logger;
-  /** Pause before a watch that ended is opened again (default 1 s). */
+  /** Pause before a watch that ended is opened again, and between tries of a namespace whose sync failed (default 1 s). */
   retryMs?: number;
 }
 
 /** Keeps kube-root-ca.crt in every namespace. */
 export class RootCaPublisher implements Runnable {
   readonly name = "root-ca-publisher";
+  /** Namespaces whose last sync failed: tried again every `retryMs`. */
+  private readonly failed = new Set<string>();
   constructor(private readonly opts: RootCaPublisherOptions) {}
+
+  /** `sync`, remembered for another try when it fails (warned once per failure run). */
+  private async syncOrRetry(namespace: string): Promise<void> {
+    try {
+      await this.sync(namespace);
+      if (this.failed.delete(namespace)) this.opts.log.info({ namespace }, "root CA ConfigMap synced after failures");
+    } catch (err) {
+      if (!this.failed.has(namespace)) this.opts.log.warn({ err, namespace }, "root CA ConfigMap not synced; trying again");
+      this.failed.add(namespace);
+    }
+  }
+
+  private async retryFailed(signal: AbortSignal): Promise<void> {
+    while (!signal.aborted) {
+      await sleep(this.opts.retryMs ?? 1000, signal);
+      for (const namespace of [...this.failed]) if (!signal.aborted) await this.syncOrRetry(namespace);
+    }
+  }
 
   /** Makes `namespace`'s ConfigMap hold the CA (created, or its ca.crt restored); namespaces being deleted are left alone. */
   async sync(namespace: string): Promise<void> {
@@ -83,7 +105,7 @@ export class RootCaPublisher implements Runnable {
           const meta = unwrap(ev.object).metadata;
           const namespace = resource === "namespaces" ? (meta?.name ?? "") : (meta?.namespace ?? "");
           if (resource === "namespaces" && ev.type === "DELETED") continue;
-          await this.sync(namespace).catch((err: unknown) => this.opts.log.warn({ err, namespace }, "root CA ConfigMap not synced"));
+          await this.syncOrRetry(namespace);
         }
       } catch (err) {
         if (signal.aborted) return;
@@ -94,6 +116,6 @@ export class RootCaPublisher implements Runnable {
   }
 
   async start(signal: AbortSignal): Promise<void> {
-    await Promise.all([this.follow("namespaces", signal), this.follow("configmaps", signal)]);
+    await Promise.all([this.follow("namespaces", signal), this.follow("configmaps", signal), this.retryFailed(signal)]);
   }
 }
