@@ -7,7 +7,9 @@
 // Skipped (with the reason) only when no Docker engine or docker-compose answers.
 import assert from "node:assert/strict";
 import { execFile, spawn } from "node:child_process";
+import { once } from "node:events";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -150,18 +152,59 @@ describe("docker-compose.yml (compose v1)", { skip, timeout: 30 * 60_000 }, () =
       ].join("\n"),
     );
 
-    // No anonymous client: NATS (published on loopback) refuses one; Redis publishes no port and answers NOAUTH
-    // without the api's credentials; the credentials are 0600 where the services read them.
-    await assert.rejects(connect({ servers: `nats://127.0.0.1:${nats}`, maxReconnectAttempts: 0 }), /Authorization Violation/);
+    // NATS requires TLS with its own CA's certificate: a client that does not trust that CA is refused before it
+    // could log in; one that does, without a password, is refused at CONNECT. A plain CONNECT gets no PONG.
+    const natsCa = path.join(dir, "nats-ca.crt");
+    writeFileSync(natsCa, (await api.exec(["cat", "/run/choreo/identity/nats-ca.crt"])).output);
+    await assert.rejects(connect({ servers: `nats://127.0.0.1:${nats}`, maxReconnectAttempts: 0 }), /certificate/i);
+    await assert.rejects(connect({ servers: `nats://127.0.0.1:${nats}`, tls: { caFile: natsCa }, maxReconnectAttempts: 0 }), /Authorization Violation/);
+    const plain = net.connect({ host: "127.0.0.1", port: nats });
+    let said = "";
+    plain.on("data", (b: Buffer) => (said += b.toString()));
+    plain.on("error", () => undefined);
+    await once(plain, "connect");
+    plain.write('CONNECT {"verbose":false,"pedantic":false,"protocol":1}\r\nPING\r\n');
+    await once(plain, "close");
+    assert.match(said, /"tls_required":true/);
+    assert.doesNotMatch(said, /PONG/);
+    // Redis publishes no port and answers NOAUTH without the api's credentials; the credentials are 0600 where the services read them.
     const redis = env.getContainer(name("redis"));
     assert.match((await redis.exec(["redis-cli", "ping"])).output, /NOAUTH/);
     assert.match((await redis.exec(["redis-cli", "-h", "127.0.0.1", "acl", "whoami"])).output, /NOAUTH/);
     const { stdout: ports } = await exec("docker", ["port", name("redis")]);
     assert.equal(ports.trim(), "", "redis publishes no port");
-    assert.equal((await api.exec(["stat", "-c", "%a", "/run/choreo/nats/credentials", "/run/choreo/redis/credentials"])).output.trim(), "600\n600");
+    assert.equal((await api.exec(["stat", "-c", "%a", "/run/choreo/identity/nats", "/run/choreo/redis/credentials"])).output.trim(), "600\n600");
     assert.equal((await redis.exec(["stat", "-c", "%a", "/etc/redis/redis.conf"])).output.trim(), "600");
     const scheduler = env.getContainer(name("scheduler"));
     assert.match((await scheduler.exec(["sh", "-c", "ls /run/choreo/redis 2>&1 || true"])).output, /No such file/, "only the api gets Redis's credentials");
+
+    // Each actor holds its own token and NATS password and no other's: its container mounts its own identity volume
+    // alone, and another actor's token is nowhere in it. (The node agents hold the Docker socket: not a boundary.)
+    const secretVolumes = /_(id-[a-z0-9-]+|identities|nats-auth|redis-auth|event-signing)$/;
+    for (const s of ["api", "scheduler", "replication", "endpoints", "node-1", "node-2"]) {
+      const { stdout } = await exec("docker", ["inspect", "--format", "{{range .Mounts}}{{.Name}} {{end}}", name(s)]);
+      const held = stdout
+        .trim()
+        .split(/\s+/)
+        .map((v) => secretVolumes.exec(v)?.[1])
+        .filter(Boolean)
+        .sort();
+      const own = `id-${s}`;
+      assert.deepEqual(held, s === "api" ? ["event-signing", own, "redis-auth"].sort() : [own], `${s} mounts ${stdout.trim()}`);
+    }
+    const tokenOf = async (s: string): Promise<string> => (await env!.getContainer(name(s)).exec(["cat", "/run/choreo/identity/token"])).output.trim();
+    const [schedulerToken, replicationToken] = [await tokenOf("scheduler"), await tokenOf("replication")];
+    assert.match(replicationToken, /^\S{16,}$/);
+    assert.notEqual(schedulerToken, replicationToken);
+    assert.deepEqual((await scheduler.exec(["ls", "/run/choreo"])).output.trim().split(/\s+/), ["identity"]);
+    assert.deepEqual((await scheduler.exec(["ls", "/run/choreo/identity"])).output.trim().split(/\s+/), ["nats", "nats-ca.crt", "token"]);
+    const found = await scheduler.exec(["sh", "-c", `grep -rlsF "${replicationToken}" /run /etc /tmp 2>/dev/null; true`]);
+    assert.equal(found.output.trim(), "", `the replication actor's token is in the scheduler's container: ${found.output}`);
+    assert.match(
+      (await scheduler.exec(["sh", "-c", `grep -rlsF "${schedulerToken}" /run 2>/dev/null; true`])).output,
+      /identity\/token/,
+      "the control: its own token is found",
+    );
 
     for (const s of ["scheduler", "replication", "endpoints", "node-1", "node-2"]) {
       const { stdout } = await exec("docker", ["inspect", "--format", "{{.State.Status}}", name(s)]);

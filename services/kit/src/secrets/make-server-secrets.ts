@@ -9,15 +9,23 @@
 //   <signing dir>/event-signing.key  0600  the api's Ed25519 event-signing key (CHOREO_EVENT_SIGNING_KEY of the api)
 //   <verify dir>/event-signing.pub   0644  its public half (CHOREO_EVENT_VERIFY_KEY of the node agents, which never see the private key)
 //   <api token file>                 0600  the api's token file: the administrator's bare token, then one line per actor identity
-//   <identities dir>/<actor>.token   0600  each actor's own token (CHOREO_API_TOKEN_FILE): scheduler, replication, endpoints, node-<name> per node
-//   <identities dir>/<actor>.nats    0600  its own NATS user (CHOREO_NATS_CREDENTIALS), with its permissions in nats.conf
+//   <identities dir>/<actor>/token   0600  each actor's own token (CHOREO_API_TOKEN_FILE): scheduler, replication, endpoints, node-<name> per node
+//   <identities dir>/<actor>/nats    0600  its own NATS user (CHOREO_NATS_CREDENTIALS), with its permissions in nats.conf
+//   <identities dir>/api/nats        0600  the api's (user choreo, a copy of <nats dir>/credentials)
+//   <identities dir>/*/nats-ca.crt   0644  with --nats-tls: the CA every NATS client verifies the server with (CHOREO_NATS_CA)
+//   <nats dir>/tls/server.{crt,key}, ca.crt  with --nats-tls: the server's certificate (SANs nats, localhost, 127.0.0.1),
+//                                    key 0600; nats.conf gets a `tls` block naming them under <dir as nats-server sees it>
+// One directory per actor: compose mounts each actor's own volume there, so
+// no actor container holds another's token or NATS password.
 //
-// Usage: node --import tsx services/kit/src/secrets/make-server-secrets.ts <nats dir> <redis dir> [<signing dir> <verify dir> [<api token file> <identities dir> <node>...]]
+// Usage: node --import tsx services/kit/src/secrets/make-server-secrets.ts [--nats-tls=<nats dir as nats-server sees it>]
+//          <nats dir> <redis dir> [<signing dir> <verify dir> [<api token file> <identities dir> <node>...]]
 // Idempotent: files already there are kept (a restart keeps the passwords;
 // `docker-compose down -v` removes the volumes and with them the secrets).
 import { chmodSync, copyFileSync, existsSync, mkdirSync } from "node:fs";
 import path from "node:path";
 import { ensureEventKeys, eventKeyPaths } from "../bus/signing.js";
+import { BUS_SANS, busTlsPaths, ensureBusTls, natsTlsBlock } from "./bus-tls.js";
 import { ACTOR_IDENTITIES, nodeIdentity, provisionIdentity, type Identity } from "./identities.js";
 import { identityNatsPermissions, natsUserName } from "./nats-users.js";
 import { natsAuthorization, randomSecret, readCredentials, redisAcl, writeCredentials, writeSecretFile, type Credentials, type NatsUser } from "./secrets.js";
@@ -29,9 +37,14 @@ function credentials(dir: string, user: string, file = path.join(dir, "credentia
   return c;
 }
 
-const [natsDir, redisDir, signingDir, verifyDir, apiTokenFile, identitiesDir, ...nodes] = process.argv.slice(2);
-if (!natsDir || !redisDir || (signingDir && !verifyDir) || (apiTokenFile && !identitiesDir)) {
-  console.error("usage: make-server-secrets.ts <nats dir> <redis dir> [<signing dir> <verify dir> [<api token file> <identities dir> <node>...]]");
+const args = process.argv.slice(2);
+const tlsFlag = args.find((a) => a.startsWith("--nats-tls="));
+const [natsDir, redisDir, signingDir, verifyDir, apiTokenFile, identitiesDir, ...nodes] = args.filter((a) => a !== tlsFlag);
+const natsTlsAs = tlsFlag?.slice("--nats-tls=".length);
+if (!natsDir || !redisDir || (signingDir && !verifyDir) || (apiTokenFile && !identitiesDir) || natsTlsAs === "") {
+  console.error(
+    "usage: make-server-secrets.ts [--nats-tls=<nats dir as nats-server sees it>] <nats dir> <redis dir> [<signing dir> <verify dir> [<api token file> <identities dir> <node>...]]",
+  );
   process.exit(2);
 }
 for (const dir of [natsDir, redisDir]) {
@@ -39,6 +52,22 @@ for (const dir of [natsDir, redisDir]) {
   chmodSync(dir, 0o700);
 }
 const nats = credentials(natsDir, "choreo");
+// nats-server beyond loopback (the compose network): TLS with a certificate of the bus's own CA.
+const tls = natsTlsAs ? await ensureBusTls(path.join(natsDir, "tls")) : undefined;
+if (tls) console.log(`choreo: nats-server's TLS certificate in ${path.dirname(tls.certFile)} (SANs ${BUS_SANS.join(", ")}; key 0600)`);
+
+/** `<identities dir>/<actor>/` (0700) with the NATS CA when there is TLS. */
+function identityDir(actor: string): string {
+  const dir = path.join(identitiesDir ?? "", actor);
+  mkdirSync(dir, { recursive: true });
+  chmodSync(dir, 0o700);
+  if (tls) {
+    copyFileSync(tls.caFile, path.join(dir, "nats-ca.crt"));
+    chmodSync(path.join(dir, "nats-ca.crt"), 0o644);
+  }
+  return dir;
+}
+
 // Each actor its own token and NATS user (the api alone uses `choreo`, which may do everything).
 const natsUsers: NatsUser[] = [nats];
 if (apiTokenFile && identitiesDir) {
@@ -46,16 +75,19 @@ if (apiTokenFile && identitiesDir) {
   chmodSync(identitiesDir, 0o700);
   const actors: [string, Identity][] = [...Object.entries(ACTOR_IDENTITIES), ...nodes.map((n): [string, Identity] => [`node-${n}`, nodeIdentity(n)])];
   for (const [name, id] of actors) {
-    provisionIdentity(apiTokenFile, path.join(identitiesDir, `${name}.token`), id);
-    const c = credentials(identitiesDir, natsUserName(name), path.join(identitiesDir, `${name}.nats`));
+    const dir = identityDir(name);
+    provisionIdentity(apiTokenFile, path.join(dir, "token"), id);
+    const c = credentials(dir, natsUserName(name), path.join(dir, "nats"));
     natsUsers.push({ ...c, permissions: identityNatsPermissions(id) });
   }
+  writeCredentials(path.join(identityDir("api"), "nats"), nats);
   console.log(
-    `choreo: the api's token file ${apiTokenFile}; each actor's token and NATS credentials in ${identitiesDir} (0600): ${actors.map(([n]) => n).join(", ")}`,
+    `choreo: the api's token file ${apiTokenFile}; each actor's token and NATS credentials in its own directory of ${identitiesDir} (0600): api, ${actors.map(([n]) => n).join(", ")}`,
   );
 }
 // Objects may be 1.5 MiB (the default 1 MiB payload is too small); the monitoring port serves the healthcheck only, on loopback.
-writeSecretFile(path.join(natsDir, "nats.conf"), `max_payload: 8388608\nhttp: "127.0.0.1:8222"\n${natsAuthorization(natsUsers)}`);
+const tlsBlock = natsTlsAs ? natsTlsBlock(busTlsPaths(path.join(natsTlsAs, "tls"))) : "";
+writeSecretFile(path.join(natsDir, "nats.conf"), `max_payload: 8388608\nhttp: "127.0.0.1:8222"\n${tlsBlock}${natsAuthorization(natsUsers)}`);
 const redis = credentials(redisDir, "api");
 writeSecretFile(path.join(redisDir, "redis.conf"), redisAcl([redis]));
 console.log(`choreo: credentials in ${natsDir} (nats, user ${nats.user}) and ${redisDir} (redis, user ${redis.user}), mode 0600`);
