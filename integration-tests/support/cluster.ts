@@ -159,6 +159,8 @@ async function bringUp(dir: string, opts: Parameters<typeof startCluster>[0] & o
         CHOREO_API_METRICS_PORT: String(a.metricsPort),
         CHOREO_REPLICA_ID: `api-${a.index}`,
         CHOREO_LOG_LEVEL: process.env.CHOREO_LOG_LEVEL ?? "warn",
+        // Off unless a scenario asks (as Kubernetes' integration framework): most clusters here run no replication actor to make `default` accounts.
+        CHOREO_SERVICE_ACCOUNT_ADMISSION: "0",
         ...opts.env,
         ...env,
       },

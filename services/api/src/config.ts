@@ -41,6 +41,11 @@ export interface ApiConfig {
   audit: { file: string; policyFile: string | undefined; maxSizeMB: number; maxBackups: number };
   /** How long an Event lives after its last write, in ms (CHOREO_EVENT_TTL, a Go duration as kube-apiserver's --event-ttl; default 1h; 0 keeps Events forever). */
   eventTtlMs: number;
+  /**
+   * Pods' ServiceAccount admission (a ServiceAccount that exists, `default` unless named, and its projected token, CA and namespace
+   * mounted): on unless CHOREO_SERVICE_ACCOUNT_ADMISSION=0 (a cluster without the replication actor, which makes the `default` accounts).
+   */
+  serviceAccountAdmission: boolean;
 }
 
 /** A Go duration (`1h`, `90m`, `30s`) in ms; the variable's name in the error. */
@@ -95,5 +100,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ApiConfig {
       maxBackups: int(env, "CHOREO_AUDIT_LOG_MAXBACKUP", 10),
     },
     eventTtlMs: duration(env, "CHOREO_EVENT_TTL", "1h"),
+    serviceAccountAdmission: env["CHOREO_SERVICE_ACCOUNT_ADMISSION"] !== "0",
   };
 }

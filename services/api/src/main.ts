@@ -62,6 +62,8 @@ const registry = createRegistry({
   encryption,
   podSecurity: config.podSecurity,
   escalation,
+  // Pods run as a ServiceAccount that exists (default) and mount its projected token, the CA and the namespace.
+  serviceAccountAdmission: config.serviceAccountAdmission,
 });
 const cache = new WatchCache({ nc, jsm, log: log.child({ subsystem: "watch-cache" }), capacity: config.watchCacheSize });
 registry.attachWatch({ cache, nc, jsm });

@@ -25,13 +25,16 @@ export const INJECTED_TOKEN_SECONDS = 3607;
 /** How the admission finds ServiceAccounts; the `default` account is asked a few times, as the controller may not have made it yet. */
 export interface ServiceAccountLookup {
   get: Pick<ApiHandlers, "get">["get"];
-  /** Attempts and pause for the `default` account (Kubernetes: 10, 100-200 ms). */
+  /**
+   * Attempts and pause for the `default` account: 40, 100-200 ms (4-8 s; Kubernetes waits 10 such, but its
+   * ServiceAccount controller runs in kube-controller-manager, here in the replication actor, a process that may start later).
+   */
   defaultAttempts?: number;
   retryMs?: number;
 }
 
 async function findServiceAccount(l: ServiceAccountLookup, namespace: string, name: string): Promise<ServiceAccount | undefined> {
-  const attempts = name === DEFAULT_SERVICE_ACCOUNT ? (l.defaultAttempts ?? 10) : 1;
+  const attempts = name === DEFAULT_SERVICE_ACCOUNT ? (l.defaultAttempts ?? 40) : 1;
   for (let i = 0; i < attempts; i++) {
     if (i > 0) await sleep((l.retryMs ?? 100) + Math.floor(Math.random() * (l.retryMs ?? 100)));
     try {

@@ -23,10 +23,6 @@ describe("pod fields choreo stores but does not enforce", () => {
         "spec.topologySpreadConstraints[0].whenUnsatisfiable",
       ],
       [{ schedulingGates: [{ name: "wait" }] }, "spec.schedulingGates"],
-      [
-        { volumes: [{ name: "tok", projected: { sources: [{ configMap: { name: "x" } }, { serviceAccountToken: { path: "token" } }] } }] },
-        "spec.volumes[0].projected.sources[1].serviceAccountToken",
-      ],
       [{ containers: [{ ...c, readinessProbe: { grpc: { port: 9000 } } }] }, "spec.containers[0].readinessProbe.grpc"],
     ];
     for (const [extra, field] of cases) {
@@ -110,5 +106,18 @@ describe("pod fields choreo stores but does not enforce", () => {
     const container = (got["containers"] as Record<string, unknown>[])[0];
     assert.deepEqual(container?.["securityContext"], spec.containers[0]?.securityContext);
     assert.deepEqual(container?.["lifecycle"], spec.containers[0]?.lifecycle);
+  });
+
+  it("takes a projected serviceAccountToken source (the node agent writes it since issue 14)", async () => {
+    const { client } = await startMemoryRegistry();
+    const volumes = [
+      {
+        name: "tok",
+        projected: { sources: [{ configMap: { name: "x" } }, { serviceAccountToken: { audience: "vault", expirationSeconds: 600, path: "token" } }] },
+      },
+    ];
+    const got = toKubeJson(await client.create(testPod("tok", { spec: { containers: [c], volumes } })))["spec"] as Record<string, unknown>;
+    const sources = ((got["volumes"] as Record<string, unknown>[])[0]?.["projected"] as Record<string, unknown>)["sources"] as Record<string, unknown>[];
+    assert.deepEqual(sources[1], { serviceAccountToken: { audience: "vault", expirationSeconds: 600, path: "token" } });
   });
 });

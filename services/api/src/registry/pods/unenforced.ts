@@ -29,10 +29,7 @@ export function refuseUnenforced(e: Errors, spec: PodSpec, path: string): void {
   if (spec.resourceClaims.length) no("resourceClaims");
   spec.volumes.forEach((v, i) => {
     if (v.persistentVolumeClaim) no(`volumes[${i}].persistentVolumeClaim`);
-    // configMap, secret, downwardAPI and projected volumes are written by the node agent; service account tokens wait for issue 14.
-    v.projected?.sources.forEach((s, j) => {
-      if (s.serviceAccountToken) no(`volumes[${i}].projected.sources[${j}].serviceAccountToken`);
-    });
+    // configMap, secret, downwardAPI and projected volumes (serviceAccountToken sources too) are written by the node agent.
   });
   spec.initContainers.forEach((c, i) => container(c, `initContainers[${i}]`, no));
   spec.containers.forEach((c, i) => container(c, `containers[${i}]`, no));
