@@ -8,7 +8,7 @@ import { KubernetesEnv, serviceEnv, withEnv } from "./kubernetes-env.js";
 
 const kubernetes = Service.fromPartial({
   metadata: { name: "kubernetes", namespace: "default" },
-  spec: { clusterIp: "10.96.0.1", ports: [{ name: "https", port: 443, protocol: "TCP", targetPort: { intVal: 6443 } }] },
+  spec: { clusterIp: "10.96.0.1", ports: [{ name: "https", port: 443, protocol: "TCP", targetPort: { value: { $case: "intVal", value: 6443 } } }] },
 });
 
 describe("the kubernetes Service's variables in every container", () => {
