@@ -6,11 +6,9 @@ import { Reply, type Object as ApiObject, type ObjectList } from "@choreo/kit/ge
 import type { Scale } from "@choreo/kit/gen/choreo/autoscaling/v1/autoscaling";
 import type { Logger } from "@choreo/kit/log";
 import type { ApiHandlers } from "../handlers/api-handlers.js";
-import type { Authenticator } from "../auth/authenticate.js";
 import { ALLOW_ALL } from "../auth/authorize.js";
 import { guardedHandlers } from "../auth/guarded-handlers.js";
-import type { Authorizer, UserInfo } from "../auth/types.js";
-import type { AuditLog } from "../audit/index.js";
+import { natsRequestUser, type NatsRequestAuth } from "./request-auth.js";
 
 /** The queue group every api replica joins: a request goes to one of them. */
 export const API_QUEUE = "choreo-api";
@@ -36,19 +34,7 @@ export class NatsTransport {
       handlers: ApiHandlers;
       log: Logger;
       onRequest?: (method: string, code: number, seconds: number) => void;
-      /** Who a request is: its `Authorization: Bearer …` header's token; undefined: no authentication. */
-      authentication?: Authenticator;
-      /**
-       * Who a request without an Authorization header is (the NATS
-       * connection's credentials were its only proof); undefined: such a
-       * request is refused with 401.
-       */
-      headerless?: UserInfo;
-      /** Decides every request before it runs (403); undefined: everything is allowed. */
-      authorizer?: Authorizer;
-      /** Gets one event per request when given (requestURI `nats:<subject>`). */
-      audit?: AuditLog;
-    },
+    } & NatsRequestAuth,
   ) {}
 
   async start(signal: AbortSignal): Promise<void> {
@@ -78,16 +64,12 @@ export class NatsTransport {
 
   /** The handlers as the request's user may call them (401 for an unknown token or a missing one when headerless requests are refused). */
   private async handlersFor(msg: Msg): Promise<ApiHandlers> {
-    const { authentication, authorizer, headerless } = this.opts;
-    if (!authentication?.enabled) return this.opts.handlers;
-    const header = msg.headers?.get("Authorization") || undefined;
-    let user: UserInfo;
-    if (header === undefined && headerless) user = headerless;
-    else user = await authentication.token(header);
+    const user = await natsRequestUser(msg, this.opts);
+    if (!user) return this.opts.handlers;
     const audit = this.opts.audit;
     return guardedHandlers(
       this.opts.handlers,
-      authorizer ?? ALLOW_ALL,
+      this.opts.authorizer ?? ALLOW_ALL,
       user,
       audit ? { log: audit, requestURI: () => `nats:${msg.subject}`, userAgent: "nats" } : undefined,
     );
