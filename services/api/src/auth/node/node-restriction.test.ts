@@ -47,16 +47,17 @@ describe("withNodeRestriction in the registry", () => {
     const r = createRegistry({ store: new MemoryStore(), serviceCidr: "10.96.0.0/16", log: silentLogger() });
     const asUser = <T>(user: UserInfo, fn: () => Promise<T>): Promise<T> =>
       withAdmissionContext({ user: user.name, userInfo: user, warn: () => undefined }, fn);
-    const created = unwrap(await asUser(node1, () => r.create({ object: wrap("node", node({ "kubernetes.io/hostname": "node-1" })) }))) as Node;
+    const created = unwrap(await asUser(node1, () => r.create({ dryRun: false, object: wrap("node", node({ "kubernetes.io/hostname": "node-1" })) }))) as Node;
     const tainted = unwrap(
       await asUser(admin, () =>
         r.update({
+          dryRun: false,
           object: wrap("node", { ...created, spec: { ...created.spec!, taints: [{ key: "dedicated", value: "", effect: "NoSchedule", timeAdded: "" }] } }),
         }),
       ),
     ) as Node;
     const refused = async (n: Node, want: RegExp): Promise<void> => {
-      const err = await asUser(node1, () => r.update({ object: wrap("node", n) })).then(
+      const err = await asUser(node1, () => r.update({ dryRun: false, object: wrap("node", n) })).then(
         () => assert.fail("expected 403"),
         (e: unknown) => e,
       );
@@ -73,7 +74,10 @@ describe("withNodeRestriction in the registry", () => {
     assert.equal(now.metadata?.resourceVersion, tainted.metadata?.resourceVersion, "nothing changed");
     const relabelled = unwrap(
       await asUser(node1, () =>
-        r.update({ object: wrap("node", { ...now, metadata: { ...now.metadata!, labels: { ...now.metadata!.labels, "choreo.dev/runtime": "process" } } }) }),
+        r.update({
+          dryRun: false,
+          object: wrap("node", { ...now, metadata: { ...now.metadata!, labels: { ...now.metadata!.labels, "choreo.dev/runtime": "process" } } }),
+        }),
       ),
     ) as Node;
     assert.equal(relabelled.metadata?.labels["choreo.dev/runtime"], "process");
