@@ -111,6 +111,7 @@ describe("the official clients and the security kinds", () => {
       assert.deepEqual(f["tokenreview.groups"], ["system:serviceaccounts", "system:serviceaccounts:py", "system:authenticated"]);
       assert.equal(f["tokenreview.bad.authenticated"], false);
       assert.equal(f["ssar.allowed"], true);
+      assert.equal(f["ssar.reason"], null, "system:masters is allowed with no reason, as the privileged-group authorizer");
       assert.equal(f["ssrr.incomplete"], false);
       assert.equal(f["ssrr.star"], true, "the administrator's rules include */*");
       assert.equal(f["sar.py-user.get.eventually"], true);

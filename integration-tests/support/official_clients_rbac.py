@@ -179,6 +179,7 @@ def main() -> int:
         ),
     )
     facts["ssar.allowed"] = ssar.status.allowed
+    facts["ssar.reason"] = ssar.status.reason
     ssrr = step(
         "create_self_subject_rules_review",
         lambda: authz.create_self_subject_rules_review(client.V1SelfSubjectRulesReview(spec=client.V1SelfSubjectRulesReviewSpec(namespace=ns))),
