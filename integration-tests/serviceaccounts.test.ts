@@ -6,13 +6,14 @@
 // namespace (the api's CA, re-created when deleted), and `kubectl create
 // token` for a ServiceAccount whose token can do exactly what its Role grants.
 import assert from "node:assert/strict";
-import { readFileSync, writeFileSync } from "node:fs";
+import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { waitFor } from "@choreo/kit/testing";
 import { startCluster, withLogsOnFailure, type TestCluster } from "./support/cluster.js";
 import { run, writeKubeconfig } from "./support/kubectl.js";
+import { startRealCluster, type RealCluster } from "./support/real-cluster.js";
 
 const WAIT = { timeoutMs: 60_000, intervalMs: 300 };
 // The api advertises the host's first non-loopback IPv4 (CHOREO_ADVERTISE_ADDRESS unset).
@@ -111,3 +112,136 @@ describe("ServiceAccounts reach the api", { skip: advertise ? false : "the host 
       await waitFor(async () => (/Unauthorized|must be logged in/.test((await as("get", "pods", "-n", "apps")).stderr) ? true : undefined), WAIT);
     }));
 });
+
+/**
+ * In the pod: the official Python client's load_incluster_config() (the
+ * mounted token and ca.crt, KUBERNETES_SERVICE_HOST/PORT), then what it may
+ * do; one line `RESULT {json}`.
+ */
+const IN_CLUSTER = `
+import json, os, stat
+from kubernetes import client, config
+from kubernetes.client.rest import ApiException
+config.load_incluster_config()
+v1 = client.CoreV1Api()
+out = {"apps": sorted(p.metadata.name for p in v1.list_namespaced_pod("apps").items)}
+for key, call in [("default", lambda: v1.list_namespaced_pod("default")), ("secrets", lambda: v1.list_namespaced_secret("apps"))]:
+    try:
+        call()
+        out[key] = 200
+    except ApiException as e:
+        out[key] = e.status
+d = "/var/run/secrets/kubernetes.io/serviceaccount"
+out["mode"] = oct(stat.S_IMODE(os.stat(d + "/token").st_mode))
+out["namespace"] = open(d + "/namespace").read()
+out["host"] = os.environ.get("KUBERNETES_SERVICE_HOST")
+out["port"] = os.environ.get("KUBERNETES_SERVICE_PORT")
+print("RESULT " + json.dumps(out), flush=True)
+`;
+
+describe(
+  "an in-cluster client in a pod, with its mounted token only (process runtime)",
+  { skip: process.getuid?.() === 0 ? false : "real pods need root" },
+  () => {
+    let c: RealCluster;
+    const k = (...args: string[]) => run("kubectl", args, c.kubeconfig);
+    const ok = async (...args: string[]): Promise<string> => {
+      const r = await k(...args);
+      assert.equal(r.code, 0, `kubectl ${args.join(" ")}: ${r.stderr}`);
+      return r.stdout;
+    };
+
+    before(async () => {
+      // ServiceAccount admission on (the harness turns it off by default): pods get their account's projected token.
+      c = await startRealCluster("process", { nodes: 1, apiEnv: { CHOREO_SERVICE_ACCOUNT_ADMISSION: "1" } });
+    });
+    after(async () => {
+      await c?.stop();
+    });
+
+    it("lists pods in apps as robot's Role grants, is refused in default and on secrets; the token file is the kubelet's; it dies with the pod", () =>
+      withLogsOnFailure(c, async () => {
+        await ok("create", "namespace", "apps");
+        await ok("create", "serviceaccount", "robot", "-n", "apps");
+        await ok("create", "role", "pod-lister", "-n", "apps", "--verb=list", "--resource=pods");
+        await ok("create", "rolebinding", "robot-lists", "-n", "apps", "--role=pod-lister", "--serviceaccount=apps:robot");
+        // RBAC takes a moment to see the new binding.
+        await waitFor(
+          async () =>
+            (await k("auth", "can-i", "list", "pods", "-n", "apps", "--as", "system:serviceaccount:apps:robot")).stdout.trim() === "yes" ? true : undefined,
+          WAIT,
+        );
+        const manifest = c.manifest(
+          "in-cluster.yaml",
+          JSON.stringify({
+            apiVersion: "v1",
+            kind: "Pod",
+            metadata: { name: "operator", namespace: "apps" },
+            spec: {
+              serviceAccountName: "robot",
+              restartPolicy: "Never",
+              containers: [{ name: "main", image: "debian:bookworm", command: ["/usr/bin/python3", "-c", IN_CLUSTER] }],
+            },
+          }),
+        );
+        await ok("create", "-f", manifest);
+        // Admission: the account's projected volume at the standard path.
+        const pod = JSON.parse(await ok("get", "pod", "operator", "-n", "apps", "-o", "json")) as {
+          metadata: { uid: string };
+          spec: { volumes: { name: string; projected?: { sources: Record<string, unknown>[] } }[]; containers: { volumeMounts: { mountPath: string }[] }[] };
+        };
+        const vol = pod.spec.volumes.find((v) => v.name.startsWith("kube-api-access-"));
+        assert.ok(vol?.projected, JSON.stringify(pod.spec.volumes));
+        assert.deepEqual(vol.projected.sources[0], { serviceAccountToken: { expirationSeconds: 3607, path: "token" } });
+        assert.ok(pod.spec.containers[0]!.volumeMounts.some((m) => m.mountPath === "/var/run/secrets/kubernetes.io/serviceaccount"));
+        const result = await waitFor(
+          async () => {
+            const r = await k("logs", "operator", "-n", "apps");
+            return /^RESULT /m.exec(r.stdout) ? r.stdout : undefined;
+          },
+          { timeoutMs: 120_000, intervalMs: 500 },
+        );
+        const out = JSON.parse(/^RESULT (.*)$/m.exec(result)![1]!) as Record<string, unknown>;
+        const svcIp = JSON.parse(await ok("get", "svc", "kubernetes", "-n", "default", "-o", "json")) as { spec: { clusterIP: string } };
+        assert.deepEqual(out, {
+          apps: ["operator"],
+          default: 403,
+          secrets: 403,
+          mode: "0o644",
+          namespace: "apps",
+          host: svcIp.spec.clusterIP,
+          port: "443",
+        });
+        // On the node: the token under the pod's volume (0644 in a 0755 dir), bound to the pod: it authenticates while the pod lives.
+        const volumes = path.join(c.dir, "nodes", c.nodes[0]!, "config-volumes", pod.metadata.uid);
+        const dir = path.join(
+          volumes,
+          readdirSync(volumes).find((n) => n.startsWith("kube-api-access-"))!,
+        );
+        const tokenFile = path.join(dir, "token");
+        assert.equal(statSync(tokenFile).mode & 0o777, 0o644);
+        assert.equal(statSync(path.join(dir, "..data")).mode & 0o777, 0o755);
+        const token = readFileSync(tokenFile, "utf8");
+        const robot = (...args: string[]) => run("kubectl", args, kubeconfigAt(c, "pod-token", token));
+        const who = await robot("auth", "whoami", "-o", "json");
+        assert.equal(who.code, 0, who.stderr);
+        const user = (JSON.parse(who.stdout) as { status: { userInfo: { username: string; extra: Record<string, string[]> } } }).status.userInfo;
+        assert.equal(user.username, "system:serviceaccount:apps:robot");
+        assert.deepEqual(user.extra["authentication.kubernetes.io/pod-name"], ["operator"]);
+        // The pod deleted: its token is no credential any more.
+        await ok("delete", "pod", "operator", "-n", "apps", "--wait=false");
+        await waitFor(async () => (/Unauthorized|must be logged in/.test((await robot("get", "pods", "-n", "apps")).stderr) ? true : undefined), WAIT);
+      }));
+  },
+);
+
+/** A kubeconfig for the cluster's https url with `token`, trusting the api's CA. */
+function kubeconfigAt(c: TestCluster, name: string, token: string): string {
+  const ca = readFileSync(path.join(c.dir, "api", "pki", "apiserver.crt")).toString("base64");
+  const file = path.join(c.dir, `kubeconfig-${name}`);
+  writeFileSync(
+    file,
+    `apiVersion: v1\nkind: Config\nclusters:\n- name: t\n  cluster: {server: "${c.httpsUrl}", certificate-authority-data: ${ca}}\nusers:\n- name: u\n  user: {token: "${token}"}\ncontexts:\n- name: t\n  context: {cluster: t, user: u}\ncurrent-context: t\n`,
+  );
+  return file;
+}

@@ -58,7 +58,10 @@ export interface RealCluster extends TestCluster {
 }
 
 /** Starts the control plane and `nodes` node agents on `runtime`. */
-export async function startRealCluster(runtime: RealRuntime, opts: { nodes?: number; agentEnv?: Record<string, string> } = {}): Promise<RealCluster> {
+export async function startRealCluster(
+  runtime: RealRuntime,
+  opts: { nodes?: number; agentEnv?: Record<string, string>; apiEnv?: Record<string, string> } = {},
+): Promise<RealCluster> {
   // The local images the pods run (built when missing; npm test's ensure-deps has usually built them).
   execFileSync(
     process.execPath,
@@ -68,7 +71,7 @@ export async function startRealCluster(runtime: RealRuntime, opts: { nodes?: num
   const index = freeIndex();
   const count = opts.nodes ?? 2;
   const c = await startCluster({
-    env: { CHOREO_SERVICE_CIDR: `10.96.${index}.0/24` },
+    env: { CHOREO_SERVICE_CIDR: `10.96.${index}.0/24`, ...opts.apiEnv },
     // The scenarios restart node agents and check the pods are adopted, not replaced. An agent's start on
     // a loaded machine has taken over 10 s, which the default grace (8 s, then 5 s to eviction) took for a
     // dead node (seen: the pod evicted while its agent started). Eviction has its own scenario (node-failure).
