@@ -112,6 +112,8 @@ class ConfigSources {
 
   /** `pod` with the `kubernetes` Service's variables before each container's env (the kubelet adds them to every container). */
   async withKubernetesEnv(pod: Pod): Promise<Pod> {
+    // Hollow nodes run nothing: no read of the Service for them (thousands of nodes per process).
+    if (!this.d.stateDir) return pod;
     return withEnv(pod, await this.kubernetesEnv.current());
   }
 
