@@ -2,12 +2,15 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { fromKubeJson, toKubeJson } from "@choreo/kit/kube-json";
 import { silentLogger } from "@choreo/kit/log";
+import { waitFor } from "@choreo/kit/testing";
+import { MemoryHandlers } from "../http/testing/memory-handlers.js";
 import { startMemoryRegistry } from "../testing/memory-registry.js";
 import { firstServiceIp, KubernetesServiceKeeper } from "./keeper.js";
 
 // The keeper's sync against the real registry strategies (memory store):
 // the Service with the CIDR's first address, its Endpoints to the advertise
-// address, nothing written when both are right, restored when changed.
+// address, nothing written when both are right, restored when changed; a
+// change whose sync failed (the store away) restored once the store is back.
 
 type J = Record<string, unknown>;
 
@@ -62,5 +65,50 @@ describe("kubernetes Service keeper", () => {
     }).sync();
     assert.equal((toKubeJson(await s.client.get("services", "default", "kubernetes"))["spec"] as J)["clusterIP"], "10.96.0.1");
     assert.equal(toKubeJson(await s.client.get("endpoints", "default", "kubernetes"))["subsets"], undefined);
+  });
+
+  it("tries again a sync that failed (the store away) until the Endpoints are right", async () => {
+    const h = new MemoryHandlers();
+    h.seed({ apiVersion: "v1", kind: "Namespace", metadata: { name: "default" } });
+    let storeAway = false;
+    let failedReads = 0;
+    const away = <T>(fn: () => Promise<T>): Promise<T> => {
+      if (!storeAway) return fn();
+      failedReads++;
+      return Promise.reject(new Error("Reached the max retries per request limit (which is 3)"));
+    };
+    const ac = new AbortController();
+    const running = new KubernetesServiceKeeper({
+      handlers: {
+        get: (r) => away(() => h.get(r)),
+        create: (r) => away(() => h.create(r)),
+        update: (r) => away(() => h.update(r)),
+        watch: (r, signal) => h.watch(r, signal),
+      },
+      serviceCidr: "10.96.0.0/16",
+      httpsPort: 6443,
+      advertiseAddress: "192.0.2.10",
+      log: silentLogger(),
+      resyncMs: 600_000,
+      retryMs: 50,
+    }).start(ac.signal);
+    try {
+      const subsets = async (): Promise<string> =>
+        JSON.stringify(toKubeJson(await h.get({ resource: "endpoints", namespace: "default", name: "kubernetes" }))["subsets"]);
+      const right = JSON.stringify([{ addresses: [{ ip: "192.0.2.10" }], ports: [{ name: "https", port: 6443, protocol: "TCP" }] }]);
+      await waitFor(async () => (await subsets().catch(() => "")) === right, { timeoutMs: 30_000, message: "the Endpoints made" });
+      storeAway = true;
+      const ep = toKubeJson(await h.get({ resource: "endpoints", namespace: "default", name: "kubernetes" }));
+      await h.update({
+        object: fromKubeJson({ ...ep, subsets: [{ addresses: [{ ip: "192.0.2.99" }], ports: [{ name: "https", port: 1, protocol: "TCP" }] }] }),
+        dryRun: false,
+      });
+      await waitFor(() => failedReads >= 2, { timeoutMs: 30_000, message: "the keeper tried, and tried again" });
+      storeAway = false;
+      await waitFor(async () => (await subsets()) === right, { timeoutMs: 30_000, message: "the Endpoints restored once the store is back" });
+    } finally {
+      ac.abort();
+      await running;
+    }
   });
 });

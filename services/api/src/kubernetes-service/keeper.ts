@@ -2,7 +2,9 @@
 // controlplane controller: ClusterIP the first address of the service CIDR,
 // port 443 `https` to the api's https port, no selector, and its Endpoints
 // kept by the api itself to its advertise address. Re-created when deleted,
-// restored when changed (a watch of both objects, plus a periodic check).
+// restored when changed (a watch of both objects, plus a periodic check). A
+// sync that failed (the store away) is tried again every `retryMs` until one
+// succeeds: the watch will not bring its event again.
 import os from "node:os";
 import { isAlreadyExists, isNotFound, unwrap } from "@choreo/kit";
 import type { Logger } from "@choreo/kit/log";
@@ -46,6 +48,8 @@ export interface KubernetesServiceOptions {
   log: Logger;
   /** Seconds between checks besides the watch (default 30). */
   resyncMs?: number;
+  /** Between tries after a failed sync (default 1 s). */
+  retryMs?: number;
 }
 
 type J = Record<string, unknown>;
@@ -54,7 +58,21 @@ const MANAGER = "kubernetes-service";
 /** Keeps default/kubernetes (Service and Endpoints). */
 export class KubernetesServiceKeeper implements Runnable {
   readonly name = "kubernetes-service";
+  /** The last sync failed: tried again every `retryMs`. */
+  private failing = false;
   constructor(private readonly opts: KubernetesServiceOptions) {}
+
+  /** `sync`, remembered for another try when it fails (warned once per failure run). */
+  private async syncOrRetry(): Promise<void> {
+    try {
+      await this.sync();
+      if (this.failing) this.opts.log.info({}, "kubernetes service synced after failures");
+      this.failing = false;
+    } catch (err) {
+      if (!this.failing) this.opts.log.warn({ err }, "kubernetes service not synced; trying again");
+      this.failing = true;
+    }
+  }
 
   private wantedSpec(): J {
     return {
@@ -126,7 +144,7 @@ export class KubernetesServiceKeeper implements Runnable {
         for await (const ev of this.opts.handlers.watch(req, signal)) {
           if (!ev.object || ev.type === "BOOKMARK" || ev.type === "ERROR") continue;
           if (unwrap(ev.object).metadata?.name !== KUBERNETES_SERVICE) continue;
-          await this.sync().catch((err: unknown) => this.opts.log.warn({ err }, "kubernetes service not synced"));
+          await this.syncOrRetry();
         }
       } catch (err) {
         if (signal.aborted) return;
@@ -139,10 +157,16 @@ export class KubernetesServiceKeeper implements Runnable {
   async start(signal: AbortSignal): Promise<void> {
     const periodic = async () => {
       while (!signal.aborted) {
-        await this.sync().catch((err: unknown) => this.opts.log.warn({ err }, "kubernetes service not synced"));
+        await this.syncOrRetry();
         await sleep(this.opts.resyncMs ?? 30_000, signal);
       }
     };
-    await Promise.all([periodic(), this.follow("services", signal), this.follow("endpoints", signal)]);
+    const retry = async () => {
+      while (!signal.aborted) {
+        await sleep(this.opts.retryMs ?? 1_000, signal);
+        if (this.failing && !signal.aborted) await this.syncOrRetry();
+      }
+    };
+    await Promise.all([periodic(), retry(), this.follow("services", signal), this.follow("endpoints", signal)]);
   }
 }
