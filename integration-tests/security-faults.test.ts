@@ -10,8 +10,8 @@
 // torn line); redis-server down 3 s under a user's requests (clean 5xx
 // Statuses, never a hang, never a wrong allow or deny; RBAC changes after it
 // honoured); nats-server kill -9 (the actors carry on with their identities,
-// the `kubernetes` Endpoints and kube-root-ca.crt stay right — a ConfigMap
-// deleted during the outage is re-created — and no node is taken for failed);
+// the `kubernetes` Endpoints and kube-root-ca.crt stay right — both deleted
+// during the outage are re-created — and no node is taken for failed);
 // the token file changed while the api is down and while it runs. The time
 // from each fault's end to convergence is printed.
 import assert from "node:assert/strict";
@@ -434,6 +434,7 @@ describe("security controllers and doors through kill -9 and outages", () => {
       try {
         // While NATS is away the gateway still writes (Redis); the publisher hears of it once the event log is back.
         await mustAdmin("DELETE", "/api/v1/namespaces/sf-3/configmaps/kube-root-ca.crt");
+        await mustAdmin("DELETE", "/api/v1/namespaces/default/endpoints/kubernetes");
         // And bob's binding goes: from its delete on, never an allow.
         await mustAdmin("DELETE", "/apis/rbac.authorization.k8s.io/v1/namespaces/sf-3/rolebindings/bob-view");
         revoked = Date.now();
@@ -479,7 +480,11 @@ describe("security controllers and doors through kill -9 and outages", () => {
         message: "a pod created after the outage is scheduled and runs",
       });
       const podAt = Date.now();
-      assert.equal(await endpoints(), endpointsBefore, "the kubernetes Endpoints unchanged");
+      await waitFor(async () => (await adminCall("GET", "/api/v1/namespaces/default/endpoints/kubernetes")).status === 200, {
+        ...WAIT,
+        message: "the kubernetes Endpoints re-created",
+      });
+      assert.equal(await endpoints(), endpointsBefore, "the kubernetes Endpoints as they were");
       assert.equal(await rootCa("sf-4"), ca, "kube-root-ca.crt in the new namespace");
       // No actor was refused as unauthenticated since the outage (its log would say Unauthorized, or a Status code 401).
       for (const actor of ["replication", "scheduler", "node-agent"]) {
