@@ -13,7 +13,7 @@ import { after, before, describe, it } from "node:test";
 import { waitFor } from "@choreo/kit/testing";
 import { startCluster, withLogsOnFailure, type TestCluster } from "./support/cluster.js";
 import { run, writeKubeconfig } from "./support/kubectl.js";
-import { startRealCluster, type RealCluster } from "./support/real-cluster.js";
+import { dockerAvailable, startRealCluster, type RealCluster } from "./support/real-cluster.js";
 
 const WAIT = { timeoutMs: 60_000, intervalMs: 300 };
 // The api advertises the host's first non-loopback IPv4 (CHOREO_ADVERTISE_ADDRESS unset).
@@ -231,6 +231,71 @@ describe(
         // The pod deleted: its token is no credential any more.
         await ok("delete", "pod", "operator", "-n", "apps", "--wait=false");
         await waitFor(async () => (/Unauthorized|must be logged in/.test((await robot("get", "pods", "-n", "apps")).stderr) ? true : undefined), WAIT);
+      }));
+  },
+);
+
+describe(
+  "a docker-runtime pod of the default account gets the same volume and variables",
+  { skip: process.getuid?.() !== 0 ? "real pods need root" : dockerAvailable() ? false : "no Docker engine answers on this machine" },
+  () => {
+    let c: RealCluster;
+    const ok = async (...args: string[]): Promise<string> => {
+      const r = await run("kubectl", args, c.kubeconfig);
+      assert.equal(r.code, 0, `kubectl ${args.join(" ")}: ${r.stderr}`);
+      return r.stdout;
+    };
+
+    before(async () => {
+      c = await startRealCluster("docker", { nodes: 1, apiEnv: { CHOREO_SERVICE_ACCOUNT_ADMISSION: "1" } });
+    });
+    after(async () => {
+      await c?.stop();
+    });
+
+    it("runs as apps/default (made by the replication actor), its token and CA mounted, KUBERNETES_SERVICE_HOST set; the token is the pod's", () =>
+      withLogsOnFailure(c, async () => {
+        await ok("create", "namespace", "apps");
+        const script =
+          'd=/var/run/secrets/kubernetes.io/serviceaccount; echo "RESULT $(stat -L -c %a $d/token) $(cat $d/namespace) $KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT $(test -s $d/ca.crt && echo ca)"; exec sleep 3600';
+        const manifest = c.manifest(
+          "docker-pod.yaml",
+          JSON.stringify({
+            apiVersion: "v1",
+            kind: "Pod",
+            metadata: { name: "plain", namespace: "apps" },
+            spec: { containers: [{ name: "main", image: "local/busybox:1.35", command: ["sh", "-c", script] }] },
+          }),
+        );
+        await ok("create", "-f", manifest);
+        const line = await waitFor(
+          async () => {
+            const r = await run("kubectl", ["logs", "plain", "-n", "apps"], c.kubeconfig);
+            return /^RESULT .*$/m.exec(r.stdout)?.[0];
+          },
+          { timeoutMs: 120_000, intervalMs: 500 },
+        );
+        const svc = JSON.parse(await ok("get", "svc", "kubernetes", "-n", "default", "-o", "json")) as { spec: { clusterIP: string } };
+        assert.equal(line, `RESULT 644 apps ${svc.spec.clusterIP}:443 ca`);
+        const pod = JSON.parse(await ok("get", "pod", "plain", "-n", "apps", "-o", "json")) as {
+          metadata: { uid: string };
+          spec: { serviceAccountName: string };
+        };
+        assert.equal(pod.spec.serviceAccountName, "default");
+        const volumes = path.join(c.dir, "nodes", c.nodes[0]!, "config-volumes", pod.metadata.uid);
+        const token = readFileSync(
+          path.join(
+            volumes,
+            readdirSync(volumes).find((n) => n.startsWith("kube-api-access-"))!,
+            "token",
+          ),
+          "utf8",
+        );
+        const who = await run("kubectl", ["auth", "whoami", "-o", "json"], kubeconfigAt(c, "docker-pod", token));
+        assert.equal(who.code, 0, who.stderr);
+        const user = (JSON.parse(who.stdout) as { status: { userInfo: { username: string; extra: Record<string, string[]> } } }).status.userInfo;
+        assert.equal(user.username, "system:serviceaccount:apps:default");
+        assert.deepEqual(user.extra["authentication.kubernetes.io/pod-name"], ["plain"]);
       }));
   },
 );
