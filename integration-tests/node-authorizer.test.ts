@@ -71,7 +71,7 @@ describe("node authorizer: a node reads only its pods and what they use, writes 
         fromKubeJson({ apiVersion: "v1", kind: "Secret", metadata: { name: "db", namespace: "default" }, stringData: { password: "hunter2" } }),
       );
       await c.client.create(
-        fromKubeJson({ apiVersion: "v1", kind: "Secret", metadata: { name: "node1-only", namespace: "default" }, stringData: { password: "hunter2" } }),
+        fromKubeJson({ apiVersion: "v1", kind: "Secret", metadata: { name: "node1-only", namespace: "default" }, stringData: { PASSWORD: "hunter2" } }),
       );
       await c.client.create(
         fromKubeJson({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "app-config", namespace: "default" }, data: { greeting: "hello" } }),
@@ -116,7 +116,15 @@ describe("node authorizer: a node reads only its pods and what they use, writes 
         { ...WAIT, message: "4 web pods Running" },
       );
       assert.deepEqual([...new Set(web.map((p) => p.spec?.nodeName))].sort(), [...nodes].sort(), "the Deployment's pods are spread over both nodes");
-      await waitFor(async () => (await runningPods("app=only-on-1")).length === 1, { ...WAIT, message: "only-on-1 Running" });
+      const only = await waitFor(
+        async () => {
+          const running = await runningPods("app=only-on-1");
+          return running.length === 1 ? running : undefined;
+        },
+        { ...WAIT, message: "only-on-1 Running" },
+      );
+      // Each container checks its Secret's value and its ConfigMap's file before it sleeps: none exited.
+      for (const p of [...web, ...only]) assert.equal(p.status?.containerStatuses[0]?.restartCount, 0, `${p.metadata?.name} kept running`);
       podOnNode1 = "only-on-1";
     }));
 
