@@ -90,6 +90,9 @@ export interface PodGraphWatchOptions {
   log: Logger;
   /** Backoff before a relist after a failure (doubles up to 5 s). */
   retryMs?: number;
+  /** True while the watch may lag the store (the event log is away): every `stalePollMs` (default 1 s) the pods are listed again. */
+  stale?: () => boolean;
+  stalePollMs?: number;
 }
 
 /**
@@ -97,12 +100,16 @@ export interface PodGraphWatchOptions {
  * watch from the list's revision; a watch that ends resumes from the last
  * revision seen, one that fails (410 Expired, an ERROR event) relists after
  * a backoff. `waitSynced` resolves after the first list: the doors open then
- * (before it, every node's read of its own Secrets would be refused).
+ * (before it, every node's read of its own Secrets would be refused). While
+ * `stale()` (nats-server away: the store takes writes the watch cannot show)
+ * it relists every second, as the RBAC cache does.
  */
 export class PodGraphWatch {
   readonly name = "node-authorizer-graph";
   private listed = false;
   private waiters: (() => void)[] = [];
+  private watchAbort = new AbortController();
+  private relistWanted = false;
   /** Lists made (1 + relists). */
   lists = 0;
 
@@ -123,22 +130,39 @@ export class PodGraphWatch {
   /** Lists and watches until `signal` aborts. */
   async start(signal: AbortSignal): Promise<void> {
     const base = this.opts.retryMs ?? 200;
+    const poll = this.opts.stale ? this.pollWhileStale(this.opts.stale, signal) : Promise.resolve();
     let failures = 0;
     let revision = "";
     while (!signal.aborted) {
       try {
-        if (!revision) revision = await this.relist();
-        revision = await this.watch(revision, signal);
+        if (!revision || this.relistWanted) {
+          this.relistWanted = false;
+          revision = await this.relist();
+        }
+        this.watchAbort = new AbortController();
+        revision = await this.watch(revision, AbortSignal.any([signal, this.watchAbort.signal]));
         failures = 0;
       } catch (err) {
         if (signal.aborted) break;
         revision = "";
+        if (this.relistWanted) continue;
         failures++;
         if (isExpired(err)) this.opts.log.info({}, "node graph revision expired; relisting");
         else this.opts.log.warn({ err, failures }, "node graph list/watch failed; relisting");
         await sleep(Math.min(5_000, base * 2 ** (failures - 1)), signal);
       }
     }
+    await poll;
+  }
+
+  /** Lists again now and watches from that list (the running watch ends): it may have missed changes. */
+  relistNow(): void {
+    this.relistWanted = true;
+    this.watchAbort.abort();
+  }
+
+  private async pollWhileStale(stale: () => boolean, signal: AbortSignal): Promise<void> {
+    while (await sleep(this.opts.stalePollMs ?? 1_000, signal)) if (stale()) this.relistNow();
   }
 
   private async relist(): Promise<string> {
