@@ -45,6 +45,13 @@ const m = apiMetrics(metrics);
 
 // Redis refuses anonymous clients: the URL's userinfo or the `user:password` file CHOREO_REDIS_CREDENTIALS names.
 const redis = new Redis(redisConnectUrl(config.redisUrl, process.env["CHOREO_REDIS_CREDENTIALS"]), { maxRetriesPerRequest: 3, enableAutoPipelining: true });
+// ioredis reconnects by itself; unheard, each failed try went to stderr as "[ioredis] Unhandled error event" with its stack.
+let redisErrorAt = 0;
+redis.on("error", (err: Error) => {
+  if (Date.now() - redisErrorAt < 5_000) return;
+  redisErrorAt = Date.now();
+  log.warn({ err }, "redis connection error; reconnecting");
+});
 const nc = await connectBus(config.natsUrl, `api-${config.replicaId}`);
 const jsm = await ensureEventStream(nc, { retention: config.eventRetention });
 const store = new RedisStore(redis);
@@ -93,8 +100,7 @@ const rbacAuthorizer = new RbacAuthorizer(rbac);
 // A node reads only its pods and what they use, writes only its own Node, Lease and pods (the node authorizer, from a
 // graph of every pod kept from the registry's watch); RBAC decides the rest.
 const nodeGraph = new NodeGraph();
-// While nats-server is away the watch stands still: the pods are listed again every second (as the RBAC cache).
-const nodeGraphWatch = new PodGraphWatch({ handlers: registry, graph: nodeGraph, log: log.child({ subsystem: "node-authorizer" }), stale: () => busAway });
+const nodeGraphWatch = new PodGraphWatch({ handlers: registry, graph: nodeGraph, log: log.child({ subsystem: "node-authorizer" }) });
 const authorizer = new AuthorizerChain([new NodeAuthorizer(nodeGraph), rbacAuthorizer]);
 escalation.check = (user, req) => checkEscalation(user, req, rbacAuthorizer, authorizer);
 // One JSON line per request of every door (Kubernetes' audit.k8s.io/v1 Event), as the policy says; CHOREO_AUDIT_LOG="" turns it off.

@@ -46,6 +46,8 @@ export class Relay {
   async start(signal: AbortSignal): Promise<void> {
     const blocker = this.opts.redis.duplicate();
     const log = this.opts.log;
+    // The main connection's listener is not copied: unheard, each failed reconnect went to stderr (the main one logs them).
+    blocker.on("error", () => undefined);
     try {
       while (!signal.aborted) {
         try {
