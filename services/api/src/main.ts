@@ -100,7 +100,8 @@ const rbacAuthorizer = new RbacAuthorizer(rbac);
 // A node reads only its pods and what they use, writes only its own Node, Lease and pods (the node authorizer, from a
 // graph of every pod kept from the registry's watch); RBAC decides the rest.
 const nodeGraph = new NodeGraph();
-const nodeGraphWatch = new PodGraphWatch({ handlers: registry, graph: nodeGraph, log: log.child({ subsystem: "node-authorizer" }) });
+// While nats-server is away the watch stands still: the pods are listed again every second (as the RBAC cache).
+const nodeGraphWatch = new PodGraphWatch({ handlers: registry, graph: nodeGraph, log: log.child({ subsystem: "node-authorizer" }), stale: () => busAway });
 const authorizer = new AuthorizerChain([new NodeAuthorizer(nodeGraph), rbacAuthorizer]);
 escalation.check = (user, req) => checkEscalation(user, req, rbacAuthorizer, authorizer);
 // One JSON line per request of every door (Kubernetes' audit.k8s.io/v1 Event), as the policy says; CHOREO_AUDIT_LOG="" turns it off.
