@@ -19,7 +19,8 @@ import { Informer } from "@choreo/kit/informer";
 import { silentLogger } from "@choreo/kit/log";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { freePort, startNats, startProcess, startRedis, waitFor, type ManagedProcess, type ServerHandle } from "@choreo/kit/testing";
-import { metaOf } from "@choreo/kit";
+import { metaOf, unwrap } from "@choreo/kit";
+import type { Endpoints } from "@choreo/kit/gen/choreo/core/v1/core";
 
 /** The repository root. */
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
@@ -79,11 +80,14 @@ async function answers(client: ApiClient): Promise<boolean> {
  * test measuring the revision ("bad input changes nothing") does not see
  * them land under it.
  */
-async function apiWritersSettled(client: ApiClient): Promise<void> {
+async function apiWritersSettled(client: ApiClient, httpsPorts: number[]): Promise<void> {
   await waitFor(
     async () => {
       try {
-        await client.get("endpoints", "default", "kubernetes");
+        // Every replica listed (each adds itself: the Endpoints change until the last one has).
+        const ep = unwrap(await client.get("endpoints", "default", "kubernetes")) as Endpoints;
+        const ports = new Set(ep.subsets.flatMap((s) => s.ports.map((p) => p.port)));
+        if (ep.subsets.length > 0 && !httpsPorts.every((p) => ports.has(p))) return false;
         for (const ns of (await client.list("namespaces")).items) await client.get("configmaps", metaOf(ns).name, "kube-root-ca.crt");
         return true;
       } catch {
@@ -184,7 +188,11 @@ async function bringUp(dir: string, opts: Parameters<typeof startCluster>[0] & o
     );
     started.push({ stop: () => a.process.stop(10_000) });
   }
-  if (apis.length > 0) await apiWritersSettled(client);
+  if (apis.length > 0)
+    await apiWritersSettled(
+      client,
+      apis.map((a) => a.httpsPort),
+    );
   const actors = new Map<string, ManagedProcess>();
   const startActor = async (name: string, env: Record<string, string> = {}, args: string[] = [], as = name): Promise<ManagedProcess> => {
     await actors.get(as)?.stop(5_000);

@@ -12,6 +12,7 @@ import { gatewayRunnable } from "./gateway-runnable.js";
 import { RootCaPublisher } from "./root-ca/publisher.js";
 import { EventExpirer } from "./event-ttl/expirer.js";
 import { firstServiceIp, KubernetesServiceKeeper } from "./kubernetes-service/keeper.js";
+import { RedisMembership } from "./kubernetes-service/membership.js";
 import { loadConfig } from "./config.js";
 import { NatsLogs } from "./logs/index.js";
 import { NatsPodStreams } from "./http/streams/index.js";
@@ -271,6 +272,10 @@ try {
         httpsPort: config.httpsPort,
         advertiseAddress: config.advertiseAddress,
         log: log.child({ subsystem: "kubernetes-service" }),
+        // Every live replica in the Endpoints (replicas each writing only themselves rewrote them endlessly).
+        ...(config.advertiseAddress && config.httpsPort
+          ? { membership: new RedisMembership(redis, { ip: config.advertiseAddress, port: config.httpsPort }) }
+          : {}),
       }),
       // https on the advertise address too when the api binds another one (the gateway closes both).
       ...(config.advertiseAddress && config.httpsPort && !["0.0.0.0", "::", config.advertiseAddress].includes(config.host)

@@ -6,6 +6,7 @@ import { waitFor } from "@choreo/kit/testing";
 import { MemoryHandlers } from "../http/testing/memory-handlers.js";
 import { startMemoryRegistry } from "../testing/memory-registry.js";
 import { firstServiceIp, KubernetesServiceKeeper } from "./keeper.js";
+import { sortEndpoints, type ApiEndpoint, type Membership } from "./membership.js";
 
 // The keeper's sync against the real registry strategies (memory store):
 // the Service with the CIDR's first address, its Endpoints to the advertise
@@ -52,6 +53,51 @@ describe("kubernetes Service keeper", () => {
     await keeper.sync();
     assert.equal((toKubeJson(await s.client.get("services", "default", "kubernetes"))["spec"] as J)["clusterIP"], "10.96.0.1");
     assert.deepEqual(toKubeJson(await s.client.get("endpoints", "default", "kubernetes"))["subsets"], ep["subsets"]);
+  });
+
+  it("two replicas: the Endpoints list both (a subset per port), neither rewrites the other's; one gone is dropped", async () => {
+    const s = await startMemoryRegistry();
+    // The replicas' shared membership (membership.ts keeps it in Redis: membership.test.ts).
+    const live = new Map<string, ApiEndpoint>();
+    const member = (self: ApiEndpoint): Membership => ({
+      renewMs: 10_000,
+      renew: () => Promise.resolve(void live.set(`${self.ip}:${self.port}`, self)),
+      members: () => Promise.resolve(sortEndpoints([self, ...live.values()])),
+      leave: () => Promise.resolve(void live.delete(`${self.ip}:${self.port}`)),
+    });
+    const keeper = (ip: string, port: number) => {
+      const membership = member({ ip, port });
+      const k = new KubernetesServiceKeeper({
+        handlers: s.registry,
+        serviceCidr: "10.96.0.0/16",
+        httpsPort: port,
+        advertiseAddress: ip,
+        log: silentLogger(),
+        membership,
+      });
+      return { k, membership };
+    };
+    const a = keeper("192.0.2.10", 6443);
+    const b = keeper("192.0.2.10", 6444);
+    const c = keeper("192.0.2.11", 6443);
+    for (const r of [a, b, c]) await r.membership.renew();
+    await a.k.sync();
+    const rvs = async () =>
+      [await s.client.get("services", "default", "kubernetes"), await s.client.get("endpoints", "default", "kubernetes")].map(
+        (o) => (toKubeJson(o)["metadata"] as J)["resourceVersion"],
+      );
+    const settled = await rvs();
+    for (const r of [b, c, a, b, c]) await r.k.sync();
+    assert.deepEqual(await rvs(), settled, "the replicas agree: nothing rewritten");
+    assert.deepEqual(toKubeJson(await s.client.get("endpoints", "default", "kubernetes"))["subsets"], [
+      { addresses: [{ ip: "192.0.2.10" }, { ip: "192.0.2.11" }], ports: [{ name: "https", port: 6443, protocol: "TCP" }] },
+      { addresses: [{ ip: "192.0.2.10" }], ports: [{ name: "https", port: 6444, protocol: "TCP" }] },
+    ]);
+    await b.membership.leave();
+    await a.k.sync();
+    assert.deepEqual(toKubeJson(await s.client.get("endpoints", "default", "kubernetes"))["subsets"], [
+      { addresses: [{ ip: "192.0.2.10" }, { ip: "192.0.2.11" }], ports: [{ name: "https", port: 6443, protocol: "TCP" }] },
+    ]);
   });
 
   it("without an advertise address: the Service, and Endpoints without addresses", async () => {

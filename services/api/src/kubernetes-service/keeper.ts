@@ -1,7 +1,8 @@
 // The `kubernetes` Service in `default`, as the apiserver's own
 // controlplane controller: ClusterIP the first address of the service CIDR,
 // port 443 `https` to the api's https port, no selector, and its Endpoints
-// kept by the api itself to its advertise address. Re-created when deleted,
+// kept by the api itself: every live replica's advertise address and https
+// port (membership.ts; Kubernetes' lease endpoint reconciler). Re-created when deleted,
 // restored when changed (a watch of both objects, plus a periodic check). A
 // sync that failed (the store away) is tried again every `retryMs` until one
 // succeeds: the watch will not bring its event again.
@@ -12,6 +13,7 @@ import { sleep, type Runnable } from "@choreo/kit/lifecycle";
 import { fromKubeJson, toKubeJson } from "@choreo/kit/kube-json";
 import { WatchRequest } from "@choreo/kit/gen/choreo/api/v1/api";
 import type { ApiHandlers } from "../handlers/api-handlers.js";
+import { sortEndpoints, type Membership } from "./membership.js";
 
 export const KUBERNETES_SERVICE = "kubernetes";
 const NS = "default";
@@ -50,6 +52,11 @@ export interface KubernetesServiceOptions {
   resyncMs?: number;
   /** Between tries after a failed sync (default 1 s). */
   retryMs?: number;
+  /**
+   * The live api replicas (membership.ts): the Endpoints list every one, and
+   * this keeper renews its own entry. Without it, only this api's address.
+   */
+  membership?: Membership;
 }
 
 type J = Record<string, unknown>;
@@ -83,9 +90,14 @@ export class KubernetesServiceKeeper implements Runnable {
     };
   }
 
-  private wantedSubsets(): J[] {
+  /** One subset per port, each with its replicas' addresses, in a stable order: every replica computes the same list. */
+  private async wantedSubsets(): Promise<J[]> {
     const ip = this.opts.advertiseAddress;
-    return ip ? [{ addresses: [{ ip }], ports: [{ name: "https", port: this.opts.httpsPort, protocol: "TCP" }] }] : [];
+    if (!ip) return [];
+    const members = this.opts.membership ? await this.opts.membership.members() : [{ ip, port: this.opts.httpsPort }];
+    const byPort = new Map<number, string[]>();
+    for (const m of sortEndpoints(members)) byPort.set(m.port, [...(byPort.get(m.port) ?? []), m.ip]);
+    return [...byPort].map(([port, ips]) => ({ addresses: ips.map((a) => ({ ip: a })), ports: [{ name: "https", port, protocol: "TCP" }] }));
   }
 
   private async current(resource: string): Promise<J | undefined> {
@@ -114,8 +126,11 @@ export class KubernetesServiceKeeper implements Runnable {
       await this.createOrIgnore({ apiVersion: "v1", kind: "Service", metadata: { name: KUBERNETES_SERVICE, namespace: NS, labels: LABELS }, spec: want });
     } else {
       const spec = (svc["spec"] ?? {}) as J;
-      const ports = JSON.stringify(spec["ports"] ?? []);
-      const wantPorts = JSON.stringify((want["ports"] as J[]).map((p) => ({ ...p })));
+      // targetPort is left as found: with no selector it routes nothing (the Endpoints do), and replicas
+      // listening on different https ports (one machine) would rewrite it back and forth.
+      const shape = (ports: unknown) => JSON.stringify(((ports ?? []) as J[]).map((p) => ({ name: p["name"], protocol: p["protocol"], port: p["port"] })));
+      const ports = shape(spec["ports"]);
+      const wantPorts = shape(want["ports"]);
       if (spec["clusterIP"] !== want["clusterIP"]) {
         // The cluster IP cannot change: the api logs it; an operator deletes the Service to have it re-made.
         this.opts.log.warn({ clusterIP: spec["clusterIP"], want: want["clusterIP"] }, "kubernetes service has another cluster IP");
@@ -127,7 +142,7 @@ export class KubernetesServiceKeeper implements Runnable {
         this.opts.log.info({}, "kubernetes service restored");
       }
     }
-    const subsets = this.wantedSubsets();
+    const subsets = await this.wantedSubsets();
     const ep = await this.current("endpoints");
     if (!ep) {
       await this.createOrIgnore({ apiVersion: "v1", kind: "Endpoints", metadata: { name: KUBERNETES_SERVICE, namespace: NS, labels: LABELS }, subsets });
@@ -155,11 +170,16 @@ export class KubernetesServiceKeeper implements Runnable {
   }
 
   async start(signal: AbortSignal): Promise<void> {
+    const membership = this.opts.membership;
     const periodic = async () => {
       while (!signal.aborted) {
+        // Renewed before the sync: the Endpoints this replica writes always hold it.
+        if (membership) await membership.renew().catch((err: unknown) => this.opts.log.warn({ err }, "api membership not renewed"));
         await this.syncOrRetry();
-        await sleep(this.opts.resyncMs ?? 30_000, signal);
+        await sleep(membership ? Math.min(membership.renewMs, this.opts.resyncMs ?? 30_000) : (this.opts.resyncMs ?? 30_000), signal);
       }
+      // A clean stop leaves: the other replicas drop this one from the Endpoints at their next check.
+      if (membership) await membership.leave().catch((err: unknown) => this.opts.log.warn({ err }, "api membership not left"));
     };
     const retry = async () => {
       while (!signal.aborted) {
