@@ -6,6 +6,7 @@
 // leaving cleanly removes itself. Kept in Redis beside the objects, not as
 // API objects: a renewal every few seconds would move the revision line.
 import type { Redis } from "ioredis";
+import { API_MEMBERS_KEY } from "../storage/keys.js";
 
 export interface ApiEndpoint {
   ip: string;
@@ -24,7 +25,7 @@ export interface Membership {
   readonly renewMs: number;
 }
 
-export const MEMBERS_KEY = "{choreo}:apiservers";
+export const MEMBERS_KEY = API_MEMBERS_KEY;
 
 /** HDEL of each given field whose expiry (its value) is at or before ARGV[1]. */
 const DROP_EXPIRED = `

@@ -1,6 +1,7 @@
 /**
  * Redis keys: the one catalogue. Only the Redis implementation of the
- * storage (redis-store.ts, scripts.ts, relay.ts) uses them. All share the
+ * storage (redis-store.ts, scripts.ts, relay.ts) and the api replicas'
+ * membership (kubernetes-service/membership.ts) use them. All share the
  * `{choreo}` hash tag so that one Lua script can touch them atomically, also
  * on a Redis Cluster.
  *
@@ -13,6 +14,7 @@
  *   {choreo}:bind:<node>             the per-node bind lock (token, 5 s expiry)
  *   {choreo}:ip:<address>            a ClusterIP taken: its owner "<ns>/<name>"
  *   {choreo}:nodeport:<port>         a node port taken: its owner "<ns>/<name>"
+ *   {choreo}:apiservers              hash "<address>:<port>" → expiry (ms): the live api replicas
  */
 import { member } from "./object-storage.js";
 import type { Pool } from "./object-storage.js";
@@ -22,6 +24,7 @@ export { member };
 export const REV_KEY = "{choreo}:rev";
 export const CHANGES_KEY = "{choreo}:changes";
 export const RELAY_LOCK_KEY = "{choreo}:relay";
+export const API_MEMBERS_KEY = "{choreo}:apiservers";
 
 export function objectKey(resource: string, namespace: string, name: string): string {
   return `{choreo}:o:${resource}:${member(namespace, name)}`;
