@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { connect, type NatsConnection, type Subscription } from "@nats-io/transport-node";
-import { DeliverPolicy, jetstream, type JetStreamManager } from "@nats-io/jetstream";
+import { AckPolicy, DeliverPolicy, jetstream, type JetStreamManager } from "@nats-io/jetstream";
 import { connectBus, ensureEventStream, streamState } from "../bus/stream.js";
 import { EVENT_STREAM, podsOnNodeFilter } from "../bus/subjects.js";
 import { actorNatsPermissions, eventsReaderNatsPermissions, nodeNatsPermissions } from "../secrets/nats-users.js";
@@ -157,5 +157,59 @@ describe("NATS users: per-identity permissions", () => {
       timeoutMs: 10_000,
       message: `the server's refusal (${errors.join("; ")})`,
     });
+  });
+
+  it("node-1's consumers: its pods and the shared kinds only; no other filter, direct get, message get or consumer list", async () => {
+    const js = jetstream(api);
+    await js.publish("choreo.ev.services.default.web", "svc");
+    await js.publish("choreo.ev.endpoints.default.web", "ep");
+    await js.publish("choreo.ev.configmaps.default.cfg", "cfg");
+    await js.publish("choreo.ev.secrets.default.s", "sealed");
+    const nc = await as("node-1-reads", node1File);
+    const { jetstreamManager } = await import("@nats-io/jetstream");
+    const njsm = await jetstreamManager(nc, { timeout: 2_000 });
+    const first = async (filter: string): Promise<string | undefined> => {
+      const c = await jetstream(nc, { timeout: 2_000 }).consumers.get(EVENT_STREAM, { filter_subjects: filter, deliver_policy: DeliverPolicy.All });
+      const m = await c.next({ expires: 10_000 });
+      await c.delete().catch(() => undefined);
+      return m?.subject;
+    };
+    // Allowed: its own pods, Services, Endpoints — each delivered.
+    assert.equal(await first(podsOnNodeFilter("node-1")), "choreo.ev.pods.node-1.default.a");
+    assert.equal(await first("choreo.ev.services.>"), "choreo.ev.services.default.web");
+    assert.equal(await first("choreo.ev.endpoints.>"), "choreo.ev.endpoints.default.web");
+    // Refused: every other filter, and no filter at all.
+    for (const filter of [
+      podsOnNodeFilter("node-2"),
+      "choreo.ev.pods.>",
+      "choreo.ev.>",
+      ">",
+      "choreo.ev.configmaps.>",
+      "choreo.ev.secrets.>",
+      "choreo.ev.configmaps.default.cfg",
+    ])
+      await assert.rejects(first(filter), /Permissions Violation/, `a consumer on ${filter}`);
+    await assert.rejects(njsm.consumers.add(EVENT_STREAM, { ack_policy: AckPolicy.None }), /Permissions Violation/, "an unfiltered consumer (plain create)");
+    await assert.rejects(njsm.consumers.add(EVENT_STREAM, { durable_name: "evil", ack_policy: AckPolicy.None }), /Permissions Violation/, "a durable consumer");
+    // The subject names node-1's filter, the body another: the server refuses the mismatch.
+    const forged = await nc.request(
+      `$JS.API.CONSUMER.CREATE.${EVENT_STREAM}.forged.choreo.ev.pods.node-1.>`,
+      JSON.stringify({ stream_name: EVENT_STREAM, config: { name: "forged", filter_subject: "choreo.ev.>", ack_policy: "none" } }),
+      { timeout: 10_000 },
+    );
+    assert.match(forged.string(), /did not match filtered subject/);
+    assert.equal(
+      (await jsm.consumers.list(EVENT_STREAM).next()).some((c) => c.name === "forged"),
+      false,
+    );
+    // Messages by sequence: direct get and message get; consumer listing.
+    await assert.rejects(njsm.streams.getMessage(EVENT_STREAM, { seq: 1 }), /Permissions Violation/, "a message get");
+    await assert.rejects(
+      nc.request(`$JS.API.DIRECT.GET.${EVENT_STREAM}`, JSON.stringify({ seq: 1 }), { timeout: 2_000 }),
+      /Permissions Violation/,
+      "a direct get",
+    );
+    await assert.rejects(njsm.consumers.list(EVENT_STREAM).next(), /Permissions Violation/, "a consumer list");
+    await assert.rejects(nc.request(`$JS.API.CONSUMER.NAMES.${EVENT_STREAM}`, "", { timeout: 2_000 }), /Permissions Violation/, "consumer names");
   });
 });

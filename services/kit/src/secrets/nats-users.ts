@@ -9,7 +9,8 @@ import type { NatsPermissions } from "./secrets.js";
  * - an actor (scheduler, replication, endpoints): api requests, reading the
  *   event stream through JetStream's API (the subjects consumeEvents and
  *   jetstreamManager use, for the CHOREO_EVENTS stream only), replies;
- * - a node agent: the same, plus its own node's request subjects
+ * - a node agent: api requests, consumers of the event log for its own pods
+ *   and the kinds every node reads (not any filter), plus its own node's request subjects
  *   (`choreo.agent.<node>.>`: logs, exec, portforward, stats) and the
  *   ConfigMap and Secret change notices its volumes follow;
  * - a hollow-nodes process: every node's subjects (its nodes are many);
@@ -34,6 +35,44 @@ export const EVENT_READER_JS_SUBJECTS = [
   `$JS.ACK.${STREAM}.>`,
   `$JS.FC.${STREAM}.>`,
 ];
+
+/**
+ * The kinds every node agent reads in full from the event log: Services and
+ * Endpoints (its service proxy and cluster DNS, as kube-proxy reads them).
+ * Its pods it reads by its node's filter; nothing else (ConfigMaps, Secrets,
+ * other nodes' pods) through the log: it GETs those through the api, where
+ * the node authorizer decides.
+ */
+export const NODE_SHARED_EVENT_FILTERS = ["choreo.ev.services.>", "choreo.ev.endpoints.>"];
+
+/** The event-log filters the node agent of `node` may create consumers for: its own pods', and the shared kinds. */
+export function nodeEventFilters(node: string): string[] {
+  return [`choreo.ev.pods.${nodeToken(node)}.>`, ...NODE_SHARED_EVENT_FILTERS];
+}
+
+/**
+ * The JetStream API subjects a node agent publishes: a reader's, but its
+ * consumers only through the subject form that names their one filter
+ * (`$JS.API.CONSUMER.CREATE.<stream>.<name>.<filter>`, nats.js's for an
+ * ordered consumer with one filter; the server refuses a body whose
+ * filter_subject differs from the subject's), for `nodeEventFilters` only.
+ * No direct get or message get, no consumer listing. Residual: pulls, info
+ * and deletion of a consumer by name (`.*`: names are whole tokens, no
+ * prefix match) — another reader's consumer names are random (nuid) and
+ * cannot be listed.
+ */
+export function nodeEventReaderJsSubjects(node: string): string[] {
+  return [
+    "$JS.API.INFO",
+    `$JS.API.STREAM.INFO.${STREAM}`,
+    ...nodeEventFilters(node).map((f) => `$JS.API.CONSUMER.CREATE.${STREAM}.*.${f}`),
+    `$JS.API.CONSUMER.INFO.${STREAM}.*`,
+    `$JS.API.CONSUMER.DELETE.${STREAM}.*`,
+    `$JS.API.CONSUMER.MSG.NEXT.${STREAM}.*`,
+    `$JS.ACK.${STREAM}.>`,
+    `$JS.FC.${STREAM}.>`,
+  ];
+}
 
 /** Where replies and bus streams arrive (nats.js inboxes). */
 const INBOX = "_INBOX.>";
@@ -61,11 +100,10 @@ export function actorNatsPermissions(): NatsPermissions {
   };
 }
 
-/** The node agent of `node`: an actor, plus its node's request subjects and the ConfigMap/Secret change notices. */
+/** The node agent of `node`: api requests, its own consumers of the event log (`nodeEventReaderJsSubjects`), its node's request subjects and the ConfigMap/Secret change notices. */
 export function nodeNatsPermissions(node: string): NatsPermissions {
-  const base = actorNatsPermissions();
   return {
-    publish: base.publish,
+    publish: { allow: ["choreo.api.>", ...nodeEventReaderJsSubjects(node), INBOX], deny: NEVER },
     subscribe: { allow: [INBOX, `choreo.agent.${nodeToken(node)}.>`, "choreo.ev.configmaps.>", "choreo.ev.secrets.>"] },
     allowResponses: true,
   };
