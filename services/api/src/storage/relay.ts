@@ -2,7 +2,7 @@ import { jetstream, type JetStreamClient, type JetStreamManager } from "@nats-io
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Redis } from "ioredis";
 import { headers } from "@nats-io/transport-node";
-import { decodeEvent, encodeEvent, EVENT_SIGNATURE_HEADER, streamState, type EventSigner } from "@choreo/kit/bus";
+import { decodeEvent, encodeEvent, EVENT_SIGNATURE_HEADER, noticeSubjectOf, streamState, type EventSigner } from "@choreo/kit/bus";
 import type { Logger } from "@choreo/kit/log";
 import { sleep } from "@choreo/kit/lifecycle";
 import { CHANGES_KEY, RELAY_LOCK_KEY } from "./keys.js";
@@ -100,6 +100,7 @@ export class Relay {
     if (every && this.batches % every === 0) process.kill(process.pid, "SIGKILL");
 
     const acks: Promise<unknown>[] = [];
+    const subjects: string[] = [];
     let expected = published;
     for (const [idBuf, fields] of entries) {
       const rev = Number(idBuf.toString().split("-")[0]);
@@ -125,6 +126,7 @@ export class Relay {
         hdrs.set(EVENT_SIGNATURE_HEADER, this.opts.signer.sign(bytes));
       }
       acks.push(this.js.publish(subject, bytes, { expect: { lastSequence: rev - 1 }, headers: hdrs }));
+      subjects.push(subject);
       expected = rev;
     }
     const results = await Promise.allSettled(acks);
@@ -135,6 +137,11 @@ export class Relay {
         break;
       }
       ok++;
+    }
+    // ConfigMap and Secret notices (no body) for node agents, which may not read those events.
+    for (const subject of subjects.slice(0, ok)) {
+      const notice = noticeSubjectOf(subject);
+      if (notice) this.opts.nc.publish(notice);
     }
     const after = this.opts.crashAfterPublishEvery;
     if (after && this.batches % after === 0) process.kill(process.pid, "SIGKILL");

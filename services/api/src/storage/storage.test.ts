@@ -130,6 +130,30 @@ describe("storage: Lua CAS, relay, watch cache", () => {
     const msg = await jsm.streams.getMessage("CHOREO_EVENTS", { seq: 1 });
     assert.equal(decodeEvent(msg!.data).revision, 1);
   });
+
+  it("after a ConfigMap's or Secret's event is stored, a body-less notice on choreo.notice.<resource>.<namespace>.<name>; none for other kinds", async () => {
+    const notices: { subject: string; size: number }[] = [];
+    const sub = nc.subscribe("choreo.notice.>", { callback: (_e, m) => void notices.push({ subject: m.subject, size: m.data.length }) });
+    await nc.flush();
+    const ac = new AbortController();
+    const relay = new Relay({ redis: r, nc, jsm, log: silentLogger(), id: "t" });
+    const running = relay.start(ac.signal);
+    const as = (resource: string, name: string) => ({ ...op("create", name), resource, subject: eventSubject(resource, "default", name) });
+    await store.write(as("configmaps", "cfg.v1"));
+    await store.write(as("events", "noticeless"));
+    await store.write(as("secrets", "s"));
+    const rev = await store.currentRevision();
+    await waitFor(async () => (await streamState(jsm)).lastRevision === rev, { message: "relay caught up" });
+    await waitFor(() => notices.length === 2, { message: `two notices (${JSON.stringify(notices)})` });
+    await nc.flush();
+    assert.deepEqual(notices, [
+      { subject: "choreo.notice.configmaps.default.cfg~v1", size: 0 },
+      { subject: "choreo.notice.secrets.default.s", size: 0 },
+    ]);
+    sub.unsubscribe();
+    ac.abort();
+    await running;
+  });
 });
 
 describeStorageContract("RedisStore", async () => {

@@ -14,6 +14,10 @@ export {
   LOG_CHANNEL,
   agentExecSubject,
   agentPortForwardSubject,
+  NOTICE_PREFIX,
+  NOTICE_RESOURCES,
+  noticeSubjectOf,
+  noticeFilter,
 } from "./subjects.js";
 export { ensureEventStream, streamState, connectBus } from "./stream.js";
 export type { EventStreamOptions } from "./stream.js";

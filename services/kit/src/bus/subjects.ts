@@ -70,5 +70,28 @@ export function agentPortForwardSubject(node: string): string {
   return agentSubject(node, "portforward");
 }
 
+/**
+ * Change notices: a core-NATS message on `choreo.notice.<resource>.<namespace>.<name>`
+ * with no body, which the api publishes after each ConfigMap and Secret event
+ * is stored. A node agent follows these (not the events, which carry the
+ * objects) and GETs what its pods use through the api.
+ */
+export const NOTICE_PREFIX = "choreo.notice";
+
+/** The resources with change notices. */
+export const NOTICE_RESOURCES = ["configmaps", "secrets"] as const;
+
+/** The notice subject of an event-log subject, or undefined when its resource has none. */
+export function noticeSubjectOf(eventSubject: string): string | undefined {
+  const resource = eventSubject.split(".")[2];
+  if (!eventSubject.startsWith(`${EVENT_PREFIX}.`) || !NOTICE_RESOURCES.some((r) => r === resource)) return undefined;
+  return NOTICE_PREFIX + eventSubject.slice(EVENT_PREFIX.length);
+}
+
+/** The filter for every notice of a resource. */
+export function noticeFilter(resource: (typeof NOTICE_RESOURCES)[number]): string {
+  return `${NOTICE_PREFIX}.${resource}.>`;
+}
+
 /** The filter for everything. */
 export const ALL_EVENTS = `${EVENT_PREFIX}.>`;

@@ -212,4 +212,27 @@ describe("NATS users: per-identity permissions", () => {
     await assert.rejects(njsm.consumers.list(EVENT_STREAM).next(), /Permissions Violation/, "a consumer list");
     await assert.rejects(nc.request(`$JS.API.CONSUMER.NAMES.${EVENT_STREAM}`, "", { timeout: 2_000 }), /Permissions Violation/, "consumer names");
   });
+
+  it("node-1 hears the body-less ConfigMap/Secret notices, not their events, and cannot publish a notice", async () => {
+    const nc = await as("node-1-notices", node1File);
+    const errors = permissionErrors(nc);
+    const events = collect(nc.subscribe("choreo.ev.configmaps.>"));
+    const notices = collect(nc.subscribe("choreo.notice.configmaps.>"));
+    const secretNotices = collect(nc.subscribe("choreo.notice.secrets.>"));
+    await nc.flush();
+    await waitFor(() => errors.some((e) => /Permissions Violation for Subscription to "choreo\.ev\.configmaps\.>"/.test(e)), {
+      timeoutMs: 10_000,
+      message: `the server's refusal (${errors.join("; ")})`,
+    });
+    nc.publish("choreo.notice.configmaps.default.forged");
+    await waitFor(() => errors.some((e) => /Permissions Violation for Publish to "choreo\.notice\.configmaps\.default\.forged"/.test(e)), {
+      timeoutMs: 10_000,
+      message: `the server's refusal (${errors.join("; ")})`,
+    });
+    api.publish("choreo.ev.configmaps.default.cfg", "the object");
+    api.publish("choreo.notice.configmaps.default.cfg");
+    api.publish("choreo.notice.secrets.default.s");
+    await waitFor(() => notices.length === 1 && secretNotices.length === 1, { timeoutMs: 10_000, message: "the notices" });
+    assert.deepEqual([events, notices], [[], ["choreo.notice.configmaps.default.cfg"]]);
+  });
 });

@@ -80,6 +80,7 @@ const INBOX = "_INBOX.>";
 /** What no one but the api may publish, even where an allow would match. */
 const NEVER = [
   "choreo.ev.>",
+  "choreo.notice.>",
   "$JS.API.STREAM.CREATE.>",
   "$JS.API.STREAM.UPDATE.>",
   "$JS.API.STREAM.DELETE.>",
@@ -104,7 +105,7 @@ export function actorNatsPermissions(): NatsPermissions {
 export function nodeNatsPermissions(node: string): NatsPermissions {
   return {
     publish: { allow: ["choreo.api.>", ...nodeEventReaderJsSubjects(node), INBOX], deny: NEVER },
-    subscribe: { allow: [INBOX, `choreo.agent.${nodeToken(node)}.>`, "choreo.ev.configmaps.>", "choreo.ev.secrets.>"] },
+    subscribe: { allow: [INBOX, `choreo.agent.${nodeToken(node)}.>`, "choreo.notice.configmaps.>", "choreo.notice.secrets.>"] },
     allowResponses: true,
   };
 }

@@ -2,7 +2,7 @@ import fs from "node:fs";
 import path from "node:path";
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
 import { keyOf } from "@choreo/kit";
-import { resourceFilter, untoken } from "@choreo/kit/bus";
+import { noticeFilter, NOTICE_RESOURCES, untoken } from "@choreo/kit/bus";
 import { nowRfc3339 } from "@choreo/kit/apimachinery";
 import type { ApiClient } from "@choreo/kit/client";
 import { objectRef, type EventRecorder } from "@choreo/kit/events";
@@ -123,8 +123,8 @@ class ConfigSources {
     this.timer.unref();
     // Real nodes only: hollow ones (thousands per process, nothing mounted) keep to the period.
     if (this.d.nc && this.d.stateDir && this.subs.length === 0)
-      for (const resource of ["configmaps", "secrets"])
-        this.subs.push(this.d.nc.subscribe(resourceFilter(resource), { callback: (_err, msg) => this.changed(msg.subject) }));
+      for (const resource of NOTICE_RESOURCES)
+        this.subs.push(this.d.nc.subscribe(noticeFilter(resource), { callback: (_err, msg) => this.changed(msg.subject) }));
   }
 
   async close(): Promise<void> {
@@ -232,7 +232,7 @@ class ConfigSources {
     return status;
   }
 
-  /** A ConfigMap or Secret changed (`choreo.ev.<resource>.<namespace>.<name>`): resync now if a pod of its namespace may care. */
+  /** A ConfigMap or Secret changed (its notice `choreo.notice.<resource>.<namespace>.<name>`): resync now if a pod of its namespace may care. */
   private changed(subject: string): void {
     const ns = untoken(subject.split(".")[3] ?? "");
     const pods = [...[...this.waiting.values()].map((w) => w.pod), ...this.mounted.values()];
