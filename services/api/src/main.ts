@@ -174,6 +174,16 @@ function afterSync(r: Runnable): Runnable {
   };
 }
 
+// The NATS doors' one way in: every actor sends its own token (a request without one is 401, unless
+// CHOREO_NATS_HEADERLESS_ADMIN=1: a cluster whose actors have none yet), RBAC decides, the audit log records.
+const natsAuth = {
+  authentication,
+  authorizer,
+  ...(audit ? { audit } : {}),
+  headerless: process.env["CHOREO_NATS_HEADERLESS_ADMIN"] === "1" ? legacyAdmin() : undefined,
+};
+const natsRequest = (method: string, code: number, s: number) => m.requests.observe({ transport: "nats", method, code: String(code) }, s);
+
 log.info(
   { http: config.httpPort, https: config.httpsPort, grpc: config.grpcPort, nats: redactUrl(config.natsUrl), redis: redactUrl(config.redisUrl) },
   "api starting",
@@ -190,12 +200,8 @@ try {
           nc,
           handlers: registry,
           log: log.child({ subsystem: "nats" }),
-          onRequest: (method, code, s) => m.requests.observe({ transport: "nats", method, code: String(code) }, s),
-          authentication,
-          authorizer,
-          ...(audit ? { audit } : {}),
-          // Every actor sends its own token: a request without one is 401, unless CHOREO_NATS_HEADERLESS_ADMIN=1 (a cluster whose actors have none yet).
-          headerless: process.env["CHOREO_NATS_HEADERLESS_ADMIN"] === "1" ? legacyAdmin() : undefined,
+          onRequest: natsRequest,
+          ...natsAuth,
         }),
       ),
       // metrics.k8s.io over NATS: the same token, RBAC (get/list pods|nodes.metrics.k8s.io) and audit as the other methods.
@@ -204,10 +210,7 @@ try {
           nc,
           collector: metricsCollector,
           log: log.child({ subsystem: "metrics-api" }),
-          authentication,
-          authorizer,
-          ...(audit ? { audit } : {}),
-          headerless: process.env["CHOREO_NATS_HEADERLESS_ADMIN"] === "1" ? legacyAdmin() : undefined,
+          ...natsAuth,
         }),
       ),
       // choreo.api.createToken: the node agents' projected ServiceAccount tokens (create serviceaccounts/token; a node only for its own pods).
@@ -217,11 +220,8 @@ try {
           handlers: registry,
           issuer: saTokens,
           log: log.child({ subsystem: "nats" }),
-          onRequest: (method, code, s) => m.requests.observe({ transport: "nats", method, code: String(code) }, s),
-          authentication,
-          authorizer,
-          ...(audit ? { audit } : {}),
-          headerless: process.env["CHOREO_NATS_HEADERLESS_ADMIN"] === "1" ? legacyAdmin() : undefined,
+          onRequest: natsRequest,
+          ...natsAuth,
         }),
       ),
       // kube-root-ca.crt in every namespace: the CA pods verify the api with.
