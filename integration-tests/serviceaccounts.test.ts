@@ -139,6 +139,28 @@ out["port"] = os.environ.get("KUBERNETES_SERVICE_PORT")
 print("RESULT " + json.dumps(out), flush=True)
 `;
 
+/**
+ * In the pod: @kubernetes/client-node (the repository's node_modules, bound
+ * in by a read-only hostPath at its own path, imported by path; node is the
+ * host's /usr, which the process runtime binds) and kc.loadFromCluster(),
+ * then what it may do; one line `RESULT {json}`.
+ */
+const NODE_IN_CLUSTER = `
+const k8s = await import(${JSON.stringify(path.resolve("node_modules/@kubernetes/client-node/dist/index.js"))});
+const kc = new k8s.KubeConfig();
+kc.loadFromCluster();
+const v1 = kc.makeApiClient(k8s.CoreV1Api);
+const status = (p) => p.then(() => 200, (e) => e.code ?? String(e));
+const out = {
+  apps: (await v1.listNamespacedPod({ namespace: "apps" })).items.map((p) => p.metadata.name).sort(),
+  default: await status(v1.listNamespacedPod({ namespace: "default" })),
+  secrets: await status(v1.listNamespacedSecret({ namespace: "apps" })),
+  namespace: kc.getContextObject(kc.getCurrentContext()).namespace,
+  server: kc.getCurrentCluster().server,
+};
+console.log("RESULT " + JSON.stringify(out));
+`;
+
 describe(
   "an in-cluster client in a pod, with its mounted token only (process runtime)",
   { skip: process.getuid?.() === 0 ? false : "real pods need root" },
@@ -231,6 +253,48 @@ describe(
         // The pod deleted: its token is no credential any more.
         await ok("delete", "pod", "operator", "-n", "apps", "--wait=false");
         await waitFor(async () => (/Unauthorized|must be logged in/.test((await robot("get", "pods", "-n", "apps")).stderr) ? true : undefined), WAIT);
+      }));
+
+    it("@kubernetes/client-node's loadFromCluster() in a pod: pods of apps listed, default and secrets 403 (robot and its Role from above)", () =>
+      withLogsOnFailure(c, async () => {
+        const modules = path.resolve("node_modules");
+        const manifest = c.manifest(
+          "node-in-cluster.yaml",
+          JSON.stringify({
+            apiVersion: "v1",
+            kind: "Pod",
+            metadata: { name: "node-operator", namespace: "apps" },
+            spec: {
+              serviceAccountName: "robot",
+              restartPolicy: "Never",
+              volumes: [{ name: "modules", hostPath: { path: modules, type: "Directory" } }],
+              containers: [
+                {
+                  name: "main",
+                  image: "debian:bookworm",
+                  command: [process.execPath, "--input-type=module", "-e", NODE_IN_CLUSTER],
+                  volumeMounts: [{ name: "modules", mountPath: modules, readOnly: true }],
+                },
+              ],
+            },
+          }),
+        );
+        // A hostPath is no baseline pod: apps is made privileged (admission may take a moment to see the label).
+        await ok("label", "namespace", "apps", "pod-security.kubernetes.io/enforce=privileged", "--overwrite");
+        await waitFor(async () => ((await k("create", "-f", manifest)).code === 0 ? true : undefined), WAIT);
+        const result = await waitFor(
+          async () => {
+            const r = await k("logs", "node-operator", "-n", "apps");
+            if (/^RESULT /m.test(r.stdout)) return r.stdout;
+            const phase = await k("get", "pod", "node-operator", "-n", "apps", "-o", "jsonpath={.status.phase}");
+            assert.notEqual(phase.stdout.trim(), "Failed", `the pod failed without a result: ${r.stdout}${r.stderr}`);
+            return undefined;
+          },
+          { timeoutMs: 120_000, intervalMs: 500 },
+        );
+        const out = JSON.parse(/^RESULT (.*)$/m.exec(result)![1]!) as Record<string, unknown>;
+        const svcIp = JSON.parse(await ok("get", "svc", "kubernetes", "-n", "default", "-o", "json")) as { spec: { clusterIP: string } };
+        assert.deepEqual(out, { apps: ["node-operator"], default: 403, secrets: 403, namespace: "apps", server: `https://${svcIp.spec.clusterIP}:443` });
       }));
   },
 );
