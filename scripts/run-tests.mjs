@@ -78,9 +78,10 @@ const child = spawn(
     "tsx",
     "--test",
     `--test-concurrency=${concurrency}`,
-    // A whole file's limit (each file is one test of this run): the compose bring-up file needs 3-5 min on a
-    // loaded machine (ci-38: 300 s cut it after its first case); a hung file costs 10 min, not the whole run.
-    `--test-timeout=${process.env.CHOREO_TEST_TIMEOUT_MS ?? 600000}`,
+    // A whole file's limit (each file is one test of this run): the compose bring-up file builds its images and
+    // needs 5-11 min on a loaded machine (ci-38 cut at 300 s, ci-39 at 600 s, each after its cases had passed);
+    // a hung file costs 20 min, not the whole run.
+    `--test-timeout=${process.env.CHOREO_TEST_TIMEOUT_MS ?? 1200000}`,
     "--test-reporter=spec",
     "--test-reporter-destination=stdout",
     "--test-reporter=tap",
