@@ -4,7 +4,7 @@
 // RoleBindings (RBAC decides every request), with the audit log off and
 // on (the default policy: Metadata for every request). Prints its figures.
 //   npm run bench:api-auth [-- --ops 3000 --concurrency 64 --bindings 1000]
-import { appendFileSync } from "node:fs";
+import { appendFileSync, readFileSync } from "node:fs";
 import http from "node:http";
 import path from "node:path";
 import { parseArgs } from "node:util";
@@ -60,6 +60,17 @@ async function loop(n: number, op: (i: number) => Promise<void>): Promise<{ rate
     }),
   );
   return { rate: n / ((performance.now() - t0) / 1000), p50: pct(lat, 50), p99: pct(lat, 99) };
+}
+
+/**
+ * The api process's CPU time so far (user + system, ms) from /proc: the cost per request compared
+ * across cases holds on a loaded machine, where requests per second swing 2-3x between rounds.
+ */
+function cpuMs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  // Fields after the command (which may hold spaces) end with ")": utime and stime are the 12th and 13th after it.
+  const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return ((Number(f[11]) + Number(f[12])) * 1000) / 100;
 }
 
 /** 1,000 RoleBindings of other users and groups in 50 namespaces, and the one that lets the bench user edit `default`. */
@@ -131,16 +142,21 @@ async function run(audit: boolean): Promise<void> {
     ] as const) {
       const token = who === "admin" ? c.token : USER_TOKEN;
       const tag = `${round}-${who}`;
+      const pid = c.apis[0]!.process.pid;
+      const cpu0 = cpuMs(pid);
       const create = await loop(OPS, async (i) => {
         const code = await request(agent, c.httpUrl, token, "POST", PODS, pod(`${tag}-${i}`));
         if (code !== 201) throw new Error(`create as ${who}: ${code}`);
       });
+      const cpu1 = cpuMs(pid);
       const get = await loop(OPS, async (i) => {
         const code = await request(agent, c.httpUrl, token, "GET", `${PODS}/${tag}-${i}`);
         if (code !== 200) throw new Error(`get as ${who}: ${code}`);
       });
+      const cpu2 = cpuMs(pid);
+      const perOp = (ms: number) => `${((ms * 1000) / OPS).toFixed(0)} µs api CPU`;
       console.log(
-        `  audit ${audit ? "on " : "off"} ${who === "admin" ? "admin (system:masters, RBAC skipped)" : `user (RBAC, ${BINDINGS} bindings)  `} round ${round}: create ${create.rate.toFixed(0)}/s (p50 ${create.p50.toFixed(1)} ms, p99 ${create.p99.toFixed(1)} ms)  get ${get.rate.toFixed(0)}/s (p50 ${get.p50.toFixed(1)} ms, p99 ${get.p99.toFixed(1)} ms)`,
+        `  audit ${audit ? "on " : "off"} ${who === "admin" ? "admin (system:masters, RBAC skipped)" : `user (RBAC, ${BINDINGS} bindings)  `} round ${round}: create ${create.rate.toFixed(0)}/s (p50 ${create.p50.toFixed(1)} ms, p99 ${create.p99.toFixed(1)} ms, ${perOp(cpu1 - cpu0)})  get ${get.rate.toFixed(0)}/s (p50 ${get.p50.toFixed(1)} ms, p99 ${get.p99.toFixed(1)} ms, ${perOp(cpu2 - cpu1)})`,
       );
     }
   } finally {
