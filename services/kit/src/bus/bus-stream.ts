@@ -21,7 +21,7 @@
  * its inbox in the request and the agent answers with its own in the reply's
  * `Choreo-Stream-Inbox` header (see services/node-agent/src/streams/README.md).
  */
-import { headers, type MsgHdrs, type NatsConnection, type Subscription } from "@nats-io/transport-node";
+import { createInbox, headers, type MsgHdrs, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import { ApiError, failure } from "../api/errors.js";
 import { Status } from "../gen/choreo/meta/v1/meta.js";
 
@@ -33,6 +33,16 @@ export const STREAM_CHANNEL_HEADER = "Choreo-Channel";
 export const STREAM_SEQ_HEADER = "Choreo-Seq";
 /** The header of a stream's opening reply naming the answering side's inbox. */
 export const STREAM_INBOX_HEADER = "Choreo-Stream-Inbox";
+
+/**
+ * A new inbox of `nc`, under its user's prefix (`inboxPrefix`, set by kit's
+ * connect options: a restricted user may subscribe under its own prefix only).
+ */
+export function newInbox(nc: NatsConnection): string {
+  // The connection's options are on nats.js's implementation, not on its NatsConnection interface.
+  const prefix = (nc as unknown as { options?: { inboxPrefix?: string } }).options?.inboxPrefix;
+  return createInbox(prefix);
+}
 
 /** Kinds of frames. */
 export const StreamFrame = {

@@ -6,9 +6,9 @@
  *   opener ──request <subject> (encode(inbox))──────────────▶ answerer
  *   opener ◀──reply: "ack" + Choreo-Stream-Inbox | "error" (Status)
  */
-import { createInbox, type Msg, type NatsConnection } from "@nats-io/transport-node";
+import type { Msg, NatsConnection } from "@nats-io/transport-node";
 import { internal, unavailable } from "../api/errors.js";
-import { BusStream, decodeStreamError, STREAM_INBOX_HEADER, StreamFrame, streamFrameOf, type BusStreamOptions } from "./bus-stream.js";
+import { BusStream, decodeStreamError, newInbox, STREAM_INBOX_HEADER, StreamFrame, streamFrameOf, type BusStreamOptions } from "./bus-stream.js";
 
 /** Options of {@link openBusStream}. */
 export interface OpenBusStreamOptions extends Pick<BusStreamOptions, "heartbeatMs" | "idleTimeoutMs" | "window" | "signal"> {
@@ -29,7 +29,7 @@ export interface OpenBusStreamOptions extends Pick<BusStreamOptions, "heartbeatM
 export async function openBusStream(nc: NatsConnection, subject: string, encode: (inbox: string) => Uint8Array, o: OpenBusStreamOptions): Promise<BusStream> {
   const { peer, timeoutMs, signal, ...streamOpts } = o;
   // `signal` is wired once the peer is known: aborted earlier, the stream could not tell it.
-  const stream = new BusStream({ ...streamOpts, nc, local: createInbox() });
+  const stream = new BusStream({ ...streamOpts, nc, local: newInbox(nc) });
   try {
     let reply: Msg;
     try {

@@ -10,7 +10,7 @@ import { AckPolicy, DeliverPolicy, jetstream, type JetStreamManager } from "@nat
 import { connectBus, ensureEventStream, streamState } from "../bus/stream.js";
 import { EVENT_STREAM, podsOnNodeFilter } from "../bus/subjects.js";
 import { actorNatsPermissions, eventsReaderNatsPermissions, nodeNatsPermissions } from "../secrets/nats-users.js";
-import { fileMode } from "../secrets/secrets.js";
+import { API_NATS_USER, fileMode, inboxPrefixOf } from "../secrets/secrets.js";
 import { startNats, type ServerHandle } from "./servers.js";
 import { waitFor } from "./process.js";
 
@@ -234,5 +234,33 @@ describe("NATS users: per-identity permissions", () => {
     api.publish("choreo.notice.secrets.default.s");
     await waitFor(() => notices.length === 1 && secretNotices.length === 1, { timeoutMs: 10_000, message: "the notices" });
     assert.deepEqual([events, notices], [[], ["choreo.notice.configmaps.default.cfg"]]);
+  });
+
+  it("each user hears only its own inboxes: node-1 cannot listen on every inbox, node-2's or the api's, nor hear node-2's pulled events or replies", async () => {
+    const responder = api.subscribe("choreo.api.get", { callback: (_e, m) => void m.respond("secret reply") });
+    await api.flush();
+    const spy = await as("node-1-spy", node1File);
+    const errors = permissionErrors(spy);
+    const heard = [inboxPrefixOf("node-node-2"), inboxPrefixOf(API_NATS_USER), "_INBOX"].map((p) => collect(spy.subscribe(`${p}.>`)));
+    await spy.flush();
+    for (const p of ["_INBOX_node-node-2", "_INBOX_choreo", "_INBOX"])
+      await waitFor(() => errors.some((e) => e.includes(`Permissions Violation for Subscription to "${p}.>"`)), {
+        timeoutMs: 10_000,
+        message: `the refusal of ${p}.> (${errors.join("; ")})`,
+      });
+    // node-2 asks the api and pulls its pods' events: all of it arrives under node-2's own prefix, to node-2 only.
+    const node2 = await as("node-2", node2File);
+    assert.equal((await node2.request("choreo.api.get", "", { timeout: 10_000 })).string(), "secret reply");
+    const consumer = await jetstream(node2).consumers.get(EVENT_STREAM, { filter_subjects: podsOnNodeFilter("node-2"), deliver_policy: DeliverPolicy.All });
+    const batch = await consumer.fetch({ max_messages: 1, expires: 10_000 });
+    const pulled: string[] = [];
+    for await (const m of batch) pulled.push(m.subject);
+    assert.deepEqual(pulled, ["choreo.ev.pods.node-2.default.b"]);
+    // node-1's own requests still get their replies (under its prefix).
+    const own = await as("node-1-own", node1File);
+    assert.equal((await own.request("choreo.api.get", "", { timeout: 10_000 })).string(), "secret reply");
+    await spy.flush();
+    assert.deepEqual(heard, [[], [], []]);
+    responder.unsubscribe();
   });
 });

@@ -128,10 +128,11 @@ export function natsConnectOptions(
   url: string,
   credentialsFile?: string,
   caFile?: string,
-): { servers: string; user?: string; pass?: string; tls?: { caFile: string } } {
+): { servers: string; user?: string; pass?: string; inboxPrefix?: string; tls?: { caFile: string } } {
   const c = clientCredentials(url, credentialsFile);
   const tls = caFile ? { tls: { caFile } } : {};
-  return c ? { servers: stripCredentials(url), user: c.user, pass: c.password, ...tls } : { servers: url, ...tls };
+  // The user's own inboxes: the only ones nats-server lets a restricted user subscribe to (withOwnInboxes).
+  return c ? { servers: stripCredentials(url), user: c.user, pass: c.password, inboxPrefix: inboxPrefixOf(c.user), ...tls } : { servers: url, ...tls };
 }
 
 /** The Redis URL ioredis connects to: with the credentials file's user and password when the URL has none. */
@@ -163,6 +164,35 @@ function subjects(list: string[]): string {
   return `[${list.map((x) => `"${x}"`).join(", ")}]`;
 }
 
+/** The NATS user the api (and only it) connects as: unrestricted. */
+export const API_NATS_USER = "choreo";
+
+/**
+ * A NATS user's inbox prefix: its request replies, JetStream pulls and bus
+ * streams arrive under `_INBOX_<user>.` (the name as one subject token), set
+ * by {@link natsConnectOptions} as nats.js's `inboxPrefix`; nats-server lets
+ * each restricted user subscribe under its own prefix only, so no one hears
+ * another's replies or pulled events.
+ */
+export function inboxPrefixOf(user: string): string {
+  return `_INBOX_${user.replace(/[^A-Za-z0-9_-]/g, "~")}`;
+}
+
+/** What nats-users.ts writes for "inboxes" (`_INBOX.>`), rendered per user. */
+const ANY_INBOX = "_INBOX.>";
+
+/**
+ * A user's permissions with `_INBOX.>` made specific: it subscribes under its
+ * own prefix only, and publishes only into the api's inboxes (a node agent
+ * sends a bus stream's frames to the api's end of it; answering a request
+ * goes through allow_responses).
+ */
+export function withOwnInboxes(user: string, p: NatsPermissions): NatsPermissions {
+  const pub = (x: string) => (x === ANY_INBOX ? `${inboxPrefixOf(API_NATS_USER)}.>` : x);
+  const sub = (x: string) => (x === ANY_INBOX ? `${inboxPrefixOf(user)}.>` : x);
+  return { ...p, publish: { ...p.publish, allow: p.publish.allow.map(pub) }, subscribe: { ...p.subscribe, allow: p.subscribe.allow.map(sub) } };
+}
+
 function permissionsBlock(p: NatsPermissions): string {
   const side = (name: string, v: { allow: string[]; deny?: string[] }): string =>
     `${name}: { allow: ${subjects(v.allow)}${v.deny?.length ? `, deny: ${subjects(v.deny)}` : ""} }`;
@@ -180,7 +210,9 @@ export function natsAuthorization(users: NatsUser[]): string {
   return [
     "authorization {",
     "  users = [",
-    ...users.map((u) => `    { user: ${quoted(u.user)}, password: ${quoted(u.password)}${u.permissions ? permissionsBlock(u.permissions) : ""} }`),
+    ...users.map(
+      (u) => `    { user: ${quoted(u.user)}, password: ${quoted(u.password)}${u.permissions ? permissionsBlock(withOwnInboxes(u.user, u.permissions)) : ""} }`,
+    ),
     "  ]",
     "}",
     "",

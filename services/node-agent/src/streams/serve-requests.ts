@@ -1,6 +1,6 @@
 import { setMaxListeners } from "node:events";
-import { createInbox, type Msg, type NatsConnection } from "@nats-io/transport-node";
-import { BusStream, encodeStreamStatus, STREAM_INBOX_HEADER, StreamFrame, streamFrameHeaders, type BusStreamOptions } from "@choreo/kit/bus";
+import type { Msg, NatsConnection } from "@nats-io/transport-node";
+import { BusStream, encodeStreamStatus, newInbox, STREAM_INBOX_HEADER, StreamFrame, streamFrameHeaders, type BusStreamOptions } from "@choreo/kit/bus";
 import type { Status } from "@choreo/kit";
 import type { Logger } from "@choreo/kit/log";
 
@@ -44,7 +44,7 @@ export function replyStreamError(msg: Msg, status: Status): void {
 
 /** Opens this side of a requested stream towards `remote` and acks the request with its inbox. */
 export function acceptStream(msg: Msg, o: Omit<BusStreamOptions, "local"> & { remote: string }): BusStream {
-  const stream = new BusStream({ ...o, local: createInbox() });
+  const stream = new BusStream({ ...o, local: newInbox(o.nc) });
   const ack = streamFrameHeaders(StreamFrame.Ack);
   ack.set(STREAM_INBOX_HEADER, stream.localInbox);
   msg.respond(new Uint8Array(), { headers: ack });
