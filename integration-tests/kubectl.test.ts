@@ -172,8 +172,8 @@ describe("kubectl against choreo", () => {
     assert.notEqual(frozen.code, 0);
     assert.match(frozen.stderr, /ConfigMap "frozen" is invalid: data: Forbidden: field is immutable when `immutable` is set/);
 
-    // Stored only: the node agent mounts no service account token until issue 14, so such a pod is refused (422), naming the field
-    // (docs/stored-only-fields.md); configMap volumes are mounted (integration-tests/config-consumption.test.ts).
+    // A projected serviceAccountToken source is taken: the node agent writes the pod's token there
+    // (integration-tests/serviceaccounts.test.ts runs clients in pods with it).
     writeFileSync(
       file,
       `${POD}  volumes:\n  - name: tok\n    projected:\n      sources:\n      - serviceAccountToken:\n          path: token\n`.replace(
@@ -182,11 +182,9 @@ describe("kubectl against choreo", () => {
       ),
     );
     const pod = await k("apply", "-f", file);
-    assert.notEqual(pod.code, 0);
-    assert.match(
-      pod.stderr,
-      /The Pod "uses-token" is invalid: spec\.volumes\[0\]\.projected\.sources\[0\]\.serviceAccountToken: Forbidden: choreo stores this field but does not enforce it yet/,
-    );
+    assert.equal(pod.code, 0, pod.stderr);
+    assert.match(pod.stdout, /pod\/uses-token created/);
+    assert.equal((await k("delete", "pod", "uses-token", "--wait=false")).code, 0);
 
     const del = await k("delete", "cm", "game");
     assert.equal(del.code, 0, del.stderr);

@@ -165,6 +165,17 @@ describe("planDeployment: RollingUpdate", () => {
     old.spec!.replicas = 2;
     assert.deepEqual(sizes(planDeployment(d, [old, fresh], [], NOW)), { "nginx:2": 2 });
   });
+  it("an old set already scaled down whose status still counts its doomed pods lends no budget (a restarted controller reads a stale status)", () => {
+    // 20 replicas, maxUnavailable 25 % → at least 15 available. The old set was scaled 20 → 15 by a controller
+    // killed before the set's status caught up (it still says 20 available); 5 new pods, none available yet.
+    const d = deployment({ replicas: 20, image: "nginx:2", generation: 2, status: { ...stable, replicas: 20, updatedReplicas: 0, availableReplicas: 20 } });
+    const old = rs(d, { image: "nginx:1", replicas: 15, actual: 20, available: 20, created: "2026-01-01T00:00:00Z" });
+    const fresh = rs(d, { image: "nginx:2", replicas: 5, available: 0, revision: 2, created: "2026-01-01T11:00:00Z" });
+    assert.equal(sizes(planDeployment(d, [old, fresh], [], NOW))["nginx:1"], undefined, "15 is all the old set may count on: none of it goes");
+    fresh.status!.availableReplicas = 2;
+    fresh.spec!.replicas = 10;
+    assert.equal(sizes(planDeployment(d, [old, fresh], [], NOW))["nginx:1"], 13, "two new pods available: two old may go");
+  });
   it("percent fenceposts on 10 replicas: new set 3 (surge 3), old set down to 8 at once (unavailable 2)", () => {
     const d = deployment({ replicas: 10, image: "nginx:2", generation: 2, status: { ...stable, replicas: 10, updatedReplicas: 10, availableReplicas: 10 } });
     const old = rs(d, { image: "nginx:1", replicas: 10, created: "2026-01-01T00:00:00Z" });

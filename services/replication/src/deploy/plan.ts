@@ -19,7 +19,7 @@ import {
   REVISION_HISTORY,
   active,
   actualReplicas,
-  availableReplicas,
+  availableForScaleDown,
   byCreation,
   byRevision,
   bySize,
@@ -302,7 +302,7 @@ class Planner {
 
   /** Old sets, oldest first, lose what availability above minAvailable allows. */
   private scaleDownOld(all: readonly ReplicaSet[], old: readonly ReplicaSet[], minAvailable: number): number {
-    const available = availableReplicas(all);
+    const available = availableForScaleDown(all);
     if (available <= minAvailable) return 0;
     const budget = available - minAvailable;
     let total = 0;

@@ -103,6 +103,15 @@ export const readyReplicas = (rss: readonly (ReplicaSet | undefined)[]): number 
 /** Sum of status.availableReplicas. */
 export const availableReplicas = (rss: readonly (ReplicaSet | undefined)[]): number => rss.reduce((n, rs) => n + (rs?.status?.availableReplicas ?? 0), 0);
 
+/**
+ * The available pods a scale-down may count on: each set's status.availableReplicas, but never more than its
+ * spec.replicas. A set already scaled down whose status still counts the pods it is about to delete (its
+ * controller not yet caught up — after a kill -9 of the actor, the restarted controller reads a status written
+ * before the scale-down) would let the budget go below minAvailable twice (a rollout saw 14 ready of 15).
+ */
+export const availableForScaleDown = (rss: readonly (ReplicaSet | undefined)[]): number =>
+  rss.reduce((n, rs) => n + (rs ? Math.min(rs.status?.availableReplicas ?? 0, replicasOf(rs)) : 0), 0);
+
 /** ReplicaSets with spec.replicas > 0. */
 export const active = (rss: readonly (ReplicaSet | undefined)[]): ReplicaSet[] => rss.filter((rs): rs is ReplicaSet => rs !== undefined && replicasOf(rs) > 0);
 
