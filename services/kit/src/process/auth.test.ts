@@ -168,11 +168,22 @@ describe("secrets helpers", () => {
   });
 
   it("URLs: userinfo to options (nats.js ignores it), credentials file, redaction", () => {
-    assert.deepEqual(natsConnectOptions("nats://choreo:p%40ss@127.0.0.1:4222"), { servers: "nats://127.0.0.1:4222", user: "choreo", pass: "p@ss" });
+    // With a user, its own inboxes (_INBOX_<user>: the only ones nats-server lets a restricted user subscribe to).
+    assert.deepEqual(natsConnectOptions("nats://choreo:p%40ss@127.0.0.1:4222"), {
+      servers: "nats://127.0.0.1:4222",
+      user: "choreo",
+      pass: "p@ss",
+      inboxPrefix: "_INBOX_choreo",
+    });
     assert.deepEqual(natsConnectOptions("nats://127.0.0.1:4222"), { servers: "nats://127.0.0.1:4222" });
     const f = path.join(dir, "nats");
     writeCredentials(f, { user: "choreo", password: "fromfile" });
-    assert.deepEqual(natsConnectOptions("nats://127.0.0.1:4222", f), { servers: "nats://127.0.0.1:4222", user: "choreo", pass: "fromfile" });
+    assert.deepEqual(natsConnectOptions("nats://127.0.0.1:4222", f), {
+      servers: "nats://127.0.0.1:4222",
+      user: "choreo",
+      pass: "fromfile",
+      inboxPrefix: "_INBOX_choreo",
+    });
     // The URL's own userinfo wins over the file.
     assert.equal(natsConnectOptions("nats://a:b@127.0.0.1:4222", f).pass, "b");
     assert.equal(redisConnectUrl("redis://redis:6379", f), "redis://choreo:fromfile@redis:6379");
