@@ -8,7 +8,6 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { generateKeyPairSync } from "node:crypto";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { ApiError } from "@choreo/kit";
 import { connectBus } from "@choreo/kit/bus";
 import { ApiClient, type TokenRequestJson } from "@choreo/kit/client";
 import { fromKubeJson, toKubeJson } from "@choreo/kit/kube-json";
@@ -18,18 +17,9 @@ import { serviceAccountBindingCheck } from "../auth/binding-check.js";
 import { RbacAuthorizer } from "../auth/rbac/authorizer.js";
 import { RbacCache } from "../auth/rbac/cache.js";
 import { ServiceAccountAuthenticator, ServiceAccountTokens } from "../auth/service-account-tokens.js";
+import { refusal } from "../testing/api-assert.js";
 import { startStack, type Stack } from "../testing/stack.js";
 import { TokenNatsDoor } from "./token-door.js";
-
-async function refusal(p: Promise<unknown>): Promise<{ code: number; message: string }> {
-  try {
-    await p;
-  } catch (err) {
-    if (err instanceof ApiError) return { code: err.code, message: err.message };
-    throw err;
-  }
-  assert.fail("expected a refusal");
-}
 
 const uidOf = (o: Parameters<typeof toKubeJson>[0]): string => String((toKubeJson(o)["metadata"] as Record<string, unknown>)["uid"]);
 

@@ -10,7 +10,6 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { ApiError } from "@choreo/kit";
 import { connectBus } from "@choreo/kit/bus";
 import { ApiClient } from "@choreo/kit/client";
 import { fromKubeJson } from "@choreo/kit/kube-json";
@@ -20,18 +19,8 @@ import { Authenticator, AuthorizerChain, parseTokenFile, StaticTokens } from "..
 import { RbacAuthorizer } from "../auth/rbac/authorizer.js";
 import { RbacCache } from "../auth/rbac/cache.js";
 import { MetricsCollector, MetricsNatsDoor } from "../metrics-api/index.js";
+import { refusal } from "../testing/api-assert.js";
 import { startStack, type Stack } from "../testing/stack.js";
-
-/** The Status code `p` was refused with. */
-async function refusal(p: Promise<unknown>): Promise<{ code: number; message: string }> {
-  try {
-    await p;
-  } catch (err) {
-    if (err instanceof ApiError) return { code: err.code, message: err.message };
-    throw err;
-  }
-  assert.fail("expected a refusal");
-}
 
 describe("metrics.k8s.io over NATS: a token and RBAC, as every other api subject", () => {
   let s: Stack;

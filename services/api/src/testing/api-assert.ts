@@ -14,3 +14,14 @@ export async function rejects(p: Promise<unknown>, code: number, reason: string,
   }
   assert.fail("expected a rejection");
 }
+
+/** The code and message `p` was refused with (an ApiError); fails when it was not refused. */
+export async function refusal(p: Promise<unknown>): Promise<{ code: number; message: string }> {
+  try {
+    await p;
+  } catch (err) {
+    if (err instanceof ApiError) return { code: err.code, message: err.message };
+    throw err;
+  }
+  assert.fail("expected a refusal");
+}
