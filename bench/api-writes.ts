@@ -4,7 +4,8 @@
 // and JetStream numbers on the same machine; then the HTTP gateway's create,
 // get and list in Kubernetes JSON and in Kubernetes protobuf (transcoded to
 // JSON at the gateway). Prints its figures.
-//   npm run bench:api [-- --ops 4000 --concurrency 256 --phases raw,api,gateway]
+//   npm run bench:api [-- --ops 4000 --concurrency 256 --phases raw,api,gateway --replicas 1,2]
+// To profile the api: CHOREO_API_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" (see startCluster).
 import http from "node:http";
 import { parseArgs } from "node:util";
 import { Redis } from "ioredis";
@@ -23,6 +24,7 @@ const { values } = parseArgs({
     concurrency: { type: "string", default: "256" },
     seconds: { type: "string", default: "5" },
     phases: { type: "string", default: "raw,api,gateway" },
+    replicas: { type: "string", default: "1,2" },
   },
 });
 const OPS = Number(values.ops);
@@ -337,7 +339,6 @@ const phases = new Set(values.phases.split(","));
 console.log(`choreo api write benchmark — ${new Date().toISOString()} — node ${process.version}`);
 if (phases.has("raw")) await rawPhase();
 if (phases.has("api")) {
-  await apiPhase(1);
-  await apiPhase(2);
+  for (const n of values.replicas.split(",")) await apiPhase(Number(n));
 }
 if (phases.has("gateway")) await gatewayPhase();

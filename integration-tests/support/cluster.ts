@@ -108,7 +108,12 @@ async function healthz(port: number): Promise<boolean> {
   }
 }
 
-/** Starts a cluster for an integration test. `env` goes to every api process. */
+/**
+ * Starts a cluster for an integration test. `env` goes to every api process.
+ * CHOREO_API_NODE_ARGS (space-separated) adds node flags to every api process,
+ * e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile it under a benchmark
+ * (the profile is written when the api exits on its stop).
+ */
 export async function startCluster(
   opts: { apis?: number; env?: Record<string, string>; actors?: { name: string; env?: Record<string, string>; args?: string[]; as?: string }[] } = {},
 ): Promise<TestCluster> {
@@ -151,7 +156,7 @@ async function bringUp(dir: string, opts: Parameters<typeof startCluster>[0] & o
     a.process = await startProcess({
       name: `api-${a.index}`,
       cmd: process.execPath,
-      args: ["--import", "tsx", path.join(ROOT, "services/api/src/main.ts")],
+      args: [...(process.env.CHOREO_API_NODE_ARGS ?? "").split(" ").filter(Boolean), "--import", "tsx", path.join(ROOT, "services/api/src/main.ts")],
       cwd: ROOT,
       env: {
         CHOREO_NATS_URL: nats.url,
