@@ -4,12 +4,13 @@
 // RoleBindings (RBAC decides every request), with the audit log off and
 // on (the default policy: Metadata for every request). Prints its figures.
 //   npm run bench:api-auth [-- --ops 3000 --concurrency 64 --bindings 1000]
-import { appendFileSync, readFileSync } from "node:fs";
+import { appendFileSync } from "node:fs";
 import http from "node:http";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { fromKubeJson } from "@choreo/kit/kube-json";
 import { startCluster, type TestCluster } from "@choreo/integration-tests/support/cluster";
+import { cpuMs } from "./proc-cpu.js";
 
 const { values } = parseArgs({
   options: {
@@ -60,17 +61,6 @@ async function loop(n: number, op: (i: number) => Promise<void>): Promise<{ rate
     }),
   );
   return { rate: n / ((performance.now() - t0) / 1000), p50: pct(lat, 50), p99: pct(lat, 99) };
-}
-
-/**
- * The api process's CPU time so far (user + system, ms) from /proc: the cost per request compared
- * across cases holds on a loaded machine, where requests per second swing 2-3x between rounds.
- */
-function cpuMs(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  // Fields after the command (which may hold spaces) end with ")": utime and stime are the 12th and 13th after it.
-  const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return ((Number(f[11]) + Number(f[12])) * 1000) / 100;
 }
 
 /** 1,000 RoleBindings of other users and groups in 50 namespaces, and the one that lets the bench user edit `default`. */

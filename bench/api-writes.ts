@@ -17,6 +17,7 @@ import { unwrap } from "@choreo/kit";
 import { decodeObject, encodeObject, PROTOBUF, type KubeJson } from "@choreo/kit/kube-proto";
 import { startNats, startRedis } from "@choreo/kit/testing";
 import { startCluster, type TestCluster } from "@choreo/integration-tests/support/cluster";
+import { cpuMs } from "./proc-cpu.js";
 
 const { values } = parseArgs({
   options: {
@@ -115,15 +116,20 @@ async function apiPhase(apis: number): Promise<void> {
     const clients = conns.map((nc) => new ApiClient(nc, { timeoutMs: 60_000, token: c.token }));
     // warm-up
     await closedLoop(clients, 500, 64, (api, i) => api.create(event("warm", i)));
+    // The api processes' CPU per write (relay included, measured until its backlog drained): steadier than writes/s on a loaded machine.
+    const apiCpu = () => c.apis.reduce((sum, a) => sum + cpuMs(a.process.pid), 0);
+    const perWrite = (ms: number, n: number) => `api CPU ${((ms * 1000) / n).toFixed(0)} µs/write`;
+    let cpu0 = apiCpu();
     let sampler = await backlogSampler(c);
     const creates = await closedLoop(clients, OPS, CONC, (api, i) => api.create(event(`c${apis}`, i)));
     let backlog = await sampler.stop();
     console.log(
-      `[${apis} api] create: ${creates.rate.toFixed(0)}/s  p50 ${fmt(pct(creates.lat, 50))}  p99 ${fmt(pct(creates.lat, 99))}  (concurrency ${CONC}, ${OPS} ops)  relay backlog max ${backlog.max}, after ${backlog.last}`,
+      `[${apis} api] create: ${creates.rate.toFixed(0)}/s  p50 ${fmt(pct(creates.lat, 50))}  p99 ${fmt(pct(creates.lat, 99))}  (concurrency ${CONC}, ${OPS} ops)  relay backlog max ${backlog.max}, after ${backlog.last}  ${perWrite(apiCpu() - cpu0, OPS)}`,
     );
 
     const objs = await clients[0]!.list("events", { namespace: "default", labelSelector: `run=c${apis}` });
     const items = objs.items.map((o) => unwrap(o));
+    cpu0 = apiCpu();
     sampler = await backlogSampler(c);
     const updates = await closedLoop(clients, items.length, CONC, async (api, i) => {
       const v = structuredClone(items[i]!);
@@ -132,7 +138,7 @@ async function apiPhase(apis: number): Promise<void> {
     });
     backlog = await sampler.stop();
     console.log(
-      `[${apis} api] update: ${updates.rate.toFixed(0)}/s  p50 ${fmt(pct(updates.lat, 50))}  p99 ${fmt(pct(updates.lat, 99))}  relay backlog max ${backlog.max}, after ${backlog.last}`,
+      `[${apis} api] update: ${updates.rate.toFixed(0)}/s  p50 ${fmt(pct(updates.lat, 50))}  p99 ${fmt(pct(updates.lat, 99))}  relay backlog max ${backlog.max}, after ${backlog.last}  ${perWrite(apiCpu() - cpu0, items.length)}`,
     );
 
     sampler = await backlogSampler(c);
