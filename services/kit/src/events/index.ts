@@ -1,1 +1,1 @@
-export { EventRecorder, newEvent, objectRef, type EventType } from "./recorder.js";
+export { COMBINED_PREFIX, EventRecorder, newEvent, objectRef, type EventRecorderOptions, type EventType } from "./recorder.js";
