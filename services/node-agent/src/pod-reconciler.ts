@@ -6,7 +6,8 @@ import type { Pod } from "@choreo/kit/gen/choreo/core/v1/core";
 import { objectRef, type EventRecorder } from "@choreo/kit/events";
 import type { Logger } from "@choreo/kit/log";
 import { START_HOOKS, STOP_HOOKS, runHooks } from "./hooks/index.js";
-import { buildPodStatus, isTerminal, reportsRunning, sameStatus } from "./pod-status.js";
+import { buildPodStatus, isTerminal, reportsRunning } from "./pod-status.js";
+import { PodStatusWriter } from "./pod-status-writer.js";
 import { planRestarts, type RestartBackoff } from "./restart-policy.js";
 import { advanceContainers } from "./init-runner.js";
 import { notStarted } from "./init-containers.js";
@@ -30,6 +31,8 @@ export interface PodReconcilerDeps {
   events?: Pick<EventRecorder, "emit"> | undefined;
   /** Liveness/readiness/startup probes (runtimes with `probes`); none when undefined. */
   prober?: Prober | undefined;
+  /** How long a freshly started pod's first status is held while it only says ContainerCreating (default `CHOREO_STATUS_HOLD_MS`, else 200 ms; 0: at once). */
+  statusHoldMs?: number | undefined;
 }
 
 /**
@@ -45,6 +48,8 @@ export function podReconciler(d: PodReconcilerDeps): Reconcile {
     await runHooks(STOP_HOOKS, { pod, node: d.node, runtime: d.runtime, log: d.log, gracePeriodSeconds });
   };
 
+  const statuses = new PodStatusWriter({ client: d.client, log: d.log, holdMs: d.statusHoldMs });
+
   /** Pods this agent process started or offered for adoption (a runtime may hold others from before an agent restart). */
   const seen = new Set<string>();
 
@@ -55,6 +60,7 @@ export function podReconciler(d: PodReconcilerDeps): Reconcile {
       // Gone from the api (or force-deleted): nothing may keep running.
       if (held) await stop(stubPod(held), 0);
       if (held) seen.delete(held.uid);
+      if (held) statuses.forget(held.uid);
       return done();
     }
     const meta = pod.metadata!;
@@ -63,6 +69,7 @@ export function podReconciler(d: PodReconcilerDeps): Reconcile {
     // It finished: its exited containers stay (their logs readable, as with the kubelet) until the pod is deleted.
     if (isTerminal(pod)) {
       d.prober?.forget(meta.uid);
+      statuses.forget(meta.uid);
       return done();
     }
 
@@ -112,15 +119,8 @@ export function podReconciler(d: PodReconcilerDeps): Reconcile {
       d.prober.sync(pod, rt);
       rt = d.prober.apply(rt);
     }
-    const status = buildPodStatus(pod, rt, { hostIp: d.hostIp, now: nowRfc3339(), backingOff: plan.backingOff });
-    if (!sameStatus(pod.status, status)) {
-      try {
-        await d.client.typed("pod").updateStatus({ ...pod, status });
-      } catch (err) {
-        // Gone: nothing to report. A conflict is thrown and retried on the newer pod.
-        if (!isNotFound(err)) throw err;
-      }
-    }
+    // Written by the per-pod writer: coalesced, the latest status only (a conflict is retried on the newer pod the informer delivers).
+    statuses.set(pod, buildPodStatus(pod, rt, { hostIp: d.hostIp, now: nowRfc3339(), backingOff: plan.backingOff }));
     return plan.recheckMs !== undefined ? requeueAfter(plan.recheckMs) : done();
   };
 
@@ -131,6 +131,7 @@ export function podReconciler(d: PodReconcilerDeps): Reconcile {
       for (const c of pod.spec?.containers ?? []) d.events?.emit(podRef(pod), "Normal", "Killing", `Stopping container ${c.name}`);
     await stop(pod, meta.deletionGracePeriodSeconds ?? pod.spec?.terminationGracePeriodSeconds ?? 30);
     seen.delete(meta.uid);
+    statuses.forget(meta.uid);
     try {
       await d.client.delete("pods", meta.namespace, meta.name, { gracePeriodSeconds: 0, preconditions: { uid: meta.uid, resourceVersion: "" } });
       d.log.debug({ pod: keyOf(meta) }, "pod deletion confirmed");
