@@ -96,6 +96,16 @@ describe("replicated pods, the seeds' way", () => {
     assert.match(rcOut.stdout, /^Pods Status:\s+2 Running \/ 0 Waiting/m);
     assert.match(rcOut.stdout, /Normal\s+SuccessfulCreate\s+.*replication-controller\s+Created pod: web-/);
     assert.match(rcOut.stdout, /Normal\s+SuccessfulDelete\s+.*Deleted pod: web-/);
+    // 11 pods created (3, then 7, then a replacement): after 10 similar ones, one Event "(combined from similar events)" counts the rest (client-go's EventCorrelator).
+    await waitFor(
+      async () => {
+        const out = await run("kubectl", ["describe", "rc", "web"], kubeconfig);
+        return /Normal\s+SuccessfulCreate\s+.*\(x\d+ over [^)]*\)\s+replication-controller\s+\(combined from similar events\): Created pod: web-/.test(
+          out.stdout,
+        );
+      },
+      { timeoutMs: 30_000, message: "kubectl describe rc shows the combined SuccessfulCreate with its count" },
+    );
     const podName = running(await pods("app=web"))[0]?.metadata?.name ?? "";
     const podOut = await run("kubectl", ["describe", "pod", podName], kubeconfig);
     assert.equal(podOut.code, 0, podOut.stderr);
