@@ -1,8 +1,8 @@
-import { jetstream, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
-import type { NatsConnection } from "@nats-io/transport-node";
+import type { JetStreamManager } from "@nats-io/jetstream";
+import type { Msg, NatsConnection, Subscription } from "@nats-io/transport-node";
 import type { Redis } from "ioredis";
 import { headers } from "@nats-io/transport-node";
-import { decodeEvent, encodeEvent, EVENT_SIGNATURE_HEADER, noticeSubjectOf, streamState, type EventSigner } from "@choreo/kit/bus";
+import { decodeEvent, encodeEvent, EVENT_SIGNATURE_HEADER, newInbox, noticeSubjectOf, streamState, type EventSigner } from "@choreo/kit/bus";
 import type { Logger } from "@choreo/kit/log";
 import { sleep } from "@choreo/kit/lifecycle";
 import { CHANGES_KEY, RELAY_LOCK_KEY } from "./keys.js";
@@ -26,6 +26,8 @@ export interface RelayOptions {
 }
 
 const LEASE_MS = 5_000;
+/** How long a batch waits for its acks before the relay re-reads the stream (a lost ack: the next publish is refused or deduplicated). */
+const ACK_TIMEOUT_MS = 10_000;
 
 /**
  * Publishes the change records from Redis to the event log, in revision
@@ -33,15 +35,22 @@ const LEASE_MS = 5_000;
  * revision-1, so the stream sequence equals the revision and a repeated
  * publish (after a crash) is refused instead of duplicated. Records are
  * trimmed from Redis only after JetStream acknowledged them.
+ *
+ * A batch goes out as plain publishes whose replies (JetStream's acks) come
+ * to one inbox subscription, all awaited together; its signatures are
+ * computed together on the thread pool. The stream's last sequence is read
+ * from the server only at the start and after a refusal or a missing ack;
+ * in between it is the last acknowledged revision (if another replica
+ * published meanwhile, the next publish is refused and the relay re-reads).
  */
 export class Relay {
   readonly name = "relay";
-  private readonly js: JetStreamClient;
   private batches = 0;
+  /** The stream's last sequence as our own acks left it; undefined: ask the stream. */
+  private published: number | undefined;
+  private acks: { inbox: string; sub: Subscription; waiting: Map<string, (m: Msg | undefined) => void> } | undefined;
 
-  constructor(private readonly opts: RelayOptions) {
-    this.js = jetstream(opts.nc);
-  }
+  constructor(private readonly opts: RelayOptions) {}
 
   async start(signal: AbortSignal): Promise<void> {
     const blocker = this.opts.redis.duplicate();
@@ -52,10 +61,12 @@ export class Relay {
       while (!signal.aborted) {
         try {
           if (!(await this.holdLease())) {
+            this.published = undefined;
             await sleep(1_000, signal);
             continue;
           }
-          const published = (await streamState(this.opts.jsm)).lastRevision;
+          const published = this.published ?? (await streamState(this.opts.jsm)).lastRevision;
+          this.published = undefined;
           const sent = await this.publishFrom(published);
           if (sent === 0) {
             // Wait for the next record (or a second, to renew the lease).
@@ -69,6 +80,8 @@ export class Relay {
       }
     } finally {
       blocker.disconnect();
+      this.acks?.sub.unsubscribe();
+      this.acks = undefined;
       await this.releaseLease().catch(() => undefined);
     }
   }
@@ -94,13 +107,15 @@ export class Relay {
     await r.xtrim(CHANGES_KEY, "MINID", `${published + 1}-0`);
     const entries = await r.xrangeBuffer(CHANGES_KEY, `${published + 1}-0`, "+", "COUNT", this.opts.batch ?? 512);
     this.opts.onBacklog?.(await r.xlen(CHANGES_KEY));
-    if (entries.length === 0) return 0;
+    if (entries.length === 0) {
+      this.published = published;
+      return 0;
+    }
     this.batches++;
     const every = this.opts.crashBeforePublishEvery;
     if (every && this.batches % every === 0) process.kill(process.pid, "SIGKILL");
 
-    const acks: Promise<unknown>[] = [];
-    const subjects: string[] = [];
+    const batch: { rev: number; subject: string; bytes: Uint8Array }[] = [];
     let expected = published;
     for (const [idBuf, fields] of entries) {
       const rev = Number(idBuf.toString().split("-")[0]);
@@ -119,34 +134,88 @@ export class Relay {
       ev.revision = rev;
       const meta = ev.object?.kind?.value.metadata;
       if (meta) meta.resourceVersion = String(rev);
-      const bytes = encodeEvent(ev);
-      let hdrs;
-      if (this.opts.signer) {
-        hdrs = headers();
-        hdrs.set(EVENT_SIGNATURE_HEADER, this.opts.signer.sign(bytes));
-      }
-      acks.push(this.js.publish(subject, bytes, { expect: { lastSequence: rev - 1 }, headers: hdrs }));
-      subjects.push(subject);
+      batch.push({ rev, subject, bytes: encodeEvent(ev) });
       expected = rev;
     }
-    const results = await Promise.allSettled(acks);
+    const signatures = this.opts.signer ? await Promise.all(batch.map((b) => this.opts.signer!.signAsync(b.bytes))) : undefined;
+    const replies = this.ackInbox();
+    const batchNo = this.batches;
+    const answers = batch.map((b, i) => {
+      const hdrs = headers();
+      // What js.publish's `expect.lastSequence` sends: the stream refuses the message unless its last sequence is rev-1.
+      hdrs.set("Nats-Expected-Last-Sequence", String(b.rev - 1));
+      if (signatures) hdrs.set(EVENT_SIGNATURE_HEADER, signatures[i]!);
+      // Unique per batch: a late ack of an earlier batch answers no one here.
+      const token = `${batchNo}_${b.rev}`;
+      const answer = new Promise<Msg | undefined>((resolve) => replies.waiting.set(token, resolve));
+      this.opts.nc.publish(b.subject, b.bytes, { reply: `${replies.inbox}.${token}`, headers: hdrs });
+      return answer;
+    });
+    const timer = setTimeout(() => {
+      for (const b of batch) {
+        const token = `${batchNo}_${b.rev}`;
+        replies.waiting.get(token)?.(undefined);
+        replies.waiting.delete(token);
+      }
+    }, ACK_TIMEOUT_MS);
+    const results = await Promise.all(answers);
+    clearTimeout(timer);
     let ok = 0;
-    for (const res of results) {
-      if (res.status === "rejected") {
-        this.opts.log.warn({ err: res.reason }, "publish refused; re-reading the stream");
+    for (const [i, m] of results.entries()) {
+      const refusal = ackRefusal(m, batch[i]!.rev);
+      if (refusal) {
+        this.opts.log.warn({ revision: batch[i]!.rev, refusal }, "publish refused; re-reading the stream");
         break;
       }
       ok++;
     }
     // ConfigMap and Secret notices (no body) for node agents, which may not read those events.
-    for (const subject of subjects.slice(0, ok)) {
-      const notice = noticeSubjectOf(subject);
+    for (const b of batch.slice(0, ok)) {
+      const notice = noticeSubjectOf(b.subject);
       if (notice) this.opts.nc.publish(notice);
     }
     const after = this.opts.crashAfterPublishEvery;
     if (after && this.batches % after === 0) process.kill(process.pid, "SIGKILL");
     if (ok > 0) await r.xtrim(CHANGES_KEY, "MINID", `${published + ok + 1}-0`);
+    // All acknowledged: the stream's last sequence is known without asking it.
+    if (ok === batch.length) this.published = published + ok;
     this.opts.onPublished?.(ok);
     return ok;
   }
+
+  /** The subscription hearing the acks, one reply subject per revision under one inbox. */
+  private ackInbox(): NonNullable<Relay["acks"]> {
+    if (this.acks && !this.acks.sub.isClosed()) return this.acks;
+    const inbox = newInbox(this.opts.nc);
+    const waiting = new Map<string, (m: Msg | undefined) => void>();
+    const sub = this.opts.nc.subscribe(`${inbox}.*`, {
+      callback: (err, m) => {
+        if (err || !m) return;
+        const token = m.subject.slice(inbox.length + 1);
+        const resolve = waiting.get(token);
+        waiting.delete(token);
+        resolve?.(m);
+      },
+    });
+    this.acks = { inbox, sub, waiting };
+    return this.acks;
+  }
+}
+
+const utf8 = new TextDecoder();
+
+/** Why JetStream did not store the message published as `rev` (undefined: stored at sequence `rev`). */
+export function ackRefusal(m: Msg | undefined, rev: number): string | undefined {
+  if (!m) return "no ack in time";
+  if (m.headers?.hasError) return `status ${m.headers.code} ${m.headers.description}`;
+  if (m.data.length === 0) return "empty ack";
+  let ack: { seq?: number; duplicate?: boolean; error?: { description?: string } };
+  try {
+    ack = JSON.parse(utf8.decode(m.data)) as typeof ack;
+  } catch {
+    return "unreadable ack";
+  }
+  if (ack.error) return ack.error.description ?? "error";
+  if (ack.seq !== rev) return `stored at sequence ${ack.seq} instead of ${rev}`;
+  return undefined;
 }
