@@ -11,18 +11,32 @@ const RELEASE_LOCK = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis
 
 declare module "ioredis" {
   interface RedisCommander<Context> {
-    choreoWrite(numKeys: number, ...args: (string | Buffer | Uint8Array | number)[]): Result<[number, number], Context>;
+    choreoWrite(numKeys: number, ...args: (string | Buffer | number)[]): Result<number[], Context>;
     choreoListBuffer(numKeys: number, ...args: (string | number)[]): Result<(number | Buffer)[], Context>;
   }
+}
+
+/** The most writes one Lua call applies (Redis runs nothing else meanwhile). */
+const MAX_BATCH = 256;
+
+interface Queued {
+  keys: string[];
+  args: (string | Buffer)[];
+  resolve(answer: [number, number]): void;
+  reject(err: unknown): void;
 }
 
 /**
  * The object storage on Redis: with the relay, the only code that touches
  * Redis, every key from keys.ts. Every operation is one round trip: writes
  * are one Lua compare-and-set that also appends the change record; lists are
- * one Lua read consistent at the revision it returns.
+ * one Lua read consistent at the revision it returns. Writes arriving in one
+ * turn of the event loop go to Redis together, in one Lua call per
+ * {@link MAX_BATCH}: each still gets its own revision and its own answer.
  */
 export class RedisStore implements ObjectStorage {
+  private queue: Queued[] = [];
+
   constructor(readonly redis: Redis) {
     redis.defineCommand("choreoWrite", { lua: WRITE_SCRIPT });
     redis.defineCommand("choreoList", { lua: LIST_SCRIPT });
@@ -41,8 +55,9 @@ export class RedisStore implements ObjectStorage {
   async write(op: WriteOp): Promise<number> {
     const add = (op.indexAdd ?? []).map((e) => secondaryIndexKey(op.resource, e.index, e.value));
     const remove = (op.indexRemove ?? []).map((e) => secondaryIndexKey(op.resource, e.index, e.value));
-    const keys = [REV_KEY, CHANGES_KEY, objectKey(op.resource, op.namespace, op.name), indexKey(op.resource), ...add, ...remove];
+    const keys = [objectKey(op.resource, op.namespace, op.name), indexKey(op.resource), ...add, ...remove];
     const args = [
+      String(add.length + remove.length),
       op.mode,
       op.expectedRevision === undefined ? "" : String(op.expectedRevision),
       member(op.namespace, op.name),
@@ -53,11 +68,27 @@ export class RedisStore implements ObjectStorage {
       ...add.map(() => "+"),
       ...remove.map(() => "-"),
     ];
-    const [rev, current] = await this.redis.choreoWrite(keys.length, ...keys, ...args);
+    const [rev, current] = await new Promise<[number, number]>((resolve, reject) => {
+      if (this.queue.push({ keys, args, resolve, reject }) === 1) setImmediate(() => this.flush());
+    });
     if (rev === -1) throw new StoreError("exists", current);
     if (rev === -2) throw new StoreError("not-found", current);
     if (rev === -3) throw new StoreError("conflict", current);
     return rev;
+  }
+
+  /** Sends the queued writes, in arrival order (which is their revision order). */
+  private flush(): void {
+    const queued = this.queue;
+    this.queue = [];
+    for (let i = 0; i < queued.length; i += MAX_BATCH) {
+      const batch = queued.slice(i, i + MAX_BATCH);
+      const keys = [REV_KEY, CHANGES_KEY, ...batch.flatMap((q) => q.keys)];
+      this.redis.choreoWrite(keys.length, ...keys, ...batch.flatMap((q) => q.args)).then(
+        (out) => batch.forEach((q, j) => q.resolve([Number(out[2 * j]), Number(out[2 * j + 1])])),
+        (err: unknown) => batch.forEach((q) => q.reject(err)),
+      );
+    }
   }
 
   async list(resource: string, opts: ListOptions = {}): Promise<Page> {

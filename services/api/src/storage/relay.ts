@@ -82,6 +82,7 @@ export class Relay {
       blocker.disconnect();
       this.acks?.sub.unsubscribe();
       this.acks = undefined;
+      this.published = undefined;
       await this.releaseLease().catch(() => undefined);
     }
   }
@@ -177,8 +178,9 @@ export class Relay {
     const after = this.opts.crashAfterPublishEvery;
     if (after && this.batches % after === 0) process.kill(process.pid, "SIGKILL");
     if (ok > 0) await r.xtrim(CHANGES_KEY, "MINID", `${published + ok + 1}-0`);
-    // All acknowledged: the stream's last sequence is known without asking it.
-    if (ok === batch.length) this.published = published + ok;
+    // All acknowledged and no gap: the stream's last sequence is known without asking it
+    // (a gap: another replica published and trimmed meanwhile — ask the stream).
+    if (ok === batch.length && batch.length === entries.length) this.published = published + ok;
     this.opts.onPublished?.(ok);
     return ok;
   }

@@ -1,41 +1,61 @@
 /**
- * The store's Lua scripts. `choreoWrite` is invariant 1 in one atomic step:
- * check the expected revision, take the next revision, write the object and
- * its index entries, and append the change record for the relay.
+ * The store's Lua scripts. `choreoWrite` is invariant 1 in one atomic step
+ * per write: check the expected revision, take the next revision, write the
+ * object and its index entries, and append the change record for the relay.
+ * One call applies a batch of writes in order, each with its own check,
+ * revision and answer (one refused leaves the others as they would be alone).
  *
- * KEYS: rev, changes, object, primary index, then secondary index keys.
- * ARGV: mode (create|update|delete), expected revision ("" = any),
- *       member, object bytes, event bytes, subject, then one op per
- *       secondary key ("+" add member, "-" remove member).
- * Returns the new revision, or {code, current revision}:
- *   -1 exists (create), -2 not found, -3 revision mismatch.
+ * KEYS: rev, changes, then per write: object, primary index, its secondary
+ *       index keys.
+ * ARGV: per write: number of secondary keys, mode (create|update|delete),
+ *       expected revision ("" = any), member, object bytes, event bytes,
+ *       subject, then one op per secondary key ("+" add member, "-" remove).
+ * Returns two numbers per write: the new revision and 0, or {code, current
+ * revision}: -1 exists (create), -2 not found, -3 revision mismatch.
  */
 export const WRITE_SCRIPT = `
-local mode = ARGV[1]
-local cur = redis.call('HGET', KEYS[3], 'r')
-if mode == 'create' then
-  if cur then return {-1, tonumber(cur)} end
-else
-  if not cur then return {-2, 0} end
-  if ARGV[2] ~= '' and ARGV[2] ~= cur then return {-3, tonumber(cur)} end
-end
-local rev = redis.call('INCR', KEYS[1])
-if mode == 'delete' then
-  redis.call('DEL', KEYS[3])
-  redis.call('ZREM', KEYS[4], ARGV[3])
-else
-  redis.call('HSET', KEYS[3], 'v', ARGV[4], 'r', rev)
-  redis.call('ZADD', KEYS[4], 0, ARGV[3])
-end
-for i = 5, #KEYS do
-  if ARGV[i + 2] == '+' then
-    redis.call('ZADD', KEYS[i], 0, ARGV[3])
-  else
-    redis.call('ZREM', KEYS[i], ARGV[3])
+local out = {}
+local k = 3
+local a = 1
+while a <= #ARGV do
+  local nsec = tonumber(ARGV[a])
+  local mode = ARGV[a + 1]
+  local cur = redis.call('HGET', KEYS[k], 'r')
+  local code = 0
+  if mode == 'create' then
+    if cur then code = -1 end
+  elseif not cur then
+    code = -2
+  elseif ARGV[a + 2] ~= '' and ARGV[a + 2] ~= cur then
+    code = -3
   end
+  if code ~= 0 then
+    out[#out + 1] = code
+    out[#out + 1] = tonumber(cur or '0')
+  else
+    local rev = redis.call('INCR', KEYS[1])
+    if mode == 'delete' then
+      redis.call('DEL', KEYS[k])
+      redis.call('ZREM', KEYS[k + 1], ARGV[a + 3])
+    else
+      redis.call('HSET', KEYS[k], 'v', ARGV[a + 4], 'r', rev)
+      redis.call('ZADD', KEYS[k + 1], 0, ARGV[a + 3])
+    end
+    for j = 1, nsec do
+      if ARGV[a + 6 + j] == '+' then
+        redis.call('ZADD', KEYS[k + 1 + j], 0, ARGV[a + 3])
+      else
+        redis.call('ZREM', KEYS[k + 1 + j], ARGV[a + 3])
+      end
+    end
+    redis.call('XADD', KEYS[2], rev .. '-0', 's', ARGV[a + 6], 'e', ARGV[a + 5])
+    out[#out + 1] = rev
+    out[#out + 1] = 0
+  end
+  k = k + 2 + nsec
+  a = a + 7 + nsec
 end
-redis.call('XADD', KEYS[2], rev .. '-0', 's', ARGV[6], 'e', ARGV[5])
-return {rev, 0}
+return out
 `;
 
 /**

@@ -64,6 +64,40 @@ describe("storage: Lua CAS, relay, watch cache", () => {
     assert.equal(got?.revision, 2);
   });
 
+  it("writes arriving together go to Redis in one Lua call, each with its own revision and its own answer", async () => {
+    const scriptCalls = async () => {
+      const stats = await r.info("commandstats");
+      return [...stats.matchAll(/^cmdstat_eval(?:sha)?:calls=(\d+)/gm)].reduce((n, m) => n + Number(m[1]), 0);
+    };
+    // In a namespace of their own (the list test below counts `default`).
+    const b = (...a: Parameters<typeof op>) => ({ ...op(...a), namespace: "batch" });
+    await store.write(b("create", "batch-taken"));
+    const taken = await store.currentRevision();
+    const records = await r.xlen(CHANGES_KEY);
+    const calls = await scriptCalls();
+    const [first, exists, stale, missing, update, last] = await Promise.allSettled([
+      store.write(b("create", "batch-1")),
+      store.write(b("create", "batch-taken")),
+      store.write(b("update", "batch-taken", taken - 1)),
+      store.write(b("update", "batch-none", taken)),
+      store.write(b("update", "batch-taken", taken)),
+      store.write(b("create", "batch-2")),
+    ]);
+    assert.equal((await scriptCalls()) - calls, 1, "one Lua call for the six writes");
+    assert.deepEqual(first, { status: "fulfilled", value: taken + 1 });
+    assert.deepEqual(update, { status: "fulfilled", value: taken + 2 });
+    assert.deepEqual(last, { status: "fulfilled", value: taken + 3 });
+    const refused = (s: PromiseSettledResult<number>) =>
+      s.status === "rejected" && s.reason instanceof StoreError ? [s.reason.code, s.reason.currentRevision] : s;
+    assert.deepEqual(refused(exists), ["exists", taken]);
+    assert.deepEqual(refused(stale), ["conflict", taken]);
+    assert.deepEqual(refused(missing), ["not-found", 0]);
+    assert.equal(await store.currentRevision(), taken + 3);
+    assert.equal(await r.xlen(CHANGES_KEY), records + 3, "a change record per write that happened, none for the refused");
+    assert.equal((await store.get("events", "batch", "batch-taken"))?.revision, taken + 2);
+    assert.equal(await store.get("events", "batch", "batch-none"), undefined);
+  });
+
   it("keeps secondary indexes with the object", async () => {
     const idx = { index: "node", value: "n1" };
     await store.write({ ...op("create", "b"), indexAdd: [idx] });
@@ -129,6 +163,30 @@ describe("storage: Lua CAS, relay, watch cache", () => {
     assert.equal(info.state.last_seq, rev + 1);
     const msg = await jsm.streams.getMessage("CHOREO_EVENTS", { seq: 1 });
     assert.equal(decodeEvent(msg!.data).revision, 1);
+  });
+
+  it("publishers taking turns (the lease passing between api replicas): every revision once, in order", async () => {
+    const a = new Relay({ redis: r, nc, jsm, log: silentLogger(), id: "a" });
+    const b = new Relay({ redis: r, nc, jsm, log: silentLogger(), id: "b" });
+    for (const [turn, relay] of [a, b, a, b, a].entries()) {
+      const ac = new AbortController();
+      const running = relay.start(ac.signal);
+      for (let i = 0; i < 3; i++) await store.write(op("create", `turn-${turn}-${i}`));
+      const rev = await store.currentRevision();
+      await waitFor(async () => (await streamState(jsm)).lastRevision === rev, { message: `turn ${turn}: relay caught up` });
+      ac.abort();
+      await running;
+    }
+    const state = await streamState(jsm);
+    assert.equal(state.lastRevision, await store.currentRevision());
+    assert.equal(state.messages, state.lastRevision, "one message per revision");
+    for (let seq = state.lastRevision - 14; seq <= state.lastRevision; seq++) {
+      const msg = await jsm.streams.getMessage("CHOREO_EVENTS", { seq });
+      const ev = decodeEvent(msg!.data);
+      assert.equal(ev.revision, seq);
+      assert.equal(ev.object?.kind?.value.metadata?.resourceVersion, String(seq));
+    }
+    assert.equal(await r.xlen(CHANGES_KEY), 0, "published records are trimmed");
   });
 
   it("after a ConfigMap's or Secret's event is stored, a body-less notice on choreo.notice.<resource>.<namespace>.<name>; none for other kinds", async () => {
