@@ -107,6 +107,7 @@ export class NodeAgent implements Runnable {
       kind: "pod",
       log: this.log,
       filterSubject: podsOnNodeFilter(node),
+      live: true,
       fieldSelector: `spec.nodeName=${node}`,
     });
     this.prober = agentProber({ runtime: opts.runtime, pods: this.informer, enqueue: (k) => this.controller.enqueue(k), events: opts.events, log: this.log });

@@ -1,10 +1,10 @@
 import { jetstream, DeliverPolicy, type JetStreamManager } from "@nats-io/jetstream";
-import type { NatsConnection, Status } from "@nats-io/transport-node";
+import type { Msg, NatsConnection, Status } from "@nats-io/transport-node";
 import { WatchEvent } from "../gen/choreo/api/v1/api.js";
 import { expired } from "../api/errors.js";
 import { EVENT_STREAM } from "./subjects.js";
 import { streamState } from "./stream.js";
-import { EVENT_SIGNATURE_HEADER, signedEventsPolicy } from "./signing.js";
+import { EVENT_SIGNATURE_HEADER, signedEventsPolicy, type SignedEventsPolicy } from "./signing.js";
 import { onAbort, sleep } from "../lifecycle/runnable.js";
 
 /** Encodes a watch event (the payload of every event-log message). */
@@ -28,11 +28,39 @@ export interface ConsumeOptions {
   signal: AbortSignal;
 }
 
+/** Throws a 410 Expired ApiError when the log no longer holds revision `fromRevision`+1. */
+export async function checkAnswerable(jsm: JetStreamManager, fromRevision: number): Promise<void> {
+  const { firstRevision, lastRevision } = await streamState(jsm);
+  // Revision r is still answerable when r+1 is held, or nothing after r exists yet.
+  if (fromRevision + 1 < firstRevision && fromRevision < lastRevision) {
+    throw expired(`too old resource version: ${fromRevision} (${firstRevision - 1})`);
+  }
+}
+
+/**
+ * The event of a message at stream sequence `seq`, or undefined when the
+ * connection requires signed events and this one is not (reported, skipped):
+ * no api signature, or a genuine message copied to another place in the log.
+ */
+export function eventOfMessage(policy: SignedEventsPolicy | undefined, m: Pick<Msg, "data" | "subject" | "headers">, seq: number): WatchEvent | undefined {
+  if (policy && !policy.verifier.verify(m.data, m.headers?.get(EVENT_SIGNATURE_HEADER) || undefined)) {
+    policy.onRejected?.(m.headers?.get(EVENT_SIGNATURE_HEADER) ? "bad-signature" : "unsigned", m.subject, seq);
+    return undefined;
+  }
+  const ev = decodeEvent(m.data);
+  if (policy && ev.revision !== seq) {
+    policy.onRejected?.("out-of-place", m.subject, seq);
+    return undefined;
+  }
+  if (!ev.revision) ev.revision = seq;
+  return ev;
+}
+
 /**
  * Calls `fn` at each reconnection of `nc` to a server; returns the function
  * that stops listening.
  */
-function onReconnect(nc: NatsConnection, fn: () => void): () => void {
+export function onReconnect(nc: NatsConnection, fn: () => void): () => void {
   const statuses = nc.status() as AsyncIterable<Status> & { stop?: () => void };
   void (async () => {
     for await (const s of statuses) if (s.type === "reconnect") fn();
@@ -53,11 +81,7 @@ function onReconnect(nc: NatsConnection, fn: () => void): () => void {
  * more, longer on a quiet subject).
  */
 export async function* consumeEvents(opts: ConsumeOptions): AsyncGenerator<WatchEvent> {
-  const { firstRevision, lastRevision } = await streamState(opts.jsm);
-  // Revision r is still answerable when r+1 is held, or nothing after r exists yet.
-  if (opts.fromRevision + 1 < firstRevision && opts.fromRevision < lastRevision) {
-    throw expired(`too old resource version: ${opts.fromRevision} (${firstRevision - 1})`);
-  }
+  await checkAnswerable(opts.jsm, opts.fromRevision);
   const js = jetstream(opts.nc);
   const policy = signedEventsPolicy(opts.nc);
   /** The stream sequence of the last message seen. */
@@ -88,23 +112,15 @@ export async function* consumeEvents(opts: ConsumeOptions): AsyncGenerator<Watch
       for await (const m of messages) {
         if (opts.signal.aborted) break;
         seen = m.seq;
-        if (policy && !policy.verifier.verify(m.data, m.headers?.get(EVENT_SIGNATURE_HEADER) || undefined)) {
-          policy.onRejected?.(m.headers?.get(EVENT_SIGNATURE_HEADER) ? "bad-signature" : "unsigned", m.subject, m.seq);
-          continue;
-        }
-        const ev = decodeEvent(m.data);
-        if (policy && ev.revision !== m.seq) {
-          // A genuine message copied to another place in the log (replayed).
-          policy.onRejected?.("out-of-place", m.subject, m.seq);
-          continue;
-        }
-        if (!ev.revision) ev.revision = m.seq;
-        yield ev;
+        const ev = eventOfMessage(policy, m, m.seq);
+        if (ev) yield ev;
       }
     } finally {
       stopWatching();
       unlisten();
       await messages.close();
+      // Gone at once: nats.js leaves an ordered consumer to the server's 5-minute inactivity reaper, and nats-server 2.9 tests every stored message against every consumer's filter meanwhile.
+      void consumer.delete().catch(() => undefined);
     }
     if (!reconnected) return;
     attempt = 0;

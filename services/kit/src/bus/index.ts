@@ -9,6 +9,9 @@ export {
   eventSubject,
   resourceFilter,
   podsOnNodeFilter,
+  LIVE_PREFIX,
+  POD_REPUBLISH,
+  liveSubjectOf,
   agentSubject,
   agentLogsSubject,
   LOG_CHANNEL,
@@ -19,10 +22,12 @@ export {
   noticeSubjectOf,
   noticeFilter,
 } from "./subjects.js";
-export { ensureEventStream, streamState, connectBus } from "./stream.js";
+export { ensureEventStream, hasPodRepublish, streamState, connectBus } from "./stream.js";
 export type { EventStreamOptions } from "./stream.js";
 export { encodeEvent, decodeEvent, consumeEvents } from "./events.js";
 export type { ConsumeOptions } from "./events.js";
+export { followEvents } from "./follow.js";
+export type { FollowOptions } from "./follow.js";
 export {
   EVENT_SIGNATURE_HEADER,
   EventSigner,

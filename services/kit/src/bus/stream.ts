@@ -2,7 +2,7 @@ import { jetstreamManager, RetentionPolicy, StorageType, DiscardPolicy, type Jet
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { NATS_CA_ENV } from "../secrets/bus-tls.js";
 import { natsConnectOptions } from "../secrets/secrets.js";
-import { EVENT_PREFIX, EVENT_STREAM } from "./subjects.js";
+import { EVENT_PREFIX, EVENT_STREAM, POD_REPUBLISH } from "./subjects.js";
 
 /** Options of the event stream. */
 export interface EventStreamOptions {
@@ -12,7 +12,14 @@ export interface EventStreamOptions {
   replicas?: number;
 }
 
-/** Creates the event stream if missing (idempotent; updates the retention). */
+/**
+ * Creates the event stream if missing (idempotent; updates the retention).
+ * A new stream republishes pod changes to their live subjects
+ * (`POD_REPUBLISH`, what `followEvents` reads). nats-server 2.9 cannot add
+ * a RePublish to an existing stream: a stream made before it keeps working,
+ * and node agents then read their pods through a filtered consumer each, as
+ * before (`hasPodRepublish`).
+ */
 export async function ensureEventStream(nc: NatsConnection, opts: EventStreamOptions = {}): Promise<JetStreamManager> {
   const jsm = await jetstreamManager(nc);
   const config = {
@@ -25,6 +32,7 @@ export async function ensureEventStream(nc: NatsConnection, opts: EventStreamOpt
     num_replicas: opts.replicas ?? 1,
     max_msg_size: 8 * 1024 * 1024,
     duplicate_window: 2 * 60 * 1_000_000_000,
+    republish: { ...POD_REPUBLISH },
   };
   try {
     const info = await jsm.streams.info(EVENT_STREAM);
@@ -34,6 +42,13 @@ export async function ensureEventStream(nc: NatsConnection, opts: EventStreamOpt
     await jsm.streams.add(config);
   }
   return jsm;
+}
+
+/** Whether the event stream republishes pod changes to their live subjects (streams made before it do not). */
+export async function hasPodRepublish(jsm: JetStreamManager): Promise<boolean> {
+  const info = await jsm.streams.info(EVENT_STREAM);
+  const rp = info.config.republish;
+  return rp?.src === POD_REPUBLISH.src && rp.dest === POD_REPUBLISH.dest;
 }
 
 /** First and last revision the log holds (first > last when it is empty). */

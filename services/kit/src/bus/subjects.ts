@@ -33,6 +33,29 @@ export function eventSubject(resource: string, namespace: string, name: string, 
   return `${EVENT_PREFIX}.${resource}.${token(namespace)}.${token(name)}`;
 }
 
+/**
+ * Live pod events: the event stream republishes every stored pod change
+ * (JetStream RePublish, done by nats-server after the store) from
+ *   choreo.ev.pods.<node|_>.<namespace>.<name>
+ * to the core-NATS subject
+ *   choreo.live.pods.<node|_>.<namespace>.<name>
+ * with its headers (the api's signature) and `Nats-Sequence` (the revision).
+ * Core subscriptions are routed through the server's subject tree, so a pod
+ * event costs the same at 100 or 5,000 node agents; a filtered JetStream
+ * consumer per node was tested against every event (nats-server 2.9).
+ * `followEvents` reads these, and the log itself only to catch up.
+ */
+export const LIVE_PREFIX = "choreo.live";
+
+/** The stream's RePublish: pod changes to their live subjects. */
+export const POD_REPUBLISH = { src: `${EVENT_PREFIX}.pods.>`, dest: `${LIVE_PREFIX}.pods.>` } as const;
+
+/** The live subject (or filter) of a pod event-log subject (or filter); undefined outside the republished pods. */
+export function liveSubjectOf(subject: string): string | undefined {
+  const prefix = `${EVENT_PREFIX}.pods.`;
+  return subject.startsWith(prefix) ? `${LIVE_PREFIX}.pods.${subject.slice(prefix.length)}` : undefined;
+}
+
 /** The filter for every change of a resource, optionally in one namespace. */
 export function resourceFilter(resource: string, namespace = ""): string {
   if (resource === "pods") return namespace ? `${EVENT_PREFIX}.pods.*.${token(namespace)}.*` : `${EVENT_PREFIX}.pods.>`;

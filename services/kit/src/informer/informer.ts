@@ -3,7 +3,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { isExpired } from "../api/errors.js";
 import { selectableFields } from "../api/fields.js";
 import { keyOf, kindByCase, unwrap, type KindCase, type KindInfo, type KindValue } from "../api/kinds.js";
-import { consumeEvents, resourceFilter } from "../bus/index.js";
+import { consumeEvents, followEvents, resourceFilter } from "../bus/index.js";
 import type { ApiClient } from "../client/index.js";
 import { parseFieldSelector, parseLabelSelector, type FieldSelector, type LabelSelector } from "../apimachinery/index.js";
 import type { Logger } from "../log/index.js";
@@ -28,6 +28,12 @@ export interface InformerOptions {
   fieldSelector?: string;
   /** The event-log subject filter (default: every change of the resource). E.g. a node agent's pods. */
   filterSubject?: string;
+  /**
+   * Read changes live from the subjects the stream republishes pod changes
+   * to (`followEvents`; a pods filter only): a node agent's pods, at a cost
+   * to nats-server that does not grow with the number of nodes.
+   */
+  live?: boolean;
   /** Replays every cached object as an update this often (0: never). */
   resyncMs?: number;
   log: Logger;
@@ -188,7 +194,9 @@ export class Informer<C extends KindCase> implements Cache<KindValue<C>> {
 
   private async watch(signal: AbortSignal): Promise<void> {
     const filter = this.opts.filterSubject ?? resourceFilter(this.info.resource, this.opts.namespace ?? "");
-    for await (const ev of consumeEvents({ nc: this.opts.nc, jsm: this.opts.jsm, filter, fromRevision: this.revision, signal })) {
+    const read = this.opts.live ? followEvents : consumeEvents;
+    const onFallback = (): void => this.opts.log.info({ resource: this.info.resource, filter }, "event stream has no RePublish; reading through a consumer");
+    for await (const ev of read({ nc: this.opts.nc, jsm: this.opts.jsm, filter, fromRevision: this.revision, signal, onFallback })) {
       this.revision = ev.revision;
       const o = ev.object;
       if (!o?.kind || o.kind.$case !== this.opts.kind) continue;

@@ -236,6 +236,29 @@ describe("NATS users: per-identity permissions", () => {
     assert.deepEqual([events, notices], [[], ["choreo.notice.configmaps.default.cfg"]]);
   });
 
+  it("node-1 hears its own pods' live (republished) subjects, not node-2's, and nobody can publish a live event", async () => {
+    const nc = await as("node-1-live", node1File);
+    const errors = permissionErrors(nc);
+    const own = collect(nc.subscribe("choreo.live.pods.node-1.>"));
+    collect(nc.subscribe("choreo.live.pods.node-2.>"));
+    await nc.flush();
+    await waitFor(() => errors.some((e) => /Permissions Violation for Subscription to "choreo\.live\.pods\.node-2\.>"/.test(e)), {
+      timeoutMs: 10_000,
+      message: `the server's refusal (${errors.join("; ")})`,
+    });
+    // A forged live event, from node-1's credentials: refused by the server, heard by no one.
+    nc.publish("choreo.live.pods.node-1.default.forged", "forged");
+    await waitFor(() => errors.some((e) => /Permissions Violation for Publish to "choreo\.live\.pods\.node-1\.default\.forged"/.test(e)), {
+      timeoutMs: 10_000,
+      message: `the server's refusal (${errors.join("; ")})`,
+    });
+    // The stream republishes what the api stores.
+    const js = jetstream(api);
+    await js.publish("choreo.ev.pods.node-2.default.c", "c");
+    await js.publish("choreo.ev.pods.node-1.default.d", "d");
+    await waitFor(() => own.length === 1, { timeoutMs: 10_000, message: "node-1's live event" });
+    assert.deepEqual(own, ["choreo.live.pods.node-1.default.d"]);
+  });
   it("each user hears only its own inboxes: node-1 cannot listen on every inbox, node-2's or the api's, nor hear node-2's pulled events or replies", async () => {
     const responder = api.subscribe("choreo.api.get", { callback: (_e, m) => void m.respond("secret reply") });
     await api.flush();

@@ -10,13 +10,15 @@ import type { NatsPermissions } from "./secrets.js";
  *   event stream through JetStream's API (the subjects consumeEvents and
  *   jetstreamManager use, for the CHOREO_EVENTS stream only), replies;
  * - a node agent: api requests, consumers of the event log for its own pods
- *   and the kinds every node reads (not any filter), plus its own node's request subjects
+ *   and the kinds every node reads (not any filter), its own pods' live
+ *   subjects (`choreo.live.pods.<node>.>`), plus its own node's request subjects
  *   (`choreo.agent.<node>.>`: logs, exec, portforward, stats) and the
  *   ConfigMap and Secret change notices its volumes follow;
  * - a hollow-nodes process: every node's subjects (its nodes are many);
  * - `events`: a read-only event-stream subscriber (no api requests).
  *
- * Nobody but the api may publish `choreo.ev.>` or write into the stream
+ * Nobody but the api may publish `choreo.ev.>` or write into the stream, and
+ * nobody publishes `choreo.live.>` (nats-server republishes the stream there)
  * (`$JS.API.STREAM.*` other than INFO, `$JS.API.CONSUMER.*` of other streams).
  */
 
@@ -80,6 +82,7 @@ const INBOX = "_INBOX.>";
 /** What no one but the api may publish, even where an allow would match. */
 const NEVER = [
   "choreo.ev.>",
+  "choreo.live.>",
   "choreo.notice.>",
   "$JS.API.STREAM.CREATE.>",
   "$JS.API.STREAM.UPDATE.>",
@@ -87,6 +90,11 @@ const NEVER = [
   "$JS.API.STREAM.PURGE.>",
   "$JS.API.STREAM.MSG.>",
 ];
+
+/** The live subjects the stream republishes a node's pod changes to (kit/bus `followEvents`). */
+function nodeLivePods(node: string): string {
+  return `choreo.live.pods.${nodeToken(node)}.>`;
+}
 
 /** A subject token as kit/bus writes a node's name (dots as `~`). */
 function nodeToken(node: string): string {
@@ -105,7 +113,7 @@ export function actorNatsPermissions(): NatsPermissions {
 export function nodeNatsPermissions(node: string): NatsPermissions {
   return {
     publish: { allow: ["choreo.api.>", ...nodeEventReaderJsSubjects(node), INBOX], deny: NEVER },
-    subscribe: { allow: [INBOX, `choreo.agent.${nodeToken(node)}.>`, "choreo.notice.configmaps.>", "choreo.notice.secrets.>"] },
+    subscribe: { allow: [INBOX, `choreo.agent.${nodeToken(node)}.>`, nodeLivePods(node), "choreo.notice.configmaps.>", "choreo.notice.secrets.>"] },
     allowResponses: true,
   };
 }
@@ -113,7 +121,7 @@ export function nodeNatsPermissions(node: string): NatsPermissions {
 /** A hollow-nodes process: every node's request subjects (its nodes are many, in one connection). */
 export function hollowNodesNatsPermissions(): NatsPermissions {
   const base = actorNatsPermissions();
-  return { publish: base.publish, subscribe: { allow: [INBOX, "choreo.agent.>"] }, allowResponses: true };
+  return { publish: base.publish, subscribe: { allow: [INBOX, "choreo.agent.>", "choreo.live.pods.>"] }, allowResponses: true };
 }
 
 /** A read-only event-stream subscriber: JetStream reads of the event log and replies; no api request, no publishing. */

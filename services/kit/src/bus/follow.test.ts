@@ -1,0 +1,191 @@
+// test-tier: servers
+// followEvents on a real nats-server: a node's pod events arrive live from
+// the stream's republished subjects, each node gets every event of its own
+// pods and none of another's, exactly once and in revision order — from a
+// past revision (catching up from the log), across a cut connection (the
+// messages published meanwhile come from the log), and across a kill -9 of
+// nats-server.
+import assert from "node:assert/strict";
+import net from "node:net";
+import { after, before, describe, it } from "node:test";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { jetstream, jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
+import { WatchEvent } from "../gen/choreo/api/v1/api.js";
+import { isExpired } from "../api/errors.js";
+import { startNats, type NatsHandle } from "../process/servers.js";
+import { waitFor } from "../process/process.js";
+import { encodeEvent } from "./events.js";
+import { followEvents } from "./follow.js";
+import { connectBus, ensureEventStream } from "./stream.js";
+import { EVENT_STREAM, eventSubject, podsOnNodeFilter } from "./subjects.js";
+
+/** What a follower got: revisions in delivery order. */
+function follow(nc: NatsConnection, jsm: JetStreamManager, node: string, fromRevision: number, signal: AbortSignal, onFallback?: () => void): number[] {
+  const got: number[] = [];
+  void (async () => {
+    for await (const ev of followEvents({ nc, jsm, filter: podsOnNodeFilter(node), fromRevision, signal, onFallback })) got.push(ev.revision);
+  })().catch((err: unknown) => got.push(-1, isExpired(err) ? 410 : 0));
+  return got;
+}
+
+/** A TCP relay to nats-server whose connections can be cut (a network cut, the server alive). */
+async function cuttableRelay(port: number): Promise<{ url: string; cut(): void; close(): void }> {
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((client) => {
+    const upstream = net.connect(port, "127.0.0.1");
+    for (const s of [client, upstream]) {
+      sockets.add(s);
+      s.on("error", () => undefined);
+      s.on("close", () => {
+        sockets.delete(s);
+        client.destroy();
+        upstream.destroy();
+      });
+    }
+    client.pipe(upstream).pipe(client);
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  const relayPort = (server.address() as net.AddressInfo).port;
+  return {
+    url: `127.0.0.1:${relayPort}`,
+    cut: () => sockets.forEach((s) => s.destroy()),
+    close: () => {
+      sockets.forEach((s) => s.destroy());
+      server.close();
+    },
+  };
+}
+
+describe("followEvents: pod events by node, live from the republished subjects", () => {
+  let nats: NatsHandle;
+  let nc: NatsConnection;
+  let jsm: JetStreamManager;
+  const ac = new AbortController();
+  let revision = 0;
+  /** The revisions published per node ("" = unbound). */
+  const byNode = new Map<string, number[]>();
+
+  /** Publishes the next revision as the api's relay does (stream sequence == revision), retrying while JetStream is away. */
+  const publish = async (subject: string, node?: string): Promise<number> => {
+    const js = jetstream(nc);
+    for (;;) {
+      try {
+        await js.publish(subject, encodeEvent(WatchEvent.fromPartial({ type: "MODIFIED", revision: revision + 1 })), { expect: { lastSequence: revision } });
+        break;
+      } catch {
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    }
+    revision++;
+    if (node !== undefined) byNode.set(node, [...(byNode.get(node) ?? []), revision]);
+    return revision;
+  };
+  /** A pod change on `node`, or a change of another kind. */
+  const change = (i: number): Promise<number> => {
+    const node = ["node-1", "node-2", "node-3", ""][i % 4]!;
+    if (i % 5 === 4) return publish(eventSubject("services", "default", `svc-${i}`));
+    return publish(eventSubject("pods", "default", `pod-${i}`, node), node);
+  };
+  const of = (node: string, after = 0): number[] => (byNode.get(node) ?? []).filter((r) => r > after);
+
+  before(async () => {
+    nats = await startNats();
+    nc = await connectBus(nats.url, "follow-test");
+    jsm = await ensureEventStream(nc);
+  });
+  after(async () => {
+    ac.abort();
+    await nc?.close();
+    await nats?.stop();
+  });
+
+  it("each node gets every event of its own pods and none of another's, in order, exactly once: catching up, then live", async () => {
+    for (let i = 0; i < 60; i++) await change(i);
+    const got = new Map(["node-1", "node-2", "node-3"].map((n) => [n, follow(nc, jsm, n, 0, ac.signal)]));
+    // Changes keep coming while the followers catch up.
+    for (let i = 60; i < 200; i++) await change(i);
+    for (const [node, revs] of got) {
+      await waitFor(() => revs.length >= of(node).length, { timeoutMs: 20_000, message: `${node}'s events` });
+      assert.deepEqual(revs, of(node), `${node}: every event of its pods, in revision order, once`);
+    }
+    // The republished copies are the only live path, and no other node's event reached any follower.
+    for (let i = 200; i < 240; i++) await change(i);
+    for (const [node, revs] of got) {
+      await waitFor(() => revs.length >= of(node).length, { timeoutMs: 20_000, message: `${node}'s live events` });
+      assert.deepEqual(revs, of(node));
+    }
+  });
+
+  it("from a past revision: only what came after it", async () => {
+    const from = revision - 30;
+    const revs = follow(nc, jsm, "node-2", from, ac.signal);
+    await change(1);
+    await waitFor(() => revs.length >= of("node-2", from).length, { timeoutMs: 20_000, message: "node-2's events after the revision" });
+    assert.deepEqual(revs, of("node-2", from));
+  });
+
+  it("a cut connection: what was published meanwhile comes from the log, nothing twice", async () => {
+    const relay = await cuttableRelay(nats.port);
+    const cutNc = await connectBus(`nats://${nats.credentials.user}:${nats.credentials.password}@${relay.url}`, "follow-test-cut");
+    try {
+      const start = revision;
+      const revs = follow(cutNc, await jetstreamManager(cutNc), "node-1", start, ac.signal);
+      await change(0);
+      await waitFor(() => revs.length === of("node-1", start).length, { timeoutMs: 20_000, message: "live before the cut" });
+      relay.cut();
+      // Published while the follower is away: lost to its live subscription.
+      for (let i = 0; i < 40; i++) await change(i);
+      await waitFor(() => revs.length >= of("node-1", start).length, { timeoutMs: 30_000, message: "node-1's events after the cut" });
+      for (let i = 0; i < 8; i++) await change(i);
+      await waitFor(() => revs.length >= of("node-1", start).length, { timeoutMs: 30_000, message: "node-1's events after the reconnection" });
+      assert.deepEqual(revs, of("node-1", start));
+    } finally {
+      await cutNc.close().catch(() => undefined);
+      relay.close();
+    }
+  });
+
+  it("kill -9 of nats-server: every change after the restart is delivered, nothing twice", async () => {
+    const start = revision;
+    const revs = follow(nc, jsm, "node-3", start, ac.signal);
+    for (let i = 0; i < 12; i++) await change(i);
+    await waitFor(() => revs.length >= of("node-3", start).length, { timeoutMs: 20_000, message: "node-3's events before the kill" });
+    await nats.kill();
+    await nats.restart();
+    for (let i = 0; i < 24; i++) await change(i);
+    await waitFor(() => revs.length >= of("node-3", start).length, { timeoutMs: 60_000, message: "node-3's events after the restart" });
+    assert.deepEqual(revs, of("node-3", start));
+  });
+
+  it("a revision the log no longer holds: 410 Expired (the informer relists)", async () => {
+    await jsm.streams.purge(EVENT_STREAM, { keep: 10 });
+    const revs = follow(nc, jsm, "node-1", 1, ac.signal);
+    await waitFor(() => revs.length >= 2, { timeoutMs: 20_000, message: "the follower's end" });
+    assert.deepEqual(revs, [-1, 410]);
+  });
+});
+
+describe("followEvents on a stream made without the RePublish", () => {
+  it("reads through a filtered consumer, as before", async () => {
+    const nats = await startNats();
+    const nc = await connectBus(nats.url, "follow-test-old");
+    const ac = new AbortController();
+    try {
+      const jsm = await jetstreamManager(nc);
+      await jsm.streams.add({ name: EVENT_STREAM, subjects: ["choreo.ev.>"] });
+      const js = jetstream(nc);
+      await js.publish(eventSubject("pods", "default", "a", "node-1"), encodeEvent(WatchEvent.fromPartial({ revision: 1 })));
+      await js.publish(eventSubject("pods", "default", "b", "node-2"), encodeEvent(WatchEvent.fromPartial({ revision: 2 })));
+      let fellBack = false;
+      const revs = follow(nc, jsm, "node-1", 0, ac.signal, () => (fellBack = true));
+      await js.publish(eventSubject("pods", "default", "c", "node-1"), encodeEvent(WatchEvent.fromPartial({ revision: 3 })));
+      await waitFor(() => revs.length >= 2, { timeoutMs: 20_000, message: "node-1's events" });
+      assert.deepEqual(revs, [1, 3]);
+      assert.equal(fellBack, true);
+    } finally {
+      ac.abort();
+      await nc.close();
+      await nats.stop();
+    }
+  });
+});

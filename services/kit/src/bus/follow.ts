@@ -1,0 +1,197 @@
+import { jetstream, DeliverPolicy, type JetStreamManager } from "@nats-io/jetstream";
+import type { Msg, NatsConnection, Status } from "@nats-io/transport-node";
+import type { WatchEvent } from "../gen/choreo/api/v1/api.js";
+import { isExpired } from "../api/errors.js";
+import { onAbort, sleep } from "../lifecycle/runnable.js";
+import { checkAnswerable, consumeEvents, eventOfMessage } from "./events.js";
+import { signedEventsPolicy } from "./signing.js";
+import { EVENT_STREAM, liveSubjectOf } from "./subjects.js";
+import { hasPodRepublish } from "./stream.js";
+
+/** Options of `followEvents`. */
+export interface FollowOptions {
+  nc: NatsConnection;
+  jsm: JetStreamManager;
+  /** A pod filter of the event log (`podsOnNodeFilter(node)`): what is republished live. */
+  filter: string;
+  /** Deliver every change after this revision. */
+  fromRevision: number;
+  signal: AbortSignal;
+  /** Called once when the stream has no RePublish and the follower reads the log through a consumer instead. */
+  onFallback?: () => void;
+}
+
+/** Whether the stream republishes, asked once per connection (a stream's RePublish cannot change). */
+const republishing = new WeakMap<NatsConnection, Promise<boolean>>();
+function republishes(nc: NatsConnection, jsm: JetStreamManager): Promise<boolean> {
+  let p = republishing.get(nc);
+  if (!p) {
+    p = hasPodRepublish(jsm);
+    republishing.set(nc, p);
+    // A failed question is asked again next time.
+    p.catch(() => republishing.delete(nc));
+  }
+  return p;
+}
+
+/** Calls `fn(false)` when `nc` loses its server and `fn(true)` when it is back; returns the function that stops listening. */
+function onConnectionChange(nc: NatsConnection, fn: (up: boolean) => void): () => void {
+  const statuses = nc.status() as AsyncIterable<Status> & { stop?: () => void };
+  void (async () => {
+    for await (const s of statuses) if (s.type === "disconnect" || s.type === "reconnect") fn(s.type === "reconnect");
+  })().catch(() => undefined);
+  return () => statuses.stop?.();
+}
+
+/** A republished message's stream sequence (its revision). */
+function sequenceOf(m: Msg): number {
+  return Number(m.headers?.get("Nats-Sequence") ?? 0);
+}
+
+/**
+ * The same changes as `consumeEvents(filter, fromRevision)` — every change
+ * after `fromRevision` matching `filter`, in revision order, exactly once,
+ * then live ones — but read live from the core-NATS subjects the stream
+ * republishes pod changes to (`LIVE_PREFIX`), so that nats-server's cost of
+ * an event does not grow with the number of followers. The event log is read
+ * only to catch up, through an ordered consumer that is deleted as soon as
+ * it has delivered what the log held:
+ *
+ * 1. subscribe to the live subject and flush (the server now routes every
+ *    change stored from here on to it; they queue up);
+ * 2. catch up from the log after the last revision delivered, until the
+ *    consumer has nothing pending (everything stored before 1 is delivered);
+ * 3. deliver the queued and following live messages whose revision is
+ *    newer than the last delivered (those 2 delivered too are dropped).
+ *
+ * Core NATS loses messages only with the connection (a nats-server restart,
+ * a network cut, the server closing a slow consumer): at each reconnection
+ * the follower catches up again from the log (2), so nothing is lost and
+ * nothing delivered twice. A revision the log no longer holds throws 410
+ * Expired (the caller relists). Signed-events policy as `consumeEvents`.
+ * On a stream without the RePublish (made before it) it is `consumeEvents`.
+ */
+export async function* followEvents(opts: FollowOptions): AsyncGenerator<WatchEvent> {
+  const live = liveSubjectOf(opts.filter);
+  if (!live || !(await republishes(opts.nc, opts.jsm))) {
+    opts.onFallback?.();
+    yield* consumeEvents(opts);
+    return;
+  }
+  await checkAnswerable(opts.jsm, opts.fromRevision);
+  const policy = signedEventsPolicy(opts.nc);
+  let seen = opts.fromRevision;
+  let queued: Msg[] = [];
+  let wake: (() => void) | undefined;
+  const nudge = (): void => {
+    const w = wake;
+    wake = undefined;
+    w?.();
+  };
+  let catchUp = true;
+  let failures = 0;
+  let caughtUpOnce = false;
+  /** Ends the catch-up under way (a reconnection while catching up: it starts again). */
+  let cut = new AbortController();
+  const sub = opts.nc.subscribe(live, {
+    callback: (err, m) => {
+      if (err) return;
+      queued.push(m);
+      nudge();
+    },
+  });
+  // A live message can be lost from the disconnection on: catch up again (from the last delivered revision).
+  let connected = true;
+  const stopWatching = onConnectionChange(opts.nc, (up) => {
+    connected = up;
+    catchUp = true;
+    cut.abort();
+    nudge();
+  });
+  const unlisten = onAbort(opts.signal, nudge);
+  try {
+    await opts.nc.flush();
+    while (!opts.signal.aborted) {
+      if (catchUp && !connected) {
+        // Catch up once the server is back (the subscription is re-made with the connection).
+        await new Promise<void>((r) => (wake = r));
+        continue;
+      }
+      if (catchUp) {
+        catchUp = false;
+        cut = new AbortController();
+        try {
+          // The subscription is the server's (again, after a reconnection) before catching up.
+          await opts.nc.flush();
+          for await (const ev of catchUpFromLog(opts, seen, AbortSignal.any([opts.signal, cut.signal]))) {
+            seen = ev.revision;
+            yield ev;
+          }
+          failures = 0;
+          caughtUpOnce = true;
+        } catch (err) {
+          // Right after a reconnection JetStream may not answer yet: more tries while connected, then the caller's retry (a relist).
+          if (isExpired(err) || !caughtUpOnce || (connected && ++failures > 20)) throw err;
+          catchUp = true;
+          await sleep(500, opts.signal);
+        }
+        continue;
+      }
+      if (queued.length === 0) {
+        await new Promise<void>((r) => (wake = r));
+        continue;
+      }
+      const batch = queued;
+      queued = [];
+      for (const m of batch) {
+        // The rest is in the log, after the last revision delivered: the catch-up delivers it.
+        if (catchUp) break;
+        const seq = sequenceOf(m);
+        if (seq <= seen) continue;
+        seen = seq;
+        const ev = eventOfMessage(policy, m, seq);
+        if (ev) yield ev;
+        if (opts.signal.aborted) return;
+      }
+    }
+  } finally {
+    stopWatching();
+    unlisten();
+    sub.unsubscribe();
+  }
+}
+
+/**
+ * Every change of the log after `after` matching the filter, until the
+ * consumer has none pending; stops early when `signal` aborts (the caller's
+ * end, or a reconnection while catching up: the caller starts again).
+ */
+async function* catchUpFromLog(opts: FollowOptions, after: number, signal: AbortSignal): AsyncGenerator<WatchEvent> {
+  await checkAnswerable(opts.jsm, after);
+  const policy = signedEventsPolicy(opts.nc);
+  const consumer = await jetstream(opts.nc).consumers.get(EVENT_STREAM, {
+    filter_subjects: opts.filter,
+    deliver_policy: DeliverPolicy.StartSequence,
+    opt_start_seq: after + 1,
+    // Reaped by the server soon if this process dies before deleting it.
+    inactive_threshold: 30_000,
+  });
+  try {
+    if ((await consumer.info(true)).num_pending === 0) return;
+    const messages = await consumer.consume({ max_messages: 512 });
+    const unlisten = onAbort(signal, () => void messages.close());
+    try {
+      for await (const m of messages) {
+        if (signal.aborted) return;
+        const ev = eventOfMessage(policy, m, m.seq);
+        if (ev) yield ev;
+        if (m.info.pending === 0) return;
+      }
+    } finally {
+      unlisten();
+      await messages.close();
+    }
+  } finally {
+    void consumer.delete().catch(() => undefined);
+  }
+}
