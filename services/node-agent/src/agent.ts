@@ -45,6 +45,8 @@ export interface NodeAgentOptions {
   registry?: Registry;
   /** Where the kubelet's Events (Started, Killing, BackOff) go; none when undefined. */
   events?: Pick<EventRecorder, "emit">;
+  /** How long a fresh pod's first status is held while only ContainerCreating (default `CHOREO_STATUS_HOLD_MS`, else 200 ms; 0: at once). */
+  statusHoldMs?: number;
   /**
    * More of this node's machinery, run beside the pods for the agent's
    * life: the service proxy, the DNS responder, the log server. Built by
@@ -126,6 +128,7 @@ export class NodeAgent implements Runnable {
         log: this.log,
         events: opts.events,
         prober: this.prober,
+        statusHoldMs: opts.statusHoldMs,
       }),
     });
     const enqueue = (p: { metadata?: { namespace: string; name: string } }): void => this.controller.enqueue(keyOf(p.metadata ?? { namespace: "", name: "" }));
