@@ -28,6 +28,8 @@ const { values } = parseArgs({
     rate: { type: "string", default: "0" },
     // --nodes-only: register the nodes, wait until all are Ready, report, stop.
     "nodes-only": { type: "boolean", default: false },
+    // --republish 0: node agents read their pods through a filtered consumer each (before issue 15), to compare.
+    republish: { type: "string", default: "1" },
   },
 });
 // --direct: create the pods through the api (64 at a time) instead of through an RC and the replication actor.
@@ -50,10 +52,10 @@ function cpuAndRss(pid: number): { cpuSeconds: number; rssMb: number } {
 }
 
 console.log(
-  `choreo scale benchmark — ${new Date().toISOString()} — ${NODES} hollow nodes, ${PODS} pods, created ${RATE > 0 ? `directly at ${RATE}/s` : DIRECT ? "directly" : "by an RC"}; events ${values.events === "0" ? "off" : "on"}; lease renew ${values["lease-renew-ms"]} ms`,
+  `choreo scale benchmark — ${new Date().toISOString()} — ${NODES} hollow nodes, ${PODS} pods, created ${RATE > 0 ? `directly at ${RATE}/s` : DIRECT ? "directly" : "by an RC"}; events ${values.events === "0" ? "off" : "on"}; lease renew ${values["lease-renew-ms"]} ms; node agents read their pods ${values.republish === "0" ? "through a consumer each" : "live (RePublish)"}`,
 );
 const c = await startCluster({
-  env: { CHOREO_LOG_LEVEL: "warn" },
+  env: { CHOREO_LOG_LEVEL: "warn", CHOREO_POD_REPUBLISH: values.republish },
   actors: [
     { name: "node-agent", env: { CHOREO_HOLLOW_NODES: String(NODES), CHOREO_LEASE_RENEW_MS: values["lease-renew-ms"], CHOREO_NODE_PODS: "250" } },
     {
@@ -134,6 +136,22 @@ try {
       }
     })();
 
+    // The API's answer time throughout (its SLO): a GET of one object and a list page of 500 pods, every second.
+    const probeGet: number[] = [];
+    const probeList: number[] = [];
+    let probing = true;
+    const probe = (async () => {
+      while (probing) {
+        const a = performance.now();
+        await c.client.get("namespaces", "", "default").catch(() => undefined);
+        const b = performance.now();
+        await c.client.list("pods", { namespace: "default", limit: 500 }).catch(() => undefined);
+        probeGet.push(b - a);
+        probeList.push(performance.now() - b);
+        await new Promise((r) => setTimeout(r, 1000));
+      }
+    })();
+
     const t0 = performance.now();
     const template = {
       metadata: { labels: { app: "bench" } },
@@ -194,7 +212,10 @@ try {
       ),
     ]);
     const t1 = performance.now();
+    probing = false;
+    await probe;
     await messages.close();
+    await consumer.delete().catch(() => undefined);
     const allBound = Math.max(...bound.values());
     const firstCreated = Math.min(...created.values());
     const startup = [...runningAt].map(([n, t]) => t - (created.get(n) ?? t));
@@ -219,11 +240,18 @@ try {
     console.log(
       `api writes per pod: ${((revAfter - revBefore) / PODS).toFixed(2)}; bus messages per pod: ${((after.lastRevision - before.lastRevision) / PODS).toFixed(2)}`,
     );
+    console.log(
+      `api probe every 1 s during the run (${probeGet.length} samples): GET p50 ${pct(probeGet, 50).toFixed(0)} / p99 ${pct(probeGet, 99).toFixed(0)} / max ${Math.max(...probeGet).toFixed(0)} ms; list of 500 pods p50 ${pct(probeList, 50).toFixed(0)} / p99 ${pct(probeList, 99).toFixed(0)} / max ${Math.max(...probeList).toFixed(0)} ms`,
+    );
+    let rssTotal = 0;
     for (const [n, p] of procs) {
       const a = cpuBefore.get(n);
       const b = cpuAndRss(p.pid);
-      console.log(`  ${n.padEnd(12)} CPU ${(b.cpuSeconds - (a?.cpuSeconds ?? 0)).toFixed(1)} s over the run, RSS ${b.rssMb.toFixed(0)} MB`);
+      const cpu = b.cpuSeconds - (a?.cpuSeconds ?? 0);
+      rssTotal += b.rssMb;
+      console.log(`  ${n.padEnd(12)} CPU ${cpu.toFixed(1)} s over the run (${((cpu * 1000) / PODS).toFixed(2)} ms per pod), RSS ${b.rssMb.toFixed(0)} MB`);
     }
+    console.log(`  RSS of all processes: ${rssTotal.toFixed(0)} MB`);
   }
 } finally {
   // Thousands of hollow nodes take a while to drain; do not wait forever.

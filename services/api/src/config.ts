@@ -24,6 +24,8 @@ export interface ApiConfig {
   advertiseAddress: string | undefined;
   /** Changes the event log keeps; older watches answer 410. */
   eventRetention: number;
+  /** Whether a new event stream republishes pod changes live (`CHOREO_POD_REPUBLISH`, default 1; 0 only to compare, node agents then read through a consumer each). */
+  podRepublish: boolean;
   watchCacheSize: number;
   replicaId: string;
   faultCrashBeforePublishEvery: number;
@@ -86,6 +88,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ApiConfig {
     serviceCidr: env["CHOREO_SERVICE_CIDR"] ?? "10.96.0.0/16",
     advertiseAddress: env["CHOREO_ADVERTISE_ADDRESS"] || defaultAdvertiseAddress(),
     eventRetention: retention,
+    podRepublish: env["CHOREO_POD_REPUBLISH"] !== "0",
     watchCacheSize: Math.min(int(env, "CHOREO_WATCH_CACHE_SIZE", 100_000), retention),
     replicaId: env["CHOREO_REPLICA_ID"] ?? `${os.hostname()}-${process.pid}`,
     faultCrashBeforePublishEvery: int(env, "CHOREO_FAULT_CRASH_BEFORE_PUBLISH_EVERY", 0),

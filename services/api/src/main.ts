@@ -54,7 +54,7 @@ redis.on("error", (err: Error) => {
   log.warn({ err }, "redis connection error; reconnecting");
 });
 const nc = await connectBus(config.natsUrl, `api-${config.replicaId}`);
-const jsm = await ensureEventStream(nc, { retention: config.eventRetention });
+const jsm = await ensureEventStream(nc, { retention: config.eventRetention, podRepublish: config.podRepublish });
 const store = new RedisStore(redis);
 // Secrets are sealed before Redis and the event log; the counter shows which keys are still read (rotation).
 const encryption = new SecretSealer(ensureEncryptionKeys(config.encryptionKeysFile), (operation, key, ok) =>

@@ -10,6 +10,8 @@ export interface EventStreamOptions {
   retention?: number;
   /** JetStream replicas (1 on one machine). */
   replicas?: number;
+  /** Republish pod changes live when the stream is made (default true; false only to compare: node agents then read through a consumer each). */
+  podRepublish?: boolean;
 }
 
 /**
@@ -32,7 +34,7 @@ export async function ensureEventStream(nc: NatsConnection, opts: EventStreamOpt
     num_replicas: opts.replicas ?? 1,
     max_msg_size: 8 * 1024 * 1024,
     duplicate_window: 2 * 60 * 1_000_000_000,
-    republish: { ...POD_REPUBLISH },
+    ...(opts.podRepublish === false ? {} : { republish: { ...POD_REPUBLISH } }),
   };
   try {
     const info = await jsm.streams.info(EVENT_STREAM);
