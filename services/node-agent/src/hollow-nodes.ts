@@ -75,7 +75,7 @@ export function hollowNodeConfig(index: number, prefix = "hollow-", resources: H
 /**
  * Many hollow node agents for one process (our kubemark/kwok). They share
  * the NATS connection and the ApiClient; each has its own runtime, pod
- * informer (one JetStream consumer on its node's subjects) and work queue.
+ * informer (its node's live pod subjects, kit/bus `followEvents`) and work queue.
  */
 export function hollowNodes(o: HollowNodesOptions): NodeAgent[] {
   const agents: NodeAgent[] = [];
