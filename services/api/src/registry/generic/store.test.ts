@@ -3,6 +3,8 @@ import { before, describe, it } from "node:test";
 import { unwrap } from "@choreo/kit";
 import { fromKubeJson } from "@choreo/kit/kube-json";
 import type { Pod } from "@choreo/kit/gen/choreo/core/v1/core";
+import { Object as ObjectMsg, WatchEvent } from "@choreo/kit/gen/choreo/api/v1/api";
+import type { WriteOp } from "../../storage/object-storage.js";
 import { rejects } from "../../testing/api-assert.js";
 import { startMemoryRegistry, type MemoryRegistry } from "../../testing/memory-registry.js";
 import { testPod } from "../../testing/objects.js";
@@ -54,6 +56,35 @@ describe("the generic store: finalizers, paging", () => {
       "Conflict",
       /Precondition failed: ResourceVersion/,
     );
+  });
+  it("a write's change record is the event with the object's stored bytes (encoded once) as its object", async () => {
+    const ops: WriteOp[] = [];
+    const write = s.storage.write.bind(s.storage);
+    s.storage.write = (op) => (ops.push(op), write(op));
+    try {
+      const created = unwrap(await s.client.create(pod("p-ev", { metadata: { name: "p-ev", namespace: "default", labels: { a: "1" } } }))) as Pod;
+      created.metadata!.labels = { a: "2" };
+      await s.client.update({ kind: { $case: "pod", value: created } });
+      await s.client.delete("pods", "default", "p-ev", { gracePeriodSeconds: 0 });
+    } finally {
+      s.storage.write = write;
+    }
+    const [create, update] = ops;
+    assert.ok(create && update && ops.length >= 3, `create, update and delete went through storage (${ops.length})`);
+    for (const [op, type, prev] of [
+      [create, "ADDED", {}],
+      [update, "MODIFIED", { a: "1" }],
+    ] as const) {
+      const ev = WatchEvent.decode(op.event);
+      assert.equal(ev.type, type);
+      assert.deepEqual(ev.object, ObjectMsg.decode(op.object!), `${type}: the stored object`);
+      assert.deepEqual(ev.prevLabels, prev);
+      assert.equal(ev.hasPrev, type === "MODIFIED");
+      assert.deepEqual(WatchEvent.decode(WatchEvent.encode(ev).finish()), ev, `${type}: reads back as a canonical encoding would`);
+    }
+    const deleted = WatchEvent.decode(ops.at(-1)!.event);
+    assert.equal(deleted.type, "DELETED");
+    assert.equal(deleted.object?.kind?.value.metadata?.name, "p-ev");
   });
   it("pages lists with limit and continue", async () => {
     const ns = fromKubeJson({ apiVersion: "v1", kind: "Namespace", metadata: { name: "paging" } });

@@ -45,6 +45,9 @@ import type { Strategies, Strategy } from "./strategy.js";
 /** Objects above this size (encoded) are refused with 413, as etcd would. */
 export const MAX_OBJECT_BYTES = 1.5 * 1024 * 1024;
 
+/** WatchEvent's `object` (field 2, length-delimited) as a protobuf tag. */
+const WATCH_EVENT_OBJECT_TAG = (2 << 3) | 2;
+
 /** The state of an object as read: its value and revision. */
 export interface Current {
   value: AnyObject;
@@ -160,15 +163,19 @@ export class GenericStore {
       .filter(([k, x]) => newIdx[k] !== x)
       .map(([index, value]) => ({ index, value }));
     const prev = mode === "update" && old ? old.value : undefined;
+    // The object's bytes encoded above, appended as the event's field 2 (`object`), instead of encoding it a second time.
     const event = WatchEvent.encode({
       type: mode === "create" ? "ADDED" : mode === "update" ? "MODIFIED" : "DELETED",
-      object: this.wrapValue(info, stored),
+      object: undefined,
       status: undefined,
       revision: 0,
       prevLabels: prev?.metadata?.labels ?? {},
       prevFields: prev ? selectableFields(info, prev) : {},
       hasPrev: Boolean(prev),
-    }).finish();
+    })
+      .uint32(WATCH_EVENT_OBJECT_TAG)
+      .bytes(object)
+      .finish();
     const node = strategy?.node?.(v) ?? "";
     try {
       const rev = await this.storage.write({
