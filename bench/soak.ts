@@ -21,6 +21,8 @@ const { values } = parseArgs({
     pods: { type: "string", default: "600" },
     // The api's CHOREO_EVENT_TTL: short enough that Events expire within the run.
     "event-ttl": { type: "string", default: "5m" },
+    // The api's CHOREO_EVENT_RETENTION: how many messages the event log keeps (its bound).
+    "event-retention": { type: "string", default: "1000000" },
     "sample-seconds": { type: "string", default: "30" },
   },
 });
@@ -36,10 +38,10 @@ function rssMb(pid: number): number {
 }
 
 console.log(
-  `choreo soak benchmark — ${new Date().toISOString()} — ${values.nodes} hollow nodes, an RC scaled 0 ↔ ${PODS} for ${MINUTES} min, event TTL ${values["event-ttl"]}`,
+  `choreo soak benchmark — ${new Date().toISOString()} — ${values.nodes} hollow nodes, an RC scaled 0 ↔ ${PODS} for ${MINUTES} min, event TTL ${values["event-ttl"]}, event log ${values["event-retention"]} messages`,
 );
 const c = await startCluster({
-  env: { CHOREO_LOG_LEVEL: "warn", CHOREO_EVENT_TTL: values["event-ttl"] },
+  env: { CHOREO_LOG_LEVEL: "warn", CHOREO_EVENT_TTL: values["event-ttl"], CHOREO_EVENT_RETENTION: values["event-retention"] },
   actors: [
     { name: "node-agent", env: { CHOREO_HOLLOW_NODES: values.nodes, CHOREO_NODE_PODS: "250" } },
     { name: "scheduler", env: {} },
