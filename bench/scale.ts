@@ -114,17 +114,22 @@ try {
     ];
     const cpuBefore = new Map(procs.map(([n, p]) => [n, cpuAndRss(p.pid)]));
 
+    /** Changes seen on the event log during the run, by resource. */
+    const byResource = new Map<string, number>();
     const created = new Map<string, number>();
     const bound = new Map<string, number>();
     const runningAt = new Map<string, number>();
     const consumer = await jetstream(c.nc).consumers.get(EVENT_STREAM, {
-      filter_subjects: "choreo.ev.pods.>",
+      filter_subjects: "choreo.ev.>",
       deliver_policy: DeliverPolicy.StartSequence,
       opt_start_seq: before.lastRevision + 1,
     });
     const messages = await consumer.consume({ max_messages: 4096 });
     const done = (async () => {
       for await (const m of messages) {
+        const resource = m.subject.split(".")[2] ?? "";
+        byResource.set(resource, (byResource.get(resource) ?? 0) + 1);
+        if (resource !== "pods") continue;
         const ev = decodeEvent(m.data);
         const pod = ev.object?.kind?.value as Pod | undefined;
         const name = pod?.metadata?.name ?? "";
@@ -240,6 +245,9 @@ try {
     console.log(
       `api writes per pod: ${((revAfter - revBefore) / PODS).toFixed(2)}; bus messages per pod: ${((after.lastRevision - before.lastRevision) / PODS).toFixed(2)}`,
     );
+    const perPod = [...byResource].sort((a, b) => b[1] - a[1]).map(([r, n]) => `${r} ${(n / PODS).toFixed(2)}`);
+    const podWrites = [...byResource].filter(([r]) => r !== "leases").reduce((a, [, n]) => a + n, 0);
+    console.log(`  by resource, per pod: ${perPod.join(", ")} → ${(podWrites / PODS).toFixed(2)} without the nodes' leases`);
     console.log(
       `api probe every 1 s during the run (${probeGet.length} samples): GET p50 ${pct(probeGet, 50).toFixed(0)} / p99 ${pct(probeGet, 99).toFixed(0)} / max ${Math.max(...probeGet).toFixed(0)} ms; list of 500 pods p50 ${pct(probeList, 50).toFixed(0)} / p99 ${pct(probeList, 99).toFixed(0)} / max ${Math.max(...probeList).toFixed(0)} ms`,
     );
