@@ -19,7 +19,7 @@ const { values } = parseArgs({
     pods: { type: "string", default: "1000" },
     timeout: { type: "string", default: "600" },
     direct: { type: "boolean", default: false },
-    "scheduler-workers": { type: "string", default: "16" },
+    "scheduler-workers": { type: "string", default: "128" },
     events: { type: "string", default: "1" },
     // Node heartbeats: the defaults detect a dead node in ≤ 10 s; at thousands of nodes use Kubernetes' (10 s renew, 40 s grace).
     "lease-renew-ms": { type: "string", default: "2000" },

@@ -23,7 +23,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   return {
     natsUrl: env.CHOREO_NATS_URL ?? "nats://127.0.0.1:14222",
     schedulerName: env.CHOREO_SCHEDULER_NAME || "default-scheduler",
-    workers: num(env.CHOREO_SCHEDULER_WORKERS, 16),
+    workers: num(env.CHOREO_SCHEDULER_WORKERS, 128),
     graceMs: num(env.CHOREO_NODE_GRACE_SECONDS, 8) * 1000,
     evictionMs: num(env.CHOREO_EVICTION_SECONDS, 5) * 1000,
     evictionRate: num(env.CHOREO_EVICTION_NODES_PER_SECOND, 10),
