@@ -81,8 +81,16 @@ try {
     await new Promise((r) => setTimeout(r, 20_000));
     const r1 = Number(await redis.get("{choreo}:rev"));
     redis.disconnect();
-    console.log(`idle cluster: ${((r1 - r0) / 20).toFixed(0)} api writes/s over 20 s; still Ready: ${await readyNodes()}/${NODES}`);
-    for (const [n, p] of [...c.apis.map((a) => ["api", a.process] as const), ...[...c.actors].map(([n, p]) => [n, p] as const)]) {
+    const consumers = (await (await jetstreamManager(c.nc)).streams.info(EVENT_STREAM)).state.consumer_count;
+    console.log(
+      `idle cluster: ${((r1 - r0) / 20).toFixed(0)} api writes/s over 20 s; still Ready: ${await readyNodes()}/${NODES}; ${consumers} consumers of the event log`,
+    );
+    for (const [n, p] of [
+      ...c.apis.map((a) => ["api", a.process] as const),
+      ...[...c.actors].map(([n, p]) => [n, p] as const),
+      ["nats-server", c.nats.process()] as const,
+      ["redis-server", c.redis.process()] as const,
+    ]) {
       const u = cpuAndRss(p.pid);
       console.log(`  ${n.padEnd(12)} CPU ${u.cpuSeconds.toFixed(1)} s since start, RSS ${u.rssMb.toFixed(0)} MB`);
     }

@@ -124,6 +124,29 @@ describe("followEvents: pod events by node, live from the republished subjects",
     assert.deepEqual(revs, of("node-2", from));
   });
 
+  it("listing once the live subscription is the server's: every change after the list, and no consumer made", async () => {
+    const creates: string[] = [];
+    const spy = nc.subscribe("$JS.API.CONSUMER.CREATE.>", { callback: (_e, m) => creates.push(m.subject) });
+    await nc.flush();
+    let listed = 0;
+    const got: number[] = [];
+    void (async () => {
+      const list = async (): Promise<number> => {
+        // Changes go on while the list is made: the list holds those up to its revision.
+        for (let i = 0; i < 8; i++) await change(i);
+        listed = revision;
+        return listed;
+      };
+      for await (const ev of followEvents({ nc, jsm, filter: podsOnNodeFilter("node-2"), fromRevision: list, signal: ac.signal })) got.push(ev.revision);
+    })();
+    await waitFor(() => listed > 0, { timeoutMs: 20_000, message: "the list" });
+    for (let i = 0; i < 20; i++) await change(i);
+    await waitFor(() => got.length >= of("node-2", listed).length, { timeoutMs: 20_000, message: "node-2's events after the list" });
+    assert.deepEqual(got, of("node-2", listed));
+    spy.unsubscribe();
+    assert.deepEqual(creates, [], "no consumer made");
+  });
+
   it("a cut connection: what was published meanwhile comes from the log, nothing twice", async () => {
     const relay = await cuttableRelay(nats.port);
     const cutNc = await connectBus(`nats://${nats.credentials.user}:${nats.credentials.password}@${relay.url}`, "follow-test-cut");

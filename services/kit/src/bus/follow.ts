@@ -14,8 +14,14 @@ export interface FollowOptions {
   jsm: JetStreamManager;
   /** A pod filter of the event log (`podsOnNodeFilter(node)`): what is republished live. */
   filter: string;
-  /** Deliver every change after this revision. */
-  fromRevision: number;
+  /**
+   * Deliver every change after this revision; or a list to make once the
+   * live subscription is the server's, returning its revision: then nothing
+   * needs catching up from the log at start (every change after the list
+   * arrives live), which spares the JetStream API one consumer per node when
+   * thousands of node agents start at once.
+   */
+  fromRevision: number | (() => Promise<number>);
   signal: AbortSignal;
   /** Called once when the stream has no RePublish and the follower reads the log through a consumer instead. */
   onFallback?: () => void;
@@ -60,7 +66,9 @@ function sequenceOf(m: Msg): number {
  * 1. subscribe to the live subject and flush (the server now routes every
  *    change stored from here on to it; they queue up);
  * 2. catch up from the log after the last revision delivered, until the
- *    consumer has nothing pending (everything stored before 1 is delivered);
+ *    consumer has nothing pending (everything stored before 1 is delivered)
+ *    — or, given a list to make (`fromRevision` a function), list now: what
+ *    changes after the list's revision is stored after 1, so arrives live;
  * 3. deliver the queued and following live messages whose revision is
  *    newer than the last delivered (those 2 delivered too are dropped).
  *
@@ -75,12 +83,14 @@ export async function* followEvents(opts: FollowOptions): AsyncGenerator<WatchEv
   const live = liveSubjectOf(opts.filter);
   if (!live || !(await republishes(opts.nc, opts.jsm))) {
     opts.onFallback?.();
-    yield* consumeEvents(opts);
+    const fromRevision = typeof opts.fromRevision === "number" ? opts.fromRevision : await opts.fromRevision();
+    yield* consumeEvents({ ...opts, fromRevision });
     return;
   }
-  await checkAnswerable(opts.jsm, opts.fromRevision);
+  const listFirst = typeof opts.fromRevision === "function" ? opts.fromRevision : undefined;
+  if (typeof opts.fromRevision === "number") await checkAnswerable(opts.jsm, opts.fromRevision);
   const policy = signedEventsPolicy(opts.nc);
-  let seen = opts.fromRevision;
+  let seen = typeof opts.fromRevision === "number" ? opts.fromRevision : 0;
   let queued: Msg[] = [];
   let wake: (() => void) | undefined;
   const nudge = (): void => {
@@ -111,6 +121,12 @@ export async function* followEvents(opts: FollowOptions): AsyncGenerator<WatchEv
   const unlisten = onAbort(opts.signal, nudge);
   try {
     await opts.nc.flush();
+    if (listFirst) {
+      // The subscription is the server's: every change after the list's revision reaches it.
+      seen = await listFirst();
+      catchUp = false;
+      caughtUpOnce = true;
+    }
     while (!opts.signal.aborted) {
       if (catchUp && !connected) {
         // Catch up once the server is back (the subscription is re-made with the connection).

@@ -62,6 +62,8 @@ export class Informer<C extends KindCase> implements Cache<KindValue<C>> {
   revision = 0;
   private watchAbort = new AbortController();
   private rewindTo: number | undefined;
+  /** Failed list/watch attempts in a row (the retry's back-off). */
+  private failures = 0;
 
   constructor(private readonly opts: InformerOptions) {
     this.info = kindByCase(opts.kind);
@@ -125,28 +127,32 @@ export class Informer<C extends KindCase> implements Cache<KindValue<C>> {
         for (const o of this.items.values()) for (const h of this.handlers) h.onUpdate?.(o, o);
       }, this.opts.resyncMs);
     }
-    let failures = 0;
+    this.failures = 0;
     try {
       while (!signal.aborted) {
         try {
+          let listFirst = false;
           if (this.rewindTo !== undefined) {
             this.revision = this.rewindTo;
             this.rewindTo = undefined;
+          } else if (this.opts.live) {
+            // Listed by the watch once it hears live changes (followEvents): nothing to catch up from the log.
+            listFirst = true;
           } else {
             await this.relist();
           }
-          failures = 0;
+          if (!listFirst) this.failures = 0;
           this.watchAbort = new AbortController();
-          await this.watch(AbortSignal.any([signal, this.watchAbort.signal]));
+          await this.watch(AbortSignal.any([signal, this.watchAbort.signal]), listFirst);
         } catch (err) {
           if (signal.aborted) break;
           if (isExpired(err)) {
             this.opts.log.info({ resource: this.info.resource, revision: this.revision }, "revision expired; relisting");
             continue;
           }
-          failures++;
+          this.failures++;
           this.opts.log.warn({ err, resource: this.info.resource }, "list/watch failed; retrying");
-          await sleep(Math.min(5_000, 100 * 2 ** failures), signal);
+          await sleep(Math.min(5_000, 100 * 2 ** this.failures), signal);
         }
       }
     } finally {
@@ -192,11 +198,18 @@ export class Informer<C extends KindCase> implements Cache<KindValue<C>> {
     }
   }
 
-  private async watch(signal: AbortSignal): Promise<void> {
+  private async watch(signal: AbortSignal, listFirst = false): Promise<void> {
     const filter = this.opts.filterSubject ?? resourceFilter(this.info.resource, this.opts.namespace ?? "");
-    const read = this.opts.live ? followEvents : consumeEvents;
     const onFallback = (): void => this.opts.log.info({ resource: this.info.resource, filter }, "event stream has no RePublish; reading through a consumer");
-    for await (const ev of read({ nc: this.opts.nc, jsm: this.opts.jsm, filter, fromRevision: this.revision, signal, onFallback })) {
+    const relisted = async (): Promise<number> => {
+      await this.relist();
+      this.failures = 0;
+      return this.revision;
+    };
+    const events = this.opts.live
+      ? followEvents({ nc: this.opts.nc, jsm: this.opts.jsm, filter, fromRevision: listFirst ? relisted : this.revision, signal, onFallback })
+      : consumeEvents({ nc: this.opts.nc, jsm: this.opts.jsm, filter, fromRevision: this.revision, signal });
+    for await (const ev of events) {
       this.revision = ev.revision;
       const o = ev.object;
       if (!o?.kind || o.kind.$case !== this.opts.kind) continue;
