@@ -126,7 +126,11 @@ describe("followEvents: pod events by node, live from the republished subjects",
 
   it("listing once the live subscription is the server's: every change after the list, and no consumer made", async () => {
     const creates: string[] = [];
-    const spy = nc.subscribe("$JS.API.CONSUMER.CREATE.>", { callback: (_e, m) => creates.push(m.subject) });
+    const spy = nc.subscribe("$JS.API.CONSUMER.CREATE.>", {
+      callback: (_e, m) => {
+        creates.push(m.subject);
+      },
+    });
     await nc.flush();
     let listed = 0;
     const got: number[] = [];
