@@ -1,5 +1,5 @@
 import type { JetStreamManager } from "@nats-io/jetstream";
-import type { Msg, NatsConnection, Subscription } from "@nats-io/transport-node";
+import type { Msg, NatsConnection, Status, Subscription } from "@nats-io/transport-node";
 import type { Redis } from "ioredis";
 import { headers } from "@nats-io/transport-node";
 import { decodeEvent, encodeEvent, EVENT_SIGNATURE_HEADER, newInbox, noticeSubjectOf, streamState, type EventSigner } from "@choreo/kit/bus";
@@ -55,6 +55,19 @@ export class Relay {
   async start(signal: AbortSignal): Promise<void> {
     const blocker = this.opts.redis.duplicate();
     const log = this.opts.log;
+    // A publish sent as the connection went down gets no ack: count it missing at once, rather than
+    // after ACK_TIMEOUT_MS, so the stream is re-read and the rest published as soon as the server is back
+    // (a 10 s stall after a nats-server restart let an RC, blind to its own create, create twice).
+    const statuses = this.opts.nc.status() as AsyncIterable<Status> & { stop?: () => void };
+    void (async () => {
+      for await (const st of statuses) {
+        if (st.type !== "disconnect" && st.type !== "reconnect") continue;
+        const waiting = this.acks?.waiting;
+        if (!waiting) continue;
+        for (const resolve of waiting.values()) resolve(undefined);
+        waiting.clear();
+      }
+    })().catch(() => undefined);
     // The main connection's listener is not copied: unheard, each failed reconnect went to stderr (the main one logs them).
     blocker.on("error", () => undefined);
     try {
@@ -79,6 +92,7 @@ export class Relay {
         }
       }
     } finally {
+      statuses.stop?.();
       blocker.disconnect();
       this.acks?.sub.unsubscribe();
       this.acks = undefined;
