@@ -173,16 +173,17 @@ describe("bus stream", () => {
       left.close();
       right.close();
       await own.restart();
-      await waitFor(
-        async () =>
-          !x.isClosed() &&
-          (await x.flush().then(
-            () => true,
-            () => false,
-          )),
-        { timeoutMs: 20_000, message: "reconnected" },
-      );
-      await y.flush();
+      // Both connections reconnect on their own schedules (jittered backoff): a flush on
+      // one that has not yet reconnected fails with "connection disconnected".
+      const flushes = (nc: NatsConnection) =>
+        nc.flush().then(
+          () => true,
+          () => false,
+        );
+      await waitFor(async () => !x.isClosed() && !y.isClosed() && (await flushes(x)) && (await flushes(y)), {
+        timeoutMs: 20_000,
+        message: "both reconnected",
+      });
       const [l2, r2] = await pair(x, y);
       const got: StreamEvent[] = [];
       const reading = (async () => {
