@@ -139,9 +139,24 @@ describe("kubectl drain under a PodDisruptionBudget through kill -9 of the disru
 
         let minReady = Infinity;
         let samples = 0;
+        // Each change of the web pods' view, timed from the drain's start: what a failure prints.
+        const t0 = Date.now();
+        const history: string[] = [];
+        const view = (): string =>
+          informer
+            .list()
+            .filter(isWeb)
+            .map(
+              (p) =>
+                `${p.metadata?.name}@${p.spec?.nodeName || "-"}:${p.metadata?.deletionTimestamp ? "deleting" : isReady(p) ? "ready" : (p.status?.phase ?? "?")}`,
+            )
+            .sort()
+            .join(" ");
         const sampler = setInterval(() => {
           minReady = Math.min(minReady, live().filter(isReady).length);
           samples++;
+          const v = view();
+          if (history.at(-1)?.endsWith(v) !== true) history.push(`+${Date.now() - t0}ms ${v}`);
         }, 20);
         let attempts = 0;
         let drainedAt = 0;
@@ -188,7 +203,7 @@ describe("kubectl drain under a PodDisruptionBudget through kill -9 of the disru
           clearInterval(sampler);
         }
         assert.ok(samples > 10, `sampled during the drain (${samples})`);
-        assert.ok(minReady >= 3, `never fewer than 3 ready pods (saw ${minReady})`);
+        assert.ok(minReady >= 3, `never fewer than 3 ready pods (saw ${minReady}); the pods as they changed:\n${history.join("\n")}`);
         // The drained node's pods went, each once; nothing else was deleted.
         assert.deepEqual([...deleted].sort(), [...moving].sort(), "only the drained node's pods deleted");
         assert.equal((unwrap(await c.client.get("nodes", "", from)) as Node).spec?.unschedulable, true, "the drained node is cordoned");
