@@ -122,6 +122,12 @@ export interface GetRequest {
   resource: string;
   namespace: string;
   name: string;
+  /**
+   * Kubernetes' resourceVersion of a GET: unset/"" the latest (the store);
+   * "0" any (the api's object cache); N not older than N (the cache once it
+   * reached N).
+   */
+  resourceVersion?: string | undefined;
 }
 
 export interface ListRequest {
@@ -132,6 +138,13 @@ export interface ListRequest {
   fieldSelector: string;
   limit: number;
   continue: string;
+  /**
+   * Kubernetes' resourceVersion and resourceVersionMatch of a list: unset a
+   * consistent list; "0" any (the object cache); N with "" or NotOlderThan
+   * not older than N; N with Exact at N (while the cache keeps it).
+   */
+  resourceVersion?: string | undefined;
+  resourceVersionMatch?: string | undefined;
 }
 
 export interface WatchRequest {
@@ -1056,7 +1069,7 @@ export const WatchEvent_PrevFieldsEntry: MessageFns<WatchEvent_PrevFieldsEntry> 
 };
 
 function createBaseGetRequest(): GetRequest {
-  return { resource: "", namespace: "", name: "" };
+  return { resource: "", namespace: "", name: "", resourceVersion: undefined };
 }
 
 export const GetRequest: MessageFns<GetRequest> = {
@@ -1069,6 +1082,9 @@ export const GetRequest: MessageFns<GetRequest> = {
     }
     if (message.name !== "") {
       writer.uint32(26).string(message.name);
+    }
+    if (message.resourceVersion !== undefined) {
+      writer.uint32(34).string(message.resourceVersion);
     }
     return writer;
   },
@@ -1110,6 +1126,14 @@ export const GetRequest: MessageFns<GetRequest> = {
             message.name = reader.string();
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.resourceVersion = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1130,12 +1154,22 @@ export const GetRequest: MessageFns<GetRequest> = {
     message.resource = object.resource ?? "";
     message.namespace = object.namespace ?? "";
     message.name = object.name ?? "";
+    message.resourceVersion = object.resourceVersion ?? undefined;
     return message;
   },
 };
 
 function createBaseListRequest(): ListRequest {
-  return { resource: "", namespace: "", labelSelector: "", fieldSelector: "", limit: 0, continue: "" };
+  return {
+    resource: "",
+    namespace: "",
+    labelSelector: "",
+    fieldSelector: "",
+    limit: 0,
+    continue: "",
+    resourceVersion: undefined,
+    resourceVersionMatch: undefined,
+  };
 }
 
 export const ListRequest: MessageFns<ListRequest> = {
@@ -1157,6 +1191,12 @@ export const ListRequest: MessageFns<ListRequest> = {
     }
     if (message.continue !== "") {
       writer.uint32(50).string(message.continue);
+    }
+    if (message.resourceVersion !== undefined) {
+      writer.uint32(58).string(message.resourceVersion);
+    }
+    if (message.resourceVersionMatch !== undefined) {
+      writer.uint32(66).string(message.resourceVersionMatch);
     }
     return writer;
   },
@@ -1222,6 +1262,22 @@ export const ListRequest: MessageFns<ListRequest> = {
             message.continue = reader.string();
             continue;
           }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.resourceVersion = reader.string();
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.resourceVersionMatch = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1245,6 +1301,8 @@ export const ListRequest: MessageFns<ListRequest> = {
     message.fieldSelector = object.fieldSelector ?? "";
     message.limit = object.limit ?? 0;
     message.continue = object.continue ?? "";
+    message.resourceVersion = object.resourceVersion ?? undefined;
+    message.resourceVersionMatch = object.resourceVersionMatch ?? undefined;
     return message;
   },
 };
