@@ -3,7 +3,7 @@
 import { Redis } from "ioredis";
 import path from "node:path";
 import { connectBus, ensureEventKeys, ensureEventStream, loadEventSigner } from "@choreo/kit/bus";
-import { runAll, signalController, type Runnable } from "@choreo/kit/lifecycle";
+import { runAll, signalController, sleep, type Runnable } from "@choreo/kit/lifecycle";
 import { createLogger } from "@choreo/kit/log";
 import { createRegistry as createMetricsRegistry, metricsServer } from "@choreo/kit/metrics";
 import { ensureClientCa, redactUrl, redisConnectUrl } from "@choreo/kit/secrets";
@@ -24,6 +24,7 @@ import { bootstrap, createRegistry, ensureEncryptionKeys, SecretSealer } from ".
 import { apiMetrics } from "./metrics.js";
 import { RedisStore } from "./storage/redis-store.js";
 import { Relay } from "./storage/relay.js";
+import { StoreRecovery, UnrecoverableError } from "./storage/recovery.js";
 import { WatchCache } from "./storage/watch-cache.js";
 import { Authenticator, AuthorizerChain, legacyAdmin } from "./auth/index.js";
 import { ReloadingTokens } from "./auth/node/reloading-tokens.js";
@@ -55,7 +56,13 @@ redis.on("error", (err: Error) => {
 });
 const nc = await connectBus(config.natsUrl, `api-${config.replicaId}`);
 const jsm = await ensureEventStream(nc, { retention: config.eventRetention, podRepublish: config.podRepublish });
-const store = new RedisStore(redis);
+// Fenced while Redis is behind the event log (a lost tail): 503 and a repair from the log (storage/recovery.ts).
+// Both are made below, once the registry exists.
+const fence: { recovery?: StoreRecovery; cache?: WatchCache } = {};
+const store = new RedisStore(redis, {
+  floor: () => fence.recovery?.floor(fence.cache?.lastRevision) ?? 0,
+  onBehind: () => fence.recovery?.repairSoon(ac.signal),
+});
 // Secrets are sealed before Redis and the event log; the counter shows which keys are still read (rotation).
 const encryption = new SecretSealer(ensureEncryptionKeys(config.encryptionKeysFile), (operation, key, ok) =>
   m.secretTransformations.inc({ operation, key, status: ok ? "ok" : "error" }),
@@ -75,6 +82,30 @@ const registry = createRegistry({
 });
 const cache = new WatchCache({ nc, jsm, log: log.child({ subsystem: "watch-cache" }), capacity: config.watchCacheSize });
 registry.attachWatch({ cache, nc, jsm });
+const recovery = new StoreRecovery({ redis, nc, jsm, registry: registry.store, log: log.child({ subsystem: "recovery" }) });
+Object.assign(fence, { recovery, cache });
+// Nothing is served, and nothing written (the bootstrap objects), before Redis holds every revision the log holds.
+for (let attempt = 0; ; attempt++) {
+  try {
+    await recovery.repair(ac.signal);
+    break;
+  } catch (err) {
+    if (err instanceof UnrecoverableError || ac.signal.aborted) {
+      log.fatal({ err }, "api cannot start: the store is behind the event log");
+      process.exit(1);
+    }
+    log.warn({ err, attempt }, "store check against the event log failed; retrying");
+    await sleep(Math.min(5_000, 250 * 2 ** attempt), ac.signal);
+  }
+}
+// A Redis back after an outage may have come back older (its AOF's last second, a restored file): checked again.
+let redisWasDown = false;
+redis.on("close", () => (redisWasDown = true));
+redis.on("ready", () => {
+  if (!redisWasDown) return;
+  redisWasDown = false;
+  recovery.repairSoon(ac.signal);
+});
 await bootstrap(registry);
 
 // Who asks: a client certificate of the cluster's client CA, else a token of the token file.

@@ -25,6 +25,10 @@ export const REV_KEY = "{choreo}:rev";
 export const CHANGES_KEY = "{choreo}:changes";
 export const RELAY_LOCK_KEY = "{choreo}:relay";
 export const API_MEMBERS_KEY = "{choreo}:apiservers";
+/** The event log's last sequence a repair found above the revision: no write below it (see WRITE_SCRIPT). */
+export const FENCE_KEY = "{choreo}:fence";
+/** Held by the api replica repairing a lost tail (recovery.ts). */
+export const REPAIR_LOCK_KEY = "{choreo}:repair";
 
 export function objectKey(resource: string, namespace: string, name: string): string {
   return `{choreo}:o:${resource}:${member(namespace, name)}`;

@@ -6,6 +6,7 @@ import {
   type ObjectStorage,
   type Page,
   type Pool,
+  type RestoreOp,
   type Stored,
   type WriteOp,
 } from "./object-storage.js";
@@ -57,6 +58,20 @@ export class MemoryStore implements ObjectStorage {
     for (const e of op.indexRemove ?? []) this.index(op.resource, e).delete(m);
     this.changes.push({ revision: rev, subject: op.subject, event: op.event });
     return Promise.resolve(rev);
+  }
+
+  restore(op: RestoreOp): Promise<boolean> {
+    const objects = this.table(op.resource);
+    const m = member(op.namespace, op.name);
+    const applied = (objects.get(m)?.revision ?? 0) < op.revision;
+    if (applied) {
+      if (op.mode === "delete") objects.delete(m);
+      else objects.set(m, { bytes: Buffer.from(op.object ?? new Uint8Array()), revision: op.revision });
+      for (const e of op.indexAdd ?? []) this.index(op.resource, e).add(m);
+      for (const e of op.indexRemove ?? []) this.index(op.resource, e).delete(m);
+    }
+    this.revision = Math.max(this.revision, op.revision);
+    return Promise.resolve(applied);
   }
 
   list(resource: string, opts: ListOptions = {}): Promise<Page> {

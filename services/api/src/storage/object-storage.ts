@@ -8,12 +8,17 @@
  *   - compare-and-set: an update or delete names the revision it read;
  *   - lists consistent at the revision they return;
  *   - a short per-node lock (binds check capacity one at a time);
- *   - allocations: a ClusterIP or node port held by one owner at a time.
+ *   - allocations: a ClusterIP or node port held by one owner at a time;
+ *   - restore: a change the event log holds put back at its revision, after
+ *     the store lost its tail (recovery.ts).
  */
+import { ApiError, failure } from "@choreo/kit";
+
 export interface ObjectStorage extends Allocations {
   /** The revision of the last write. */
   currentRevision(): Promise<number>;
-  get(resource: string, namespace: string, name: string): Promise<Stored | undefined>;
+  /** One object; `unfenced`: read even while the store is behind the event log (the repair's own reads). */
+  get(resource: string, namespace: string, name: string, opts?: { unfenced?: boolean }): Promise<Stored | undefined>;
   /** Applies a write; returns its revision or throws StoreError. */
   write(op: WriteOp): Promise<number>;
   /**
@@ -29,6 +34,12 @@ export interface ObjectStorage extends Allocations {
    * Undefined when the lock stayed busy.
    */
   withNodeLock<T>(node: string, fn: () => Promise<T>): Promise<{ value: T } | undefined>;
+  /**
+   * Puts back a change the event log holds (a repair after a lost tail):
+   * applied unless the object is already at that revision or later; the
+   * revision line moves up to it. True when applied.
+   */
+  restore(op: RestoreOp): Promise<boolean>;
 }
 
 /** What can be allocated: Service ClusterIPs and node ports. */
@@ -88,6 +99,22 @@ export interface Page {
   next?: string | undefined;
 }
 
+/**
+ * A change the event log holds that the store lost, put back by a repair
+ * (recovery.ts): the object at `revision`, or its removal.
+ */
+export interface RestoreOp {
+  mode: "put" | "delete";
+  resource: string;
+  namespace: string;
+  name: string;
+  revision: number;
+  /** put: the object, encoded, without resourceVersion. */
+  object?: Uint8Array | undefined;
+  indexAdd?: IndexEntry[];
+  indexRemove?: IndexEntry[];
+}
+
 /** Why a write did not happen. */
 export class StoreError extends Error {
   override name = "StoreError";
@@ -97,6 +124,22 @@ export class StoreError extends Error {
   ) {
     super(code);
   }
+}
+
+/**
+ * The answer while the store is behind the event log (Redis lost its tail):
+ * 503 with a retry hint, nothing read or written, until the repair put the
+ * missing revisions back (recovery.ts).
+ */
+export function storeBehind(storeRevision: number, logRevision: number): ApiError {
+  return new ApiError(
+    failure(
+      503,
+      "ServiceUnavailable",
+      `the store is behind the event log (revision ${storeRevision}, the log holds ${logRevision}): the lost revisions are being restored from the log; try again`,
+      { retryAfterSeconds: 1 },
+    ),
+  );
 }
 
 /** `<ns>/<name>`, `/<name>` for cluster-scoped objects: the order of lists and continue tokens. */

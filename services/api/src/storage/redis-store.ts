@@ -1,8 +1,19 @@
 import { Redis, type Result } from "ioredis";
 import { randomUUID } from "node:crypto";
-import { CHANGES_KEY, REV_KEY, allocationKey, indexKey, member, nodeLockKey, objectKey, objectKeyPrefix, secondaryIndexKey } from "./keys.js";
-import { StoreError, type IndexEntry, type ListOptions, type ObjectStorage, type Page, type Pool, type Stored, type WriteOp } from "./object-storage.js";
-import { LIST_SCRIPT, WRITE_SCRIPT } from "./scripts.js";
+import { CHANGES_KEY, FENCE_KEY, REV_KEY, allocationKey, indexKey, member, nodeLockKey, objectKey, objectKeyPrefix, secondaryIndexKey } from "./keys.js";
+import {
+  StoreError,
+  storeBehind,
+  type IndexEntry,
+  type ListOptions,
+  type ObjectStorage,
+  type Page,
+  type Pool,
+  type RestoreOp,
+  type Stored,
+  type WriteOp,
+} from "./object-storage.js";
+import { GET_SCRIPT, LIST_SCRIPT, RESTORE_SCRIPT, WRITE_SCRIPT } from "./scripts.js";
 
 export { StoreError };
 export type { Page, Stored, WriteOp };
@@ -13,6 +24,8 @@ declare module "ioredis" {
   interface RedisCommander<Context> {
     choreoWrite(numKeys: number, ...args: (string | Buffer | number)[]): Result<number[], Context>;
     choreoListBuffer(numKeys: number, ...args: (string | number)[]): Result<(number | Buffer)[], Context>;
+    choreoGetBuffer(numKeys: number, ...args: string[]): Result<[Buffer | null, Buffer | null, Buffer], Context>;
+    choreoRestore(numKeys: number, ...args: (string | Buffer | number)[]): Result<number, Context>;
   }
 }
 
@@ -34,20 +47,44 @@ interface Queued {
  * turn of the event loop go to Redis together, in one Lua call per
  * {@link MAX_BATCH}: each still gets its own revision and its own answer.
  */
+export interface RedisStoreOptions {
+  /**
+   * The event log's last sequence as this replica knows it (its watch
+   * cache's, the startup check's): reads and writes of a store whose
+   * revision is below it answer 503 and call `onBehind` (a lost tail).
+   */
+  floor?: () => number;
+  onBehind?: (storeRevision: number, logRevision: number) => void;
+}
+
 export class RedisStore implements ObjectStorage {
   private queue: Queued[] = [];
 
-  constructor(readonly redis: Redis) {
+  constructor(
+    readonly redis: Redis,
+    private readonly opts: RedisStoreOptions = {},
+  ) {
     redis.defineCommand("choreoWrite", { lua: WRITE_SCRIPT });
     redis.defineCommand("choreoList", { lua: LIST_SCRIPT });
+    redis.defineCommand("choreoGet", { lua: GET_SCRIPT });
+    redis.defineCommand("choreoRestore", { lua: RESTORE_SCRIPT });
+  }
+
+  /** Throws the 503 of a store behind the log when `storeRevision` is below the floor. */
+  private checkFloor(storeRevision: number): void {
+    const floor = this.opts.floor?.() ?? 0;
+    if (storeRevision >= floor) return;
+    this.opts.onBehind?.(storeRevision, floor);
+    throw storeBehind(storeRevision, floor);
   }
 
   async currentRevision(): Promise<number> {
     return Number((await this.redis.get(REV_KEY)) ?? 0);
   }
 
-  async get(resource: string, namespace: string, name: string): Promise<Stored | undefined> {
-    const [v, r] = await this.redis.hmgetBuffer(objectKey(resource, namespace, name), "v", "r");
+  async get(resource: string, namespace: string, name: string, opts: { unfenced?: boolean } = {}): Promise<Stored | undefined> {
+    const [v, r, rev] = await this.redis.choreoGetBuffer(2, objectKey(resource, namespace, name), REV_KEY);
+    if (!opts.unfenced) this.checkFloor(Number(rev.toString()));
     if (!v || !r) return undefined;
     return { bytes: v, revision: Number(r.toString()) };
   }
@@ -74,6 +111,11 @@ export class RedisStore implements ObjectStorage {
     if (rev === -1) throw new StoreError("exists", current);
     if (rev === -2) throw new StoreError("not-found", current);
     if (rev === -3) throw new StoreError("conflict", current);
+    if (rev === -4) {
+      const floor = Math.max(this.opts.floor?.() ?? 0, current + 1);
+      this.opts.onBehind?.(current, floor);
+      throw storeBehind(current, floor);
+    }
     return rev;
   }
 
@@ -83,8 +125,9 @@ export class RedisStore implements ObjectStorage {
     this.queue = [];
     for (let i = 0; i < queued.length; i += MAX_BATCH) {
       const batch = queued.slice(i, i + MAX_BATCH);
-      const keys = [REV_KEY, CHANGES_KEY, ...batch.flatMap((q) => q.keys)];
-      this.redis.choreoWrite(keys.length, ...keys, ...batch.flatMap((q) => q.args)).then(
+      const keys = [REV_KEY, CHANGES_KEY, FENCE_KEY, ...batch.flatMap((q) => q.keys)];
+      const floor = String(this.opts.floor?.() ?? 0);
+      this.redis.choreoWrite(keys.length, ...keys, floor, ...batch.flatMap((q) => q.args)).then(
         (out) => batch.forEach((q, j) => q.resolve([Number(out[2 * j]), Number(out[2 * j + 1])])),
         (err: unknown) => batch.forEach((q) => q.reject(err)),
       );
@@ -107,6 +150,7 @@ export class RedisStore implements ObjectStorage {
       objectKeyPrefix(resource),
     );
     const revision = Number(raw[0]);
+    this.checkFloor(revision);
     const items: Stored[] = [];
     let last: string | undefined;
     for (let i = 1; i + 2 < raw.length; i += 3) {
@@ -115,6 +159,21 @@ export class RedisStore implements ObjectStorage {
     }
     const next = limit > 0 && items.length === limit ? last : undefined;
     return { revision, items, next };
+  }
+
+  async restore(op: RestoreOp): Promise<boolean> {
+    const add = (op.indexAdd ?? []).map((e) => secondaryIndexKey(op.resource, e.index, e.value));
+    const remove = (op.indexRemove ?? []).map((e) => secondaryIndexKey(op.resource, e.index, e.value));
+    const keys = [REV_KEY, objectKey(op.resource, op.namespace, op.name), indexKey(op.resource), ...add, ...remove];
+    const args = [
+      String(op.revision),
+      op.mode,
+      member(op.namespace, op.name),
+      op.object ? toBuffer(op.object) : "",
+      ...add.map(() => "+"),
+      ...remove.map(() => "-"),
+    ];
+    return (await this.redis.choreoRestore(keys.length, ...keys, ...args)) === 1;
   }
 
   async indexMembers(resource: string, index: IndexEntry): Promise<string[]> {

@@ -94,6 +94,30 @@ export function describeStorageContract(name: string, make: () => Promise<Storag
       assert.ok(order.indexOf("c-") < order.indexOf("a-"), order.join(" "));
     });
 
+    it("restore puts a change back once, with its index entries: an older or repeated one changes nothing; the revision line moves up to it", async () => {
+      const st = s.storage;
+      const before = await st.currentRevision();
+      const records = await s.changeRecords();
+      const idx = { index: "node", value: "r1" };
+      const put = { mode: "put" as const, resource: "widgets", namespace: "ns", name: "w", revision: before + 2, object: new Uint8Array([1, 2, 3]) };
+      assert.equal(await st.restore({ ...put, indexAdd: [idx] }), true);
+      assert.equal(await st.restore(put), false, "repeated");
+      assert.equal(await st.restore({ ...put, revision: before + 1, object: new Uint8Array([9]) }), false, "older");
+      const got = await st.get("widgets", "ns", "w");
+      assert.deepEqual([...(got?.bytes ?? [])], [1, 2, 3]);
+      assert.equal(got?.revision, before + 2);
+      assert.equal(await st.currentRevision(), before + 2);
+      assert.deepEqual(await st.indexMembers("widgets", idx), ["ns/w"]);
+      assert.equal((await st.list("widgets")).items.length, 1);
+      assert.equal(await st.restore({ mode: "delete", resource: "widgets", namespace: "ns", name: "w", revision: before + 3, indexRemove: [idx] }), true);
+      assert.equal(await st.get("widgets", "ns", "w"), undefined);
+      assert.deepEqual((await st.list("widgets")).items, []);
+      assert.deepEqual(await st.indexMembers("widgets", idx), []);
+      assert.equal(await st.currentRevision(), before + 3);
+      assert.equal(await s.changeRecords(), records, "no change record: the log has them");
+      assert.equal(await st.write(op("create", "after-restore")), before + 4, "the next write after the restored revisions");
+    });
+
     it("allocations: one owner per item, idempotent for the owner, released only by it", async () => {
       const st = s.storage;
       assert.equal(await st.claim("cluster-ip", "10.96.0.10", "default/a"), true);

@@ -47,6 +47,13 @@ export interface Strategy<T extends AnyObject = AnyObject> {
   afterDelete?(obj: T): Promise<void>;
   /** Called when a create failed after prepareCreate (release what it took). */
   abortCreate?(obj: T): Promise<void>;
+  /**
+   * Called when a repair put the object back from the event log after the
+   * store lost its tail (recovery.ts): take again what it holds outside its
+   * object (a Service's ClusterIP and node ports). A removal put back calls
+   * afterDelete.
+   */
+  restored?(obj: T): Promise<void>;
 }
 
 /** A strategy looked up per kind. */

@@ -201,5 +201,11 @@ export function serviceStrategy(ips: ClusterIpAllocator, nodePorts: NodePortAllo
       if (ip && ip !== "None") await ips.release(ip, owner(svc));
       await releaseNodePorts(svc, nodePorts);
     },
+    async restored(svc) {
+      // The allocations went with the store's lost tail: the Service holds them again (nobody else can have them yet).
+      const ip = svc.spec?.clusterIp;
+      if (ip && ip !== "None") await ips.claim(ip, owner(svc));
+      for (const n of nodePortsOf(svc)) await nodePorts.claim(n, owner(svc));
+    },
   };
 }

@@ -1,0 +1,203 @@
+// Recovery of Redis against the event log. Redis takes every write first and
+// the relay publishes it, so the log's last sequence is never above Redis'
+// revision — unless Redis lost its tail: an older AOF restored, a power cut
+// within appendfsync's second. Then the log holds revisions Redis does not,
+// and a write now would take one of those revisions for another change.
+//
+// The repair: the store is fenced (reads and writes answer 503) while its
+// revision is below the log's last sequence as this replica knows it; the
+// missing revisions are read back from the log, in order, and put back at
+// their revisions with their index entries (a Service takes its ClusterIP
+// and node ports again). It runs before the api serves, again whenever the
+// store answers from behind the log (a Redis restarted with an older AOF
+// under a running api), and once per Redis reconnection. One replica repairs
+// at a time (a lock); putting a change back is idempotent, so a repair
+// repeated after a crash changes nothing more. Redis ahead of the log is the
+// ordinary case: the relay publishes the rest.
+import type { JetStreamManager } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
+import type { Redis } from "ioredis";
+import { randomUUID } from "node:crypto";
+import { kindOf } from "@choreo/kit";
+import { ALL_EVENTS, consumeEvents, streamState } from "@choreo/kit/bus";
+import { Object as ObjectMsg, type WatchEvent } from "@choreo/kit/gen/choreo/api/v1/api";
+import type { Logger } from "@choreo/kit/log";
+import { sleep } from "@choreo/kit/lifecycle";
+import type { GenericStore } from "../registry/generic/store.js";
+import { FENCE_KEY, REPAIR_LOCK_KEY } from "./keys.js";
+import type { IndexEntry, ObjectStorage } from "./object-storage.js";
+
+const LOCK_MS = 30_000;
+
+export interface RecoveryOptions {
+  /** For the fence and the repair lock. */
+  redis: Redis;
+  nc: NatsConnection;
+  jsm: JetStreamManager;
+  /** The registry's store: decoding, strategies (index entries), and its storage. */
+  registry: GenericStore;
+  log: Logger;
+}
+
+/** What one check found and did. */
+export interface RepairResult {
+  /** Redis' revision before. */
+  storeRevision: number;
+  /** The log's last sequence. */
+  logRevision: number;
+  /** Changes put back (0: nothing was missing). */
+  restored: number;
+  ms: number;
+}
+
+/** The log no longer holds the revisions Redis lost: only a backup of Redis can bring them back. */
+export class UnrecoverableError extends Error {
+  override name = "UnrecoverableError";
+}
+
+export class StoreRecovery {
+  /** The log's last sequence as this replica last read it (the store's floor, with the watch cache's). */
+  private logRevision = 0;
+  private running: Promise<RepairResult> | undefined;
+  readonly stats = { repairs: 0, restored: 0 };
+
+  constructor(private readonly opts: RecoveryOptions) {}
+
+  private get storage(): ObjectStorage {
+    return this.opts.registry.storage;
+  }
+
+  /** The revision below which the store is behind the log, as far as this replica knows. */
+  floor(seen = 0): number {
+    return Math.max(this.logRevision, seen);
+  }
+
+  /** Checks Redis against the log and repairs it; one at a time (a call meanwhile shares the running one). */
+  repair(signal?: AbortSignal): Promise<RepairResult> {
+    this.running ??= this.run(signal).finally(() => (this.running = undefined));
+    return this.running;
+  }
+
+  /** Repairs in the background (the store answered from behind the log); failures are logged and retried. */
+  repairSoon(signal: AbortSignal): void {
+    if (this.running) return;
+    void (async () => {
+      for (let attempt = 0; !signal.aborted; attempt++) {
+        try {
+          await this.repair(signal);
+          return;
+        } catch (err) {
+          this.opts.log.error({ err, attempt }, "store repair failed; retrying");
+          await sleep(Math.min(5_000, 250 * 2 ** attempt), signal);
+        }
+      }
+    })();
+  }
+
+  private async run(signal?: AbortSignal): Promise<RepairResult> {
+    const t0 = Date.now();
+    const log = this.opts.log;
+    const state = await streamState(this.opts.jsm);
+    this.logRevision = Math.max(this.logRevision, state.lastRevision);
+    const storeRevision = await this.storage.currentRevision();
+    const result: RepairResult = { storeRevision, logRevision: state.lastRevision, restored: 0, ms: 0 };
+    if (storeRevision >= state.lastRevision) {
+      await this.clearFence(storeRevision);
+      return { ...result, ms: Date.now() - t0 };
+    }
+    if (state.firstRevision > storeRevision + 1) {
+      // Revisions storeRevision+1 … firstRevision-1 are gone from both: the store stays fenced.
+      const err = new UnrecoverableError(
+        `Redis is at revision ${storeRevision} and the event log starts at ${state.firstRevision}: revisions ${storeRevision + 1}-${state.firstRevision - 1} are lost; restore Redis from a backup`,
+      );
+      log.fatal({ storeRevision, firstRevision: state.firstRevision, lastRevision: state.lastRevision }, "store behind the event log beyond its retention");
+      throw err;
+    }
+    log.warn({ storeRevision, logRevision: state.lastRevision }, "store behind the event log (lost tail): restoring from the log");
+    // Every replica stops writing below the log, not only those that know its last sequence.
+    await this.opts.redis.set(FENCE_KEY, String(state.lastRevision));
+    const token = randomUUID();
+    while (!(await this.opts.redis.set(REPAIR_LOCK_KEY, token, "PX", LOCK_MS, "NX"))) {
+      // Another replica repairs: done when the store has caught up.
+      if ((await this.storage.currentRevision()) >= state.lastRevision) return { ...result, ms: Date.now() - t0 };
+      await sleep(200, signal);
+      if (signal?.aborted) throw new Error("aborted");
+    }
+    const ac = new AbortController();
+    const stop = () => ac.abort();
+    signal?.addEventListener("abort", stop, { once: true });
+    try {
+      // Resumes where Redis is now: a repair cut short (a crash) left it at the last change put back.
+      const from = await this.storage.currentRevision();
+      let renewed = Date.now();
+      for await (const ev of consumeEvents({ nc: this.opts.nc, jsm: this.opts.jsm, filter: ALL_EVENTS, fromRevision: from, signal: ac.signal })) {
+        if (ev.revision > state.lastRevision) break;
+        if (await this.restoreEvent(ev)) result.restored++;
+        if (Date.now() - renewed > LOCK_MS / 3) {
+          await this.opts.redis.pexpire(REPAIR_LOCK_KEY, LOCK_MS);
+          renewed = Date.now();
+        }
+        if (ev.revision === state.lastRevision) break;
+      }
+      if (signal?.aborted) throw new Error("aborted");
+      const now = await this.storage.currentRevision();
+      if (now < state.lastRevision) throw new Error(`repair stopped at revision ${now} of ${state.lastRevision}`);
+      await this.clearFence(now);
+    } finally {
+      ac.abort();
+      signal?.removeEventListener("abort", stop);
+      if ((await this.opts.redis.get(REPAIR_LOCK_KEY).catch(() => null)) === token) await this.opts.redis.del(REPAIR_LOCK_KEY).catch(() => undefined);
+    }
+    this.stats.repairs++;
+    this.stats.restored += result.restored;
+    result.ms = Date.now() - t0;
+    log.warn({ ...result }, "store repaired from the event log");
+    return result;
+  }
+
+  /** The fence goes once the store reached it (a fence above the store would refuse every write). */
+  private async clearFence(storeRevision: number): Promise<void> {
+    const fence = Number((await this.opts.redis.get(FENCE_KEY)) ?? 0);
+    if (fence > 0 && fence <= storeRevision) await this.opts.redis.del(FENCE_KEY);
+  }
+
+  /** Puts one change of the log back into the store (with its index entries); false when it was already there. */
+  async restoreEvent(ev: WatchEvent): Promise<boolean> {
+    const o = ev.object;
+    if (!o?.kind || ev.type === "ERROR" || ev.type === "BOOKMARK") return false;
+    const reg = this.opts.registry;
+    const info = kindOf(o);
+    const value = o.kind.value;
+    const meta = value.metadata;
+    if (!meta) return false;
+    const namespace = info.namespaced ? meta.namespace : "";
+    const strategy = reg.strategy(info);
+    const deleted = ev.type === "DELETED";
+    const old = await this.storage.get(info.resource, namespace, meta.name, { unfenced: true });
+    const oldIdx = old ? (strategy?.indexes?.(reg.decode(info, old)) ?? {}) : {};
+    // The log holds the stored form (a sealed Secret); the indexes are computed on the object, as the write did.
+    const opened = reg.fromStorage(info, structuredClone(value));
+    const newIdx = deleted ? {} : (strategy?.indexes?.(opened) ?? {});
+    const entries = (a: Record<string, string>, b: Record<string, string>): IndexEntry[] =>
+      Object.entries(a)
+        .filter(([k, x]) => b[k] !== x)
+        .map(([index, v]) => ({ index, value: v }));
+    const stored = structuredClone(o);
+    stored.kind!.value.metadata!.resourceVersion = "";
+    const applied = await this.storage.restore({
+      mode: deleted ? "delete" : "put",
+      resource: info.resource,
+      namespace,
+      name: meta.name,
+      revision: ev.revision,
+      object: deleted ? undefined : ObjectMsg.encode(stored).finish(),
+      indexAdd: entries(newIdx, oldIdx),
+      indexRemove: entries(oldIdx, newIdx),
+    });
+    if (applied) {
+      if (deleted) await strategy?.afterDelete?.(opened);
+      else await strategy?.restored?.(opened);
+    }
+    return applied;
+  }
+}
