@@ -25,6 +25,7 @@ import { apiMetrics } from "./metrics.js";
 import { RedisStore } from "./storage/redis-store.js";
 import { Relay } from "./storage/relay.js";
 import { StoreRecovery, UnrecoverableError } from "./storage/recovery.js";
+import { ObjectCache } from "./storage/object-cache.js";
 import { WatchCache } from "./storage/watch-cache.js";
 import { Authenticator, AuthorizerChain, legacyAdmin } from "./auth/index.js";
 import { ReloadingTokens } from "./auth/node/reloading-tokens.js";
@@ -82,6 +83,10 @@ const registry = createRegistry({
 });
 const cache = new WatchCache({ nc, jsm, log: log.child({ subsystem: "watch-cache" }), capacity: config.watchCacheSize });
 registry.attachWatch({ cache, nc, jsm });
+// GETs and lists with a resourceVersion (and their next pages) from every object's state in memory (storage/object-cache.ts).
+const objectCache = new ObjectCache({ storage: store, watch: cache, log: log.child({ subsystem: "object-cache" }) });
+registry.store.objectCache = objectCache;
+registry.store.consistentListFromCache = config.consistentListFromCache;
 const recovery = new StoreRecovery({ redis, nc, jsm, registry: registry.store, log: log.child({ subsystem: "recovery" }) });
 Object.assign(fence, { recovery, cache });
 // Nothing is served, and nothing written (the bootstrap objects), before Redis holds every revision the log holds.
@@ -224,6 +229,7 @@ try {
     [
       relay,
       cache,
+      objectCache,
       nodeGraphWatch,
       // Like the other doors, opened once RBAC has listed the roles (before, every actor would get 403).
       afterSync(

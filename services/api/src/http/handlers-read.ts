@@ -9,7 +9,7 @@ import { buildTable, includeObjectOf } from "./table.js";
 export async function getObject(ctx: RequestContext): Promise<void> {
   const { info, namespace, name } = ctx.route;
   const want = negotiate(ctx.req);
-  const o = toKubeJson(await ctx.handlers.get({ resource: info.resource, namespace, name }));
+  const o = toKubeJson(await ctx.handlers.get({ resource: info.resource, namespace, name, resourceVersion: param(ctx.url, "resourceVersion") }));
   if (want.table) {
     const rv = String((o["metadata"] as { resourceVersion?: string } | undefined)?.resourceVersion ?? "");
     sendJson(ctx.res, 200, await buildTable(info, [o], { includeObject: includeObjectOf(ctx.url), resourceVersion: rv }, want.table));
@@ -29,6 +29,8 @@ export async function listObjects(ctx: RequestContext): Promise<void> {
     fieldSelector: param(ctx.url, "fieldSelector"),
     limit: intParam(ctx.url, "limit") ?? 0,
     continue: param(ctx.url, "continue"),
+    resourceVersion: param(ctx.url, "resourceVersion"),
+    resourceVersionMatch: param(ctx.url, "resourceVersionMatch"),
   });
   const json = listToKubeJson(info, list);
   if (want.table) {

@@ -15,6 +15,10 @@ export interface ListOptions {
   fieldSelector?: string;
   limit?: number;
   continue?: string;
+  /** Kubernetes' resourceVersion: "0" any (the api's object cache), N not older than N. */
+  resourceVersion?: string;
+  /** "NotOlderThan" or "Exact" (with a resourceVersion). */
+  resourceVersionMatch?: string;
 }
 
 /** Patch content types the api accepts. */
@@ -124,8 +128,9 @@ export class ApiClient {
     return r.result.value;
   }
 
-  async get(resource: string, namespace: string, name: string): Promise<ApiObject> {
-    return this.object(await this.call("get", { resource, namespace, name }));
+  /** `opts.resourceVersion` "0": any version (the api's object cache, as kubelet reads its Node); N: not older than N. */
+  async get(resource: string, namespace: string, name: string, opts: { resourceVersion?: string } = {}): Promise<ApiObject> {
+    return this.object(await this.call("get", { resource, namespace, name, resourceVersion: opts.resourceVersion }));
   }
 
   async list(resource: string, opts: ListOptions = {}): Promise<ObjectList> {
@@ -136,6 +141,8 @@ export class ApiClient {
       fieldSelector: opts.fieldSelector ?? "",
       limit: opts.limit ?? 0,
       continue: opts.continue ?? "",
+      resourceVersion: opts.resourceVersion,
+      resourceVersionMatch: opts.resourceVersionMatch,
     });
     if (r.result?.$case !== "list") throw new Error(`expected a list reply, got ${r.result?.$case}`);
     return r.result.value;

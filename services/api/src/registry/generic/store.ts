@@ -2,6 +2,8 @@ import { randomUUID } from "node:crypto";
 import {
   ApiError,
   badRequest,
+  expired,
+  failure,
   conflict,
   emptyMeta,
   forbidden,
@@ -34,12 +36,13 @@ import {
 } from "@choreo/kit/gen/choreo/api/v1/api";
 import { messageToKubeJson } from "@choreo/kit/kube-json";
 import type { Logger } from "@choreo/kit/log";
+import type { ObjectCache } from "../../storage/object-cache.js";
 import { StoreError, type IndexEntry, type ObjectStorage, type Stored } from "../../storage/object-storage.js";
 import { canonicalJson } from "../shared/canonical.js";
 import { isDryRun } from "./dry-run.js";
 import { Errors, validateMeta } from "../shared/validation.js";
 import { trackManagedFields } from "./managed-fields-store.js";
-import { parseSelection, selectsObject } from "./selection.js";
+import { parseSelection, selects, selectsObject, type Selection } from "./selection.js";
 import type { Strategies, Strategy } from "./strategy.js";
 
 /** Objects above this size (encoded) are refused with 413, as etcd would. */
@@ -61,6 +64,17 @@ export interface Current {
  * storage. What differs per kind comes from its strategy.
  */
 export class GenericStore {
+  /**
+   * The api's object cache (Kubernetes' cacher), once attached: GETs and
+   * lists with resourceVersion "0" or N (not older than N; Exact N while kept)
+   * and continued pages of its lists are served from it.
+   */
+  objectCache: ObjectCache | undefined;
+  /** Consistent lists (no resourceVersion) from the cache once it reached the store's revision (Kubernetes' ConsistentListFromCache). */
+  consistentListFromCache = false;
+  /** How long a read waits for the cache to reach a revision (Kubernetes: 3 s). */
+  cacheWaitMs = 3_000;
+
   constructor(
     readonly storage: ObjectStorage,
     readonly strategies: Strategies,
@@ -290,22 +304,97 @@ export class GenericStore {
 
   async get(req: GetRequest): Promise<ApiObject> {
     const info = this.resolve(req.resource);
-    return this.wrapValue(info, (await this.read(info, req.namespace, req.name)).value);
+    const rv = req.resourceVersion ?? "";
+    const cached = rv ? await this.getCached(info, req.namespace, req.name, parseRevision(rv)) : undefined;
+    return this.wrapValue(info, cached ?? (await this.read(info, req.namespace, req.name)).value);
+  }
+
+  /** A GET with a resourceVersion from the object cache once it reached it; undefined when the cache is not ready (the store answers). */
+  private async getCached(info: KindInfo, namespace: string, name: string, want: number): Promise<AnyObject | undefined> {
+    const cache = this.objectCache;
+    if (!cache || cache.revision < 0) return undefined;
+    if (want > 0 && !(await cache.waitFor(want, this.cacheWaitMs))) throw tooLargeResourceVersion(want, cache.revision);
+    const r = cache.get(info.resource, info.namespaced ? namespace : "", name);
+    if (!r) return undefined;
+    if (!r.found) throw notFound(info.resource, name, info.group);
+    return this.decode(info, r.found);
   }
 
   async list(req: ListRequest): Promise<ObjectList> {
     const info = this.resolve(req.resource);
     const sel = parseSelection(info, req.namespace, req.labelSelector, req.fieldSelector);
-    const nodeReq = info.resource === "pods" ? sel.fields.requirements.find((r) => r.field === "spec.nodeName" && r.operator === "=") : undefined;
+    const rv = req.resourceVersion ?? "";
+    const match = req.resourceVersionMatch ?? "";
+    validateListOptions(rv, match, req.continue);
+    const token = req.continue ? decodeContinue(req.continue) : undefined;
     const limit = req.limit > 0 ? Number(req.limit) : 0;
+    const cached = await this.listCached(info, sel, { rv, match, token, limit });
+    if (cached) return cached;
+    const nodeReq = info.resource === "pods" ? sel.fields.requirements.find((r) => r.field === "spec.nodeName" && r.operator === "=") : undefined;
     const page = await this.page(info, {
       namespace: sel.namespace,
       index: nodeReq && nodeReq.value ? { name: "node", value: nodeReq.value } : undefined,
       limit,
-      after: req.continue ? decodeContinue(req.continue) : undefined,
+      after: token?.a,
     });
     const items = page.items.map((v) => this.wrapValue(info, v)).filter((o) => selectsObject(sel, o));
     return { metadata: { resourceVersion: String(page.revision), continue: page.next ? encodeContinue(page.next) : "" }, items };
+  }
+
+  /**
+   * A list from the object cache, Kubernetes' way: resourceVersion "0" at the
+   * cache's revision; N (NotOlderThan) once the cache reached N (504 after
+   * cacheWaitMs); Exact N at N while the cache keeps it (410 after); a
+   * continued page at its first page's revision (410 once compacted); no
+   * resourceVersion only with consistentListFromCache, once the cache reached
+   * the store's current revision. Selection reads what the cache keeps of each
+   * object: only selected objects are decoded. Undefined: the store answers.
+   */
+  private async listCached(
+    info: KindInfo,
+    sel: Selection,
+    q: { rv: string; match: string; token: ContinueToken | undefined; limit: number },
+  ): Promise<ObjectList | undefined> {
+    const cache = this.objectCache;
+    const ready = cache !== undefined && cache.revision >= 0;
+    let at: number | undefined;
+    if (q.token?.r !== undefined) {
+      if (!ready) throw expired(CONTINUE_EXPIRED);
+      at = q.token.r;
+    } else if (q.token) {
+      return undefined; // a page of the store's list goes on there
+    } else if (!q.rv) {
+      if (!ready || !this.consistentListFromCache) return undefined;
+      const current = await this.storage.currentRevision();
+      if (!(await cache.waitFor(current, this.cacheWaitMs))) {
+        this.log.debug({ current, cache: cache.revision }, "object cache behind the store; consistent list from the store");
+        return undefined;
+      }
+    } else {
+      const want = parseRevision(q.rv);
+      if (!ready) return undefined;
+      if (want > 0 && !(await cache.waitFor(want, this.cacheWaitMs))) throw tooLargeResourceVersion(want, cache.revision);
+      if (q.match === "Exact") at = want;
+    }
+    const page = cache?.list(info.resource, {
+      namespace: info.namespaced ? sel.namespace : "",
+      after: q.token?.a,
+      limit: q.limit,
+      revision: at,
+      select: (labels, fields) => selects(sel, labels, fields),
+    });
+    if (page === undefined) {
+      if (q.token) throw expired(CONTINUE_EXPIRED);
+      return undefined;
+    }
+    if (page === "expired") {
+      if (q.token) throw expired(CONTINUE_EXPIRED);
+      throw expired(`too old resource version: ${at} (${cache?.compactedRevision})`);
+    }
+    return {
+      metadata: { resourceVersion: String(page.revision), continue: page.next ? encodeContinue(page.next, page.revision) : "" },
+      items: page.items.map((s) => this.wrapValue(info, this.decode(info, s))),
+    };
   }
 
   async create(req: CreateRequest): Promise<ApiObject> {
@@ -476,16 +565,70 @@ export class GenericStore {
   }
 }
 
-function encodeContinue(member: string): string {
-  return Buffer.from(JSON.stringify({ a: member })).toString("base64url");
+/** A continue token: the member to continue after and, for a list of the object cache, the revision it is at. */
+interface ContinueToken {
+  a: string;
+  r?: number | undefined;
 }
 
-function decodeContinue(token: string): string {
+const CONTINUE_EXPIRED =
+  "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.";
+
+function encodeContinue(member: string, revision?: number): string {
+  return Buffer.from(JSON.stringify(revision === undefined ? { a: member } : { a: member, r: revision })).toString("base64url");
+}
+
+function decodeContinue(token: string): ContinueToken {
   try {
-    const v = JSON.parse(Buffer.from(token, "base64url").toString()) as { a?: unknown };
-    if (typeof v.a === "string") return v.a;
+    const v = JSON.parse(Buffer.from(token, "base64url").toString()) as { a?: unknown; r?: unknown };
+    if (typeof v.a === "string" && (v.r === undefined || (typeof v.r === "number" && Number.isSafeInteger(v.r) && v.r >= 0))) {
+      return { a: v.a, r: v.r };
+    }
   } catch {
     // fall through
   }
   throw badRequest("continue key is not valid: illegal base64 data or bad JSON");
+}
+
+/** A resourceVersion given to a read: a revision (0: any). */
+function parseRevision(rv: string): number {
+  if (!/^\d{1,15}$/.test(rv)) throw badRequest(`invalid resourceVersion "${rv}"`);
+  return Number(rv);
+}
+
+/** Kubernetes' answer when the cache did not reach a resourceVersion in time (504, retry after 1 s). */
+function tooLargeResourceVersion(want: number, current: number): ApiError {
+  return new ApiError(
+    failure(504, "Timeout", `Timeout: Too large resource version: ${want}, current: ${current}`, {
+      causes: [{ reason: "ResourceVersionTooLarge", message: "Too large resource version", field: "" }],
+      retryAfterSeconds: 1,
+    }),
+  );
+}
+
+/** Kubernetes' ValidateListOptions (apimachinery meta/internalversion/validation) of a list (not a watch). */
+function validateListOptions(rv: string, match: string, cont: string): void {
+  const causes: { field: string; reason: string; message: string }[] = [];
+  const forbid = (message: string): void =>
+    void causes.push({ field: "resourceVersionMatch", reason: "FieldValueForbidden", message: `Forbidden: ${message}` });
+  if (match) {
+    if (!rv) forbid("resourceVersionMatch is forbidden unless resourceVersion is provided");
+    if (cont) forbid("resourceVersionMatch is forbidden when continue is provided");
+    if (match !== "Exact" && match !== "NotOlderThan")
+      causes.push({
+        field: "resourceVersionMatch",
+        reason: "FieldValueNotSupported",
+        message: `Unsupported value: "${match}": supported values: "Exact", "NotOlderThan", ""`,
+      });
+    if (match === "Exact" && rv === "0") forbid('resourceVersionMatch "exact" is forbidden for resourceVersion "0"');
+  }
+  if (causes.length) {
+    const list = causes.map((c) => `${c.field}: ${c.message}`);
+    const body = list.length === 1 ? list[0] : `[${list.join(", ")}]`;
+    throw new ApiError(
+      failure(422, "Invalid", `ListOptions.meta.k8s.io "" is invalid: ${body}`, { name: "", group: "meta.k8s.io", kind: "ListOptions", causes }),
+    );
+  }
+  // The storage's rule (etcd3 GetList): a continued list is at its token's revision.
+  if (cont && rv && rv !== "0") throw badRequest("specifying resource version is not allowed when using continue");
 }
