@@ -1,6 +1,9 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { buildNode, nodeStatus } from "./node.js";
+import { conflict, wrap } from "@choreo/kit";
+import type { ApiClient } from "@choreo/kit/client";
+import type { Node } from "@choreo/kit/gen/choreo/core/v1/core";
+import { buildNode, nodeStatus, refreshNodeStatus } from "./node.js";
 import { hollowNodeConfig, nodeIpFor, podCidrFor } from "./hollow-nodes.js";
 
 describe("node", () => {
@@ -39,5 +42,39 @@ describe("node", () => {
     const s = nodeStatus(cfg, "2025-01-01T00:00:00Z");
     assert.deepEqual(s.capacity, { cpu: "2", memory: "2000Ki", pods: "110" });
     assert.deepEqual(s.allocatable, { cpu: "1900m", memory: "1000Ki", pods: "110" });
+  });
+
+  it("refreshNodeStatus reads its Node with resourceVersion 0 first, and from the store after a conflict (kubelet's tryUpdateNodeStatus)", async () => {
+    const cfg = hollowNodeConfig(4);
+    const old = "2025-01-01T00:00:00Z";
+    const stale = buildNode(cfg, old);
+    stale.metadata = { ...(stale.metadata as NonNullable<Node["metadata"]>), resourceVersion: "10" };
+    const fresh = structuredClone(stale);
+    (fresh.metadata as NonNullable<Node["metadata"]>).resourceVersion = "12";
+    const reads: string[] = [];
+    const writes: string[] = [];
+    // A fake of the api's two reads (the object cache is one revision behind the store) and its compare-and-set.
+    const fake = {
+      get: (_r: string, _ns: string, _name: string, opts: { resourceVersion?: string } = {}) => {
+        reads.push(opts.resourceVersion ?? "");
+        return Promise.resolve(wrap("node", opts.resourceVersion === "0" ? stale : fresh));
+      },
+      typed: () => ({
+        updateStatus: (n: Node) => {
+          writes.push(n.metadata?.resourceVersion ?? "");
+          return n.metadata?.resourceVersion === "12" ? Promise.resolve(n) : Promise.reject(conflict("nodes", cfg.name, "the object has been modified"));
+        },
+      }),
+    };
+    await refreshNodeStatus(fake as unknown as ApiClient, cfg, 10_000);
+    assert.deepEqual(reads, ["0", ""]);
+    assert.deepEqual(writes, ["10", "12"]);
+    // A fresh heartbeat read from the cache: no write at all.
+    reads.length = 0;
+    writes.length = 0;
+    stale.status = nodeStatus(cfg, new Date().toISOString(), stale.status);
+    await refreshNodeStatus(fake as unknown as ApiClient, cfg, 10_000);
+    assert.deepEqual(reads, ["0"]);
+    assert.deepEqual(writes, []);
   });
 });

@@ -1,4 +1,4 @@
-import { isAlreadyExists, isNotFound, unwrap } from "@choreo/kit";
+import { isAlreadyExists, isConflict, isNotFound, unwrap } from "@choreo/kit";
 import type { ApiClient } from "@choreo/kit/client";
 import { retryOnConflict } from "@choreo/kit/client";
 import { nowRfc3339 } from "@choreo/kit/apimachinery";
@@ -140,16 +140,25 @@ export async function registerNode(client: ApiClient, cfg: NodeConfig): Promise<
  * the last heartbeat is older than `reportMs`.
  */
 export async function refreshNodeStatus(client: ApiClient, cfg: NodeConfig, reportMs: number): Promise<void> {
-  let node: Node;
-  try {
-    node = unwrap(await client.get("nodes", "", cfg.name)) as Node;
-  } catch (err) {
-    if (!isNotFound(err)) throw err;
-    await registerNode(client, cfg);
-    return;
+  // As kubelet's tryUpdateNodeStatus: the first read with resourceVersion "0" (the api's object cache, no store read);
+  // the status write is a compare-and-set on the version read, and after a conflict the next try reads the store.
+  for (let attempt = 0; ; attempt++) {
+    let node: Node;
+    try {
+      node = unwrap(await client.get("nodes", "", cfg.name, attempt === 0 ? { resourceVersion: "0" } : {})) as Node;
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+      await registerNode(client, cfg);
+      return;
+    }
+    const ready = node.status?.conditions.find((c) => c.type === "Ready");
+    const beat = Date.parse(ready?.lastHeartbeatTime ?? "");
+    if (ready?.status === "True" && !Number.isNaN(beat) && Date.now() - beat < reportMs) return;
+    try {
+      await client.typed("node").updateStatus({ ...node, status: nodeStatus(cfg, nowRfc3339(), node.status) });
+      return;
+    } catch (err) {
+      if (!isConflict(err) || attempt >= 4) throw err;
+    }
   }
-  const ready = node.status?.conditions.find((c) => c.type === "Ready");
-  const beat = Date.parse(ready?.lastHeartbeatTime ?? "");
-  if (ready?.status === "True" && !Number.isNaN(beat) && Date.now() - beat < reportMs) return;
-  await client.typed("node").updateStatus({ ...node, status: nodeStatus(cfg, nowRfc3339(), node.status) });
 }
