@@ -27,6 +27,8 @@ export interface ApiConfig {
   /** Whether a new event stream republishes pod changes live (`CHOREO_POD_REPUBLISH`, default 1; 0 only to compare, node agents then read through a consumer each). */
   podRepublish: boolean;
   watchCacheSize: number;
+  /** The object cache (`CHOREO_OBJECT_CACHE`, default 1; 0 only to compare: every read from Redis). */
+  objectCache: boolean;
   /** Lists without a resourceVersion served from the object cache once it reached the store's revision. */
   consistentListFromCache: boolean;
   replicaId: string;
@@ -92,6 +94,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ApiConfig {
     eventRetention: retention,
     podRepublish: env["CHOREO_POD_REPUBLISH"] !== "0",
     watchCacheSize: Math.min(int(env, "CHOREO_WATCH_CACHE_SIZE", 100_000), retention),
+    objectCache: env["CHOREO_OBJECT_CACHE"] !== "0",
     consistentListFromCache: env["CHOREO_CONSISTENT_LIST_FROM_CACHE"] === "1",
     replicaId: env["CHOREO_REPLICA_ID"] ?? `${os.hostname()}-${process.pid}`,
     faultCrashBeforePublishEvery: int(env, "CHOREO_FAULT_CRASH_BEFORE_PUBLISH_EVERY", 0),
