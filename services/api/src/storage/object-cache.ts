@@ -163,7 +163,8 @@ export class ObjectCache {
       if (deleted) return;
       t.added.push(m);
     }
-    const bytes = deleted ? undefined : Buffer.from(ObjectMsg.encode(o).finish());
+    const encoded = deleted ? undefined : ObjectMsg.encode(o).finish();
+    const bytes = encoded && Buffer.from(encoded.buffer, encoded.byteOffset, encoded.byteLength);
     // The version before stays only while a snapshot may read it (it is dropped at compaction).
     t.entries.set(m, { revision: c.revision, bytes, labels: c.labels, fields: c.fields, prev });
     if (prev || deleted) t.history.add(m);
