@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { ApiError, unwrap, type AnyObject } from "@choreo/kit";
-import type { Object as ApiObject, ObjectList } from "@choreo/kit/gen/choreo/api/v1/api";
+import { WatchRequest, type Object as ApiObject, type ObjectList } from "@choreo/kit/gen/choreo/api/v1/api";
 import { fromKubeJson } from "@choreo/kit/kube-json";
 import { silentLogger } from "@choreo/kit/log";
 import { waitFor } from "@choreo/kit/testing";
@@ -242,8 +242,10 @@ describe("object cache: reads at a revision from memory", () => {
     const rev = await caughtUp();
     stack.registry.store.cacheWaitMs = 300;
     stack.registry.store.consistentListFromCache = true;
+    let down = false;
     try {
       await stack.nats.kill();
+      down = true;
       // The store takes writes while the event log is away; the cache cannot have them.
       const during = await create(cm("during-outage", {}, { k: "1" }));
       assert.ok(rvOf(during) > rev);
@@ -255,15 +257,28 @@ describe("object cache: reads at a revision from memory", () => {
       const stale = await list({ rv: "0" });
       assert.ok(!names(stale).includes("during-outage"));
       assert.ok(Number(stale.metadata?.resourceVersion) < rvOf(during));
+      // A watch from resourceVersion 0 starts from the cache's state: its ADDED events are the list above.
+      const wac = new AbortController();
+      const watch = stack.registry.watch(WatchRequest.fromPartial({ resource: "configmaps", namespace: "default", resourceVersion: "0" }), wac.signal);
+      const added: string[] = [];
+      while (added.length < stale.items.length) {
+        const n = await watch.next();
+        assert.ok(!n.done && n.value.type === "ADDED" && n.value.object);
+        added.push(unwrap(n.value.object).metadata?.name ?? "");
+      }
+      wac.abort();
+      assert.deepEqual(added, names(stale));
       // A consistent list falls back to the store once the wait is over.
       assert.ok(names(await list()).includes("during-outage"));
       await stack.nats.restart();
+      down = false;
       await waitFor(() => oc.revision >= rvOf(during), { timeoutMs: 60_000, message: "the cache after the restart" });
       const got = unwrap(await stack.registry.get({ resource: "configmaps", namespace: "default", name: "during-outage", resourceVersion: "0" }));
       assert.equal(rvOf(got), rvOf(during));
     } finally {
       stack.registry.store.cacheWaitMs = 3_000;
       stack.registry.store.consistentListFromCache = false;
+      if (down) await stack.nats.restart(); // a failure above leaves no dead nats-server to the tests after
     }
   });
 

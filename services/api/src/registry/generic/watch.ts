@@ -32,6 +32,8 @@ export async function* watchObjects(store: GenericStore, source: WatchSource | u
       fieldSelector: req.fieldSelector,
       limit: 0,
       continue: "",
+      // "0": the initial state from the object cache, at its revision (Kubernetes' watch from the cacher); "": a consistent list.
+      resourceVersion: rv === "0" ? "0" : undefined,
     });
     for (const o of list.items)
       yield {
