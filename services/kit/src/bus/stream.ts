@@ -1,5 +1,6 @@
 import { jetstreamManager, RetentionPolicy, StorageType, DiscardPolicy, type JetStreamManager } from "@nats-io/jetstream";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
+import type { Logger } from "../log/index.js";
 import { NATS_CA_ENV } from "../secrets/bus-tls.js";
 import { natsConnectOptions } from "../secrets/secrets.js";
 import { EVENT_PREFIX, EVENT_STREAM, POD_REPUBLISH } from "./subjects.js";
@@ -8,14 +9,24 @@ import { EVENT_PREFIX, EVENT_STREAM, POD_REPUBLISH } from "./subjects.js";
 export interface EventStreamOptions {
   /** How many changes the log keeps; older revisions answer 410. */
   retention?: number;
-  /** JetStream replicas (1 on one machine). */
+  /**
+   * JetStream replicas (`num_replicas`; default 1, one server). 3 on a
+   * 3-server NATS cluster: a publish is acknowledged once 2 of the 3 servers
+   * hold it. An existing stream with another count is scaled to this one
+   * (nats-server 2.9 does it in place, the other settings kept); when the
+   * server refuses (e.g. one server, not clustered) that is logged and the
+   * stream kept as it is.
+   */
   replicas?: number;
+  /** Where a refused change of the replica count is reported. */
+  log?: Logger;
   /** Republish pod changes live when the stream is made (default true; false only to compare: node agents then read through a consumer each). */
   podRepublish?: boolean;
 }
 
 /**
- * Creates the event stream if missing (idempotent; updates the retention).
+ * Creates the event stream if missing (idempotent; updates the retention
+ * and the replica count).
  * A new stream republishes pod changes to their live subjects
  * (`POD_REPUBLISH`, what `followEvents` reads). nats-server 2.9 cannot add
  * a RePublish to an existing stream: a stream made before it keeps working,
@@ -39,11 +50,23 @@ export async function ensureEventStream(nc: NatsConnection, opts: EventStreamOpt
   try {
     const info = await jsm.streams.info(EVENT_STREAM);
     if (info.config.max_msgs !== config.max_msgs) await jsm.streams.update(EVENT_STREAM, { max_msgs: config.max_msgs });
+    if (info.config.num_replicas !== config.num_replicas) await scaleEventStream(jsm, info.config.num_replicas, config.num_replicas, opts.log);
   } catch (err) {
     if (!/stream not found/i.test(String((err as Error).message))) throw err;
     await jsm.streams.add(config);
   }
   return jsm;
+}
+
+/** Changes the event stream's replica count in place (nats-server 2.9 scales a stream up or down); a refusal is logged, the stream kept. */
+async function scaleEventStream(jsm: JetStreamManager, from: number, to: number, log: Logger | undefined): Promise<void> {
+  try {
+    // streams.update sends the stream's whole config with this one field changed: RePublish, retention and dedup stay.
+    await jsm.streams.update(EVENT_STREAM, { num_replicas: to });
+    log?.info({ stream: EVENT_STREAM, from, to }, "event stream replicas changed");
+  } catch (err) {
+    log?.error({ err, stream: EVENT_STREAM, from, to }, "event stream replicas not changed; the stream keeps its count");
+  }
 }
 
 /** Whether the event stream republishes pod changes to their live subjects (streams made before it do not). */
@@ -61,7 +84,10 @@ export async function streamState(jsm: JetStreamManager): Promise<{ firstRevisio
 
 /**
  * Connects to NATS with choreo's defaults (reconnect forever, named
- * connection) and credentials: the URL's userinfo (`nats://user:pass@host:port`,
+ * connection) and credentials. `url` is one server or a NATS cluster's
+ * members comma-separated (`nats://a:4222,nats://b:4222`): nats.js connects
+ * to one of them and, losing it, reconnects to any other (and to the members
+ * the servers announce). Credentials: the URL's userinfo (`nats://user:pass@host:port`,
  * which nats.js itself ignores), else the `user:password` file named by
  * `credentialsFile` (default CHOREO_NATS_CREDENTIALS). nats-server refuses
  * a client without them (Authorization Violation, not retried). With

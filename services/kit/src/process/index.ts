@@ -4,4 +4,6 @@
 export { startProcess, freePort, waitFor } from "./process.js";
 export type { ProcessOptions, ManagedProcess } from "./process.js";
 export { startNats, startRedis } from "./servers.js";
+export { startNatsCluster } from "./nats-cluster.js";
+export type { NatsClusterHandle, NatsClusterMember, NatsClusterOptions } from "./nats-cluster.js";
 export type { NatsHandle, NatsOptions, ServerHandle } from "./servers.js";

@@ -49,7 +49,7 @@ export interface ServerHandle {
   stop(): Promise<void>;
 }
 
-interface ServerSpec {
+export interface ServerSpec {
   name: string;
   cmd: string;
   /** The command line; writes the server's config (0600) first. */
@@ -63,7 +63,18 @@ interface ServerSpec {
   user: string;
 }
 
-async function startServer(spec: ServerSpec, opts: { dir?: string; port?: number; logFile?: string }): Promise<ServerHandle> {
+/** What {@link startServer} returns: a handle and the reload a NATS cluster runs on every member once its shared users changed. */
+export interface StartedServer extends ServerHandle {
+  /** Rewrites the config from the (shared) user list and reloads it (SIGHUP), waiting for nats-server to say so. */
+  reload(): Promise<void>;
+}
+
+/**
+ * Starts one server of `spec`. `users` (nats-server only) is a user list
+ * shared with other servers (a NATS cluster's members): its first user is
+ * the client's credentials instead of a new random password.
+ */
+export async function startServer(spec: ServerSpec, opts: { dir?: string; port?: number; logFile?: string; users?: NatsUser[] }): Promise<StartedServer> {
   // scripts/run-tests.mjs sets this for the hermetic tier: a test that gets here needs the servers tier.
   if (process.env.CHOREO_TEST_TIER === "fast") {
     throw new Error(
@@ -76,10 +87,10 @@ async function startServer(spec: ServerSpec, opts: { dir?: string; port?: number
   // The data (Redis holds every object, Secrets included) and the config with the passwords: the owner's alone.
   chmodSync(dir, 0o700);
   const port = opts.port ?? (await freePort());
-  const credentials: Credentials = { user: spec.user, password: randomSecret() };
+  const users: NatsUser[] = opts.users ?? [{ user: spec.user, password: randomSecret() }];
+  const credentials: Credentials = { user: users[0]!.user, password: users[0]!.password };
   const credentialsFile = path.join(dir, "credentials");
   writeCredentials(credentialsFile, credentials);
-  const users: NatsUser[] = [credentials];
   const files = new Map<string, string>();
   await spec.prepare?.(dir);
   const launch = (): Promise<ManagedProcess> =>
@@ -93,6 +104,17 @@ async function startServer(spec: ServerSpec, opts: { dir?: string; port?: number
     });
   let proc = await launch();
   const address = spec.url(port);
+  const reload = async (): Promise<void> => {
+    if (!spec.rewrite) throw new Error(`${spec.name} cannot add users`);
+    spec.rewrite(dir, users);
+    const reloads = (): number => proc.output().split("Reloaded server configuration").length;
+    const before = reloads();
+    proc.child.kill("SIGHUP");
+    for (let i = 0; reloads() === before; i++) {
+      if (i > 300 || !proc.isRunning()) throw new Error(`${spec.name} did not reload its config: ${proc.output().slice(-500)}`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  };
   return {
     url: withCredentials(address, credentials),
     address,
@@ -110,17 +132,11 @@ async function startServer(spec: ServerSpec, opts: { dir?: string; port?: number
       const file = path.join(dir, `${name}.credentials`);
       writeCredentials(file, c);
       users.push(c);
-      spec.rewrite(dir, users);
-      const reloads = (): number => proc.output().split("Reloaded server configuration").length;
-      const before = reloads();
-      proc.child.kill("SIGHUP");
-      for (let i = 0; reloads() === before; i++) {
-        if (i > 300 || !proc.isRunning()) throw new Error(`${spec.name} did not reload its config: ${proc.output().slice(-500)}`);
-        await new Promise((r) => setTimeout(r, 20));
-      }
+      await reload();
       files.set(name, file);
       return file;
     },
+    reload,
     kill: () => proc.kill(),
     async restart() {
       await proc.kill();
@@ -133,12 +149,15 @@ async function startServer(spec: ServerSpec, opts: { dir?: string; port?: number
   };
 }
 
-/** nats.conf in `dir`: objects may be 1.5 MiB (the default 1 MiB payload limit is too small), TLS when given, then the users. */
-function writeNatsConf(dir: string, users: NatsUser[], tls: BusTlsFiles | undefined): void {
+/**
+ * nats.conf in `dir`: objects may be 1.5 MiB (the default 1 MiB payload limit is too small), TLS when given, then the users;
+ * `cluster` (a NATS cluster's member: its server_name and cluster block) goes first.
+ */
+export function writeNatsConf(dir: string, users: NatsUser[], tls: BusTlsFiles | undefined, cluster = ""): void {
   // JetStream in the config, not by flags (-js, -sd): a reload (addUser) re-reads the file, and JetStream must stay on.
   writeSecretFile(
     path.join(dir, "nats.conf"),
-    `max_payload: 8388608\njetstream { store_dir: ${JSON.stringify(dir)} }\n${tls ? natsTlsBlock(tls) : ""}${natsAuthorization(users)}`,
+    `${cluster}max_payload: 8388608\njetstream { store_dir: ${JSON.stringify(dir)} }\n${tls ? natsTlsBlock(tls) : ""}${natsAuthorization(users)}`,
   );
 }
 

@@ -73,32 +73,55 @@ export function readCredentials(file: string): Credentials {
   return { user: line.slice(0, at), password: line.slice(at + 1) };
 }
 
-/** The credentials in a URL's userinfo (decoded), if any. */
+/**
+ * The URLs of a comma-separated list (a NATS cluster's members:
+ * `nats://a:4222,nats://b:4222`); one URL alone is a list of one.
+ */
+export function urlList(url: string): string[] {
+  return url
+    .split(",")
+    .map((x) => x.trim())
+    .filter((x) => x !== "");
+}
+
+/** Whether `url` is a list of whole URLs (each with its scheme), not one URL (a `redis+sentinel://h:p,h:p/name` is one). */
+function isUrlList(url: string): boolean {
+  return url.includes(",") && urlList(url).every((x) => x.includes("://"));
+}
+
+/** The credentials in a URL's userinfo (decoded), if any; of a list, the first member's that has some. */
 export function urlCredentials(url: string): Credentials | undefined {
+  if (isUrlList(url)) return urlList(url).map(urlCredentials).find(Boolean);
   if (!url.includes("://")) return undefined;
   const u = new URL(url);
   if (!u.username && !u.password) return undefined;
   return { user: decodeURIComponent(u.username), password: decodeURIComponent(u.password) };
 }
 
-/** The URL without its userinfo. */
+/** The URL without its userinfo (each of a list's). */
 export function stripCredentials(url: string): string {
+  if (isUrlList(url)) return urlList(url).map(stripCredentials).join(",");
   const u = new URL(url);
   u.username = "";
   u.password = "";
   return u.toString().replace(/\/$/, "");
 }
 
-/** The URL with `c` as its userinfo. */
+/** The URL with `c` as its userinfo (each of a list's). */
 export function withCredentials(url: string, c: Credentials): string {
+  if (isUrlList(url))
+    return urlList(url)
+      .map((x) => withCredentials(x, c))
+      .join(",");
   const u = new URL(url);
   u.username = encodeURIComponent(c.user);
   u.password = encodeURIComponent(c.password);
   return u.toString().replace(/\/$/, "");
 }
 
-/** The URL with its password replaced by `***` (for logs and messages). Not a URL: returned as is. */
+/** The URL with its password replaced by `***` (for logs and messages; each of a list's). Not a URL: returned as is. */
 export function redactUrl(url: string): string {
+  if (isUrlList(url)) return urlList(url).map(redactUrl).join(",");
   try {
     const u = new URL(url);
     if (!u.password) return url;
@@ -128,9 +151,14 @@ export function natsConnectOptions(
   url: string,
   credentialsFile?: string,
   caFile?: string,
-): { servers: string; user?: string; pass?: string; inboxPrefix?: string; tls?: { caFile: string } } {
+): { servers: string | string[]; user?: string; pass?: string; inboxPrefix?: string; tls?: { caFile: string } } {
   const c = clientCredentials(url, credentialsFile);
   const tls = caFile ? { tls: { caFile } } : {};
+  // A NATS cluster's members (`nats://a:4222,nats://b:4222`): nats.js takes them as a list and reconnects to any.
+  if (isUrlList(url)) {
+    const servers = urlList(stripCredentials(url));
+    return c ? { servers, user: c.user, pass: c.password, inboxPrefix: inboxPrefixOf(c.user), ...tls } : { servers, ...tls };
+  }
   // The user's own inboxes: the only ones nats-server lets a restricted user subscribe to (withOwnInboxes).
   return c ? { servers: stripCredentials(url), user: c.user, pass: c.password, inboxPrefix: inboxPrefixOf(c.user), ...tls } : { servers: url, ...tls };
 }
