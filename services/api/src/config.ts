@@ -24,6 +24,18 @@ export interface ApiConfig {
   advertiseAddress: string | undefined;
   /** Changes the event log keeps; older watches answer 410. */
   eventRetention: number;
+  /**
+   * When a write is answered (`CHOREO_WRITE_DURABILITY`): `local` once Redis
+   * applied it (AOF, fsync every second: a power cut may lose the last
+   * second, and a failover what the new primary had not received); `replica`
+   * once `durabilityReplicas` replicas have it too (WAIT); `log` once the event
+   * log holds it (a lost Redis tail is put back from the log, recovery.ts).
+   */
+  writeDurability: "local" | "replica" | "log";
+  /** Replicas a write waits for under `replica` (`CHOREO_WRITE_DURABILITY_REPLICAS`, default 1). */
+  durabilityReplicas: number;
+  /** The event stream's JetStream replicas (`CHOREO_EVENT_REPLICAS`, 1-5, default 1; 3 on a 3-server NATS cluster). */
+  eventReplicas: number;
   /** Whether a new event stream republishes pod changes live (`CHOREO_POD_REPUBLISH`, default 1; 0 only to compare, node agents then read through a consumer each). */
   podRepublish: boolean;
   watchCacheSize: number;
@@ -75,6 +87,20 @@ function int(env: NodeJS.ProcessEnv, name: string, dflt: number): number {
   return n;
 }
 
+/** CHOREO_EVENT_REPLICAS: JetStream takes 1 to 5 replicas. */
+function replicas(env: NodeJS.ProcessEnv): number {
+  const n = int(env, "CHOREO_EVENT_REPLICAS", 1);
+  if (n < 1 || n > 5) throw new Error(`CHOREO_EVENT_REPLICAS must be 1 to 5, got ${n}`);
+  return n;
+}
+
+/** CHOREO_WRITE_DURABILITY: local (default), replica or log. */
+function durability(env: NodeJS.ProcessEnv): ApiConfig["writeDurability"] {
+  const v = env["CHOREO_WRITE_DURABILITY"] || "local";
+  if (v !== "local" && v !== "replica" && v !== "log") throw new Error(`CHOREO_WRITE_DURABILITY must be local, replica or log, got ${JSON.stringify(v)}`);
+  return v;
+}
+
 /** Reads CHOREO_* variables; throws with the variable's name on bad values. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): ApiConfig {
   const dataDir = path.resolve(env["CHOREO_DATA_DIR"] ?? ".choreo");
@@ -92,6 +118,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ApiConfig {
     serviceCidr: env["CHOREO_SERVICE_CIDR"] ?? "10.96.0.0/16",
     advertiseAddress: env["CHOREO_ADVERTISE_ADDRESS"] || defaultAdvertiseAddress(),
     eventRetention: retention,
+    writeDurability: durability(env),
+    durabilityReplicas: Math.max(1, int(env, "CHOREO_WRITE_DURABILITY_REPLICAS", 1)),
+    eventReplicas: replicas(env),
     podRepublish: env["CHOREO_POD_REPUBLISH"] !== "0",
     watchCacheSize: Math.min(int(env, "CHOREO_WATCH_CACHE_SIZE", 100_000), retention),
     objectCache: env["CHOREO_OBJECT_CACHE"] !== "0",

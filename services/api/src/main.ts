@@ -1,12 +1,11 @@
 // The api service: config → Redis + NATS → registry, relay, watch cache →
 // NATS, gRPC and HTTP transports, until SIGTERM; then drain and exit.
-import { Redis } from "ioredis";
 import path from "node:path";
 import { connectBus, ensureEventKeys, ensureEventStream, loadEventSigner } from "@choreo/kit/bus";
 import { runAll, signalController, sleep, type Runnable } from "@choreo/kit/lifecycle";
 import { createLogger } from "@choreo/kit/log";
 import { createRegistry as createMetricsRegistry, metricsServer } from "@choreo/kit/metrics";
-import { ensureClientCa, redactUrl, redisConnectUrl } from "@choreo/kit/secrets";
+import { ensureClientCa, redactUrl } from "@choreo/kit/secrets";
 import { createGateway, ensureServingCert } from "./http/index.js";
 import { gatewayRunnable } from "./gateway-runnable.js";
 import { RootCaPublisher } from "./root-ca/publisher.js";
@@ -25,6 +24,8 @@ import { apiMetrics } from "./metrics.js";
 import { RedisStore } from "./storage/redis-store.js";
 import { Relay } from "./storage/relay.js";
 import { StoreRecovery, UnrecoverableError } from "./storage/recovery.js";
+import { connectRedis } from "./storage/redis-connect.js";
+import { LogWatermark } from "./storage/log-watermark.js";
 import { ObjectCache } from "./storage/object-cache.js";
 import { WatchCache } from "./storage/watch-cache.js";
 import { Authenticator, AuthorizerChain, legacyAdmin } from "./auth/index.js";
@@ -47,7 +48,12 @@ const metrics = createMetricsRegistry("api");
 const m = apiMetrics(metrics);
 
 // Redis refuses anonymous clients: the URL's userinfo or the `user:password` file CHOREO_REDIS_CREDENTIALS names.
-const redis = new Redis(redisConnectUrl(config.redisUrl, process.env["CHOREO_REDIS_CREDENTIALS"]), { maxRetriesPerRequest: 3, enableAutoPipelining: true });
+// One server, or the primary Sentinels name (redis+sentinel://…), followed across a failover.
+const redis = connectRedis(config.redisUrl, {
+  credentialsFile: process.env["CHOREO_REDIS_CREDENTIALS"],
+  sentinelCredentialsFile: process.env["CHOREO_REDIS_SENTINEL_CREDENTIALS"],
+  options: { maxRetriesPerRequest: 3, enableAutoPipelining: true },
+});
 // ioredis reconnects by itself; unheard, each failed try went to stderr as "[ioredis] Unhandled error event" with its stack.
 let redisErrorAt = 0;
 redis.on("error", (err: Error) => {
@@ -56,13 +62,22 @@ redis.on("error", (err: Error) => {
   log.warn({ err }, "redis connection error; reconnecting");
 });
 const nc = await connectBus(config.natsUrl, `api-${config.replicaId}`);
-const jsm = await ensureEventStream(nc, { retention: config.eventRetention, podRepublish: config.podRepublish });
+const jsm = await ensureEventStream(nc, { retention: config.eventRetention, podRepublish: config.podRepublish, replicas: config.eventReplicas, log });
 // Fenced while Redis is behind the event log (a lost tail): 503 and a repair from the log (storage/recovery.ts).
 // Both are made below, once the registry exists.
-const fence: { recovery?: StoreRecovery; cache?: WatchCache } = {};
+const fence: { recovery?: StoreRecovery; cache?: WatchCache; watermark?: LogWatermark } = {};
+let unreplicatedAt = 0;
 const store = new RedisStore(redis, {
   floor: () => fence.recovery?.floor(fence.cache?.lastRevision) ?? 0,
   onBehind: () => fence.recovery?.repairSoon(ac.signal),
+  // When a write is answered (config.writeDurability): once Redis has it, once replicas have it too, or once the log does.
+  waitReplicas: config.writeDurability === "replica" ? config.durabilityReplicas : 0,
+  onUnreplicated: (acknowledged) => {
+    if (Date.now() - unreplicatedAt < 5_000) return;
+    unreplicatedAt = Date.now();
+    log.warn({ acknowledged, wanted: config.durabilityReplicas }, "writes answered without their replicas' acknowledgement (WAIT timed out)");
+  },
+  ...(config.writeDurability === "log" ? { durable: (rev: number) => fence.watermark?.reached(rev) ?? Promise.resolve() } : {}),
 });
 // Secrets are sealed before Redis and the event log; the counter shows which keys are still read (rotation).
 const encryption = new SecretSealer(ensureEncryptionKeys(config.encryptionKeysFile), (operation, key, ok) =>
@@ -88,7 +103,8 @@ const objectCache = config.objectCache ? new ObjectCache({ storage: store, watch
 registry.store.objectCache = objectCache;
 registry.store.consistentListFromCache = config.consistentListFromCache;
 const recovery = new StoreRecovery({ redis, nc, jsm, registry: registry.store, log: log.child({ subsystem: "recovery" }) });
-Object.assign(fence, { recovery, cache });
+const watermark = config.writeDurability === "log" ? new LogWatermark(cache) : undefined;
+Object.assign(fence, { recovery, cache, watermark });
 // Nothing is served, and nothing written (the bootstrap objects), before Redis holds every revision the log holds.
 for (let attempt = 0; ; attempt++) {
   try {
@@ -229,6 +245,7 @@ try {
     [
       relay,
       cache,
+      ...(watermark ? [watermark] : []),
       ...(objectCache ? [objectCache] : []),
       nodeGraphWatch,
       // Like the other doors, opened once RBAC has listed the roles (before, every actor would get 403).
