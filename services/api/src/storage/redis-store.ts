@@ -1,4 +1,5 @@
 import { Redis, type Result } from "ioredis";
+import { ApiError, failure } from "@choreo/kit";
 import { randomUUID } from "node:crypto";
 import { CHANGES_KEY, FENCE_KEY, REV_KEY, allocationKey, indexKey, member, nodeLockKey, objectKey, objectKeyPrefix, secondaryIndexKey } from "./keys.js";
 import {
@@ -55,6 +56,30 @@ export interface RedisStoreOptions {
    */
   floor?: () => number;
   onBehind?: (storeRevision: number, logRevision: number) => void;
+  /**
+   * Write durability "replica": each batch is answered once this many
+   * replicas acknowledged it (WAIT), or after {@link WAIT_TIMEOUT_MS} with
+   * `onUnreplicated` told how many did.
+   */
+  waitReplicas?: number;
+  onUnreplicated?: (acknowledged: number) => void;
+  /** Write durability "log": a write is answered once this resolves for its revision (LogWatermark.reached). */
+  durable?: (revision: number) => Promise<void>;
+}
+
+/** How long a batch waits for its replicas (durability "replica"). */
+const WAIT_TIMEOUT_MS = 1_000;
+
+/**
+ * Redis refusing or away: 503, so clients retry — a primary without its
+ * replicas (min-replicas-to-write: NOREPLICAS), a replica during a failover
+ * (READONLY), a connection lost mid-request. Anything else as it is.
+ */
+function unavailable(err: unknown): unknown {
+  const msg = err instanceof Error ? err.message : String(err);
+  if (!/^(NOREPLICAS|READONLY|LOADING|MASTERDOWN)\b|Connection is closed|Reached the max retries|Stream isn't writeable|ECONNREFUSED|ECONNRESET/.test(msg))
+    return err;
+  return new ApiError(failure(503, "ServiceUnavailable", `the store is unavailable: ${msg.split("\n")[0]}`, { retryAfterSeconds: 1 }));
 }
 
 export class RedisStore implements ObjectStorage {
@@ -116,6 +141,7 @@ export class RedisStore implements ObjectStorage {
       this.opts.onBehind?.(current, floor);
       throw storeBehind(current, floor);
     }
+    await this.opts.durable?.(rev);
     return rev;
   }
 
@@ -127,10 +153,21 @@ export class RedisStore implements ObjectStorage {
       const batch = queued.slice(i, i + MAX_BATCH);
       const keys = [REV_KEY, CHANGES_KEY, FENCE_KEY, ...batch.flatMap((q) => q.keys)];
       const floor = String(this.opts.floor?.() ?? 0);
-      this.redis.choreoWrite(keys.length, ...keys, floor, ...batch.flatMap((q) => q.args)).then(
-        (out) => batch.forEach((q, j) => q.resolve([Number(out[2 * j]), Number(out[2 * j + 1])])),
-        (err: unknown) => batch.forEach((q) => q.reject(err)),
-      );
+      const wait = this.opts.waitReplicas ?? 0;
+      this.redis
+        .choreoWrite(keys.length, ...keys, floor, ...batch.flatMap((q) => q.args))
+        .then(async (out) => {
+          // WAIT covers every write this connection sent before it: the batch and anything pipelined earlier.
+          if (wait > 0) {
+            const acknowledged = await this.redis.wait(wait, WAIT_TIMEOUT_MS);
+            if (acknowledged < wait) this.opts.onUnreplicated?.(acknowledged);
+          }
+          return out;
+        })
+        .then(
+          (out) => batch.forEach((q, j) => q.resolve([Number(out[2 * j]), Number(out[2 * j + 1])])),
+          (err: unknown) => batch.forEach((q) => q.reject(unavailable(err))),
+        );
     }
   }
 

@@ -1,0 +1,53 @@
+// The api's Redis connection: one server (`redis://host:port`), or a
+// primary found through Sentinels (`redis+sentinel://h:p,h:p,h:p/<master>`),
+// which ioredis follows across a failover (it asks the sentinels again on a
+// lost connection and hears their +switch-master). The data nodes'
+// credentials come from the URL's userinfo or CHOREO_REDIS_CREDENTIALS; the
+// sentinels' password from CHOREO_REDIS_SENTINEL_CREDENTIALS.
+import { Redis, type RedisOptions } from "ioredis";
+import { readCredentials, redisConnectUrl } from "@choreo/kit/secrets";
+
+/** The sentinels and master name of a `redis+sentinel://` URL; undefined for any other URL. */
+export function parseSentinelUrl(
+  url: string,
+): { sentinels: { host: string; port: number }[]; name: string; credentials?: { user: string; password: string } } | undefined {
+  const m = /^redis\+sentinel:\/\/(?:([^@/:]*):([^@/]*)@)?([^/@]+)\/([A-Za-z0-9_.-]+)\/?$/.exec(url);
+  if (!m) {
+    if (url.startsWith("redis+sentinel:")) throw new Error(`CHOREO_REDIS_URL ${url}: expected redis+sentinel://host:port[,host:port…]/<master name>`);
+    return undefined;
+  }
+  const sentinels = m[3]!.split(",").map((hp) => {
+    const at = hp.lastIndexOf(":");
+    const host = at > 0 ? hp.slice(0, at).replace(/^\[|\]$/g, "") : hp;
+    const port = at > 0 ? Number(hp.slice(at + 1)) : 26379;
+    if (!host || !Number.isInteger(port) || port <= 0 || port > 65535) throw new Error(`CHOREO_REDIS_URL: bad sentinel address ${JSON.stringify(hp)}`);
+    return { host, port };
+  });
+  const credentials = m[1] && m[2] ? { user: decodeURIComponent(m[1]), password: decodeURIComponent(m[2]) } : undefined;
+  return { sentinels, name: m[4]!, ...(credentials ? { credentials } : {}) };
+}
+
+export interface RedisConnectOptions {
+  /** `user:password` of the data nodes (CHOREO_REDIS_CREDENTIALS). */
+  credentialsFile?: string | undefined;
+  /** `default:password` of the sentinels (CHOREO_REDIS_SENTINEL_CREDENTIALS). */
+  sentinelCredentialsFile?: string | undefined;
+  options?: RedisOptions;
+}
+
+/** A connection to the one Redis, or to the primary the sentinels name. */
+export function connectRedis(url: string, opts: RedisConnectOptions = {}): Redis {
+  const sentinel = parseSentinelUrl(url);
+  if (!sentinel) return new Redis(redisConnectUrl(url, opts.credentialsFile), opts.options ?? {});
+  const data = sentinel.credentials ?? (opts.credentialsFile ? readCredentials(opts.credentialsFile) : undefined);
+  const s = opts.sentinelCredentialsFile ? readCredentials(opts.sentinelCredentialsFile) : undefined;
+  return new Redis({
+    ...opts.options,
+    sentinels: sentinel.sentinels,
+    name: sentinel.name,
+    ...(data ? { username: data.user, password: data.password } : {}),
+    ...(s ? { sentinelPassword: s.password } : {}),
+    // A failover is heard at once (+switch-master), not only at the next lost connection.
+    failoverDetector: true,
+  });
+}
