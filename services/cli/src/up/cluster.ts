@@ -1,8 +1,9 @@
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { startNats, startProcess, startRedis, waitFor, type ManagedProcess, type ServerHandle } from "@choreo/kit/process";
 import { eventKeyPaths } from "@choreo/kit/bus";
+import { onAbort } from "@choreo/kit/lifecycle";
+import { createLogger, type Logger } from "@choreo/kit/log";
 import {
   actorIdentity,
   ensureTokenFile,
@@ -14,6 +15,9 @@ import {
   type Identity,
 } from "@choreo/kit/secrets";
 import { renderKubeconfig } from "../kubeconfig.js";
+import { pidDir, sweep, writeClusterRecord, type SweepReport } from "./leftovers.js";
+import { nodeSetup, ROOT } from "./node-setup.js";
+import { processStartTime, Shutdown, supervise, type Supervised } from "./supervisor.js";
 
 /** Where and on which ports `choreo up` runs the cluster. */
 export interface UpOptions {
@@ -29,6 +33,12 @@ export interface UpOptions {
   hollowNodes: number;
   /** Real nodes: one node-agent process each (`node-1` … with pod CIDRs 10.244.1.0/24 …). */
   nodes: number;
+  /** The real nodes' names: this prefix and 1, 2, … */
+  nodePrefix: string;
+  /** The pods' addresses: real node i gets the i-th /24 of it as its pod CIDR. */
+  clusterCidr: string;
+  /** The Services' cluster IPs (the api's CHOREO_SERVICE_CIDR); undefined: the api's default, 10.96.0.0/16. */
+  serviceCidr?: string;
   /** The real nodes' runtime: docker, process, or auto (docker when an engine answers, else process). */
   runtime: "auto" | "docker" | "process";
   /** Where the process runtime finds images' root filesystems (built on first use). */
@@ -48,12 +58,12 @@ export const DEFAULT_UP: UpOptions = {
   metricsPort: 9100,
   hollowNodes: 0,
   nodes: 2,
+  nodePrefix: "node-",
+  clusterCidr: "10.244.0.0/16",
   runtime: "auto",
   imagesDir: "/var/lib/choreo/images",
   examples: true,
 };
-
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../../..");
 
 /** A running local cluster. */
 export interface LocalCluster {
@@ -62,12 +72,14 @@ export interface LocalCluster {
   token: string;
   nats: ServerHandle;
   redis: ServerHandle;
+  /** The real nodes' names. */
+  nodes: string[];
   api(): ManagedProcess;
   /** Names of the actor processes running beside the api. */
   actors(): string[];
   /** The real nodes' runtime as resolved (docker or process), undefined without real nodes. */
   runtime: "docker" | "process" | undefined;
-  /** Resolves when the cluster stopped (signal or failure). */
+  /** Stops every process (never restarting one meanwhile) and removes what its nodes made. */
   stop(): Promise<void>;
 }
 
@@ -94,6 +106,7 @@ function apiEnv(o: UpOptions, nats: ServerHandle, redis: ServerHandle): Record<s
     // Secrets' encryption keys (made 0600 by the api at its first start), beside the NATS and Redis credentials.
     CHOREO_ENCRYPTION_KEYS_FILE: path.join(o.dataDir, "encryption", "keys"),
     CHOREO_REPLICA_ID: "api-0",
+    ...(o.serviceCidr ? { CHOREO_SERVICE_CIDR: o.serviceCidr } : {}),
   };
 }
 
@@ -102,112 +115,179 @@ export function kubeconfigYaml(server: string, caPem: string, token: string): st
   return renderKubeconfig({ server, caPem, user: "choreo-admin", auth: { token }, context: "choreo", namespace: "default" });
 }
 
+/** `choreo up`'s own log (supervision, clean-up): pino JSON lines on stderr, the terminal's. */
+function upLogger(): Logger {
+  return createLogger({ service: "choreo-up", destination: process.stderr });
+}
+
+/** The pod CIDR of real node 1 … `count`: the i-th /24 of `clusterCidr` (10.244.0.0/16 → 10.244.1.0/24, …). */
+export function nodePodCidrs(clusterCidr: string, count: number): string[] {
+  const m = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})\/(\d{1,2})$/.exec(clusterCidr);
+  const octets = m ? m.slice(1, 5).map(Number) : [];
+  const bits = m ? Number(m[5]) : NaN;
+  if (!m || octets.some((o) => o > 255) || !(bits >= 8 && bits <= 24)) throw new Error(`--cluster-cidr must be an IPv4 CIDR of /8 to /24, got ${clusterCidr}`);
+  const base = (((octets[0]! << 24) | (octets[1]! << 16) | (octets[2]! << 8) | octets[3]!) >>> 0) & ~(2 ** (32 - bits) - 1);
+  if (count >= 2 ** (24 - bits)) throw new Error(`--cluster-cidr ${clusterCidr} has no room for ${count} nodes' /24s`);
+  return Array.from({ length: count }, (_, i) => {
+    const a = (base >>> 0) + (i + 1) * 256;
+    return `${a >>> 24}.${(a >>> 16) & 255}.${(a >>> 8) & 255}.0/24`;
+  });
+}
+
 /**
- * Starts nats-server, redis-server and the api with their data under
- * `dataDir`, restarts the api if it dies, and writes the kubeconfig.
+ * Starts nats-server, redis-server, the api and the actors with their data
+ * under `dataDir`, supervises every one of them (restarted with a backoff
+ * whenever it dies, its pid in `<dataDir>/pids`), and writes the kubeconfig.
+ * When `signal` aborts, no process is restarted any more (the cluster is
+ * stopping; during the start, what started is stopped and this rejects). A
+ * data dir whose last `choreo up` did not stop (kill -9) is swept first.
  */
-export async function up(partial: Partial<UpOptions> = {}, log: (line: string) => void = console.log): Promise<LocalCluster> {
+export async function up(partial: Partial<UpOptions> = {}, log: (line: string) => void = console.log, signal?: AbortSignal): Promise<LocalCluster> {
   const opts: UpOptions = { ...DEFAULT_UP, ...partial };
   opts.dataDir = path.resolve(opts.dataDir);
+  const podCidrs = nodePodCidrs(opts.clusterCidr, opts.nodes);
   const logs = path.join(opts.dataDir, "logs");
   mkdirSync(logs, { recursive: true });
+  const logger = upLogger();
   const pidFile = path.join(opts.dataDir, "up.pid");
   if (existsSync(pidFile)) {
-    const pid = Number(readFileSync(pidFile, "utf8"));
-    if (pid && isAlive(pid)) throw new Error(`a cluster is already running from ${opts.dataDir} (pid ${pid}); stop it with choreo down`);
+    const pid = upPid(pidFile);
+    if (pid) throw new Error(`a cluster is already running from ${opts.dataDir} (pid ${pid}); stop it with choreo down`);
+    // The last choreo up from here died without stopping its cluster: what it left goes first (ports, bridges).
+    reportSweep(await sweep(opts.dataDir, log), opts.dataDir, logger);
   }
-  writeFileSync(pidFile, String(process.pid));
+  writeFileSync(pidFile, `${process.pid} ${processStartTime(process.pid) ?? ""}\n`);
+  const pids = pidDir(opts.dataDir);
+  const nodes = podCidrs.map((_, i) => `${opts.nodePrefix}${i + 1}`);
+  const stateDir = path.join(opts.dataDir, "nodes");
+  writeClusterRecord(opts.dataDir, { nodes, stateDir });
 
-  const nats = await startNats({ dir: path.join(opts.dataDir, "nats"), port: opts.natsPort, logFile: path.join(logs, "nats.log") });
-  const redis = await startRedis({ dir: path.join(opts.dataDir, "redis"), port: opts.redisPort, logFile: path.join(logs, "redis.log") });
+  const shutdown = new Shutdown();
+  if (signal) onAbort(signal, () => shutdown.begin());
+  /** nats-server, redis-server, the api, then the actors, in the order they started. */
   const supervisors: Supervised[] = [];
-  // The api's token file (the administrator's bare token first), before the api reads it; the actors' lines are added below.
-  const apiTokenFile = path.join(opts.dataDir, "tokens");
-  ensureTokenFile(apiTokenFile);
-  const api = await supervise(
-    "api",
-    () =>
-      startProcess({
-        name: "api",
-        cmd: process.execPath,
-        args: ["--import", "tsx", path.join(ROOT, "services/api/src/main.ts")],
-        cwd: ROOT,
-        env: apiEnv(opts, nats, redis),
-        readyUrl: `http://${opts.host}:${opts.httpPort}/healthz`,
-        timeoutMs: 60_000,
-        logFile: path.join(logs, "api.log"),
-      }),
-    log,
-    logs,
-  );
-  supervisors.push(api);
-  // Real nodes: the runtime, then the local images it needs (built offline), before any agent starts.
-  const runtime = opts.nodes > 0 ? await resolveRuntime(opts, log) : undefined;
-  // The actors that exist in this checkout, each its own process.
-  for (const [i, { name, main: service, args, env: extra, identity }] of actorsOf(opts, runtime).entries()) {
-    const main = path.join(ROOT, `services/${service}/src/main.ts`);
-    if (!existsSync(main)) continue;
-    // Its own identity: a line in the api's token file (re-read by the api when it changes), the token in a 0600 file.
-    const tokenFile = path.join(opts.dataDir, "identities", `${name}.token`);
-    if (identity) provisionIdentity(apiTokenFile, tokenFile, identity);
-    // And its own NATS user (credentials file 0600 beside nats.conf): what it may publish and hear.
-    const bus = identity ? { CHOREO_NATS_CREDENTIALS: await nats.addUser(natsUserName(name), identityNatsPermissions(identity)) } : {};
-    const metricsPort = opts.metricsPort + 1 + i;
-    supervisors.push(
-      await supervise(
-        name,
-        async () =>
-          startProcess({
-            name,
-            cmd: process.execPath,
-            args: ["--import", "tsx", main, ...args],
-            cwd: ROOT,
-            env: {
-              ...busEnv(nats),
-              CHOREO_METRICS_PORT: String(metricsPort),
-              CHOREO_EVENT_VERIFY_KEY: eventKeyPaths(path.join(opts.dataDir, "pki")).publicKey,
-              ...(identity ? { CHOREO_API_TOKEN_FILE: tokenFile } : {}),
-              ...bus,
-              ...extra,
-            },
-            readyUrl: `http://127.0.0.1:${metricsPort}/healthz`,
-            timeoutMs: 60_000,
-            logFile: path.join(logs, `${name}.log`),
-          }),
-        log,
-        logs,
-      ),
-    );
-  }
-
-  const token = readFileSync(path.join(opts.dataDir, "tokens"), "utf8").split("\n")[0]?.trim() ?? "";
-  const cert = path.join(opts.dataDir, "pki", "apiserver.crt");
-  await waitFor(() => existsSync(cert), { timeoutMs: 10_000, message: "serving certificate" });
-  const kubeconfig = path.join(opts.dataDir, "kubeconfig");
-  writeFileSync(kubeconfig, kubeconfigYaml(`https://${opts.host}:${opts.httpsPort}`, readFileSync(cert, "utf8"), token), { mode: 0o600 });
-
-  return {
-    opts,
-    kubeconfig,
-    token,
-    nats,
-    redis,
-    runtime,
-    api: () => api.current(),
-    actors: () => supervisors.slice(1).map((x) => x.name),
-    async stop() {
-      for (const sup of supervisors.slice(1).reverse()) await sup.stop();
+  let runtime: "docker" | "process" | undefined;
+  let stopping: Promise<void> | undefined;
+  const stopAll = (): Promise<void> =>
+    (stopping ??= (async () => {
+      shutdown.begin();
+      const [nats, redis, api, ...actors] = supervisors;
+      // Controllers before agents (see actorsOf), the api after them, the servers last.
+      for (const sup of actors.reverse()) await sup.stop(15_000);
       // The agents stopped their pods on the way out; this removes whatever a crash left behind.
-      if (runtime) {
-        const nodes = Array.from({ length: opts.nodes }, (_, i) => ["--node", `node-${i + 1}`]).flat();
-        await nodeSetup(["cleanup", "--state-dir", path.join(opts.dataDir, "nodes"), ...nodes], log).catch((err: Error) => log(`clean-up: ${err.message}`));
-      }
-      await api.stop();
-      await redis.process().stop(10_000);
-      await nats.process().stop(10_000);
+      if (runtime && nodes.length > 0)
+        await nodeSetup(["cleanup", "--state-dir", stateDir, ...nodes.flatMap((n) => ["--node", n])], log).catch((err: Error) =>
+          logger.error({ err: err.message }, "node clean-up failed"),
+        );
+      for (const sup of [api, redis, nats]) await sup?.stop(10_000);
+      rmSync(pids, { recursive: true, force: true });
       rmSync(pidFile, { force: true });
-    },
+      logger.info({ dataDir: opts.dataDir }, "cluster stopped");
+    })());
+  const started = async (sup: Promise<Supervised>): Promise<Supervised> => {
+    const s = await sup;
+    supervisors.push(s);
+    if (shutdown.stopping) throw new Error("interrupted");
+    return s;
   };
+  const watch = (name: string) => ({ shutdown, log: logger, logFile: path.join(logs, `${name}.log`), pidDir: pids });
+
+  try {
+    const nats = await startNats({ dir: path.join(opts.dataDir, "nats"), port: opts.natsPort, logFile: path.join(logs, "nats.log") });
+    await started(supervise({ name: "nats-server", initial: nats.process(), launch: async () => (await nats.restart(), nats.process()), ...watch("nats") }));
+    const redis = await startRedis({ dir: path.join(opts.dataDir, "redis"), port: opts.redisPort, logFile: path.join(logs, "redis.log") });
+    await started(
+      supervise({ name: "redis-server", initial: redis.process(), launch: async () => (await redis.restart(), redis.process()), ...watch("redis") }),
+    );
+    // The api's token file (the administrator's bare token first), before the api reads it; the actors' lines are added below.
+    const apiTokenFile = path.join(opts.dataDir, "tokens");
+    ensureTokenFile(apiTokenFile);
+    const api = await started(
+      supervise({
+        name: "api",
+        launch: () =>
+          startProcess({
+            name: "api",
+            cmd: process.execPath,
+            args: ["--import", "tsx", path.join(ROOT, "services/api/src/main.ts")],
+            cwd: ROOT,
+            env: apiEnv(opts, nats, redis),
+            readyUrl: `http://${opts.host}:${opts.httpPort}/healthz`,
+            timeoutMs: 60_000,
+            logFile: path.join(logs, "api.log"),
+          }),
+        ...watch("api"),
+      }),
+    );
+    // Real nodes: the runtime, then the local images it needs (built offline), before any agent starts.
+    runtime = opts.nodes > 0 ? await resolveRuntime(opts, log) : undefined;
+    if (shutdown.stopping) throw new Error("interrupted");
+    // The actors that exist in this checkout, each its own process.
+    for (const [i, { name, main: service, args, env: extra, identity }] of actorsOf(opts, runtime, nodes, podCidrs).entries()) {
+      const main = path.join(ROOT, `services/${service}/src/main.ts`);
+      if (!existsSync(main)) continue;
+      // Its own identity: a line in the api's token file (re-read by the api when it changes), the token in a 0600 file.
+      const tokenFile = path.join(opts.dataDir, "identities", `${name}.token`);
+      if (identity) provisionIdentity(apiTokenFile, tokenFile, identity);
+      // And its own NATS user (credentials file 0600 beside nats.conf): what it may publish and hear.
+      const bus = identity ? { CHOREO_NATS_CREDENTIALS: await nats.addUser(natsUserName(name), identityNatsPermissions(identity)) } : {};
+      const metricsPort = opts.metricsPort + 1 + i;
+      await started(
+        supervise({
+          name,
+          launch: () =>
+            startProcess({
+              name,
+              cmd: process.execPath,
+              args: ["--import", "tsx", main, ...args],
+              cwd: ROOT,
+              env: {
+                ...busEnv(nats),
+                CHOREO_METRICS_PORT: String(metricsPort),
+                CHOREO_EVENT_VERIFY_KEY: eventKeyPaths(path.join(opts.dataDir, "pki")).publicKey,
+                ...(identity ? { CHOREO_API_TOKEN_FILE: tokenFile } : {}),
+                ...bus,
+                ...extra,
+              },
+              readyUrl: `http://127.0.0.1:${metricsPort}/healthz`,
+              timeoutMs: 60_000,
+              logFile: path.join(logs, `${name}.log`),
+            }),
+          ...watch(name),
+        }),
+      );
+    }
+
+    const token = readFileSync(path.join(opts.dataDir, "tokens"), "utf8").split("\n")[0]?.trim() ?? "";
+    const cert = path.join(opts.dataDir, "pki", "apiserver.crt");
+    await waitFor(() => existsSync(cert), { timeoutMs: 10_000, message: "serving certificate" });
+    const kubeconfig = path.join(opts.dataDir, "kubeconfig");
+    writeFileSync(kubeconfig, kubeconfigYaml(`https://${opts.host}:${opts.httpsPort}`, readFileSync(cert, "utf8"), token), { mode: 0o600 });
+    logger.info({ dataDir: opts.dataDir, processes: supervisors.map((x) => `${x.name}:${x.current().pid}`) }, "cluster up; supervising");
+
+    return {
+      opts,
+      kubeconfig,
+      token,
+      nats,
+      redis,
+      nodes,
+      runtime,
+      api: () => api.current(),
+      actors: () => supervisors.slice(3).map((x) => x.name),
+      stop: stopAll,
+    };
+  } catch (err) {
+    // A failed or interrupted start leaves nothing running either.
+    await stopAll();
+    throw err;
+  }
+}
+
+/** Logs what a sweep removed (and what it could not). */
+function reportSweep(report: SweepReport, dataDir: string, logger: Logger): void {
+  if (report.removed.length > 0) logger.warn({ dataDir, removed: report.removed }, "removed the leftovers of a cluster that did not stop");
+  if (report.remaining.length > 0) logger.error({ dataDir, remaining: report.remaining }, "leftovers of a cluster could not be removed");
 }
 
 /** An actor process `choreo up` starts (when its service exists in this checkout). */
@@ -228,19 +308,19 @@ interface ActorSpec {
  * taken for failed nodes (their pods evicted), and on start every agent
  * renews its lease before the node lifecycle starts timing it.
  */
-function actorsOf(o: UpOptions, runtime: "docker" | "process" | undefined): ActorSpec[] {
+function actorsOf(o: UpOptions, runtime: "docker" | "process" | undefined, nodes: string[], podCidrs: string[]): ActorSpec[] {
   const actors: ActorSpec[] = [];
-  for (let i = 1; i <= o.nodes && runtime; i++) {
+  for (const [i, node] of (runtime ? nodes : []).entries()) {
     actors.push({
-      name: `node-${i}`,
+      name: node,
       main: "node-agent",
       args: [
         "--node-name",
-        `node-${i}`,
+        node,
         "--runtime",
-        runtime,
+        runtime ?? "process",
         "--pod-cidr",
-        `10.244.${i}.0/24`,
+        podCidrs[i] ?? "",
         "--state-dir",
         path.join(o.dataDir, "nodes"),
         "--images-dir",
@@ -248,7 +328,7 @@ function actorsOf(o: UpOptions, runtime: "docker" | "process" | undefined): Acto
       ],
       // choreo down leaves nothing behind: the agents stop their pods when they stop.
       env: { CHOREO_STOP_PODS_ON_EXIT: "1" },
-      identity: nodeIdentity(`node-${i}`),
+      identity: nodeIdentity(node),
     });
   }
   if (o.hollowNodes > 0) {
@@ -264,62 +344,12 @@ function actorsOf(o: UpOptions, runtime: "docker" | "process" | undefined): Acto
   return actors;
 }
 
-/** Runs services/node-agent/src/node-setup.ts (prepare images, detect docker, clean up) and returns its output. */
-async function nodeSetup(args: string[], log: (line: string) => void): Promise<string> {
-  const { execFile } = await import("node:child_process");
-  return new Promise((resolve, reject) => {
-    execFile(
-      process.execPath,
-      ["--import", "tsx", path.join(ROOT, "services/node-agent/src/node-setup.ts"), ...args],
-      { cwd: ROOT, timeout: 300_000 },
-      (err, stdout, stderr) => {
-        if (stderr.trim()) for (const line of stderr.trim().split("\n")) log(line);
-        if (err) reject(new Error(`node setup ${args[0]} failed: ${stderr.trim().split("\n").pop() ?? err.message}`));
-        else resolve(stdout.trim());
-      },
-    );
-  });
-}
-
 /** docker when asked or (auto) when an engine answers, else process; then the images that runtime needs. */
 async function resolveRuntime(o: UpOptions, log: (line: string) => void): Promise<"docker" | "process"> {
   const out = await nodeSetup(["prepare", "--runtime", o.runtime, "--images-dir", o.imagesDir], log);
   const runtime = out.split("\n").pop()?.trim();
   if (runtime !== "docker" && runtime !== "process") throw new Error(`node setup chose no runtime (${out})`);
   return runtime;
-}
-
-interface Supervised {
-  name: string;
-  current(): ManagedProcess;
-  stop(): Promise<void>;
-}
-
-/** Starts a process and restarts it (after a second) whenever it dies, until stopped. */
-async function supervise(name: string, launch: () => Promise<ManagedProcess>, log: (line: string) => void, logs: string): Promise<Supervised> {
-  let proc = await launch();
-  let stopping = false;
-  void (async () => {
-    while (!stopping) {
-      const exit = await proc.exited;
-      if (stopping) return;
-      log(`${name} exited (${exit.code ?? exit.signal}); restarting — see ${path.join(logs, `${name}.log`)}`);
-      await new Promise((r) => setTimeout(r, 1_000));
-      try {
-        proc = await launch();
-      } catch (err) {
-        log(`${name} restart failed: ${(err as Error).message.split("\n")[0]}`);
-      }
-    }
-  })();
-  return {
-    name,
-    current: () => proc,
-    async stop() {
-      stopping = true;
-      await proc.stop(15_000);
-    },
-  };
 }
 
 function isAlive(pid: number): boolean {
@@ -331,16 +361,42 @@ function isAlive(pid: number): boolean {
   }
 }
 
-/** Stops the cluster started from `dataDir` (SIGTERM to `choreo up`, then wait). */
-export async function down(dataDir = DEFAULT_UP.dataDir): Promise<boolean> {
-  const pidFile = path.join(path.resolve(dataDir), "up.pid");
-  if (!existsSync(pidFile)) return false;
-  const pid = Number(readFileSync(pidFile, "utf8"));
-  if (!pid || !isAlive(pid)) {
-    rmSync(pidFile, { force: true });
-    return false;
+/** The pid of the `choreo up` recorded in `pidFile` when it still runs (same start time), else undefined. */
+function upPid(pidFile: string): number | undefined {
+  const [pid, start] = readFileSync(pidFile, "utf8").trim().split(" ");
+  const n = Number(pid);
+  if (!Number.isInteger(n) || n <= 0 || !isAlive(n)) return undefined;
+  // Recorded with its start time (since this version): a reused pid is another process.
+  return !start || processStartTime(n) === start ? n : undefined;
+}
+
+/** What `choreo down` did. */
+export interface DownReport {
+  /** The pid of the `choreo up` it stopped, when one ran. */
+  stopped?: number;
+  /** What of a cluster that did not stop it found and removed (processes, containers, namespaces, veths, bridges, chains, mounts, cgroups). */
+  removed: string[];
+  /** What it found but could not remove. */
+  remaining: string[];
+}
+
+/**
+ * Stops the cluster started from `dataDir` — SIGTERM to its `choreo up`,
+ * which stops everything — then sweeps what a cluster whose `choreo up` died
+ * left (its recorded processes, its nodes' network, containers, mounts and
+ * cgroups): also when no `choreo up` runs.
+ */
+export async function down(dataDir = DEFAULT_UP.dataDir, log: (line: string) => void = () => undefined): Promise<DownReport> {
+  const dir = path.resolve(dataDir);
+  const pidFile = path.join(dir, "up.pid");
+  let stopped: number | undefined;
+  const pid = existsSync(pidFile) ? upPid(pidFile) : undefined;
+  if (pid) {
+    process.kill(pid, "SIGTERM");
+    await waitFor(() => !isAlive(pid), { timeoutMs: 90_000, intervalMs: 100, message: `choreo up (pid ${pid}) to stop` });
+    stopped = pid;
   }
-  process.kill(pid, "SIGTERM");
-  await waitFor(() => !isAlive(pid), { timeoutMs: 60_000, message: `choreo up (pid ${pid}) to stop` });
-  return true;
+  const report = await sweep(dir, log);
+  rmSync(pidFile, { force: true });
+  return { stopped, ...report };
 }

@@ -3,20 +3,28 @@ import { readdirSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { signalController } from "@choreo/kit/lifecycle";
-import { DEFAULT_UP, down, up } from "./cluster.js";
+import { onAbort, signalController } from "@choreo/kit/lifecycle";
+import { DEFAULT_UP, down, up, type LocalCluster } from "./cluster.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../../..");
 
 const USAGE = `Usage: choreo up [--nodes N] [--runtime auto|docker|process] [--hollow-nodes N] [--no-examples]
                  [--data-dir DIR] [--host H] [--nats-port P] [--redis-port P] [--http-port P]
                  [--https-port P] [--grpc-port P] [--metrics-port P] [--images-dir DIR]
+                 [--node-prefix P] [--cluster-cidr CIDR] [--service-cidr CIDR]
 Brings up a local cluster in the foreground: nats-server, redis-server, the api, the scheduler,
-replication and endpoints actors, N real nodes (default 2; one node agent each, running pods as
-docker containers when an engine answers, else as namespaced processes) and, with --hollow-nodes,
-a node agent hosting hollow nodes. Builds the small local images it needs (no registry), then
-applies examples/ (a web app behind a NodePort Service, a sidecar pod). Ctrl-C or choreo down
-stops it and leaves no containers, namespaces, veths or firewall rules behind.`;
+replication and endpoints actors, N real nodes (default 2, named node-1 …; one node agent each,
+running pods as docker containers when an engine answers, else as namespaced processes; node i
+gets the i-th /24 of --cluster-cidr, default 10.244.0.0/16) and, with --hollow-nodes, a node agent
+hosting hollow nodes. Every process is supervised: restarted (1 s, 2 s … 30 s backoff) when it
+dies. Builds the small local images it needs (no registry), then applies examples/ (a web app
+behind a NodePort Service, a sidecar pod). Ctrl-C, SIGTERM or choreo down stops it and leaves no
+processes, containers, namespaces, veths, bridges, firewall rules, mounts or cgroups behind.
+
+Usage: choreo down [--data-dir DIR]
+Stops the cluster of DIR (default .choreo); when its choreo up died (kill -9, a crash), removes what
+that cluster left — its processes, and its nodes' containers, namespaces, veths, bridges, firewall
+chains, mounts and cgroups — and says what it removed.`;
 
 function port(v: string | undefined, dflt: number, name: string): number {
   if (v === undefined) return dflt;
@@ -42,6 +50,9 @@ export async function upCommand(argv: string[], out: (s: string) => void = conso
       nodes: { type: "string" },
       runtime: { type: "string" },
       "images-dir": { type: "string" },
+      "node-prefix": { type: "string" },
+      "cluster-cidr": { type: "string" },
+      "service-cidr": { type: "string" },
       "no-examples": { type: "boolean" },
       help: { type: "boolean", short: "h" },
     },
@@ -52,25 +63,43 @@ export async function upCommand(argv: string[], out: (s: string) => void = conso
   }
   const runtime = values.runtime ?? DEFAULT_UP.runtime;
   if (runtime !== "auto" && runtime !== "docker" && runtime !== "process") throw new Error(`--runtime must be auto, docker or process, not ${runtime}`);
+  const nodePrefix = values["node-prefix"] ?? DEFAULT_UP.nodePrefix;
+  // A node name is a DNS-1123 subdomain; the agent's names (bridges, chains) derive from it.
+  if (!/^[a-z0-9]([-a-z0-9.]*[a-z0-9-])?$/.test(nodePrefix)) throw new Error(`--node-prefix must be lower-case letters, digits, '-' or '.', got ${nodePrefix}`);
+  // The first Ctrl-C stops the cluster; a second one exits at once (what is left: choreo down).
   const ac = signalController();
-  const cluster = await up(
-    {
-      dataDir: values["data-dir"] ?? DEFAULT_UP.dataDir,
-      host: values.host ?? DEFAULT_UP.host,
-      natsPort: port(values["nats-port"], DEFAULT_UP.natsPort, "nats-port"),
-      redisPort: port(values["redis-port"], DEFAULT_UP.redisPort, "redis-port"),
-      httpPort: port(values["http-port"], DEFAULT_UP.httpPort, "http-port"),
-      httpsPort: port(values["https-port"], DEFAULT_UP.httpsPort, "https-port"),
-      grpcPort: port(values["grpc-port"], DEFAULT_UP.grpcPort, "grpc-port"),
-      metricsPort: port(values["metrics-port"], DEFAULT_UP.metricsPort, "metrics-port"),
-      hollowNodes: port(values["hollow-nodes"], DEFAULT_UP.hollowNodes, "hollow-nodes"),
-      nodes: port(values.nodes, DEFAULT_UP.nodes, "nodes"),
-      runtime,
-      imagesDir: values["images-dir"] ?? DEFAULT_UP.imagesDir,
-      examples: !values["no-examples"],
-    },
-    out,
-  );
+  let cluster: LocalCluster;
+  try {
+    cluster = await up(
+      {
+        dataDir: values["data-dir"] ?? DEFAULT_UP.dataDir,
+        host: values.host ?? DEFAULT_UP.host,
+        natsPort: port(values["nats-port"], DEFAULT_UP.natsPort, "nats-port"),
+        redisPort: port(values["redis-port"], DEFAULT_UP.redisPort, "redis-port"),
+        httpPort: port(values["http-port"], DEFAULT_UP.httpPort, "http-port"),
+        httpsPort: port(values["https-port"], DEFAULT_UP.httpsPort, "https-port"),
+        grpcPort: port(values["grpc-port"], DEFAULT_UP.grpcPort, "grpc-port"),
+        metricsPort: port(values["metrics-port"], DEFAULT_UP.metricsPort, "metrics-port"),
+        hollowNodes: port(values["hollow-nodes"], DEFAULT_UP.hollowNodes, "hollow-nodes"),
+        nodes: port(values.nodes, DEFAULT_UP.nodes, "nodes"),
+        nodePrefix,
+        clusterCidr: values["cluster-cidr"] ?? DEFAULT_UP.clusterCidr,
+        serviceCidr: values["service-cidr"],
+        runtime,
+        imagesDir: values["images-dir"] ?? DEFAULT_UP.imagesDir,
+        examples: !values["no-examples"],
+      },
+      out,
+      ac.signal,
+    );
+  } catch (err) {
+    // Interrupted while starting: up() stopped what it had started.
+    if (ac.signal.aborted) {
+      out("stopped");
+      return 130;
+    }
+    throw err;
+  }
   const o = cluster.opts;
   out(`choreo is up.
   API (https, kubectl): https://${o.host}:${o.httpsPort}
@@ -85,8 +114,8 @@ export async function upCommand(argv: string[], out: (s: string) => void = conso
   export KUBECONFIG=${cluster.kubeconfig}
   kubectl get namespaces        # or: choreo get namespaces
 Logs in ${o.dataDir}/logs. Ctrl-C (or choreo down) stops the cluster; data stays in ${o.dataDir}.`);
-  if (o.examples && o.nodes > 0) out(await applyExamples(cluster.kubeconfig));
-  await new Promise<void>((resolve) => ac.signal.addEventListener("abort", () => resolve(), { once: true }));
+  if (o.examples && o.nodes > 0 && !ac.signal.aborted) out(await applyExamples(cluster.kubeconfig, ac.signal));
+  await new Promise<void>((resolve) => onAbort(ac.signal, resolve));
   out("stopping…");
   await cluster.stop();
   out("stopped");
@@ -97,7 +126,7 @@ Logs in ${o.dataDir}/logs. Ctrl-C (or choreo down) stops the cluster; data stays
  * Applies examples/*.yaml with choreo itself (the user's path), waits until
  * the web app answers through its NodePort, and says how to reach it.
  */
-async function applyExamples(kubeconfig: string): Promise<string> {
+async function applyExamples(kubeconfig: string, signal: AbortSignal): Promise<string> {
   const choreo = path.join(ROOT, "services/cli/bin/choreo.js");
   const files = readdirSync(path.join(ROOT, "examples"))
     .filter((f) => f.endsWith(".yaml"))
@@ -109,7 +138,7 @@ async function applyExamples(kubeconfig: string): Promise<string> {
     );
   });
   let answer = "";
-  for (let i = 0; i < 120 && !answer; i++) {
+  for (let i = 0; i < 120 && !answer && !signal.aborted; i++) {
     try {
       const r = await fetch("http://127.0.0.1:30080/", { signal: AbortSignal.timeout(1_000) });
       if (r.ok) answer = (await r.text()).trim();
@@ -123,10 +152,19 @@ ${answer ? `The web app answers through its Service: curl http://127.0.0.1:30080
   kubectl logs sidecar -c reader -f`;
 }
 
-/** `choreo down`. */
+/** `choreo down`: stops the cluster, and removes what one whose `choreo up` died left. */
 export async function downCommand(argv: string[], out: (s: string) => void = console.log): Promise<number> {
-  const { values } = parseArgs({ args: argv, options: { "data-dir": { type: "string" } } });
-  const stopped = await down(values["data-dir"] ?? DEFAULT_UP.dataDir);
-  out(stopped ? "choreo stopped" : "no cluster is running");
-  return 0;
+  const { values } = parseArgs({ args: argv, options: { "data-dir": { type: "string" }, help: { type: "boolean", short: "h" } } });
+  if (values.help) {
+    out(USAGE.slice(USAGE.indexOf("Usage: choreo down")));
+    return 0;
+  }
+  const dataDir = path.resolve(values["data-dir"] ?? DEFAULT_UP.dataDir);
+  // node-setup's own log lines (pino JSON) go where choreo up's go: stderr.
+  const report = await down(dataDir, (line) => process.stderr.write(`${line}\n`));
+  if (report.stopped) out(`choreo stopped (choreo up, pid ${report.stopped})`);
+  if (report.removed.length > 0) out([`removed what a cluster that did not stop left (${dataDir}):`, ...report.removed.map((x) => `  ${x}`)].join("\n"));
+  if (report.remaining.length > 0) out([`could not remove:`, ...report.remaining.map((x) => `  ${x}`)].join("\n"));
+  if (!report.stopped && report.removed.length === 0 && report.remaining.length === 0) out(`no cluster is running from ${dataDir}; nothing of one is left`);
+  return report.remaining.length > 0 ? 1 : 0;
 }
