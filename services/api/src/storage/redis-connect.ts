@@ -49,5 +49,8 @@ export function connectRedis(url: string, opts: RedisConnectOptions = {}): Redis
     ...(s ? { sentinelPassword: s.password } : {}),
     // A failover is heard at once (+switch-master), not only at the next lost connection.
     failoverDetector: true,
+    // Asked again every 100 ms while the primary is away (a failover takes 1-3 s with a 1 s down-after), never given up.
+    sentinelRetryStrategy: () => 100,
+    retryStrategy: () => 100,
   });
 }
