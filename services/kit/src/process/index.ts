@@ -7,3 +7,5 @@ export { startNats, startRedis } from "./servers.js";
 export { startNatsCluster } from "./nats-cluster.js";
 export type { NatsClusterHandle, NatsClusterMember, NatsClusterOptions } from "./nats-cluster.js";
 export type { NatsHandle, NatsOptions, ServerHandle } from "./servers.js";
+export { startRedisHa } from "./redis-ha.js";
+export type { RedisHaHandle, RedisHaMember, RedisHaOptions } from "./redis-ha.js";

@@ -2,6 +2,15 @@
 // (real nats-server and redis-server on free ports, child processes that can
 // be killed -9 and restarted, polling helpers) re-exported for tests, and the
 // fakes only tests use.
-export { startProcess, freePort, waitFor, startNats, startNatsCluster, startRedis } from "../process/index.js";
-export type { ProcessOptions, ManagedProcess, NatsHandle, NatsClusterHandle, NatsClusterMember, ServerHandle } from "../process/index.js";
+export { startProcess, freePort, waitFor, startNats, startNatsCluster, startRedis, startRedisHa } from "../process/index.js";
+export type {
+  ProcessOptions,
+  ManagedProcess,
+  NatsHandle,
+  NatsClusterHandle,
+  NatsClusterMember,
+  RedisHaHandle,
+  RedisHaMember,
+  ServerHandle,
+} from "../process/index.js";
 export { FakeInformer } from "./fake-informer.js";
