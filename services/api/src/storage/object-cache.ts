@@ -236,11 +236,12 @@ export class ObjectCache {
       let v = t.entries.get(m);
       while (v && v.revision > at) v = v.prev;
       if (!v?.bytes || (opts.select && !opts.select(v.labels, v.fields))) continue;
+      // One more selected object after a full page: there is a next page (none after the last, as Kubernetes).
+      if (limit > 0 && items.length === limit) return { revision: at, items, next: last };
       items.push({ bytes: v.bytes, revision: v.revision });
       last = m;
-      if (limit > 0 && items.length === limit) break;
     }
-    return { revision: at, items, next: limit > 0 && items.length === limit ? last : undefined };
+    return { revision: at, items };
   }
 
   private sortedKeys(t: Table): string[] {
