@@ -53,6 +53,7 @@ const redis = connectRedis(config.redisUrl, {
   credentialsFile: process.env["CHOREO_REDIS_CREDENTIALS"],
   sentinelCredentialsFile: process.env["CHOREO_REDIS_SENTINEL_CREDENTIALS"],
   options: { maxRetriesPerRequest: 3, enableAutoPipelining: true },
+  signal: ac.signal,
 });
 // ioredis reconnects by itself; unheard, each failed try went to stderr as "[ioredis] Unhandled error event" with its stack.
 let redisErrorAt = 0;

@@ -33,12 +33,33 @@ export interface RedisConnectOptions {
   /** `default:password` of the sentinels (CHOREO_REDIS_SENTINEL_CREDENTIALS). */
   sentinelCredentialsFile?: string | undefined;
   options?: RedisOptions;
+  /** The process's shutdown: until it aborts, a client ioredis gave up on connects again. */
+  signal?: AbortSignal;
 }
 
 /** A connection to the one Redis, or to the primary the sentinels name. */
 export function connectRedis(url: string, opts: RedisConnectOptions = {}): Redis {
   const sentinel = parseSentinelUrl(url);
   if (!sentinel) return new Redis(redisConnectUrl(url, opts.credentialsFile), opts.options ?? {});
+  return keptConnected(sentinelClient(sentinel, opts), opts.signal);
+}
+
+/**
+ * Connects again when ioredis gives up (status end) while `signal` has not
+ * aborted: a connect that fails outright (not a refused one, which it
+ * retries) ends the client, and every later command would fail at once.
+ */
+function keptConnected(r: Redis, signal: AbortSignal | undefined): Redis {
+  r.on("end", () => {
+    if (signal?.aborted) return;
+    setTimeout(() => {
+      if (r.status === "end" && !signal?.aborted) r.connect().catch(() => undefined);
+    }, 100);
+  });
+  return r;
+}
+
+function sentinelClient(sentinel: NonNullable<ReturnType<typeof parseSentinelUrl>>, opts: RedisConnectOptions): Redis {
   const data = sentinel.credentials ?? (opts.credentialsFile ? readCredentials(opts.credentialsFile) : undefined);
   const s = opts.sentinelCredentialsFile ? readCredentials(opts.sentinelCredentialsFile) : undefined;
   return new Redis({
@@ -47,8 +68,9 @@ export function connectRedis(url: string, opts: RedisConnectOptions = {}): Redis
     name: sentinel.name,
     ...(data ? { username: data.user, password: data.password } : {}),
     ...(s ? { sentinelPassword: s.password } : {}),
-    // A failover is heard at once (+switch-master), not only at the next lost connection.
-    failoverDetector: true,
+    // No failoverDetector: its +switch-master disconnect, arriving while the client reconnects after losing the
+    // primary, ends the client for good ("Connection is closed.", status end). A killed or failed-over primary
+    // closes its connections, which is what the client follows.
     // Asked again every 100 ms while the primary is away (a failover takes 1-3 s with a 1 s down-after), never given up.
     sentinelRetryStrategy: () => 100,
     retryStrategy: () => 100,

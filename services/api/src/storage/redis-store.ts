@@ -40,14 +40,6 @@ interface Queued {
   reject(err: unknown): void;
 }
 
-/**
- * The object storage on Redis: with the relay, the only code that touches
- * Redis, every key from keys.ts. Every operation is one round trip: writes
- * are one Lua compare-and-set that also appends the change record; lists are
- * one Lua read consistent at the revision it returns. Writes arriving in one
- * turn of the event loop go to Redis together, in one Lua call per
- * {@link MAX_BATCH}: each still gets its own revision and its own answer.
- */
 export interface RedisStoreOptions {
   /**
    * The event log's last sequence as this replica knows it (its watch
@@ -82,6 +74,14 @@ function unavailable(err: unknown): unknown {
   return new ApiError(failure(503, "ServiceUnavailable", `the store is unavailable: ${msg.split("\n")[0]}`, { retryAfterSeconds: 1 }));
 }
 
+/**
+ * The object storage on Redis: with the relay, the only code that touches
+ * Redis, every key from keys.ts. Every operation is one round trip: writes
+ * are one Lua compare-and-set that also appends the change record; lists are
+ * one Lua read consistent at the revision it returns. Writes arriving in one
+ * turn of the event loop go to Redis together, in one Lua call per
+ * {@link MAX_BATCH}: each still gets its own revision and its own answer.
+ */
 export class RedisStore implements ObjectStorage {
   private queue: Queued[] = [];
 
@@ -108,7 +108,9 @@ export class RedisStore implements ObjectStorage {
   }
 
   async get(resource: string, namespace: string, name: string, opts: { unfenced?: boolean } = {}): Promise<Stored | undefined> {
-    const [v, r, rev] = await this.redis.choreoGetBuffer(2, objectKey(resource, namespace, name), REV_KEY);
+    const [v, r, rev] = await this.redis.choreoGetBuffer(2, objectKey(resource, namespace, name), REV_KEY).catch((err: unknown) => {
+      throw unavailable(err);
+    });
     if (!opts.unfenced) this.checkFloor(Number(rev.toString()));
     if (!v || !r) return undefined;
     return { bytes: v, revision: Number(r.toString()) };
@@ -177,15 +179,19 @@ export class RedisStore implements ObjectStorage {
     const max = ns ? `(${ns}0` : "+"; // "0" sorts right after "/"
     if (opts.after && (!ns || opts.after > min.slice(1))) min = `(${opts.after}`;
     const limit = opts.limit ?? 0;
-    const raw = await this.redis.choreoListBuffer(
-      2,
-      REV_KEY,
-      opts.index ? secondaryIndexKey(resource, opts.index.index, opts.index.value) : indexKey(resource),
-      min,
-      max,
-      limit,
-      objectKeyPrefix(resource),
-    );
+    const raw = await this.redis
+      .choreoListBuffer(
+        2,
+        REV_KEY,
+        opts.index ? secondaryIndexKey(resource, opts.index.index, opts.index.value) : indexKey(resource),
+        min,
+        max,
+        limit,
+        objectKeyPrefix(resource),
+      )
+      .catch((err: unknown) => {
+        throw unavailable(err);
+      });
     const revision = Number(raw[0]);
     this.checkFloor(revision);
     const items: Stored[] = [];

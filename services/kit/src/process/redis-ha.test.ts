@@ -20,7 +20,6 @@ describe("startRedisHa", () => {
       username: ha.credentials.user,
       password: ha.credentials.password,
       sentinelPassword: ha.sentinelCredentials.password,
-      failoverDetector: true,
       // Never give up (the defaults back off to 2 s / 1 s too, but say so).
       retryStrategy: () => 100,
       sentinelRetryStrategy: () => 100,
