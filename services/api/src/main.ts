@@ -100,7 +100,9 @@ const registry = createRegistry({
 const cache = new WatchCache({ nc, jsm, log: log.child({ subsystem: "watch-cache" }), capacity: config.watchCacheSize });
 registry.attachWatch({ cache, nc, jsm });
 // GETs and lists with a resourceVersion (and their next pages) from every object's state in memory (storage/object-cache.ts).
-const objectCache = config.objectCache ? new ObjectCache({ storage: store, watch: cache, log: log.child({ subsystem: "object-cache" }) }) : undefined;
+const objectCache = config.objectCache
+  ? new ObjectCache({ storage: store, watch: cache, log: log.child({ subsystem: "object-cache" }), registry: metrics })
+  : undefined;
 registry.store.objectCache = objectCache;
 registry.store.consistentListFromCache = config.consistentListFromCache;
 const recovery = new StoreRecovery({ redis, nc, jsm, registry: registry.store, log: log.child({ subsystem: "recovery" }) });

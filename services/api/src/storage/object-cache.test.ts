@@ -14,6 +14,7 @@ import { ApiError, unwrap, type AnyObject } from "@choreo/kit";
 import { WatchRequest, type Object as ApiObject, type ObjectList } from "@choreo/kit/gen/choreo/api/v1/api";
 import { fromKubeJson } from "@choreo/kit/kube-json";
 import { silentLogger } from "@choreo/kit/log";
+import { Registry as PromRegistry } from "prom-client";
 import { waitFor } from "@choreo/kit/testing";
 import { createGateway, type Gateway } from "../http/gateway.js";
 import { kubectlInstalled, kubectlRunner, writeKubeconfig } from "../http/testing/kubectl.js";
@@ -34,10 +35,12 @@ describe("object cache: reads at a revision from memory", () => {
   let oc: ObjectCache;
   let ac: AbortController;
   let running: Promise<void>;
+  let metrics: PromRegistry;
 
   const startCache = (): void => {
     ac = new AbortController();
-    oc = new ObjectCache({ storage: stack.store, watch: stack.cache, log: silentLogger(), compactEveryMs: 3_600_000 });
+    metrics = new PromRegistry();
+    oc = new ObjectCache({ storage: stack.store, watch: stack.cache, log: silentLogger(), compactEveryMs: 3_600_000, registry: metrics });
     stack.registry.store.objectCache = oc;
     running = oc.start(ac.signal);
   };
@@ -92,6 +95,12 @@ describe("object cache: reads at a revision from memory", () => {
       stack.registry.get({ resource: "configmaps", namespace: "default", name: "nope", resourceVersion: "0" }),
       (e) => statusCode(e) === 404,
     );
+    // Its metrics: the revision it holds, its objects, the reads it answered.
+    const text = await metrics.metrics();
+    assert.match(text, new RegExp(`choreo_api_object_cache_revision ${oc.revision}\n`));
+    assert.match(text, /choreo_api_object_cache_objects \d+/);
+    assert.match(text, /choreo_api_object_cache_reads_total\{verb="get",source="cache"\} [3-9]/);
+    assert.match(text, /choreo_api_object_cache_reads_total\{verb="list",source="cache"\} 1\n/);
   });
 
   it("a resourceVersion the cache has not reached: 504 ResourceVersionTooLarge after the wait (GET and LIST)", async () => {

@@ -1,6 +1,7 @@
 import { KINDS, kindOf, selectableFields } from "@choreo/kit";
 import { Object as ObjectMsg } from "@choreo/kit/gen/choreo/api/v1/api";
 import type { Logger } from "@choreo/kit/log";
+import { Counter, Gauge, type Registry } from "prom-client";
 import { sleep } from "@choreo/kit/lifecycle";
 import { member, type ObjectStorage, type Page, type Stored } from "./object-storage.js";
 import type { CachedEvent, WatchCache } from "./watch-cache.js";
@@ -40,6 +41,8 @@ export interface ObjectCacheOptions {
   historyMs?: number;
   /** How often the history is compacted: 5 s. */
   compactEveryMs?: number;
+  /** Where its metrics go (the api's /metrics): its revision, objects, and reads by verb and by who answered. */
+  registry?: Registry;
 }
 
 /** What a list from the cache selects, on what selection reads (labels, fields): nothing is decoded to decide. */
@@ -64,10 +67,41 @@ export class ObjectCache {
   private marks: { at: number; rev: number }[] = [];
   private readonly historyMs: number;
   private readonly compactEveryMs: number;
+  private readonly reads: Counter<"verb" | "source"> | undefined;
 
   constructor(private readonly opts: ObjectCacheOptions) {
     this.historyMs = opts.historyMs ?? 60_000;
     this.compactEveryMs = opts.compactEveryMs ?? 5_000;
+    if (!opts.registry) return;
+    // eslint-disable-next-line @typescript-eslint/no-this-alias -- the gauges' collect callbacks read the cache (their own `this` is the gauge)
+    const cache = this;
+    new Gauge({
+      name: "choreo_api_object_cache_revision",
+      help: "The revision whose state the object cache holds (-1 while it builds).",
+      registers: [opts.registry],
+      collect() {
+        this.set(cache.revision);
+      },
+    });
+    new Gauge({
+      name: "choreo_api_object_cache_objects",
+      help: "Objects the object cache holds.",
+      registers: [opts.registry],
+      collect() {
+        this.set(cache.size);
+      },
+    });
+    this.reads = new Counter({
+      name: "choreo_api_object_cache_reads_total",
+      help: "Reads that may be served from the object cache (a resourceVersion, a continued page of its list, a consistent list when enabled) by verb and by who answered (cache, store).",
+      labelNames: ["verb", "source"],
+      registers: [opts.registry],
+    });
+  }
+
+  /** Counts a read that could be served from the cache: by it, or by the store. */
+  countRead(verb: "get" | "list", source: "cache" | "store"): void {
+    this.reads?.inc({ verb, source });
   }
 
   /** The revision whose state the cache holds; -1 while it is (re)building. */

@@ -312,9 +312,13 @@ export class GenericStore {
   /** A GET with a resourceVersion from the object cache once it reached it; undefined when the cache is not ready (the store answers). */
   private async getCached(info: KindInfo, namespace: string, name: string, want: number): Promise<AnyObject | undefined> {
     const cache = this.objectCache;
-    if (!cache || cache.revision < 0) return undefined;
+    if (!cache || cache.revision < 0) {
+      cache?.countRead("get", "store");
+      return undefined;
+    }
     if (want > 0 && !(await cache.waitFor(want, this.cacheWaitMs))) throw tooLargeResourceVersion(want, cache.revision);
     const r = cache.get(info.resource, info.namespaced ? namespace : "", name);
+    cache.countRead("get", r ? "cache" : "store");
     if (!r) return undefined;
     if (!r.found) throw notFound(info.resource, name, info.group);
     return this.decode(info, r.found);
@@ -368,11 +372,15 @@ export class GenericStore {
       const current = await this.storage.currentRevision();
       if (!(await cache.waitFor(current, this.cacheWaitMs))) {
         this.log.debug({ current, cache: cache.revision }, "object cache behind the store; consistent list from the store");
+        cache.countRead("list", "store");
         return undefined;
       }
     } else {
       const want = parseRevision(q.rv);
-      if (!ready) return undefined;
+      if (!ready) {
+        cache?.countRead("list", "store");
+        return undefined;
+      }
       if (want > 0 && !(await cache.waitFor(want, this.cacheWaitMs))) throw tooLargeResourceVersion(want, cache.revision);
       if (q.match === "Exact") at = want;
     }
@@ -385,8 +393,10 @@ export class GenericStore {
     });
     if (page === undefined) {
       if (q.token) throw expired(CONTINUE_EXPIRED);
+      cache?.countRead("list", "store");
       return undefined;
     }
+    cache?.countRead("list", "cache");
     if (page === "expired") {
       if (q.token) throw expired(CONTINUE_EXPIRED);
       throw expired(`too old resource version: ${at} (${cache?.compactedRevision})`);
