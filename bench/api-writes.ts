@@ -4,7 +4,9 @@
 // and JetStream numbers on the same machine; then the HTTP gateway's create,
 // get and list in Kubernetes JSON and in Kubernetes protobuf (transcoded to
 // JSON at the gateway). Prints its figures.
-//   npm run bench:api [-- --ops 4000 --concurrency 256 --phases raw,api,gateway --replicas 1,2]
+//   npm run bench:api [-- --ops 4000 --concurrency 256 --phases raw,api,gateway,durability --replicas 1,2]
+// The durability phase (not run by default): creates per second and latency on one Redis (today's setup) and on a
+// primary + 2 replicas + 3 Sentinels with each write durability (local, replica: WAIT 1, log: answered once in the event log).
 // To profile the api: CHOREO_API_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" (see startCluster).
 import http from "node:http";
 import { parseArgs } from "node:util";
@@ -15,7 +17,7 @@ import { connectBus, EVENT_STREAM } from "@choreo/kit/bus";
 import { fromKubeJson } from "@choreo/kit/kube-json";
 import { unwrap } from "@choreo/kit";
 import { decodeObject, encodeObject, PROTOBUF, type KubeJson } from "@choreo/kit/kube-proto";
-import { startNats, startRedis } from "@choreo/kit/testing";
+import { startNats, startRedis, startRedisHa, type RedisHaHandle } from "@choreo/kit/testing";
 import { startCluster, type TestCluster } from "@choreo/integration-tests/support/cluster";
 import { cpuMs } from "./proc-cpu.js";
 
@@ -26,6 +28,7 @@ const { values } = parseArgs({
     seconds: { type: "string", default: "5" },
     phases: { type: "string", default: "raw,api,gateway" },
     replicas: { type: "string", default: "1,2" },
+    durability: { type: "string", default: "single,local,replica,log" },
   },
 });
 const OPS = Number(values.ops);
@@ -341,6 +344,37 @@ async function gatewayPhase(): Promise<void> {
   }
 }
 
+/** Creates through one api replica on a single Redis ("single") or on Redis with Sentinels under a write durability. */
+async function durabilityPhase(mode: string): Promise<void> {
+  const ha: RedisHaHandle | undefined = mode === "single" ? undefined : await startRedisHa({ replicas: 2, sentinels: 3 });
+  const env: Record<string, string> = { CHOREO_LOG_LEVEL: "error" };
+  if (ha)
+    Object.assign(env, {
+      CHOREO_REDIS_URL: ha.url,
+      CHOREO_REDIS_CREDENTIALS: ha.credentialsFile,
+      CHOREO_REDIS_SENTINEL_CREDENTIALS: ha.sentinelCredentialsFile,
+      CHOREO_WRITE_DURABILITY: mode,
+    });
+  const c = await startCluster({ apis: 1, env });
+  try {
+    const conns = await Promise.all(Array.from({ length: 4 }, (_, i) => connectBus(c.nats.url, `bench-${i}`)));
+    const clients = conns.map((nc) => new ApiClient(nc, { timeoutMs: 60_000, token: c.token }));
+    await closedLoop(clients, 500, 64, (api, i) => api.create(event("warm", i)));
+    const cpu0 = cpuMs(c.apis[0]!.process.pid);
+    const creates = await closedLoop(clients, OPS, CONC, (api, i) => api.create(event(`dur-${mode}`, i)));
+    const cpu = cpuMs(c.apis[0]!.process.pid) - cpu0;
+    const lat = await paced(clients[0]!, 200, PACED_SECONDS, `dur-paced-${mode}`);
+    const label = mode === "single" ? "one Redis, local (today)" : `primary + 2 replicas + 3 sentinels, durability ${mode}`;
+    console.log(
+      `[durability: ${label}] create: ${creates.rate.toFixed(0)}/s  p50 ${fmt(pct(creates.lat, 50))}  p99 ${fmt(pct(creates.lat, 99))} (concurrency ${CONC}, ${OPS} ops)  api CPU ${((cpu * 1000) / OPS).toFixed(0)} µs/write;  paced 200/s: p50 ${fmt(pct(lat, 50))}  p99 ${fmt(pct(lat, 99))}`,
+    );
+    await Promise.all(conns.map((nc) => nc.close()));
+  } finally {
+    await c.stop();
+    await ha?.stop();
+  }
+}
+
 const phases = new Set(values.phases.split(","));
 console.log(`choreo api write benchmark — ${new Date().toISOString()} — node ${process.version}`);
 if (phases.has("raw")) await rawPhase();
@@ -348,3 +382,4 @@ if (phases.has("api")) {
   for (const n of values.replicas.split(",")) await apiPhase(Number(n));
 }
 if (phases.has("gateway")) await gatewayPhase();
+if (phases.has("durability")) for (const mode of values.durability.split(",")) await durabilityPhase(mode);
