@@ -182,20 +182,36 @@ function leftovers(node: string, uids: string[], data: string): string[] {
   return out;
 }
 
+/** What to read when a step fails: choreo up's output and the api's log, their ends. */
+function diagnosis(up: Up, data: string): string {
+  const api = path.join(data, "logs", "api.log");
+  const apiLog = existsSync(api) ? readFileSync(api, "utf8").split("\n").slice(-30).join("\n") : "(no api log)";
+  return `choreo up:\n${up.output().slice(-4000)}\napi.log:\n${apiLog.slice(-6000)}`;
+}
+
 /** Creates a busybox pod that sleeps and waits until it runs; returns its uid. */
-async function runPod(kubeconfig: string, dir: string, name: string): Promise<string> {
+async function runPod(up: Up, data: string, dir: string, name: string): Promise<string> {
+  const kubeconfig = path.join(data, "kubeconfig");
   const file = path.join(dir, `${name}.yaml`);
   writeFileSync(
     file,
     `apiVersion: v1\nkind: Pod\nmetadata:\n  name: ${name}\nspec:\n  terminationGracePeriodSeconds: 2\n  containers:\n  - name: c\n    image: busybox\n    command: ["sleep", "3600"]\n`,
   );
-  const applied = await run("kubectl", ["apply", "-f", file], kubeconfig);
-  assert.equal(applied.code, 0, applied.stderr);
+  // Retried: a supervised api may be restarting (seen once on a loaded machine: connection refused just after "choreo is up").
+  let last = "";
+  await waitFor(
+    async () => {
+      const applied = await run("kubectl", ["apply", "-f", file], kubeconfig);
+      last = applied.stderr;
+      return applied.code === 0;
+    },
+    { timeoutMs: 60_000, intervalMs: 1_000, message: `pod ${name} created` },
+  ).catch((err: Error) => assert.fail(`${err.message}: ${last}\n${diagnosis(up, data)}`));
   await waitFor(async () => (await run("kubectl", ["get", "pod", name, "-o", "jsonpath={.status.phase}"], kubeconfig)).stdout === "Running", {
     timeoutMs: 120_000,
     intervalMs: 500,
     message: `pod ${name} Running`,
-  });
+  }).catch((err: Error) => assert.fail(`${err.message}\n${diagnosis(up, data)}`));
   return (await run("kubectl", ["get", "pod", name, "-o", "jsonpath={.metadata.uid}"], kubeconfig)).stdout.trim();
 }
 
@@ -280,8 +296,7 @@ describe("operating choreo up", () => {
       const { args, node } = realNodeArgs();
       const up = await startUp(dir, await upArgs(data, args));
       ups.push(up);
-      const kubeconfig = path.join(data, "kubeconfig");
-      const uid = await runPod(kubeconfig, dir, "sleeper");
+      const uid = await runPod(up, data, dir, "sleeper");
       assert.ok(clusterProcesses(data).length >= 7, "choreo up, nats-server, redis-server, the api, the node agent and the controllers");
       assert.ok(existsSync(`/run/netns/${NAMES.netns(uid)}`), "the pod's network namespace");
 
@@ -313,12 +328,11 @@ describe("operating choreo up", () => {
       const data = path.join(dir, "data");
       const { args, node } = realNodeArgs();
       const upArgv = await upArgs(data, args);
-      const kubeconfig = path.join(data, "kubeconfig");
 
       // 1. choreo up alone dies: its children run on, orphaned.
       const first = await startUp(dir, upArgv);
       ups.push(first);
-      const uid1 = await runPod(kubeconfig, dir, "first");
+      const uid1 = await runPod(first, data, dir, "first");
       first.child.kill("SIGKILL");
       await first.exited;
       const orphans = clusterProcesses(data);
@@ -337,7 +351,7 @@ describe("operating choreo up", () => {
       //    process, namespace, veth, the node's bridge, chains, mounts and cgroups stay behind.
       const second = await startUp(dir, upArgv);
       ups.push(second);
-      const uid2 = await runPod(kubeconfig, dir, "second");
+      const uid2 = await runPod(second, data, dir, "second");
       const podPids = execFileSync("ip", ["netns", "pids", NAMES.netns(uid2)], { encoding: "utf8" })
         .trim()
         .split("\n")
