@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { Redis } from "ioredis";
-import { startRedis, type ServerHandle } from "@choreo/kit/testing";
+import { startRedis, waitFor, type ServerHandle } from "@choreo/kit/testing";
 import { MEMBERS_KEY, RedisMembership } from "./membership.js";
 
 describe("api membership in Redis", () => {
@@ -24,8 +24,8 @@ describe("api membership in Redis", () => {
   it("lists the live replicas, drops an expired one, takes it back when it renews, and forgets one that left", async () => {
     const a = new RedisMembership(redis, { ip: "192.0.2.10", port: 6443 }, { renewMs: 100, ttlMs: 60_000 });
     const b = new RedisMembership(redis, { ip: "192.0.2.9", port: 6443 }, { renewMs: 100, ttlMs: 60_000 });
-    // Short-lived: expires 300 ms after each renewal.
-    const c = new RedisMembership(redis, { ip: "192.0.2.10", port: 6444 }, { renewMs: 100, ttlMs: 300 });
+    // Short-lived: expires 2 s after each renewal (300 ms was too short for the checks below on a loaded machine).
+    const c = new RedisMembership(redis, { ip: "192.0.2.10", port: 6444 }, { renewMs: 100, ttlMs: 2_000 });
     await Promise.all([a.renew(), b.renew(), c.renew()]);
     const all = [
       { ip: "192.0.2.9", port: 6443 },
@@ -35,7 +35,7 @@ describe("api membership in Redis", () => {
     assert.deepEqual(await a.members(), all);
     assert.deepEqual(await b.members(), all, "every replica computes the same list");
 
-    await new Promise((r) => setTimeout(r, 400));
+    await waitFor(async () => (await a.members()).length === 2, { timeoutMs: 10_000, message: "c expired" });
     assert.deepEqual(await a.members(), all.slice(0, 2), "c expired");
     assert.equal(await redis.hexists(MEMBERS_KEY, "192.0.2.10:6444"), 0, "and removed from the hash");
     assert.deepEqual(await c.members(), all, "c still counts itself");
