@@ -6,7 +6,9 @@ import { ApiClient as GrpcClient, ListRequest, WatchRequest, type Object as ApiO
 import { Status } from "@choreo/kit/gen/choreo/meta/v1/meta";
 import { fromKubeJson } from "@choreo/kit/kube-json";
 import { silentLogger } from "@choreo/kit/log";
+import { waitFor } from "@choreo/kit/testing";
 import { startStack, type Stack } from "../testing/stack.js";
+import { ObjectCache } from "../storage/object-cache.js";
 import { GrpcTransport, STATUS_METADATA_KEY } from "./serve-grpc.js";
 import { Authenticator } from "../auth/authenticate.js";
 import { AuthorizerChain } from "../auth/authorize.js";
@@ -136,5 +138,42 @@ describe("gRPC transport", () => {
       events.map((e) => e.type),
       ["ADDED", "DELETED"],
     );
+  });
+
+  it("get and list pass resourceVersion and resourceVersionMatch: answered by the object cache", async () => {
+    const cacheAc = new AbortController();
+    const oc = new ObjectCache({ storage: s.store, watch: s.cache, log: silentLogger() });
+    const cacheRunning = oc.start(cacheAc.signal);
+    s.registry.store.objectCache = oc;
+    try {
+      const obj = fromKubeJson({
+        apiVersion: "v1",
+        kind: "Pod",
+        metadata: { name: "g-cache", namespace: "default" },
+        spec: { containers: [{ name: "c", image: "i" }] },
+      });
+      await new Promise<ApiObject>((res, rej) => client.create({ object: obj, dryRun: false }, md(), (e, r) => (e ? rej(e) : res(r))));
+      const rev = await s.store.currentRevision();
+      await waitFor(() => oc.revision >= rev, { timeoutMs: 30_000, message: "the cache caught up" });
+      const got = await new Promise<ApiObject>((res, rej) =>
+        client.get({ resource: "pods", namespace: "default", name: "g-cache", resourceVersion: "0" }, md(), (e, r) => (e ? rej(e) : res(r))),
+      );
+      assert.equal(got.kind?.value.metadata?.name, "g-cache");
+      // Only the cache answers a revision it has not reached with 504 (the store would answer the pod).
+      s.registry.store.cacheWaitMs = 100;
+      const far = await new Promise<grpc.ServiceError>((res) =>
+        client.get({ resource: "pods", namespace: "default", name: "g-cache", resourceVersion: String(rev + 1_000) }, md(), (e) => res(e as grpc.ServiceError)),
+      );
+      assert.equal(Status.decode(far.metadata.get(STATUS_METADATA_KEY)[0] as Buffer).code, 504);
+      const bad = await new Promise<grpc.ServiceError>((res) =>
+        client.list(ListRequest.fromPartial({ resource: "pods", resourceVersionMatch: "Exact" }), md(), (e) => res(e as grpc.ServiceError)),
+      );
+      assert.equal(Status.decode(bad.metadata.get(STATUS_METADATA_KEY)[0] as Buffer).code, 422);
+    } finally {
+      s.registry.store.cacheWaitMs = 3_000;
+      s.registry.store.objectCache = undefined;
+      cacheAc.abort();
+      await cacheRunning;
+    }
   });
 });
