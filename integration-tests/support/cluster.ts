@@ -18,7 +18,17 @@ import { ApiClient } from "@choreo/kit/client";
 import { Informer } from "@choreo/kit/informer";
 import { silentLogger } from "@choreo/kit/log";
 import { jetstreamManager } from "@nats-io/jetstream";
-import { freePort, startNats, startProcess, startRedis, waitFor, type ManagedProcess, type ServerHandle } from "@choreo/kit/testing";
+import {
+  freePort,
+  startNats,
+  startNatsCluster,
+  startProcess,
+  startRedis,
+  waitFor,
+  type ManagedProcess,
+  type NatsClusterHandle,
+  type ServerHandle,
+} from "@choreo/kit/testing";
 import { metaOf, unwrap } from "@choreo/kit";
 import type { Endpoints } from "@choreo/kit/gen/choreo/core/v1/core";
 
@@ -38,7 +48,10 @@ export interface ApiProcess {
 /** nats-server, redis-server and N api processes, with a client. */
 export interface TestCluster {
   dir: string;
+  /** nats-server, or the NATS cluster as one (its url lists every member). */
   nats: ServerHandle;
+  /** The NATS cluster when started with `natsCluster` (its members: kill one, restart it). */
+  natsCluster?: NatsClusterHandle;
   redis: ServerHandle;
   apis: ApiProcess[];
   nc: NatsConnection;
@@ -115,7 +128,13 @@ async function healthz(port: number): Promise<boolean> {
  * (the profile is written when the api exits on its stop).
  */
 export async function startCluster(
-  opts: { apis?: number; env?: Record<string, string>; actors?: { name: string; env?: Record<string, string>; args?: string[]; as?: string }[] } = {},
+  opts: {
+    apis?: number;
+    env?: Record<string, string>;
+    actors?: { name: string; env?: Record<string, string>; args?: string[]; as?: string }[];
+    /** A NATS cluster of this many servers instead of one nats-server (each member's log is `nats-<i>.log`). */
+    natsCluster?: number;
+  } = {},
 ): Promise<TestCluster> {
   const dir = mkdtempSync(path.join(os.tmpdir(), "choreo-it-"));
   // What is started so far: a failed start stops it all, or its processes would keep the test file alive until its timeout.
@@ -130,8 +149,10 @@ export async function startCluster(
 }
 
 async function bringUp(dir: string, opts: Parameters<typeof startCluster>[0] & object, started: { stop(): Promise<unknown> }[]): Promise<TestCluster> {
+  const natsCluster = opts.natsCluster ? await startNatsCluster({ size: opts.natsCluster, dir: path.join(dir, "nats"), logDir: dir }) : undefined;
+  if (natsCluster) started.push(natsCluster);
   const [nats, redis] = await Promise.all([
-    startNats({ dir: path.join(dir, "nats") }).then((s) => (started.push(s), s)),
+    natsCluster ?? startNats({ dir: path.join(dir, "nats") }).then((s) => (started.push(s), s)),
     startRedis({ dir: path.join(dir, "redis") }).then((s) => (started.push(s), s)),
   ]);
   const nc = await connectBus(nats.url, "integration-test");
@@ -243,6 +264,7 @@ async function bringUp(dir: string, opts: Parameters<typeof startCluster>[0] & o
   return {
     dir,
     nats,
+    natsCluster,
     redis,
     apis,
     nc,

@@ -69,6 +69,14 @@ export function onReconnect(nc: NatsConnection, fn: () => void): () => void {
 }
 
 /**
+ * The idle heartbeat a consumer's server sends while nothing is delivered;
+ * two missed and the consumer is made again (its server died, the
+ * connection to another stayed up). nats.js's default is half the pull's
+ * 30 s expiry: 30 s and more without events after a NATS cluster member died.
+ */
+export const CONSUMER_HEARTBEAT_MS = 2_000;
+
+/**
  * Every change after `fromRevision` matching `filter`, in revision order,
  * then live changes until the signal aborts. Throws a 410 Expired ApiError
  * when the log no longer holds revision fromRevision+1. On a connection that
@@ -78,7 +86,11 @@ export function onReconnect(nc: NatsConnection, fn: () => void): () => void {
  * restart), the consumer starts again after the last message it delivered:
  * nats.js's own pull consumer only notices that its consumer and pull died
  * with the server once the pull expires and heartbeats are missed (30 s and
- * more, longer on a quiet subject).
+ * more, longer on a quiet subject). On a NATS cluster the consumer (one
+ * replica) lives on one server, not always the one connected to: when that
+ * server dies the connection stays up and only the consumer's idle
+ * heartbeats stop. Two missed (every CONSUMER_HEARTBEAT_MS) start it again
+ * the same way, on a server that runs.
  */
 export async function* consumeEvents(opts: ConsumeOptions): AsyncGenerator<WatchEvent> {
   await checkAnswerable(opts.jsm, opts.fromRevision);
@@ -100,8 +112,16 @@ export async function* consumeEvents(opts: ConsumeOptions): AsyncGenerator<Watch
       await sleep(500, opts.signal);
       continue;
     }
-    const messages = await consumer.consume({ max_messages: 512 });
+    const messages = await consumer.consume({ max_messages: 512, idle_heartbeat: CONSUMER_HEARTBEAT_MS });
     let reconnected = false;
+    void (async () => {
+      for await (const s of messages.status()) {
+        if (s.type !== "heartbeats_missed") continue;
+        reconnected = true;
+        void messages.close();
+        return;
+      }
+    })().catch(() => undefined);
     // The signal may have aborted while the consumer was being made: then stop at once.
     const unlisten = onAbort(opts.signal, () => void messages.close());
     const stopWatching = onReconnect(opts.nc, () => {

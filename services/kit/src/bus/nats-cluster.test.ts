@@ -66,16 +66,29 @@ describe("the event stream on a 3-server NATS cluster (R3)", () => {
   it("kill -9 of the stream's leader while publishing: acknowledged again, nothing lost or twice, in order; the killed server catches up", async () => {
     const js = jetstream(nc, { timeout: 2_000 });
     const seen: number[] = [];
+    // As an informer: a watch that failed (no stream leader for a moment) starts again after the last revision it delivered.
     void (async () => {
-      for await (const ev of consumeEvents({ nc, jsm, filter: ALL_EVENTS, fromRevision: 0, signal: ac.signal })) seen.push(ev.revision);
-    })().catch(() => undefined);
+      while (!ac.signal.aborted) {
+        try {
+          for await (const ev of consumeEvents({ nc, jsm, filter: ALL_EVENTS, fromRevision: seen.at(-1) ?? 0, signal: ac.signal })) seen.push(ev.revision);
+        } catch {
+          await new Promise((r) => setTimeout(r, 500));
+        }
+      }
+    })();
 
     /** The revision stored at `seq`, asked until the stream answers. */
     const storedAt = async (seq: number): Promise<number> =>
-      waitFor(async () => decodeEvent((await jsm.streams.getMessage(EVENT_STREAM, { seq })).data).revision, {
-        timeoutMs: 60_000,
-        message: `the stream's message ${seq}`,
-      });
+      waitFor(
+        async () => {
+          const m = await jsm.streams.getMessage(EVENT_STREAM, { seq });
+          return m ? decodeEvent(m.data).revision : undefined;
+        },
+        {
+          timeoutMs: 60_000,
+          message: `the stream's message ${seq}`,
+        },
+      );
     let last = 0;
     let killed: { name: string; at: number } | undefined;
     let firstAckAfterKill = 0;

@@ -8,7 +8,7 @@ import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { randomSecret, withCredentials, writeCredentials, type NatsPermissions, type NatsUser } from "../secrets/secrets.js";
-import { freePort, waitFor, type ManagedProcess } from "./process.js";
+import { freePort, type ManagedProcess } from "./process.js";
 import { startServer, writeNatsConf, type ServerHandle, type StartedServer } from "./servers.js";
 
 /** Options of {@link startNatsCluster}. */
@@ -77,10 +77,16 @@ export async function startNatsCluster(opts: NatsClusterOptions = {}): Promise<N
   writeCredentials(credentialsFile, users[0]!);
   // Routes log in too: a server that does not know this password cannot join (nor read the cluster's traffic).
   const route = { user: "route", password: randomSecret() };
-  const ports = await Promise.all(Array.from({ length: size }, async () => ({ client: await freePort(), cluster: await freePort() })));
-  const routes = ports.map((p) => withCredentials(`nats-route://127.0.0.1:${p.cluster}`, route));
-  const block = (i: number): string => clusterBlock(`nats-${i}`, clusterName, ports[i]!.cluster, route, routes);
-  const started: StartedServer[] = [];
+  let ports: { client: number; cluster: number }[] = [];
+  const block = (i: number): string =>
+    clusterBlock(
+      `nats-${i}`,
+      clusterName,
+      ports[i]!.cluster,
+      route,
+      ports.map((p) => withCredentials(`nats-route://127.0.0.1:${p.cluster}`, route)),
+    );
+  let started: StartedServer[] = [];
   const launchMember = (i: number): Promise<StartedServer> =>
     startServer(
       {
@@ -97,16 +103,35 @@ export async function startNatsCluster(opts: NatsClusterOptions = {}): Promise<N
       },
       { dir: path.join(dir, `nats-${i}`), port: ports[i]!.client, users, logFile: opts.logDir ? path.join(opts.logDir, `nats-${i}.log`) : undefined },
     );
-  const metaLeaderKnown = (s: StartedServer, name: string): Promise<unknown> =>
-    waitFor(() => META_LEADER.test(s.process().output()), { timeoutMs: 60_000, message: `${name} to know the JetStream metadata leader` });
-  try {
-    // All at once: the meta group elects a leader only once a quorum of them runs.
-    await Promise.all(ports.map((_, i) => launchMember(i).then((s) => (started[i] = s))));
-    await Promise.all(started.map((s, i) => metaLeaderKnown(s, `nats-${i}`)));
-  } catch (err) {
-    await Promise.all(started.filter(Boolean).map((s) => s.stop().catch(() => undefined)));
-    if (owned) rmSync(dir, { recursive: true, force: true });
-    throw err;
+  const metaLeaderKnown = async (s: StartedServer, name: string, timeoutMs = 60_000): Promise<void> => {
+    const deadline = Date.now() + timeoutMs;
+    while (!META_LEADER.test(s.process().output())) {
+      // It says "ready" before it listens for routes: a cluster port taken meanwhile ends it after that.
+      if (!s.process().isRunning()) throw new Error(`${name} exited: ${s.process().output().slice(-500)}`);
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${name} to know the JetStream metadata leader: ${s.process().output().slice(-500)}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  };
+  for (let attempt = 1; ; attempt++) {
+    ports = await Promise.all(Array.from({ length: size }, async () => ({ client: await freePort(), cluster: await freePort() })));
+    started = [];
+    try {
+      // All at once: the meta group elects a leader only once a quorum of them runs.
+      await Promise.all(ports.map((_, i) => launchMember(i).then((s) => (started[i] = s))));
+      await Promise.all(started.map((s, i) => metaLeaderKnown(s, `nats-${i}`, 30_000)));
+      break;
+    } catch (err) {
+      await Promise.all(started.filter(Boolean).map((s) => s.stop().catch(() => undefined)));
+      // A port taken by another test between freePort and the listen, or no metadata leader (seen 3 times in a row on
+      // a loaded machine, never reproduced alone): new ports and stores, up to three times.
+      const clash = /EADDRINUSE|address already in use|exited|metadata leader/i.test(String((err as Error).message));
+      if (clash && attempt < 3) {
+        for (let i = 0; i < size; i++) rmSync(path.join(dir, `nats-${i}`), { recursive: true, force: true });
+        continue;
+      }
+      if (owned) rmSync(dir, { recursive: true, force: true });
+      throw err;
+    }
   }
   const members: NatsClusterMember[] = started.map((s, i) => ({
     ...s,
