@@ -41,7 +41,48 @@ export interface RedisConnectOptions {
 export function connectRedis(url: string, opts: RedisConnectOptions = {}): Redis {
   const sentinel = parseSentinelUrl(url);
   if (!sentinel) return new Redis(redisConnectUrl(url, opts.credentialsFile), opts.options ?? {});
-  return keptConnected(sentinelClient(sentinel, opts), opts.signal);
+  const clients = new Set<Redis>();
+  const keep = (r: Redis): Redis => {
+    clients.add(r);
+    keptConnected(r, opts.signal);
+    r.on("end", () => opts.signal?.aborted && clients.delete(r));
+    // A duplicate (the relay's blocking reader) follows failovers too.
+    const duplicate = r.duplicate.bind(r);
+    r.duplicate = (override?: Partial<RedisOptions>) => keep(duplicate(override));
+    return r;
+  };
+  const main = keep(sentinelClient(sentinel, opts));
+  watchSwitchMaster(sentinel, opts, clients);
+  return main;
+}
+
+/**
+ * Hears the sentinels' +switch-master for our primary and makes every
+ * client connect again (to the new primary): a primary that hangs
+ * (SIGSTOP, a frozen VM) keeps its connections open, and without this the
+ * clients would wait on it — every request hanging — until it woke up.
+ * (ioredis' own failoverDetector does this too, but ends a client that is
+ * reconnecting at that moment: see sentinelClient.)
+ */
+function watchSwitchMaster(sentinel: NonNullable<ReturnType<typeof parseSentinelUrl>>, opts: RedisConnectOptions, clients: Set<Redis>): void {
+  const s = opts.sentinelCredentialsFile ? readCredentials(opts.sentinelCredentialsFile) : undefined;
+  let i = 0;
+  const listen = (): void => {
+    if (opts.signal?.aborted) return;
+    const at = sentinel.sentinels[i++ % sentinel.sentinels.length]!;
+    const sub = new Redis({ host: at.host, port: at.port, ...(s ? { password: s.password } : {}), retryStrategy: () => null, maxRetriesPerRequest: 0 });
+    sub.on("error", () => undefined);
+    // Lost (that sentinel gone): the next one, a moment later.
+    sub.on("end", () => setTimeout(listen, 500));
+    opts.signal?.addEventListener("abort", () => sub.disconnect(), { once: true });
+    sub.on("message", (_channel: string, message: string) => {
+      // "<master name> <old ip> <old port> <new ip> <new port>"
+      if (message.split(" ")[0] !== sentinel.name) return;
+      for (const c of clients) if (c.status === "ready") c.disconnect(true);
+    });
+    sub.subscribe("+switch-master").catch(() => sub.disconnect());
+  };
+  listen();
 }
 
 /**

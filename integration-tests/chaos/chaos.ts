@@ -1,0 +1,293 @@
+// The chaos suite's cluster, faults and checks. The cluster: a 3-server NATS
+// cluster with the event stream replicated (R3), Redis as a primary, two
+// replicas and three Sentinels, two api replicas with write durability
+// "log", the scheduler, replication and endpoints actors, and hollow node
+// agents. Each fault is struck while an RC is being scaled and a writer
+// creates ConfigMaps; once it has cleared, the checks: converged (the RC's
+// pods ready, exactly as many as asked, each owned by it, the Service's
+// Endpoints listing exactly them), no acknowledged write lost, stream
+// sequence == revision, and no node taken for failed.
+import assert from "node:assert/strict";
+import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
+import { Redis } from "ioredis";
+import { unwrap } from "@choreo/kit";
+import { EVENT_STREAM, streamState } from "@choreo/kit/bus";
+import type { Object as ApiObject } from "@choreo/kit/gen/choreo/api/v1/api";
+import type { Endpoints, Pod, ReplicationController } from "@choreo/kit/gen/choreo/core/v1/core";
+import { fromKubeJson } from "@choreo/kit/kube-json";
+import { startRedisHa, waitFor, type RedisHaHandle } from "@choreo/kit/testing";
+import { startCluster, type TestCluster } from "../support/cluster.js";
+
+export interface ChaosCluster {
+  c: TestCluster;
+  ha: RedisHaHandle;
+  jsm: JetStreamManager;
+  /** A sentinel-aware client of the Redis primary (for the revision). */
+  redis: Redis;
+  nodes: number;
+  stop(): Promise<void>;
+}
+
+export async function startChaosCluster(opts: { nodes?: number } = {}): Promise<ChaosCluster> {
+  const nodes = opts.nodes ?? 3;
+  const ha = await startRedisHa({ replicas: 2, sentinels: 3 });
+  let c: TestCluster | undefined;
+  try {
+    c = await startCluster({
+      apis: 2,
+      natsCluster: 3,
+      env: {
+        CHOREO_REDIS_URL: ha.url,
+        CHOREO_REDIS_CREDENTIALS: ha.credentialsFile,
+        CHOREO_REDIS_SENTINEL_CREDENTIALS: ha.sentinelCredentialsFile,
+        CHOREO_WRITE_DURABILITY: "log",
+        CHOREO_EVENT_REPLICAS: "3",
+      },
+      actors: [
+        { name: "node-agent", env: { CHOREO_HOLLOW_NODES: String(nodes) } },
+        { name: "scheduler" },
+        { name: "replication", env: { CHOREO_EVENTS: "0" } },
+        { name: "endpoints" },
+      ],
+    });
+    const redis = new Redis({
+      sentinels: ha.sentinels.map((s) => ({ host: "127.0.0.1", port: s.port })),
+      name: ha.masterName,
+      username: ha.credentials.user,
+      password: ha.credentials.password,
+      sentinelPassword: ha.sentinelCredentials.password,
+      retryStrategy: () => 100,
+      sentinelRetryStrategy: () => 100,
+    });
+    redis.on("error", () => undefined);
+    const jsm = await jetstreamManager(c.nc);
+    const cluster = c;
+    await waitFor(async () => (await cluster.client.list("nodes")).items.length === nodes, { timeoutMs: 60_000, message: "hollow nodes" });
+    await cluster.client.create(
+      fromKubeJson({
+        apiVersion: "v1",
+        kind: "ReplicationController",
+        metadata: { name: "web", namespace: "default" },
+        spec: {
+          replicas: 3,
+          selector: { app: "web" },
+          template: { metadata: { labels: { app: "web" } }, spec: { containers: [{ name: "app", image: "nginx" }] } },
+        },
+      }),
+    );
+    await cluster.client.create(
+      fromKubeJson({
+        apiVersion: "v1",
+        kind: "Service",
+        metadata: { name: "web", namespace: "default" },
+        spec: { selector: { app: "web" }, ports: [{ port: 80 }] },
+      }),
+    );
+    return {
+      c: cluster,
+      ha,
+      jsm,
+      redis,
+      nodes,
+      async stop() {
+        redis.disconnect();
+        await cluster.stop();
+        await ha.stop();
+      },
+    };
+  } catch (err) {
+    await c?.stop();
+    await ha.stop();
+    throw err;
+  }
+}
+
+/** A fault: `strike` returns once it has cleared (the process restarted, the server resumed). */
+export interface Fault {
+  name: string;
+  strike(cc: ChaosCluster): Promise<void>;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+const restartActor = (name: string, env: Record<string, string> = {}): Fault => ({
+  name: `kill -9 of the ${name} actor`,
+  async strike(cc) {
+    await cc.c.actors.get(name)?.kill();
+    await sleep(1_000);
+    await cc.c.startActor(name, env);
+  },
+});
+
+async function natsLeader(cc: ChaosCluster) {
+  const leader = (await cc.jsm.streams.info(EVENT_STREAM)).cluster?.leader;
+  assert.ok(leader, "the event stream has a leader");
+  return cc.c.natsCluster!.member(leader);
+}
+
+/** Every fault kind; `stopMs`: how long a SIGSTOPped server stays stopped. */
+export function faults(stopMs: number): Fault[] {
+  return [
+    {
+      name: "kill -9 of api replica 0",
+      async strike(cc) {
+        await cc.c.killApi(0);
+        await sleep(1_000);
+        await cc.c.startApi(0);
+      },
+    },
+    restartActor("scheduler"),
+    restartActor("replication", { CHOREO_EVENTS: "0" }),
+    restartActor("endpoints"),
+    restartActor("node-agent", { CHOREO_HOLLOW_NODES: "3" }),
+    {
+      name: "kill -9 of the Redis primary (Sentinel failover; the old primary restarted as a replica)",
+      async strike(cc) {
+        const old = await cc.ha.primary();
+        await old.kill();
+        await cc.ha.failedOverFrom(old.port);
+        await old.restart();
+      },
+    },
+    {
+      name: `SIGSTOP of the Redis primary for ${stopMs / 1000} s`,
+      async strike(cc) {
+        const old = await cc.ha.primary();
+        const pid = old.process().pid;
+        process.kill(pid, "SIGSTOP");
+        try {
+          await cc.ha.failedOverFrom(old.port, Math.max(30_000, stopMs + 10_000)).catch(() => undefined);
+          await sleep(stopMs);
+        } finally {
+          process.kill(pid, "SIGCONT");
+        }
+      },
+    },
+    {
+      name: "kill -9 of the event stream's NATS leader (restarted)",
+      async strike(cc) {
+        const m = await natsLeader(cc);
+        await m.kill();
+        await sleep(2_000);
+        await m.restart();
+      },
+    },
+    {
+      name: `SIGSTOP of the event stream's NATS leader for ${stopMs / 1000} s`,
+      async strike(cc) {
+        const m = await natsLeader(cc);
+        const pid = m.process().pid;
+        process.kill(pid, "SIGSTOP");
+        try {
+          await sleep(stopMs);
+        } finally {
+          process.kill(pid, "SIGCONT");
+        }
+      },
+    },
+  ];
+}
+
+const metaOf = (o: ApiObject) => (unwrap(o) as { metadata?: { name: string; resourceVersion: string } }).metadata!;
+const isReady = (p: Pod): boolean => p.status?.conditions.some((c) => c.type === "Ready" && c.status === "True") ?? false;
+
+/** What one fault cost. */
+export interface FaultResult {
+  fault: string;
+  /** From the fault's clearing to converged. */
+  convergedMs: number;
+  acknowledged: number;
+  refused: number;
+}
+
+/** Retries `fn` until it succeeds (the api may be away during the fault), up to `timeoutMs`. */
+async function retrying<T>(fn: () => Promise<T>, timeoutMs = 120_000): Promise<T> {
+  const t0 = Date.now();
+  for (;;) {
+    try {
+      return await fn();
+    } catch (err) {
+      if (Date.now() - t0 > timeoutMs) throw err;
+      await sleep(250);
+    }
+  }
+}
+
+/** Strikes `fault` while the RC is scaled and a writer writes; checks everything once it cleared. */
+export async function runFault(cc: ChaosCluster, fault: Fault): Promise<FaultResult> {
+  const { c } = cc;
+  const eventsBefore = new Set((await failureEvents(cc)).map((e) => e.uid));
+  const acknowledged = new Map<string, string>();
+  let refused = 0;
+  let writing = true;
+  const tag = `w${Date.now().toString(36)}`;
+  const writer = (async () => {
+    for (let i = 0; writing; i++) {
+      try {
+        const m = metaOf(await c.client.create(fromKubeJson({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: `${tag}-${i}`, namespace: "default" } })));
+        acknowledged.set(m.name, m.resourceVersion);
+      } catch {
+        refused++;
+      }
+      await sleep(50);
+    }
+  })();
+  let want = 0;
+  let cleared = 0;
+  try {
+    // The scale goes in as the fault strikes (retried while the api cannot take it).
+    const scaling = retrying(async () => {
+      const rc = unwrap(await c.client.get("replicationcontrollers", "default", "web")) as ReplicationController;
+      want = (rc.spec?.replicas ?? 3) === 3 ? 6 : 3;
+      rc.spec!.replicas = want;
+      await c.client.update({ kind: { $case: "replicationController", value: rc } });
+    });
+    await Promise.all([fault.strike(cc), scaling]);
+    cleared = Date.now();
+    await waitFor(() => converged(cc, want), { timeoutMs: 120_000, intervalMs: 250, message: `converged to ${want} ready pods after: ${fault.name}` });
+  } finally {
+    writing = false;
+    await writer;
+  }
+  const convergedMs = Date.now() - cleared;
+  // No acknowledged write lost.
+  const lost: string[] = [];
+  for (const [name, rv] of acknowledged) {
+    const got = await retrying(async () => metaOf(await c.client.get("configmaps", "default", name)).resourceVersion).catch((e: unknown) => String(e));
+    if (got !== rv) lost.push(`${name}@${rv}: ${got}`);
+  }
+  assert.deepEqual(lost, [], `no acknowledged write lost after: ${fault.name}`);
+  // Stream sequence == revision once idle.
+  await waitFor(async () => Number(await cc.redis.get("{choreo}:rev")) === (await streamState(cc.jsm)).lastRevision, {
+    timeoutMs: 60_000,
+    message: `Redis' revision == the log's last sequence after: ${fault.name}`,
+  });
+  // A control-plane fault is no node failure.
+  const failures = (await failureEvents(cc)).filter((e) => !eventsBefore.has(e.uid)).map((e) => e.what);
+  assert.deepEqual(failures, [], `no node taken for failed after: ${fault.name}`);
+  return { fault: fault.name, convergedMs, acknowledged: acknowledged.size, refused };
+}
+
+async function failureEvents(cc: ChaosCluster): Promise<{ uid: string; what: string }[]> {
+  return (await retrying(() => cc.c.client.list("events"))).items
+    .map((o) => unwrap(o) as { metadata?: { uid: string }; reason?: string; involvedObject?: { name: string } })
+    .filter((e) => e.reason === "NodeNotReady" || e.reason === "TaintManagerEviction")
+    .map((e) => ({ uid: e.metadata?.uid ?? "", what: `${e.reason} ${e.involvedObject?.name}` }));
+}
+
+/** The RC's live pods: exactly `want`, all ready, all its own; the Service's Endpoints exactly their addresses. */
+async function converged(cc: ChaosCluster, want: number): Promise<boolean> {
+  try {
+    const rc = unwrap(await cc.c.client.get("replicationcontrollers", "default", "web")) as ReplicationController;
+    const pods = (await cc.c.client.list("pods", { namespace: "default", labelSelector: "app=web" })).items
+      .map((o) => unwrap(o) as Pod)
+      .filter((p) => !p.metadata?.deletionTimestamp);
+    if (pods.length !== want || !pods.every(isReady)) return false;
+    if (!pods.every((p) => p.metadata?.ownerReferences.some((r) => r.uid === rc.metadata?.uid && r.controller))) return false;
+    const ep = unwrap(await cc.c.client.get("endpoints", "default", "web")) as Endpoints;
+    const listed = ep.subsets.flatMap((s) => s.addresses.map((a) => a.targetRef?.name ?? a.ip)).sort();
+    return JSON.stringify(listed) === JSON.stringify(pods.map((p) => p.metadata?.name).sort());
+  } catch {
+    return false;
+  }
+}
