@@ -134,7 +134,9 @@ export class NodeAgent implements Runnable {
     const enqueue = (p: { metadata?: { namespace: string; name: string } }): void => this.controller.enqueue(keyOf(p.metadata ?? { namespace: "", name: "" }));
     this.informer.addEventHandler({ onAdd: enqueue, onUpdate: (_o, n) => enqueue(n), onDelete: enqueue });
     opts.runtime.onChange((p) => this.controller.enqueue(keyOf(p)));
-    this.lease = new NodeLease(opts.client, node, opts.leaseDurationSeconds ?? 10);
+    // Each renewal gives up within the renewal period and the next one follows (a request lost with a dying api
+    // replica waited the client's 10 s, past the lifecycle's 8 s grace: the node was taken for failed).
+    this.lease = new NodeLease(opts.client.withTimeout(Math.max(1_000, opts.leaseRenewMs ?? 2_000)), node, opts.leaseDurationSeconds ?? 10);
   }
 
   get runtime(): Runtime {

@@ -45,6 +45,17 @@ export class ApiClient {
     this.token = opts.token || undefined;
   }
 
+  /**
+   * The same client (connection, token) with another request timeout: a
+   * heartbeat's requests must give up within its own period, or one
+   * request lost with a dying api replica (kill -9: no answer ever comes)
+   * outlasts the node's grace period (kubelet's heartbeat client has the
+   * heartbeat's period as its timeout).
+   */
+  withTimeout(timeoutMs: number): ApiClient {
+    return new ApiClient(this.nc, { timeoutMs, ...(this.token ? { token: this.token } : {}) });
+  }
+
   /** The request's headers: `Authorization: Bearer <token>` when the client has a token. */
   private headers(): MsgHdrs | undefined {
     if (!this.token) return undefined;
