@@ -26,8 +26,14 @@ export interface RelayOptions {
 }
 
 const LEASE_MS = 5_000;
-/** How long a batch waits for its acks before the relay re-reads the stream (a lost ack: the next publish is refused or deduplicated). */
-const ACK_TIMEOUT_MS = 10_000;
+/**
+ * How long a batch waits for its acks before the relay re-reads the stream
+ * (a lost ack: the next publish is refused or deduplicated). Short: on a NATS
+ * cluster whose stream leader died, the connection stays up on another
+ * server and nothing else tells the relay its batch went nowhere — 10 s here
+ * held every event back 10 s past the new leader's election.
+ */
+const ACK_TIMEOUT_MS = 3_000;
 
 /**
  * Publishes the change records from Redis to the event log, in revision
