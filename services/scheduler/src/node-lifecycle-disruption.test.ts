@@ -62,11 +62,64 @@ describe("node lifecycle after a disruption", () => {
     assert.equal(lifecycle.stats.markedUnknown, 0);
 
     // Later, n2 alone falls silent past its grace period (n1 renewing): a node failure, marked.
-    t = 3_000;
+    t = 3_500;
     await renew("n1");
     t = 3_700;
     await lifecycle.reconcile("n2", signal);
     assert.equal(lifecycle.stats.markedUnknown, 1, "a node silent past its grace, beside a healthy one, is marked");
     assert.ok(tainted("n2"));
+  });
+
+  it("nodes falling silent one after another in an outage are a disruption: the first past its grace is not marked", async () => {
+    const api = new FakeApi();
+    const names = ["n1", "n2", "n3"];
+    for (const n of names) await api.client.typed("node").create(fakeNode(n));
+    let t = 0;
+    const pods = api.informer("pod");
+    pods.addIndexer(BY_NODE, nodeNameOf);
+    const nodes = api.informer("node");
+    const leases = api.informer("lease");
+    const lifecycle = new NodeLifecycle({ client: api.client, nodes, leases, pods, log: silentLogger(), graceMs: 8_000, evictionMs: 1_000, now: () => t });
+    await waitFor(() => nodes.keys().length === 3, { timeoutMs: 10_000, message: "the node informer filled" });
+    const signal = new AbortController().signal;
+    const renew = async (name: string): Promise<void> => {
+      const renewTime = new Date(1_700_000_000_000 + t).toISOString();
+      const spec = { holderIdentity: name, leaseDurationSeconds: 8, acquireTime: renewTime, renewTime, leaseTransitions: 0 };
+      const l = await api.client
+        .typed("lease")
+        .get("kube-node-lease", name)
+        .catch(() => undefined);
+      if (l) await api.client.typed("lease").update({ ...l, spec });
+      else
+        await api.client
+          .typed("lease")
+          .create({ apiVersion: "coordination.k8s.io/v1", kind: "Lease", metadata: emptyMeta({ name, namespace: "kube-node-lease" }), spec });
+      await waitFor(() => leases.get(`kube-node-lease/${name}`)?.spec?.renewTime === renewTime, { timeoutMs: 10_000, message: `${name}'s lease seen` });
+    };
+    // Renewals every 2 s, out of step; the control plane goes away at 10 s: n1 renewed last at 8.0 s, n2 at 8.7 s, n3 at 9.4 s.
+    for (const [at, n] of [
+      [8_000, "n1"],
+      [8_700, "n2"],
+      [9_400, "n3"],
+    ] as const) {
+      t = at;
+      await renew(n);
+    }
+    // n1 passes its grace first (16 s); n2 and n3 are silent 7.3 s and 6.6 s: together, an outage.
+    t = 16_100;
+    for (const n of names) await lifecycle.reconcile(n, signal);
+    assert.equal(lifecycle.stats.markedUnknown, 0, "no node marked: they fell silent together");
+    // A healthy cluster's failed node is still one: n2 and n3 renew, n1 stays silent.
+    t = 20_000;
+    await renew("n2");
+    await renew("n3");
+    t = 20_500;
+    for (const n of names) await lifecycle.reconcile(n, signal);
+    t = 29_000;
+    await renew("n2");
+    await renew("n3");
+    t = 29_100;
+    for (const n of names) await lifecycle.reconcile(n, signal);
+    assert.equal(lifecycle.stats.markedUnknown, 1, "n1, silent past a fresh grace period beside two healthy nodes, is marked");
   });
 });
