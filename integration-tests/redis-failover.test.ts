@@ -48,16 +48,7 @@ describe("kill -9 of the Redis primary (Sentinel failover, durability log)", () 
         { name: "replication", env: { CHOREO_EVENTS: "0" } },
       ],
     });
-    r = new Redis({
-      sentinels: ha.sentinels.map((s) => ({ host: "127.0.0.1", port: s.port })),
-      name: ha.masterName,
-      username: ha.credentials.user,
-      password: ha.credentials.password,
-      sentinelPassword: ha.sentinelCredentials.password,
-      retryStrategy: () => 100,
-      sentinelRetryStrategy: () => 100,
-    });
-    r.on("error", () => undefined);
+    r = ha.client();
     jsm = await jetstreamManager(c.nc);
   });
   after(async () => {

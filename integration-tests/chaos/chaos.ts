@@ -50,16 +50,7 @@ export async function startChaosCluster(opts: { nodes?: number } = {}): Promise<
         { name: "endpoints" },
       ],
     });
-    const redis = new Redis({
-      sentinels: ha.sentinels.map((s) => ({ host: "127.0.0.1", port: s.port })),
-      name: ha.masterName,
-      username: ha.credentials.user,
-      password: ha.credentials.password,
-      sentinelPassword: ha.sentinelCredentials.password,
-      retryStrategy: () => 100,
-      sentinelRetryStrategy: () => 100,
-    });
-    redis.on("error", () => undefined);
+    const redis = ha.client();
     const jsm = await jetstreamManager(c.nc);
     const cluster = c;
     await waitFor(async () => (await cluster.client.list("nodes")).items.length === nodes, { timeoutMs: 60_000, message: "hollow nodes" });

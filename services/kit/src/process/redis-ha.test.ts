@@ -14,17 +14,7 @@ describe("startRedisHa", () => {
   let r: Redis;
   before(async () => {
     ha = await startRedisHa();
-    r = new Redis({
-      sentinels: ha.sentinels.map((s) => ({ host: "127.0.0.1", port: s.port })),
-      name: ha.masterName,
-      username: ha.credentials.user,
-      password: ha.credentials.password,
-      sentinelPassword: ha.sentinelCredentials.password,
-      // Never give up (the defaults back off to 2 s / 1 s too, but say so).
-      retryStrategy: () => 100,
-      sentinelRetryStrategy: () => 100,
-    });
-    r.on("error", () => undefined);
+    r = ha.client();
   });
   after(async () => {
     r?.disconnect();

@@ -11,6 +11,7 @@ import path from "node:path";
 import { Redis } from "ioredis";
 import { randomSecret, redisAcl, writeCredentials, writeSecretFile, type Credentials } from "../secrets/secrets.js";
 import { freePort, startProcess, waitFor, type ManagedProcess } from "./process.js";
+import { redisServerArgs } from "./servers.js";
 
 /** One redis-server or sentinel of the set. */
 export interface RedisHaMember {
@@ -37,6 +38,8 @@ export interface RedisHaHandle {
   readonly sentinels: RedisHaMember[];
   /** The data node the sentinels name primary now. */
   primary(): Promise<RedisHaMember>;
+  /** A client of whichever node is primary, through the sentinels (never gives up reconnecting; errors swallowed). */
+  client(): Redis;
   /** Waits until the sentinels name a primary other than `port` (a failover done); returns it. */
   failedOverFrom(port: number, timeoutMs?: number): Promise<RedisHaMember>;
   stop(): Promise<void>;
@@ -120,26 +123,7 @@ export async function startRedisHa(opts: RedisHaOptions = {}): Promise<RedisHaHa
               "",
             ].join("\n"),
           );
-          return [
-            conf,
-            "--port",
-            String(port),
-            "--bind",
-            "127.0.0.1",
-            "--dir",
-            dir,
-            "--save",
-            "",
-            "--appendonly",
-            "yes",
-            "--appendfsync",
-            "everysec",
-            "--protected-mode",
-            "yes",
-            "--daemonize",
-            "no",
-            ...(primaryPort ? ["--replicaof", "127.0.0.1", String(primaryPort)] : []),
-          ];
+          return [...redisServerArgs(conf, port, dir), ...(primaryPort ? ["--replicaof", "127.0.0.1", String(primaryPort)] : [])];
         },
         /Ready to accept connections/,
       );
@@ -235,6 +219,19 @@ export async function startRedisHa(opts: RedisHaOptions = {}): Promise<RedisHaHa
       nodes,
       sentinels,
       primary: async () => byPort(await primaryPort()),
+      client() {
+        const r = new Redis({
+          sentinels: sentinels.map((s) => ({ host: "127.0.0.1", port: s.port })),
+          name: masterName,
+          username: credentials.user,
+          password: credentials.password,
+          sentinelPassword: sentinelCredentials.password,
+          retryStrategy: () => 100,
+          sentinelRetryStrategy: () => 100,
+        });
+        r.on("error", () => undefined);
+        return r;
+      },
       async failedOverFrom(port, timeoutMs = 30_000) {
         let now = port;
         await waitFor(

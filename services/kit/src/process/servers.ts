@@ -210,6 +210,29 @@ export async function startNats(opts: NatsOptions = {}): Promise<NatsHandle> {
   return tls ? { ...handle, caFile: tls.caFile } : handle;
 }
 
+/** redis-server's command line: `conf` (the ACL users), loopback on `port`, data in `dir`, AOF with an fsync every second, protected mode. */
+export function redisServerArgs(conf: string, port: number, dir: string): string[] {
+  return [
+    conf,
+    "--port",
+    String(port),
+    "--bind",
+    "127.0.0.1",
+    "--dir",
+    dir,
+    "--save",
+    "",
+    "--appendonly",
+    "yes",
+    "--appendfsync",
+    "everysec",
+    "--protected-mode",
+    "yes",
+    "--daemonize",
+    "no",
+  ];
+}
+
 /** redis-server with AOF on a free port (or the given one), data in `dir`; loopback, protected mode, one ACL user `api`, `default` off. */
 export function startRedis(opts: { dir?: string; port?: number; logFile?: string } = {}): Promise<ServerHandle> {
   return startServer(
@@ -220,25 +243,7 @@ export function startRedis(opts: { dir?: string; port?: number; logFile?: string
         // The ACL users in a file only the owner reads (never a password on the command line).
         const conf = path.join(dir, "redis.conf");
         writeSecretFile(conf, redisAcl(users));
-        return [
-          conf,
-          "--port",
-          String(port),
-          "--bind",
-          "127.0.0.1",
-          "--dir",
-          dir,
-          "--save",
-          "",
-          "--appendonly",
-          "yes",
-          "--appendfsync",
-          "everysec",
-          "--protected-mode",
-          "yes",
-          "--daemonize",
-          "no",
-        ];
+        return redisServerArgs(conf, port, dir);
       },
       ready: /Ready to accept connections/,
       url: (port) => `redis://127.0.0.1:${port}`,
