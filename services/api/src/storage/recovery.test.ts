@@ -83,6 +83,21 @@ describe("store recovery: Redis behind the event log", () => {
     assert.equal(await codeOf(s.client.create(cm("fenced-2", "c"))), 0);
   });
 
+  it("the floor is the one known when a read was sent: a log passing the store's revision meanwhile is no lost tail", async () => {
+    await s.client.create(cm("race-0", "a"));
+    const rev = await published();
+    // Until the read is sent the floor is the store's revision; once it travels, the log (the watch cache) moves on.
+    let sent = false;
+    const racing = new RedisStore(s.redisClient, { floor: () => (sent ? rev + 5 : rev) });
+    const get = racing.get("configmaps", "default", "race-0");
+    sent = true;
+    assert.ok(await get);
+    sent = false;
+    const list = racing.list("configmaps", { namespace: "default" });
+    sent = true;
+    assert.ok((await list).items.length > 0);
+  });
+
   it("Redis emptied (FLUSHALL) → the repair puts every object back from the log at its revision, with its indexes and allocations", async () => {
     // Objects of several kinds: updated, deleted, a pod bound to a node (the node index), a NodePort Service (allocations).
     const c = s.client;

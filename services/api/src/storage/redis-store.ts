@@ -96,8 +96,13 @@ export class RedisStore implements ObjectStorage {
   }
 
   /** Throws the 503 of a store behind the log when `storeRevision` is below the floor. */
-  private checkFloor(storeRevision: number): void {
-    const floor = this.opts.floor?.() ?? 0;
+  /**
+   * `floor` must be taken before the read was sent: the log (and so the
+   * watch cache behind the floor) may pass the revision the read saw while
+   * its answer travels back — a current store taken for one behind (a 503
+   * in CI with two replicas: store 89, log 90).
+   */
+  private checkFloor(storeRevision: number, floor: number): void {
     if (storeRevision >= floor) return;
     this.opts.onBehind?.(storeRevision, floor);
     throw storeBehind(storeRevision, floor);
@@ -108,10 +113,11 @@ export class RedisStore implements ObjectStorage {
   }
 
   async get(resource: string, namespace: string, name: string, opts: { unfenced?: boolean } = {}): Promise<Stored | undefined> {
+    const floor = this.opts.floor?.() ?? 0;
     const [v, r, rev] = await this.redis.choreoGetBuffer(2, objectKey(resource, namespace, name), REV_KEY).catch((err: unknown) => {
       throw unavailable(err);
     });
-    if (!opts.unfenced) this.checkFloor(Number(rev.toString()));
+    if (!opts.unfenced) this.checkFloor(Number(rev.toString()), floor);
     if (!v || !r) return undefined;
     return { bytes: v, revision: Number(r.toString()) };
   }
@@ -174,6 +180,7 @@ export class RedisStore implements ObjectStorage {
   }
 
   async list(resource: string, opts: ListOptions = {}): Promise<Page> {
+    const floor = this.opts.floor?.() ?? 0;
     const ns = opts.namespace ?? "";
     let min = ns ? `[${ns}/` : "-";
     const max = ns ? `(${ns}0` : "+"; // "0" sorts right after "/"
@@ -193,7 +200,7 @@ export class RedisStore implements ObjectStorage {
         throw unavailable(err);
       });
     const revision = Number(raw[0]);
-    this.checkFloor(revision);
+    this.checkFloor(revision, floor);
     const items: Stored[] = [];
     let last: string | undefined;
     for (let i = 1; i + 2 < raw.length; i += 3) {
