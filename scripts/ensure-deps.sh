@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what a fresh Debian 12 machine lacks to run choreo and its tests:
-# OS packages (nats-server, redis-server, kubectl, python3-kubernetes, openssl, the Docker engine
+# OS packages (nats-server, redis-server, haproxy, kubectl, python3-kubernetes, openssl, the Docker engine
 # and docker-compose, static busybox for the local images, iptables, iproute2,
 # debootstrap for the offline base image, …) and npm deps; then starts dockerd
 # when it is installed but not running (scripts/ensure-docker.sh).
@@ -17,6 +17,8 @@ command -v ip >/dev/null || need+=(iproute2)
 command -v pkill >/dev/null || need+=(procps)
 command -v curl >/dev/null || need+=(curl)
 command -v iptables >/dev/null || need+=(iptables)
+# One address in front of the api replicas (choreo up --ha, the HA compose file, the api-ha test).
+command -v haproxy >/dev/null || need+=(haproxy)
 # The process runtime's choreo-exec (C, built on the machine, statically linked: libc6-dev has libc.a and the kernel headers).
 { command -v gcc >/dev/null && [[ $(dpkg-query -W -f='${Status}' libc6-dev 2>/dev/null) == "install ok installed" ]]; } || need+=(gcc libc6-dev)
 # The engine with its recommends (apparmor, cgroupfs-mount, …), as on the machines checked by hand.
