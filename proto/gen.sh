@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates services/kit/src/gen from proto/: ts-proto TypeScript (types,
-# codecs, gRPC service definitions) and a protobufjs JSON descriptor (used by
-# the Kubernetes JSON codec to walk fields). `--check` fails when the
+# codecs, gRPC service definitions), a protobufjs JSON descriptor (used by
+# the Kubernetes JSON codec to walk fields) and a binary FileDescriptorSet
+# (descriptor-set.binpb, imports included: the api's gRPC server reflection). `--check` fails when the
 # committed generated code differs from what the protos produce.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -19,6 +20,7 @@ mapfile -t protos < <(cd proto && find choreo -name '*.proto' | sort)
 "$protoc" -I proto -I node_modules/protoc/include \
   --plugin=protoc-gen-ts_proto=node_modules/.bin/protoc-gen-ts_proto \
   --ts_proto_out="$tmp" \
+  --descriptor_set_out="$tmp/descriptor-set.binpb" --include_imports \
   --ts_proto_opt=outputServices=grpc-js,esModuleInterop=true,importSuffix=.js,useOptionals=messages,forceLong=number,oneof=unions-value,snakeToCamel=true,outputJsonMethods=false,outputPartialMethods=true,exportCommonSymbols=false \
   "${protos[@]}"
 node proto/descriptor.mjs "$tmp/descriptor.json" "${protos[@]}"
