@@ -40,6 +40,8 @@ import type { EscalationGuard } from "./registry/rbac/escalation-admission.js";
 import { rbacRules } from "./http/reviews/index.js";
 import { ensureServiceAccountKey, ServiceAccountAuthenticator, ServiceAccountTokens } from "./auth/service-account-tokens.js";
 import { serviceAccountBindingCheck } from "./auth/binding-check.js";
+import { BootstrapTokenAuthenticator, registrySecretGetter } from "./auth/bootstrap-tokens.js";
+import { TokenCleaner } from "./auth/token-cleaner.js";
 
 const config = loadConfig();
 const log = createLogger({ service: "api" });
@@ -142,7 +144,14 @@ const clientCa = await ensureClientCa(path.join(config.dataDir, "pki"));
 // ServiceAccount tokens: signed here, good while their account (and pod) exist.
 const saTokens = new ServiceAccountTokens({ key: ensureServiceAccountKey(path.join(config.dataDir, "pki")) });
 const authentication = new Authenticator({
-  tokens: [tokens, new ServiceAccountAuthenticator(saTokens, serviceAccountBindingCheck(registry))],
+  tokens: [
+    tokens,
+    new ServiceAccountAuthenticator(saTokens, serviceAccountBindingCheck(registry)),
+    // Bootstrap tokens (Secrets bootstrap-token-<id> in kube-system): system:bootstrap:<id>, for `choreo join`.
+    new BootstrapTokenAuthenticator(registrySecretGetter(registry), {
+      onRefused: (id, why) => log.info({ tokenId: id, why }, "bootstrap token refused"),
+    }),
+  ],
   clientCerts: true,
 });
 // What they may do: system:masters anything; everyone else what RBAC grants (the roles kept in memory from the registry).
@@ -283,6 +292,8 @@ try {
       ),
       // kube-root-ca.crt in every namespace: the CA pods verify the api with.
       new RootCaPublisher({ handlers: registry, caPem: tls.caPem, log: log.child({ subsystem: "root-ca" }) }),
+      // Expired bootstrap tokens' Secrets deleted (Kubernetes' tokencleaner).
+      new TokenCleaner({ handlers: registry, log: log.child({ subsystem: "token-cleaner" }) }),
       // Events expire CHOREO_EVENT_TTL after their last write (kube-apiserver's --event-ttl, 1 h).
       ...(config.eventTtlMs > 0
         ? [
