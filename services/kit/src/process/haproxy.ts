@@ -45,6 +45,13 @@ export interface HaproxyOptions {
 /** A server's state as HAProxy's runtime API reports it. */
 export type HaproxyServerState = "UP" | "DOWN" | "MAINT" | "NOLB" | "DRAIN" | "no check";
 
+/** A server as HAProxy's runtime API reports it. */
+export interface HaproxyServerStat {
+  status: HaproxyServerState;
+  /** Connections it was given since HAProxy started. */
+  sessions: number;
+}
+
 export interface HaproxyHandle {
   /** Each listener's port by name. */
   readonly ports: Readonly<Record<string, number>>;
@@ -53,7 +60,9 @@ export interface HaproxyHandle {
   readonly dir: string;
   readonly configFile: string;
   process(): ManagedProcess;
-  /** Each server's state by `listener/server` (from `show stat` on the admin socket). */
+  /** Each server's state and sessions so far by `listener/server` (from `show stat` on the admin socket). */
+  stats(): Promise<Record<string, HaproxyServerStat>>;
+  /** Each server's state by `listener/server`. */
   states(): Promise<Record<string, HaproxyServerState>>;
   /** Waits until HAProxy names `server` of `listener` as `state` (UP after a restart, DOWN after a kill). */
   waitFor(listener: string, server: string, state: "UP" | "DOWN", timeoutMs?: number): Promise<void>;
@@ -124,26 +133,31 @@ export async function startHaproxy(opts: HaproxyOptions): Promise<HaproxyHandle>
       logFile: opts.logFile ?? path.join(dir, "haproxy.log"),
     });
   let proc = await launch();
-  const states = async (): Promise<Record<string, HaproxyServerState>> => {
+  const stats = async (): Promise<Record<string, HaproxyServerStat>> => {
     const csv = await adminCommand(socket, "show stat");
-    const out: Record<string, HaproxyServerState> = {};
+    const out: Record<string, HaproxyServerStat> = {};
     const [header, ...rows] = csv.replace(/^# /, "").trim().split("\n");
     const cols = (header ?? "").split(",");
-    const [px, sv, st] = ["pxname", "svname", "status"].map((c) => cols.indexOf(c));
+    const [px, sv, st, stot] = ["pxname", "svname", "status", "stot"].map((c) => cols.indexOf(c));
     for (const row of rows) {
       const f = row.split(",");
       const server = f[sv!] ?? "";
       if (server === "FRONTEND" || server === "BACKEND") continue;
-      out[`${(f[px!] ?? "").replace(/-replicas$/, "")}/${server}`] = (f[st!] ?? "").replace(/ \d+\/\d+$/, "") as HaproxyServerState;
+      out[`${(f[px!] ?? "").replace(/-replicas$/, "")}/${server}`] = {
+        status: (f[st!] ?? "").replace(/ \d+\/\d+$/, "") as HaproxyServerState,
+        sessions: Number(f[stot!] ?? 0),
+      };
     }
     return out;
   };
+  const states = async (): Promise<Record<string, HaproxyServerState>> => Object.fromEntries(Object.entries(await stats()).map(([k, v]) => [k, v.status]));
   return {
     ports: Object.fromEntries(listeners.map((l) => [l.name, l.port])),
     host,
     dir,
     configFile,
     process: () => proc,
+    stats,
     states,
     async waitFor(listener, server, state, timeoutMs = 20_000) {
       await waitFor(async () => (await states())[`${listener}/${server}`] === state, {

@@ -10,4 +10,4 @@ export type { NatsHandle, NatsOptions, ServerHandle } from "./servers.js";
 export { startRedisHa } from "./redis-ha.js";
 export type { RedisHaHandle, RedisHaMember, RedisHaOptions } from "./redis-ha.js";
 export { startHaproxy, haproxyConfig } from "./haproxy.js";
-export type { HaproxyHandle, HaproxyListener, HaproxyOptions, HaproxyServer, HaproxyServerState } from "./haproxy.js";
+export type { HaproxyHandle, HaproxyListener, HaproxyOptions, HaproxyServer, HaproxyServerStat, HaproxyServerState } from "./haproxy.js";
