@@ -70,7 +70,7 @@ describe("choreo up", () => {
       async () => {
         const r = await run(process.execPath, [path.join(ROOT, "services/cli/bin/choreo.js"), "get", "pods", "-o", "wide"], kubeconfig, { cwd: dir });
         assert.equal(r.code, 0, r.stderr);
-        return /^nginx\s+1\/1\s+Running\s+0\s+\S+\s+10\.244\.\d+\.\d+\s+hollow-/m.test(r.stdout) ? r : undefined;
+        return /^nginx\s+1\/1\s+Running\s+0\s+\S+\s+10\.128\.\d+\.\d+\s+hollow-/m.test(r.stdout) ? r : undefined;
       },
       { timeoutMs: 30_000, message: "nginx Running on a hollow node" },
     );
@@ -96,7 +96,7 @@ describe("choreo up", () => {
       },
       { timeoutMs: 30_000, message: "3 endpoints" },
     );
-    assert.match(eps, /^10\.244\.\d+\.\d+( 10\.244\.\d+\.\d+){2}$/);
+    assert.match(eps, /^10\.\d+\.\d+\.\d+( 10\.\d+\.\d+\.\d+){2}$/);
 
     up.child.kill("SIGTERM");
     const exit = await up.exited;

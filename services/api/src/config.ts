@@ -17,6 +17,10 @@ export interface ApiConfig {
   /** File with one bearer token per line (created with a random token if missing). */
   tokenFile: string;
   serviceCidr: string;
+  /** Node IPAM: pods' addresses, one block per node (`CHOREO_CLUSTER_CIDR`, default 10.244.0.0/16) … */
+  clusterCidr: string;
+  /** … of this prefix length (`CHOREO_NODE_CIDR_MASK_SIZE`, default 24). */
+  nodeCidrMaskSize: number;
   /**
    * Where pods reach the api: the `kubernetes` Service's Endpoints (CHOREO_ADVERTISE_ADDRESS; default the
    * host's first non-loopback IPv4; undefined when it has none). The https port also listens there.
@@ -116,6 +120,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ApiConfig {
     dataDir,
     tokenFile: env["CHOREO_TOKEN_FILE"] ?? path.join(dataDir, "tokens"),
     serviceCidr: env["CHOREO_SERVICE_CIDR"] ?? "10.96.0.0/16",
+    clusterCidr: env["CHOREO_CLUSTER_CIDR"] ?? "10.244.0.0/16",
+    nodeCidrMaskSize: int(env, "CHOREO_NODE_CIDR_MASK_SIZE", 24),
     advertiseAddress: env["CHOREO_ADVERTISE_ADDRESS"] || defaultAdvertiseAddress(),
     eventRetention: retention,
     writeDurability: durability(env),

@@ -92,6 +92,8 @@ const escalation: EscalationGuard = {};
 const registry = createRegistry({
   store,
   serviceCidr: config.serviceCidr,
+  clusterCidr: config.clusterCidr,
+  nodeCidrMaskSize: config.nodeCidrMaskSize,
   log: log.child({ subsystem: "registry" }),
   encryption,
   podSecurity: config.podSecurity,

@@ -63,7 +63,7 @@ describe("node agent against the api", () => {
     const node = await waitFor(async () => unwrap(await s.client.get("nodes", "", "node-0")) as Node, WAIT);
     assert.equal(node.metadata?.labels["kubernetes.io/hostname"], "node-0");
     assert.equal(node.metadata?.labels["kubernetes.io/os"], "linux");
-    assert.equal(node.spec?.podCidr, "10.244.0.0/24");
+    assert.equal(node.spec?.podCidr, "10.128.0.0/24");
     assert.equal(node.status?.capacity["cpu"], "4");
     assert.equal(node.status?.allocatable["pods"], "110");
     assert.equal(node.status?.conditions.find((c) => c.type === "Ready")?.status, "True");
@@ -88,7 +88,7 @@ describe("node agent against the api", () => {
       },
       { ...WAIT, message: "web-1 Running" },
     );
-    assert.match(p.status?.podIp ?? "", /^10\.244\.0\.\d+$/);
+    assert.match(p.status?.podIp ?? "", /^10\.128\.0\.\d+$/);
     assert.deepEqual(p.status?.podIps, [{ ip: p.status?.podIp }]);
     assert.equal(p.status?.hostIp, "172.16.0.1");
     assert.ok(p.status?.startTime);
@@ -111,7 +111,7 @@ describe("node agent against the api", () => {
       },
       { ...WAIT, message: "web-2 Running" },
     );
-    assert.match(p.status?.podIp ?? "", /^10\.244\.1\.\d+$/);
+    assert.match(p.status?.podIp ?? "", /^10\.128\.1\.\d+$/);
     const uid = p.metadata!.uid;
     const terminating = unwrap(await s.client.delete("pods", "default", "web-2")) as Pod;
     assert.ok(terminating.metadata?.deletionTimestamp, "graceful: the api waits for the agent");

@@ -9,9 +9,14 @@ import { NodeAgent, type NodeAgentOptions } from "./agent.js";
 import type { NodeConfig } from "./node.js";
 import { HollowRuntime } from "./runtime/hollow.js";
 
-/** The pod CIDR of hollow node `index`: 10.244.<index>.0/24 onwards, /24 after /24 inside 10.0.0.0/8. */
+/**
+ * The pod CIDR of hollow node `index`: 10.128.<index>.0/24 onwards, /24 after
+ * /24 inside 10.0.0.0/8 — outside the default cluster CIDR (10.244.0.0/16),
+ * so hollow nodes' synthetic pod addresses never take a block the api's node
+ * IPAM gives real nodes, and thousands of them fit.
+ */
 export function podCidrFor(index: number): string {
-  const n = (244 * 256 + index) % 65_536;
+  const n = (128 * 256 + index) % 65_536;
   return `10.${n >> 8}.${n & 255}.0/24`;
 }
 

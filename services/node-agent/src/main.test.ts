@@ -46,7 +46,7 @@ describe("node-agent process", () => {
       },
       { timeoutMs: 20_000, message: "pod Running" },
     );
-    assert.match(pod.status?.podIp ?? "", /^10\.244\.2\./);
+    assert.match(pod.status?.podIp ?? "", /^10\.128\.2\./);
     await proc.stop(10_000);
     const exit = await proc.exited;
     assert.equal(exit.code, 0, proc.output());

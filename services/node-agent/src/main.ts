@@ -96,7 +96,7 @@ if (runtime === "hollow") {
   });
   agents = runAgents(hollow, log);
 } else {
-  real = await realNode(config, runtime, { client, nc, jsm, log, registry, agent: agentOpts });
+  real = await realNode(config, runtime, { client, nc, jsm, log, registry, signal: ac.signal, agent: agentOpts });
   agents = real.agent;
 }
 const runnables: Runnable[] = [agents];

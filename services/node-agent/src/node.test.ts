@@ -8,9 +8,9 @@ import { hollowNodeConfig, nodeIpFor, podCidrFor } from "./hollow-nodes.js";
 
 describe("node", () => {
   it("hollow nodes get distinct pod CIDRs and addresses", () => {
-    assert.equal(podCidrFor(0), "10.244.0.0/24");
-    assert.equal(podCidrFor(3), "10.244.3.0/24");
-    assert.equal(podCidrFor(256), "10.245.0.0/24");
+    assert.equal(podCidrFor(0), "10.128.0.0/24");
+    assert.equal(podCidrFor(3), "10.128.3.0/24");
+    assert.equal(podCidrFor(256), "10.129.0.0/24");
     const cidrs = new Set(Array.from({ length: 5000 }, (_, i) => podCidrFor(i)));
     const ips = new Set(Array.from({ length: 5000 }, (_, i) => nodeIpFor(i)));
     assert.equal(cidrs.size, 5000);
@@ -23,7 +23,7 @@ describe("node", () => {
     assert.equal(n.metadata?.name, "hollow-2");
     assert.equal(n.metadata?.labels["kubernetes.io/hostname"], "hollow-2");
     assert.equal(n.metadata?.labels["kubernetes.io/os"], "linux");
-    assert.equal(n.spec?.podCidr, "10.244.2.0/24");
+    assert.equal(n.spec?.podCidr, "10.128.2.0/24");
     assert.deepEqual(n.status?.capacity, { cpu: "4", memory: "16Gi", pods: "110" });
     assert.deepEqual(n.status?.allocatable, n.status?.capacity);
     assert.deepEqual(n.status?.addresses[0], { type: "InternalIP", address: "172.16.0.3" });

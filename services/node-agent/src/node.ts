@@ -91,7 +91,7 @@ export function buildNode(cfg: NodeConfig, now: string): Node {
     metadata: emptyMeta({ name: cfg.name, labels: nodeLabels(cfg) }),
     spec: {
       podCidr: cfg.podCidr,
-      podCidrs: [cfg.podCidr],
+      podCidrs: cfg.podCidr ? [cfg.podCidr] : [],
       unschedulable: false,
       taints: [],
       providerId: `${cfg.runtimeVersion.split(":")[0]}://${cfg.name}`,
@@ -117,12 +117,13 @@ export async function registerNode(client: ApiClient, cfg: NodeConfig): Promise<
     let node = await nodes.get("", cfg.name);
     const labels = { ...node.metadata?.labels, ...nodeLabels(cfg) };
     const spec = node.spec;
-    if (JSON.stringify(labels) !== JSON.stringify(node.metadata?.labels) || spec?.podCidr !== cfg.podCidr) {
+    if (JSON.stringify(labels) !== JSON.stringify(node.metadata?.labels) || (cfg.podCidr && spec?.podCidr !== cfg.podCidr)) {
       const next = structuredClone(node);
       next.metadata = { ...(next.metadata ?? emptyMeta()), labels };
+      const podCidr = cfg.podCidr || (spec?.podCidr ?? "");
       next.spec = {
-        podCidr: cfg.podCidr,
-        podCidrs: [cfg.podCidr],
+        podCidr,
+        podCidrs: podCidr ? [podCidr] : [],
         unschedulable: spec?.unschedulable ?? false,
         taints: spec?.taints ?? [],
         providerId: spec?.providerId ?? "",
@@ -160,5 +161,51 @@ export async function refreshNodeStatus(client: ApiClient, cfg: NodeConfig, repo
     } catch (err) {
       if (!isConflict(err) || attempt >= 4) throw err;
     }
+  }
+}
+
+/**
+ * The pod CIDR of a node whose agent was given none: the api's node IPAM
+ * allocates one when the Node is created. Reads the Node, creating it bare
+ * (labels only, no status: not Ready) when it does not exist yet, and
+ * returns its spec.podCIDR; registerNode fills in the rest. Retries until
+ * `signal` (the api away, a Node without a block yet).
+ */
+export async function allocatedPodCidr(
+  client: ApiClient,
+  cfg: Pick<NodeConfig, "name" | "labels">,
+  signal: AbortSignal,
+  onRetry: (err: unknown) => void,
+): Promise<string> {
+  const nodes = client.typed("node");
+  for (let delay = 200; ; delay = Math.min(delay * 2, 5_000)) {
+    signal.throwIfAborted();
+    try {
+      let node: Node;
+      try {
+        node = await nodes.get("", cfg.name);
+      } catch (err) {
+        if (!isNotFound(err)) throw err;
+        const bare: Node = {
+          apiVersion: "v1",
+          kind: "Node",
+          metadata: emptyMeta({
+            name: cfg.name,
+            labels: nodeLabels({ ...cfg, podCidr: "", internalIp: "", cpu: "", memory: "", pods: "", runtimeVersion: "" }),
+          }),
+          spec: { podCidr: "", podCidrs: [], unschedulable: false, taints: [], providerId: "", externalId: "" },
+          status: undefined,
+        };
+        node = await nodes.create(bare).catch(async (e: unknown) => {
+          if (isAlreadyExists(e)) return nodes.get("", cfg.name);
+          throw e;
+        });
+      }
+      if (node.spec?.podCidr) return node.spec.podCidr;
+      onRetry(new Error(`node ${cfg.name} has no spec.podCIDR yet (the api allocates one on create; an older Node needs --pod-cidr)`));
+    } catch (err) {
+      onRetry(err);
+    }
+    await new Promise((resolve) => setTimeout(resolve, delay));
   }
 }

@@ -14,6 +14,8 @@ import { LogServer } from "./logs/log-server.js";
 import { ExecServer } from "./streams/exec-server.js";
 import { PortForwardServer } from "./streams/port-forward-server.js";
 import { BridgeNetwork } from "./net/bridge-network.js";
+import { NodeRoutes } from "./net/routes.js";
+import { allocatedPodCidr } from "./node.js";
 import { NAMES } from "./net/types.js";
 import { ServiceProxy } from "./proxy/service-proxy.js";
 import { DockerRuntime } from "./runtime/docker/docker-runtime.js";
@@ -31,6 +33,8 @@ export interface RealNodeDeps {
   jsm: JetStreamManager;
   log: Logger;
   registry?: Registry;
+  /** Ends the wait for an allocated pod CIDR (the process's shutdown). */
+  signal?: AbortSignal;
   agent?: Partial<
     Pick<NodeAgentOptions, "leaseRenewMs" | "leaseDurationSeconds" | "restartBackoff" | "events" | "stopPodsOnExit" | "workers" | "configResyncMs">
   >;
@@ -47,13 +51,19 @@ export interface RealNode {
  *
  *   BridgeNetwork (cb-<node>, gateway = first address of --pod-cidr)
  *     └ runtime (docker | process) ─ pods get IPs on the bridge, resolv.conf → gateway
- *   NodeAgent ─ extras: ServiceProxy (iptables), ClusterDns (gateway:53), LogServer (NATS), StatsServer (NATS, cgroups)
+ *   NodeAgent ─ extras: ServiceProxy (iptables), ClusterDns (gateway:53), NodeRoutes (host-gw), LogServer (NATS), StatsServer (NATS, cgroups)
  */
 export async function realNode(cfg: AgentConfig, runtimeName: "docker" | "process", d: RealNodeDeps): Promise<RealNode> {
-  if (!cfg.podCidr) throw new Error(`--runtime ${runtimeName} needs --pod-cidr (this node's pod range, e.g. 10.244.1.0/24)`);
   const node = cfg.nodeName;
   const log = d.log.child({ node });
-  const network = new BridgeNetwork({ node, podCidr: cfg.podCidr, clusterCidr: cfg.clusterCidr, log });
+  // Without --pod-cidr the api's node IPAM gives the node its block (spec.podCIDR), kept across restarts.
+  const podCidr =
+    cfg.podCidr ||
+    (await allocatedPodCidr(d.client, { name: node, labels: { "choreo.dev/runtime": runtimeName } }, d.signal ?? new AbortController().signal, (err) =>
+      log.warn({ err }, "waiting for the node's pod CIDR"),
+    ));
+  if (!cfg.podCidr) log.info({ podCidr }, "pod CIDR allocated by the api");
+  const network = new BridgeNetwork({ node, podCidr, clusterCidr: cfg.clusterCidr, log });
   await network.init();
   const stateDir = path.resolve(cfg.stateDir, node);
   // The node's InternalIP (its pods' status.hostIP): the bridge's address unless given.
@@ -76,7 +86,7 @@ export async function realNode(cfg: AgentConfig, runtimeName: "docker" | "proces
     stateDir,
     node: {
       name: node,
-      podCidr: cfg.podCidr,
+      podCidr,
       internalIp: nodeIp,
       ...machine.allocatable,
       capacity: machine.capacity,
@@ -97,9 +107,12 @@ export async function realNode(cfg: AgentConfig, runtimeName: "docker" | "proces
         clients: [network.podCidr, cfg.clusterCidr],
       });
       const usage = new CgroupUsage({ node, runtimeName, runtime, cgroups: new CgroupReader() });
+      // Other nodes' pods through their InternalIPs (host-gw); agents on one machine are reached by their bridges.
+      const routes = new NodeRoutes({ node, podCidr: network.podCidr, clusterCidr: cfg.clusterCidr, client: d.client, nc: d.nc, jsm: d.jsm, log });
       return [
         proxy,
         dns,
+        routes,
         new LogServer({ nc: d.nc, node, runtime, pods: a.informer, log }),
         new ExecServer({ nc: d.nc, node, runtime, pods: a.informer, log }),
         new PortForwardServer({ nc: d.nc, node, runtime, pods: a.informer, log }),

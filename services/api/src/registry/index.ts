@@ -11,6 +11,7 @@ import { horizontalPodAutoscalerStrategy } from "./horizontalpodautoscalers/stra
 import type { Strategies, Strategy } from "./generic/strategy.js";
 import { leaseStrategy } from "./leases/strategy.js";
 import { namespaceStrategy } from "./namespaces/strategy.js";
+import { PodCidrAllocator } from "./nodes/pod-cidr.js";
 import { nodeStrategy } from "./nodes/strategy.js";
 import { podDisruptionBudgetStrategy } from "./poddisruptionbudgets/strategy.js";
 import { podStrategy } from "./pods/strategy.js";
@@ -35,6 +36,7 @@ export type { WatchSource } from "./generic/watch.js";
 export { bootstrap } from "./bootstrap.js";
 export { ClusterIpAllocator } from "./services/cluster-ip.js";
 export { NodePortAllocator, NODE_PORT_RANGE } from "./services/node-port.js";
+export { PodCidrAllocator } from "./nodes/pod-cidr.js";
 export { MAX_OBJECT_BYTES } from "./generic/store.js";
 export { SYSTEM_NAMESPACES } from "./namespaces/purge.js";
 export { SecretSealer } from "./secrets/seal.js";
@@ -47,6 +49,10 @@ export { ensureEncryptionKeys, parseEncryptionKeys, type EncryptionKey } from ".
 export function createRegistry(opts: {
   store: ObjectStorage;
   serviceCidr: string;
+  /** Node IPAM: every node's spec.podCIDR is a block of this range (default 10.244.0.0/16) … */
+  clusterCidr?: string;
+  /** … of this prefix length (default 24). */
+  nodeCidrMaskSize?: number;
   log: Logger;
   encryption?: SecretSealer;
   /** Pod Security Admission's defaults and exemptions (default: baseline everywhere but kube-system). */
@@ -71,7 +77,7 @@ export function createRegistry(opts: {
     replicaSet: replicaSetStrategy as Strategy,
     deployment: deploymentStrategy as Strategy,
     namespace: namespaceStrategy as Strategy,
-    node: nodeStrategy as Strategy,
+    node: nodeStrategy(new PodCidrAllocator(opts.store, opts.clusterCidr ?? "10.244.0.0/16", opts.nodeCidrMaskSize ?? 24)) as Strategy,
     lease: leaseStrategy as Strategy,
     event: eventStrategy as Strategy,
     configMap: configMapStrategy as Strategy,

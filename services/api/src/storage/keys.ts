@@ -51,7 +51,7 @@ export function nodeLockKey(node: string): string {
   return `{choreo}:bind:${node}`;
 }
 
-const POOL_PREFIX: Record<Pool, string> = { "cluster-ip": "{choreo}:ip:", "node-port": "{choreo}:nodeport:" };
+const POOL_PREFIX: Record<Pool, string> = { "cluster-ip": "{choreo}:ip:", "node-port": "{choreo}:nodeport:", "pod-cidr": "{choreo}:podcidr:" };
 
 export function allocationKey(pool: Pool, item: string): string {
   return `${POOL_PREFIX[pool]}${item}`;

@@ -43,7 +43,7 @@ export interface ObjectStorage extends Allocations {
 }
 
 /** What can be allocated: Service ClusterIPs and node ports. */
-export type Pool = "cluster-ip" | "node-port";
+export type Pool = "cluster-ip" | "node-port" | "pod-cidr";
 
 /** Unique items (an address, a port) held by one owner at a time. */
 export interface Allocations {

@@ -40,12 +40,13 @@ export const EVENT_READER_JS_SUBJECTS = [
 
 /**
  * The kinds every node agent reads in full from the event log: Services and
- * Endpoints (its service proxy and cluster DNS, as kube-proxy reads them).
+ * Endpoints (its service proxy and cluster DNS, as kube-proxy reads them),
+ * and Nodes (its routes to the other nodes' pod CIDRs, as flannel reads them).
  * Its pods it reads by its node's filter; nothing else (ConfigMaps, Secrets,
  * other nodes' pods) through the log: it GETs those through the api, where
  * the node authorizer decides.
  */
-export const NODE_SHARED_EVENT_FILTERS = ["choreo.ev.services.>", "choreo.ev.endpoints.>"];
+export const NODE_SHARED_EVENT_FILTERS = ["choreo.ev.services.>", "choreo.ev.endpoints.>", "choreo.ev.nodes.>"];
 
 /** The event-log filters the node agent of `node` may create consumers for: its own pods', and the shared kinds. */
 export function nodeEventFilters(node: string): string[] {

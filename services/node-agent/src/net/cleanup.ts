@@ -4,6 +4,7 @@ import { CommandError, run } from "../exec.js";
 import { removalScript, restore, saveRules } from "./iptables.js";
 import { releaseLocalnet } from "./localnet.js";
 import { NAMES } from "./types.js";
+import { removeRoutes } from "./routes.js";
 
 interface IpLink {
   ifname: string;
@@ -71,6 +72,7 @@ export async function cleanupAll(): Promise<void> {
   await removeChains("CHO-");
   await releaseLocalnet();
   await removeNamespaces();
+  await removeRoutes();
 }
 
 /**
