@@ -1,8 +1,7 @@
 import * as grpc from "@grpc/grpc-js";
-import { statusOf } from "@choreo/kit";
 import { ApiService, type ApiServer, type WatchEvent, type WatchRequest } from "@choreo/kit/gen/choreo/api/v1/api";
-import { Status } from "@choreo/kit/gen/choreo/meta/v1/meta";
 import type { Logger } from "@choreo/kit/log";
+import { timeout } from "@choreo/kit";
 import type { ApiHandlers } from "../handlers/api-handlers.js";
 import { Authenticator } from "../auth/authenticate.js";
 import { ALLOW_ALL } from "../auth/authorize.js";
@@ -10,33 +9,13 @@ import { guardedHandlers } from "../auth/guarded-handlers.js";
 import { legacyAdmin, StaticTokens } from "../auth/static-tokens.js";
 import type { Authorizer } from "../auth/types.js";
 import type { AuditLog } from "../audit/index.js";
+import type { Readiness } from "../health/readiness.js";
+import { serverCredentials, userOfCall, type GrpcTls } from "./credentials.js";
+import { grpcError } from "./grpc-errors.js";
+import { GrpcHealth } from "./health.js";
+import { addReflection } from "./reflection.js";
 
-/** Metadata key carrying the encoded Kubernetes Status of a failed call. */
-export const STATUS_METADATA_KEY = "choreo-status-bin";
-
-const CODES: Record<number, grpc.status> = {
-  400: grpc.status.INVALID_ARGUMENT,
-  401: grpc.status.UNAUTHENTICATED,
-  403: grpc.status.PERMISSION_DENIED,
-  404: grpc.status.NOT_FOUND,
-  405: grpc.status.UNIMPLEMENTED,
-  409: grpc.status.ABORTED,
-  410: grpc.status.OUT_OF_RANGE,
-  413: grpc.status.RESOURCE_EXHAUSTED,
-  415: grpc.status.INVALID_ARGUMENT,
-  422: grpc.status.INVALID_ARGUMENT,
-  503: grpc.status.UNAVAILABLE,
-  504: grpc.status.DEADLINE_EXCEEDED,
-};
-
-/** A gRPC error carrying the Status (code mapped, Status bytes in metadata). */
-export function grpcError(err: unknown): grpc.ServiceError {
-  const status = statusOf(err);
-  const metadata = new grpc.Metadata();
-  metadata.set(STATUS_METADATA_KEY, Buffer.from(Status.encode(status).finish()));
-  const code = status.reason === "AlreadyExists" ? grpc.status.ALREADY_EXISTS : (CODES[status.code] ?? grpc.status.INTERNAL);
-  return Object.assign(new Error(status.message), { code, details: status.message, metadata }) as grpc.ServiceError;
-}
+export { grpcError, STATUS_DETAILS_KEY, STATUS_METADATA_KEY, statusFromDetails } from "./grpc-errors.js";
 
 /** Options of the gRPC transport. */
 export interface GrpcOptions {
@@ -52,17 +31,36 @@ export interface GrpcOptions {
   authorizer?: Authorizer;
   /** Gets one event per call when given (requestURI `grpc:/choreo.api.v1.Api/<Method>`). */
   audit?: AuditLog;
+  /** TLS as on HTTPS (serving certificate; client certificates of `clientCa` name their user); undefined: plaintext. */
+  tls?: GrpcTls;
+  /** What grpc.health.v1 follows (the checks of /readyz); undefined: SERVING while the server runs. */
+  readiness?: Readiness;
+  /** How often the health service asks the readiness checks (1 s). */
+  healthIntervalMs?: number;
 }
 
-/** The api over gRPC (@grpc/grpc-js), incl. the Watch stream. */
+/**
+ * The api over gRPC (@grpc/grpc-js), incl. the Watch stream, beside server
+ * reflection and grpc.health.v1. A call's deadline ends its work: a unary call
+ * whose deadline passed before its handler runs is not run, a watch stops.
+ */
 export class GrpcTransport {
   readonly name = "grpc-transport";
   private boundPort = 0;
+  private openWatches = 0;
+  /** The health service (its status follows `readiness`). */
+  readonly health: GrpcHealth;
   private readonly ready: Promise<number>;
   private readyResolve!: (p: number) => void;
 
   constructor(private readonly opts: GrpcOptions) {
     this.ready = new Promise((r) => (this.readyResolve = r));
+    this.health = new GrpcHealth(opts.readiness, opts.log, opts.healthIntervalMs);
+  }
+
+  /** Watch streams being served now (a cancelled or expired one is gone from it). */
+  get watches(): number {
+    return this.openWatches;
   }
 
   /** The port once listening. */
@@ -78,11 +76,13 @@ export class GrpcTransport {
     const authorizer = this.opts.authorizer ?? ALLOW_ALL;
     /** The handlers as the caller may use them; throws 401 for an unknown token. */
     const audit = this.opts.audit;
-    const as = async (call: { metadata: grpc.Metadata; getPeer(): string }): Promise<ApiHandlers> =>
+    const as = async (call: grpc.ServerUnaryCall<unknown, unknown> | grpc.ServerWritableStream<unknown, unknown>): Promise<ApiHandlers> =>
       guardedHandlers(
         handlers,
         authorizer,
-        await authentication.token(String(call.metadata.get("authorization")[0] ?? "") || undefined),
+        // A client certificate of the cluster's client CA, else the bearer token (as on HTTPS).
+        (authentication.enabled ? userOfCall(call) : undefined) ??
+          (await authentication.token(String(call.metadata.get("authorization")[0] ?? "") || undefined)),
         audit
           ? {
               log: audit,
@@ -96,7 +96,11 @@ export class GrpcTransport {
       <K extends keyof ApiHandlers, Req, Res>(method: K): grpc.handleUnaryCall<Req, Res> =>
       (call, callback) => {
         as(call)
-          .then((h) => (h[method] as unknown as (r: Req) => Promise<Res>).call(h, call.request))
+          .then((h) => {
+            // Past its deadline (or cancelled) while authenticated: the work is not started.
+            if (call.cancelled) throw timeout("the call was cancelled or its deadline passed before it ran");
+            return (h[method] as unknown as (r: Req) => Promise<Res>).call(h, call.request);
+          })
           .then(
             (res) => callback(null, res),
             (err: unknown) => callback(grpcError(err)),
@@ -126,10 +130,13 @@ export class GrpcTransport {
         call.emit("error", grpcError(err)); // ends the call with the Status (destroy would never send it)
         return;
       }
+      // A client's cancel, its deadline (grpc-js cancels the call), the connection's end or shutdown stop the watch.
       const stop = (): void => ac.abort();
       call.on("cancelled", stop);
       call.on("close", stop);
       signal.addEventListener("abort", stop, { once: true });
+      if (call.cancelled) stop();
+      this.openWatches++;
       void (async () => {
         try {
           for await (const ev of events) {
@@ -140,21 +147,22 @@ export class GrpcTransport {
         } catch (err) {
           call.emit("error", grpcError(err)); // ends the call with the Status (destroy would never send it)
         } finally {
+          this.openWatches--;
           signal.removeEventListener("abort", stop);
         }
       })();
     };
     const server = new grpc.Server({ "grpc.max_receive_message_length": 8 * 1024 * 1024, "grpc.max_send_message_length": 64 * 1024 * 1024 });
     server.addService(ApiService, impl);
+    this.health.service.addToServer(server);
+    addReflection(server);
     this.boundPort = await new Promise<number>((resolve, reject) =>
-      server.bindAsync(`${this.opts.host}:${this.opts.port}`, grpc.ServerCredentials.createInsecure(), (err, port) => (err ? reject(err) : resolve(port))),
+      server.bindAsync(`${this.opts.host}:${this.opts.port}`, serverCredentials(this.opts.tls), (err, port) => (err ? reject(err) : resolve(port))),
     );
     this.readyResolve(this.boundPort);
-    this.opts.log.info({ port: this.boundPort }, "grpc listening");
-    await new Promise<void>((resolve) => {
-      if (signal.aborted) resolve();
-      signal.addEventListener("abort", () => resolve(), { once: true });
-    });
+    this.opts.log.info({ port: this.boundPort, tls: this.opts.tls !== undefined }, "grpc listening");
+    // Until shutdown the health service follows readiness; NOT_SERVING once the signal aborts, before the server closes.
+    await this.health.follow(signal);
     await new Promise<void>((resolve) => {
       const force = setTimeout(() => {
         server.forceShutdown();
