@@ -130,6 +130,7 @@ describe("startHaproxy", () => {
         host: "127.0.0.1",
         socket: "/s",
         checkIntervalMs: 500,
+        checkTimeoutMs: 1000,
       },
     );
     assert.match(cfg, /server x 127\.0\.0\.1:2 check port 3/);

@@ -38,6 +38,8 @@ export interface HaproxyOptions {
   host?: string;
   /** Health check period (default 500 ms); a replica is down after 2 failed checks and up after 2 passed. */
   checkIntervalMs?: number;
+  /** How long a check waits for /readyz's answer (default 1000 ms): what a hung replica costs, twice. */
+  checkTimeoutMs?: number;
   dir?: string;
   logFile?: string;
 }
@@ -72,7 +74,10 @@ export interface HaproxyHandle {
 }
 
 /** The haproxy.cfg for `listeners` on `host`, its admin socket at `socket`. */
-export function haproxyConfig(listeners: (HaproxyListener & { port: number })[], opts: { host: string; socket: string; checkIntervalMs: number }): string {
+export function haproxyConfig(
+  listeners: (HaproxyListener & { port: number })[],
+  opts: { host: string; socket: string; checkIntervalMs: number; checkTimeoutMs: number },
+): string {
   const lines = [
     "global",
     `  stats socket ${opts.socket} mode 600 level admin`,
@@ -85,7 +90,8 @@ export function haproxyConfig(listeners: (HaproxyListener & { port: number })[],
     "  timeout client 1h",
     "  timeout server 1h",
     "  timeout tunnel 1h",
-    "  timeout check 2s",
+    // A hung replica (SIGSTOP, a blocked event loop) accepts the check's connection and never answers: down after 2 × (interval + this).
+    `  timeout check ${opts.checkTimeoutMs}ms`,
     // A connection refused by a dead replica is retried on another before the client sees anything.
     "  option redispatch",
     "  retries 3",
@@ -121,7 +127,11 @@ export async function startHaproxy(opts: HaproxyOptions): Promise<HaproxyHandle>
   const listeners: (HaproxyListener & { port: number })[] = [];
   for (const l of opts.listeners) listeners.push({ ...l, port: l.port ?? (await freePort()) });
   const configFile = path.join(dir, "haproxy.cfg");
-  writeFileSync(configFile, haproxyConfig(listeners, { host, socket, checkIntervalMs: opts.checkIntervalMs ?? 500 }), { mode: 0o600 });
+  writeFileSync(
+    configFile,
+    haproxyConfig(listeners, { host, socket, checkIntervalMs: opts.checkIntervalMs ?? 500, checkTimeoutMs: opts.checkTimeoutMs ?? 1_000 }),
+    { mode: 0o600 },
+  );
   const launch = (): Promise<ManagedProcess> =>
     startProcess({
       name: "haproxy",
