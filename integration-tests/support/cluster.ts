@@ -8,6 +8,7 @@ import {
   actorIdentity,
   ensureTokenFile,
   hollowNodesIdentity,
+  NATS_CA_ENV,
   identityNatsPermissions,
   natsUserName,
   nodeIdentity,
@@ -63,7 +64,12 @@ export interface TestCluster {
   /** Actor processes by name (scheduler, replication, endpoints, node-agent). */
   actors: Map<string, ManagedProcess>;
   /** Starts (or restarts) an actor process: services/<name>/src/main.ts, known in `actors` as `as` (default: its name). */
-  startActor(name: string, env?: Record<string, string>, args?: string[], as?: string): Promise<ManagedProcess>;
+  /**
+   * Starts an actor (again). `place`: in a test host's network namespace
+   * (`test-hosts.ts`), its metrics on the host's address — the cluster must
+   * have been started with `natsHost` on the hosts' network.
+   */
+  startActor(name: string, env?: Record<string, string>, args?: string[], as?: string, place?: ActorPlace): Promise<ManagedProcess>;
   /** kill -9 api i. */
   killApi(i: number): Promise<void>;
   /** Starts api i again (same ports) and waits until it answers. */
@@ -76,6 +82,14 @@ export interface TestCluster {
   stop(beforeRemove?: () => void | Promise<void>): Promise<void>;
   /** The last `lines` lines of every process's log (api, actors, node agents): what a failed scenario's message carries. */
   logTails(lines?: number): string;
+}
+
+/** Where an actor runs when not on this machine's network: a test host (`test-hosts.ts`). */
+export interface ActorPlace {
+  /** The network namespace (under /run/netns). */
+  netns: string;
+  /** Its address, where its metrics listen. */
+  address: string;
 }
 
 async function answers(client: ApiClient): Promise<boolean> {
@@ -134,6 +148,8 @@ export async function startCluster(
     actors?: { name: string; env?: Record<string, string>; args?: string[]; as?: string }[];
     /** A NATS cluster of this many servers instead of one nats-server (each member's log is `nats-<i>.log`). */
     natsCluster?: number;
+    /** The address nats-server listens on (default loopback): a test hosts' network's gateway, with TLS (`test-hosts.ts`). */
+    natsHost?: string;
   } = {},
 ): Promise<TestCluster> {
   const dir = mkdtempSync(path.join(os.tmpdir(), "choreo-it-"));
@@ -152,10 +168,12 @@ async function bringUp(dir: string, opts: Parameters<typeof startCluster>[0] & o
   const natsCluster = opts.natsCluster ? await startNatsCluster({ size: opts.natsCluster, dir: path.join(dir, "nats"), logDir: dir }) : undefined;
   if (natsCluster) started.push(natsCluster);
   const [nats, redis] = await Promise.all([
-    natsCluster ?? startNats({ dir: path.join(dir, "nats") }).then((s) => (started.push(s), s)),
+    natsCluster ?? startNats({ dir: path.join(dir, "nats"), ...(opts.natsHost ? { host: opts.natsHost } : {}) }).then((s) => (started.push(s), s)),
     startRedis({ dir: path.join(dir, "redis") }).then((s) => (started.push(s), s)),
   ]);
-  const nc = await connectBus(nats.url, "integration-test");
+  // nats-server beyond loopback speaks TLS only: every process verifies it with its CA.
+  const natsCa = "caFile" in nats && nats.caFile ? { [NATS_CA_ENV]: nats.caFile } : {};
+  const nc = await connectBus(nats.url, "integration-test", undefined, natsCa[NATS_CA_ENV]);
   started.push({ stop: () => nc.close() });
   // The api's token file, provisioned before it starts: its first line is the administrator (the test's own token).
   const apiTokenFile = path.join(dir, "api", "tokens");
@@ -181,6 +199,7 @@ async function bringUp(dir: string, opts: Parameters<typeof startCluster>[0] & o
       cwd: ROOT,
       env: {
         CHOREO_NATS_URL: nats.url,
+        ...natsCa,
         CHOREO_REDIS_URL: redis.url,
         CHOREO_DATA_DIR: path.join(dir, "api"),
         CHOREO_API_HTTP_PORT: String(a.httpPort),
@@ -220,7 +239,7 @@ async function bringUp(dir: string, opts: Parameters<typeof startCluster>[0] & o
       apis.map((a) => a.httpsPort),
     );
   const actors = new Map<string, ManagedProcess>();
-  const startActor = async (name: string, env: Record<string, string> = {}, args: string[] = [], as = name): Promise<ManagedProcess> => {
+  const startActor = async (name: string, env: Record<string, string> = {}, args: string[] = [], as = name, place?: ActorPlace): Promise<ManagedProcess> => {
     await actors.get(as)?.stop(5_000);
     let metricsPort = env["CHOREO_METRICS_PORT"] ? Number(env["CHOREO_METRICS_PORT"]) : await freePort();
     // Each actor its own identity: a token line in the api's file, the token in a 0600 file named by CHOREO_API_TOKEN_FILE.
@@ -234,11 +253,20 @@ async function bringUp(dir: string, opts: Parameters<typeof startCluster>[0] & o
     const start = (): Promise<ManagedProcess> =>
       startProcess({
         name,
-        cmd: process.execPath,
-        args: ["--import", "tsx", path.join(ROOT, `services/${name}/src/main.ts`), ...args],
+        // nsenter enters the network namespace only and execs node: the same pid (a kill -9 reaches the actor).
+        cmd: place ? "nsenter" : process.execPath,
+        args: [
+          ...(place ? [`--net=/run/netns/${place.netns}`, process.execPath] : []),
+          "--import",
+          "tsx",
+          path.join(ROOT, `services/${name}/src/main.ts`),
+          ...args,
+        ],
         cwd: ROOT,
         env: {
           CHOREO_NATS_URL: nats.url,
+          ...natsCa,
+          ...(place ? { CHOREO_METRICS_HOST: place.address } : {}),
           CHOREO_LOG_LEVEL: "info",
           CHOREO_EVENT_VERIFY_KEY: eventKeyPaths(path.join(dir, "api", "pki")).publicKey,
           ...(identity ? { CHOREO_API_TOKEN_FILE: tokenFile } : {}),
@@ -247,7 +275,7 @@ async function bringUp(dir: string, opts: Parameters<typeof startCluster>[0] & o
           ...env,
           CHOREO_METRICS_PORT: String(metricsPort),
         },
-        readyUrl: `http://127.0.0.1:${metricsPort}/healthz`,
+        readyUrl: `http://${place?.address ?? "127.0.0.1"}:${metricsPort}/healthz`,
         timeoutMs: 60_000,
         logFile: path.join(dir, `${as}.log`),
       });

@@ -65,7 +65,7 @@ export function serveMetrics(opts: ServeMetricsOptions): MetricsServer {
   let closed: Promise<void> | undefined;
   const ready = new Promise<void>((resolve, reject) => {
     server.once("error", reject);
-    server.listen(opts.port, opts.host ?? "127.0.0.1", () => {
+    server.listen(opts.port, opts.host ?? (process.env["CHOREO_METRICS_HOST"] || "127.0.0.1"), () => {
       server.off("error", reject);
       port = (server.address() as AddressInfo).port;
       resolve();

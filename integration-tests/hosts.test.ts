@@ -1,0 +1,243 @@
+// test-tier: servers
+// Several machines: three test hosts (network namespaces with their own
+// addresses on one test bridge, support/test-hosts.ts), each running a node
+// agent with the process runtime and no --pod-cidr, the control plane on
+// this machine's namespace.
+//
+// - each node gets its own block of the cluster CIDR from the api (node IPAM),
+//   and every host routes the other hosts' blocks via their addresses (host-gw);
+// - an RC of 3 web pods spreads over the 3 hosts; a client pod on one host
+//   reaches every pod by its IP and through the Service's name (cluster DNS and
+//   the service proxy on its host, the pods on the others);
+// - a host cut off (link down) → its pod is replaced on another host; the
+//   Service answers from the 3 live pods; plugged back, its agent removes the
+//   stale pod (its namespace is gone) and the node is Ready again;
+// - a deleted Node gives its block back; the routes to it go from every host.
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import path from "node:path";
+import { after, before, describe, it } from "node:test";
+import { unwrap } from "@choreo/kit";
+import type { Node, Pod } from "@choreo/kit/gen/choreo/core/v1/core";
+import { waitFor } from "@choreo/kit/testing";
+import { NAMES } from "@choreo/node-agent/net/types";
+import { startCluster, withLogsOnFailure, type TestCluster } from "./support/cluster.js";
+import { run, writeKubeconfig } from "./support/kubectl.js";
+import { webRc } from "./support/real-pods-scenarios.js";
+import { createTestHosts, type TestHosts } from "./support/test-hosts.js";
+
+const ROOT = path.resolve(import.meta.dirname, "..");
+const WAIT = { timeoutMs: 90_000 };
+
+const clientPod = (name: string, node: string, script: string): string => `apiVersion: v1
+kind: Pod
+metadata:
+  name: ${name}
+spec:
+  nodeName: ${node}
+  restartPolicy: Never
+  containers:
+  - name: main
+    image: local/busybox:1.35
+    command: ["sh", "-c", ${JSON.stringify(script)}]
+`;
+
+const SERVICE = `apiVersion: v1
+kind: Service
+metadata:
+  name: web
+spec:
+  selector: {app: web}
+  ports:
+  - {name: http, port: 80, targetPort: http}
+`;
+
+describe("three test hosts: node IPAM, host-gw routes, pods and a Service across hosts, a host cut off", () => {
+  let hosts: TestHosts;
+  let c: TestCluster;
+  let kubeconfig: string;
+  const nodes = ["host-a", "host-b", "host-c"];
+
+  const kubectl = async (...args: string[]): Promise<string> => {
+    const r = await run("kubectl", args, kubeconfig);
+    assert.equal(r.code, 0, `kubectl ${args.join(" ")}: ${r.stderr}`);
+    return r.stdout.trim();
+  };
+  const apply = async (name: string, yaml: string): Promise<void> => {
+    const file = path.join(c.dir, name);
+    execFileSync("sh", ["-c", `cat > ${JSON.stringify(file)}`], { input: yaml });
+    await kubectl("apply", "-f", file);
+  };
+  const node = async (name: string): Promise<Node> => unwrap(await c.client.get("nodes", "", name)) as Node;
+  const ready = (n: Node): boolean => n.status?.conditions.some((x) => x.type === "Ready" && x.status === "True") ?? false;
+  const webPods = async (): Promise<Pod[]> =>
+    (await c.client.list("pods", { namespace: "default", labelSelector: "app=web" })).items
+      .map((o) => unwrap(o) as Pod)
+      .filter((p) => !p.metadata?.deletionTimestamp);
+  const routes = (i: number): string => hosts.exec(i, "ip", ["-4", "route", "show", "proto", "199"]);
+  const startAgent = (i: number): Promise<unknown> =>
+    c.startActor(
+      "node-agent",
+      { CHOREO_RESTART_BACKOFF_MS: "1000", CHOREO_LEASE_RENEW_MS: "1000", CHOREO_STOP_PODS_ON_EXIT: "1" },
+      [
+        "--node-name",
+        nodes[i]!,
+        "--runtime",
+        "process",
+        "--node-ip",
+        hosts.hosts[i]!.address,
+        "--state-dir",
+        path.join(c.dir, "nodes"),
+        "--images-dir",
+        "/var/lib/choreo/images",
+      ],
+      nodes[i],
+      { netns: hosts.hosts[i]!.netns, address: hosts.hosts[i]!.address },
+    );
+
+  before(async () => {
+    execFileSync(process.execPath, ["--import", "tsx", path.join(ROOT, "services/node-agent/src/node-setup.ts"), "prepare", "--runtime", "process"], {
+      stdio: ["ignore", "ignore", "inherit"],
+    });
+    hosts = createTestHosts(3);
+    try {
+      c = await startCluster({
+        natsHost: hosts.gateway,
+        // A service range of its own: another test file's cluster on this machine programs the same default range.
+        env: { CHOREO_SERVICE_CIDR: `10.96.${200 + Math.floor(Math.random() * 50)}.0/24` },
+        actors: [{ name: "scheduler", env: { CHOREO_NODE_GRACE_SECONDS: "8" } }, { name: "replication" }, { name: "endpoints" }],
+      });
+    } catch (err) {
+      hosts.destroy();
+      throw err;
+    }
+    kubeconfig = writeKubeconfig(c);
+    for (let i = 0; i < nodes.length; i++) await startAgent(i);
+  });
+
+  after(async () => {
+    await c?.stop();
+    hosts?.destroy();
+  });
+
+  it("each node gets its own block from the api; every host routes the others' blocks via their addresses", () =>
+    withLogsOnFailure(c, async () => {
+      const all = await waitFor(
+        async () => {
+          const ns = await Promise.all(nodes.map((n) => node(n).catch(() => undefined)));
+          return ns.every((n) => n && ready(n) && n.spec?.podCidr) ? (ns as Node[]) : undefined;
+        },
+        { ...WAIT, message: "3 nodes Ready with a pod CIDR" },
+      );
+      const cidrs = all.map((n) => n.spec!.podCidr);
+      for (const cidr of cidrs) assert.match(cidr, /^10\.244\.\d+\.0\/24$/, "a block of the cluster CIDR");
+      assert.equal(new Set(cidrs).size, 3, "no block twice");
+      await waitFor(
+        () => {
+          for (let i = 0; i < 3; i++) {
+            const table = routes(i);
+            for (let j = 0; j < 3; j++) {
+              const want = `${cidrs[j]} via ${hosts.hosts[j]!.address}`;
+              if ((i === j) === table.includes(want)) return false;
+            }
+          }
+          return true;
+        },
+        { timeoutMs: 30_000, message: "every host routes the two other blocks, none its own" },
+      );
+    }));
+
+  it("an RC of 3 web pods spreads over the hosts; a client on one host reaches every pod by IP and through the Service's name", () =>
+    withLogsOnFailure(c, async () => {
+      await apply("web.yaml", webRc("web", 3, { app: "web" }));
+      await apply("svc.yaml", SERVICE);
+      const pods = await waitFor(
+        async () => {
+          const ps = await webPods();
+          const eps = (await kubectl("get", "endpoints", "web", "-o", "jsonpath={.subsets[*].addresses[*].ip}")).split(/\s+/).filter(Boolean);
+          return ps.length === 3 && ps.every((p) => p.status?.phase === "Running") && eps.length === 3 ? ps : undefined;
+        },
+        { ...WAIT, message: "3 web pods Running and in the endpoints" },
+      );
+      assert.deepEqual(new Set(pods.map((p) => p.spec?.nodeName)), new Set(nodes), "one pod per host");
+      const ips = pods.map((p) => p.status!.podIp);
+      const script = [
+        ...ips.map((ip) => `wget -q -O - http://${ip}:8080/ || echo FAILED ${ip}`),
+        "for i in $(seq 1 60); do wget -q -O - http://web.default.svc.cluster.local:80/ || echo FAILED svc; done",
+        "echo DONE",
+      ].join("; ");
+      await apply("client.yaml", clientPod("client", nodes[0]!, script));
+      const log = await waitFor(
+        async () => {
+          const r = await run("kubectl", ["logs", "client"], kubeconfig);
+          return r.code === 0 && r.stdout.includes("DONE") ? r.stdout : undefined;
+        },
+        { ...WAIT, message: "the client pod finished" },
+      );
+      const lines = log.split("\n").filter((l) => l && l !== "DONE");
+      assert.deepEqual(
+        lines.filter((l) => l.startsWith("FAILED")),
+        [],
+        "no request failed",
+      );
+      assert.equal(lines.length, 63);
+      const byIp = lines.slice(0, 3).map((l) => l.split(" ")[1]);
+      assert.deepEqual(
+        byIp,
+        pods.map((p) => p.metadata?.name),
+        "each pod answered on its IP, across hosts",
+      );
+      const bySvc = new Set(lines.slice(3).map((l) => l.split(" ")[1]));
+      assert.deepEqual([...bySvc].sort(), pods.map((p) => p.metadata!.name!).sort(), "every pod answered through the Service");
+      await kubectl("delete", "pod", "client", "--wait=false");
+    }));
+
+  it("a host cut off → its pod replaced on another host, the Service answering from 3 pods; back → its stale pod removed, Ready again", () =>
+    withLogsOnFailure(c, async () => {
+      const before = await webPods();
+      const lost = before.find((p) => p.spec?.nodeName === nodes[2]);
+      assert.ok(lost, "a web pod on host-c");
+      const cutAt = Date.now();
+      hosts.cut(2);
+      const replaced = await waitFor(
+        async () => {
+          const ps = (await webPods()).filter((p) => p.metadata?.uid !== lost.metadata?.uid && p.status?.phase === "Running");
+          return ps.length === 3 && ps.every((p) => p.spec?.nodeName !== nodes[2]) ? ps : undefined;
+        },
+        { ...WAIT, message: "3 web pods Running on the two hosts left" },
+      );
+      const replacedAfter = Date.now() - cutAt;
+      assert.equal(replaced.length, 3);
+      // The Service answers from live pods only (the endpoints follow the replacement).
+      await waitFor(
+        async () => {
+          const eps = (await kubectl("get", "endpoints", "web", "-o", "jsonpath={.subsets[*].addresses[*].ip}")).split(/\s+/).filter(Boolean).sort();
+          return JSON.stringify(eps) === JSON.stringify(replaced.map((p) => p.status!.podIp).sort());
+        },
+        { ...WAIT, message: "the endpoints hold the 3 live pods" },
+      );
+      hosts.restore(2);
+      await waitFor(async () => ready(await node(nodes[2]!)), { ...WAIT, message: "host-c Ready again" });
+      // The evicted pod's object is gone; its agent removes what ran (the pod's network namespace with its processes).
+      await waitFor(() => !execFileSync("ip", ["netns", "list"], { encoding: "utf8" }).includes(NAMES.netns(lost.metadata!.uid!)), {
+        ...WAIT,
+        message: "the stale pod's namespace removed on host-c",
+      });
+      process.stdout.write(`# host cut off → replacement Running after ${replacedAfter} ms\n`);
+    }));
+
+  it("a deleted Node gives its block back and every host drops its route", () =>
+    withLogsOnFailure(c, async () => {
+      await c.actors.get(nodes[2]!)?.stop(10_000);
+      const cidr = (await node(nodes[2]!)).spec!.podCidr;
+      await kubectl("delete", "node", nodes[2]!);
+      await waitFor(() => [0, 1].every((i) => !routes(i).includes(cidr)), { timeoutMs: 30_000, message: "the routes to host-c's block gone" });
+      // Its block is free again: a new node may take it by name.
+      const file = path.join(c.dir, "node.yaml");
+      execFileSync("sh", ["-c", `cat > ${JSON.stringify(file)}`], {
+        input: `apiVersion: v1\nkind: Node\nmetadata:\n  name: other\nspec:\n  podCIDR: ${cidr}\n`,
+      });
+      await kubectl("create", "-f", file);
+      assert.equal((await node("other")).spec?.podCidr, cidr);
+    }));
+});
