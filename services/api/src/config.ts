@@ -12,6 +12,8 @@ export interface ApiConfig {
   httpPort: number;
   httpsPort: number;
   grpcPort: number;
+  /** gRPC in plaintext (`CHOREO_API_GRPC_INSECURE=1`: behind a proxy that terminates TLS); default TLS as on HTTPS. */
+  grpcInsecure: boolean;
   metricsPort: number;
   dataDir: string;
   /** File with one bearer token per line (created with a random token if missing). */
@@ -116,6 +118,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ApiConfig {
     httpPort: int(env, "CHOREO_API_HTTP_PORT", 8080),
     httpsPort: int(env, "CHOREO_API_HTTPS_PORT", 6443),
     grpcPort: int(env, "CHOREO_API_GRPC_PORT", 9090),
+    grpcInsecure: env["CHOREO_API_GRPC_INSECURE"] === "1",
     metricsPort: int(env, "CHOREO_API_METRICS_PORT", 9100),
     dataDir,
     tokenFile: env["CHOREO_TOKEN_FILE"] ?? path.join(dataDir, "tokens"),

@@ -17,6 +17,7 @@ import { NatsLogs } from "./logs/index.js";
 import { NatsPodStreams } from "./http/streams/index.js";
 import { MetricsCollector, MetricsNatsDoor } from "./metrics-api/index.js";
 import { GrpcTransport } from "./grpc/serve-grpc.js";
+import { Readiness } from "./health/readiness.js";
 import { NatsTransport } from "./nats/serve-nats.js";
 import { TokenNatsDoor } from "./nats/token-door.js";
 import { bootstrap, createRegistry, ensureEncryptionKeys, SecretSealer } from "./registry/index.js";
@@ -193,6 +194,17 @@ const tls = await ensureServingCert(config.dataDir, [
   "kubernetes.default.svc",
   "kubernetes.default.svc.cluster.local",
 ]);
+// Whether to send this replica requests: /readyz and the gRPC health service answer from these checks (health/).
+let watchCacheReady = false;
+void cache.ready.then(() => (watchCacheReady = true));
+const readiness = new Readiness()
+  .add("redis", () => redis.status === "ready")
+  .add("nats", () => !busAway && !nc.isClosed())
+  .add("watch-cache", () => watchCacheReady)
+  .add("rbac", () => rbac.synced())
+  .add("node-graph", () => nodeGraphWatch.synced());
+// Not ready from SIGTERM on: load balancers and health watchers move away while the doors drain.
+ac.signal.addEventListener("abort", () => readiness.shutdown(), { once: true });
 const logs = new NatsLogs({ nc, handlers: registry, log: log.child({ subsystem: "logs" }) });
 const streams = new NatsPodStreams({ nc, handlers: registry });
 // metrics.k8s.io: the node agents' usage, asked for when a client asks (kubectl top, autoscalers).
@@ -208,6 +220,7 @@ const gateway = createGateway({
   ...(audit ? { audit } : {}),
   reviews: { rules: rbacRules(rbacAuthorizer), tokens: authentication, apiAudiences: saTokens.apiAudiences },
   tokenIssuer: saTokens,
+  readiness,
   registry: metrics,
   serverAddress: `${config.host}:${config.httpsPort}`,
 });
@@ -324,6 +337,9 @@ try {
           port: config.grpcPort,
           authentication,
           authorizer,
+          // TLS as on HTTPS (serving certificate, client certificates of the client CA or tokens) unless CHOREO_API_GRPC_INSECURE=1.
+          ...(config.grpcInsecure ? {} : { tls: { cert: tls.cert, key: tls.key, clientCa: clientCa.pem } }),
+          readiness,
           ...(audit ? { audit } : {}),
         }),
       ),

@@ -34,6 +34,8 @@ import { watch } from "./watch.js";
 import { upgradeHandler, type PodStreams } from "./streams/index.js";
 import { answerInProtobuf, wantsProtobuf } from "./protobuf.js";
 import { isReviewPath, serveReviews, type ReviewContext } from "./reviews/index.js";
+import type { Readiness } from "../health/readiness.js";
+import { serveReadyz } from "../health/readyz.js";
 
 /** Options of the gateway. */
 export interface GatewayOptions {
@@ -66,6 +68,8 @@ export interface GatewayOptions {
   reviews?: Pick<ReviewContext, "rules" | "tokens" | "apiAudiences">;
   /** Signs the tokens of POST serviceaccounts/NAME/token (TokenRequest); without it that path answers 501. */
   tokenIssuer?: TokenIssuer;
+  /** The checks /readyz answers from (the gRPC health service follows the same); without it /readyz is `ok` while serving. */
+  readiness?: Readiness;
 }
 
 export interface ListenOptions {
@@ -269,6 +273,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
     if (isReviewPath(url.pathname)) return serveReviews(req, res, url, { ...opts.reviews, user, authorizer });
     const route = parseRoute(url.pathname);
     setRoute(route);
+    if (route.type === "open" && route.what === "readyz" && opts.readiness && req.method === "GET") return serveReadyz(req, res, url, opts.readiness);
     if (route.type !== "resource") return nonResource(route, req, res, opts.serverAddress);
     if (wantsProtobuf(req)) answerInProtobuf(res);
     const ctx: RequestContext = {
