@@ -176,7 +176,36 @@ export function faults(stopMs: number): Fault[] {
         }
       },
     },
+    // A whole-store and a whole-bus outage: no failover can help, the control plane is away for stopMs.
+    {
+      name: `SIGSTOP of every Redis server and Sentinel for ${stopMs / 1000} s (the store away)`,
+      async strike(cc) {
+        await stopped(
+          [...cc.ha.nodes, ...cc.ha.sentinels].map((m) => m.process().pid),
+          stopMs,
+        );
+      },
+    },
+    {
+      name: `SIGSTOP of every NATS server for ${stopMs / 1000} s (the bus away)`,
+      async strike(cc) {
+        await stopped(
+          cc.c.natsCluster!.members.map((m) => m.process().pid),
+          stopMs,
+        );
+      },
+    },
   ];
+}
+
+/** SIGSTOPs every process in `pids` for `ms`, then SIGCONTs them all. */
+async function stopped(pids: number[], ms: number): Promise<void> {
+  for (const pid of pids) process.kill(pid, "SIGSTOP");
+  try {
+    await sleep(ms);
+  } finally {
+    for (const pid of pids) process.kill(pid, "SIGCONT");
+  }
 }
 
 const metaOf = (o: ApiObject) => (unwrap(o) as { metadata?: { name: string; resourceVersion: string } }).metadata!;
@@ -208,6 +237,7 @@ async function retrying<T>(fn: () => Promise<T>, timeoutMs = 120_000): Promise<T
 export async function runFault(cc: ChaosCluster, fault: Fault): Promise<FaultResult> {
   const { c } = cc;
   const eventsBefore = new Set((await failureEvents(cc)).map((e) => e.uid));
+  const podsBefore = new Set((await webPods(cc)).map((p) => p.metadata?.uid));
   const acknowledged = new Map<string, string>();
   let refused = 0;
   let writing = true;
@@ -256,6 +286,9 @@ export async function runFault(cc: ChaosCluster, fault: Fault): Promise<FaultRes
   // A control-plane fault is no node failure.
   const failures = (await failureEvents(cc)).filter((e) => !eventsBefore.has(e.uid)).map((e) => e.what);
   assert.deepEqual(failures, [], `no node taken for failed after: ${fault.name}`);
+  // … and restarts no pod: every pod the scale keeps is one that ran before (a scale-down removes extras only).
+  const kept = (await retrying(() => webPods(cc))).filter((p) => podsBefore.has(p.metadata?.uid)).length;
+  assert.equal(kept, Math.min(podsBefore.size, want), `no pod replaced after: ${fault.name}`);
   return { fault: fault.name, convergedMs, acknowledged: acknowledged.size, refused };
 }
 
@@ -264,6 +297,13 @@ async function failureEvents(cc: ChaosCluster): Promise<{ uid: string; what: str
     .map((o) => unwrap(o) as { metadata?: { uid: string }; reason?: string; involvedObject?: { name: string } })
     .filter((e) => e.reason === "NodeNotReady" || e.reason === "TaintManagerEviction")
     .map((e) => ({ uid: e.metadata?.uid ?? "", what: `${e.reason} ${e.involvedObject?.name}` }));
+}
+
+/** The RC's pods not being deleted. */
+async function webPods(cc: ChaosCluster): Promise<Pod[]> {
+  return (await cc.c.client.list("pods", { namespace: "default", labelSelector: "app=web" })).items
+    .map((o) => unwrap(o) as Pod)
+    .filter((p) => !p.metadata?.deletionTimestamp);
 }
 
 /** The RC's live pods: exactly `want`, all ready, all its own; the Service's Endpoints exactly their addresses. */
