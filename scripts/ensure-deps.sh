@@ -30,6 +30,13 @@ command -v debootstrap >/dev/null || need+=(debootstrap)
 [[ $(dpkg-query -W -f='${Status}' busybox-static 2>/dev/null) == "install ok installed" ]] || need+=(busybox-static)
 # The official Python client, run with Debian's /usr/bin/python3 by the official-clients test.
 [[ $(dpkg-query -W -f='${Status}' python3-kubernetes 2>/dev/null) == "install ok installed" ]] || need+=(python3-kubernetes)
+# `--test`: the gRPC Python example (examples/grpc-python, integration-tests/grpc-clients.test.ts) — python3-grpcio,
+# protoc 3.21 (the python3-protobuf runtime's version) with the gRPC plugin, python3-grpc-tools' well-known types.
+if [[ ${1:-} == --test ]]; then
+  for p in python3-grpcio python3-grpc-tools protobuf-compiler protobuf-compiler-grpc; do
+    [[ $(dpkg-query -W -f='${Status}' "$p" 2>/dev/null) == "install ok installed" ]] || need+=("$p")
+  done
+fi
 
 if ((${#need[@]} + ${#need_rec[@]})); then
   if [[ $(id -u) -ne 0 ]]; then

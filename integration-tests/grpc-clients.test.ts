@@ -1,0 +1,113 @@
+// test-tier: servers
+// gRPC's front step, against a real api process (TLS on its gRPC port, as
+// `choreo up` runs it): (a) the Python example (examples/grpc-python), its
+// client generated from proto/ by Debian's python3-grpc-tools and run on
+// python3-grpcio, lists pods and sees a watch event; (b) a grpc-js client
+// built from server reflection alone lists pods, and grpc.health.v1 answers
+// SERVING.
+import assert from "node:assert/strict";
+import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { createInterface } from "node:readline";
+import { after, before, describe, it } from "node:test";
+import * as grpc from "@grpc/grpc-js";
+import { reflect } from "@choreo/api/grpc";
+import { fromKubeJson } from "@choreo/kit/kube-json";
+import { waitFor } from "@choreo/kit/testing";
+import { startCluster, type TestCluster } from "./support/cluster.js";
+
+const PYTHON = "/usr/bin/python3";
+const SCRIPT = path.join(import.meta.dirname, "..", "examples", "grpc-python", "list_and_watch.py");
+// What `scripts/ensure-deps.sh --test` installs: python3-grpcio, python3-grpc-tools, protobuf-compiler, protobuf-compiler-grpc.
+const hasGrpcPython = [
+  PYTHON,
+  "/usr/lib/python3/dist-packages/grpc_tools",
+  "/usr/lib/python3/dist-packages/grpc",
+  "/usr/bin/protoc",
+  "/usr/bin/grpc_python_plugin",
+].every((f) => existsSync(f));
+
+const pod = (name: string) =>
+  fromKubeJson({ apiVersion: "v1", kind: "Pod", metadata: { name, namespace: "default" }, spec: { containers: [{ name: "c", image: "busybox" }] } });
+
+describe("gRPC clients against a real api (TLS)", () => {
+  let c: TestCluster;
+  let caFile: string;
+  let genDir: string;
+  before(async () => {
+    c = await startCluster();
+    caFile = path.join(c.dir, "api", "pki", "apiserver.crt");
+    genDir = mkdtempSync(path.join(os.tmpdir(), "choreo-grpc-py-"));
+    await c.client.create(pod("py-1"));
+  });
+  after(async () => {
+    await c?.stop();
+    if (genDir) rmSync(genDir, { recursive: true, force: true });
+  });
+
+  it("the Python example lists pods and sees a watch event", { skip: !hasGrpcPython && "python3-grpcio / python3-grpc-tools not installed" }, async () => {
+    const args = [SCRIPT, "--server", `127.0.0.1:${c.apis[0]!.grpcPort}`, "--ca", caFile, "--namespace", "default", "--events", "1", "--watch-seconds", "60"];
+    const py: ChildProcess = spawn(PYTHON, [...args, "--gen-dir", genDir], {
+      env: { ...process.env, CHOREO_TOKEN: c.token },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    const lines: string[] = [];
+    let stderr = "";
+    createInterface({ input: py.stdout! }).on("line", (l) => lines.push(l));
+    py.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));
+    const exited = new Promise<number | null>((resolve) => py.on("exit", (code) => resolve(code)));
+    try {
+      // The first run generates the client from proto/ (a few seconds).
+      await waitFor(() => lines.some((l) => l.startsWith("listed ")) || py.exitCode !== null, { timeoutMs: 60_000, message: "the Python client listed" });
+      assert.ok(lines.includes("pod default/py-1 Pending"), `${lines.join("\n")}\n${stderr}`);
+      assert.match(
+        lines.find((l) => l.startsWith("listed "))!,
+        /^listed \d+ pods at revision \d+$/,
+      );
+      await c.client.create(pod("py-2"));
+      assert.equal(await exited, 0, stderr);
+      assert.ok(
+        lines.some((l) => /^ADDED default\/py-2 revision=\d+$/.test(l)),
+        lines.join("\n"),
+      );
+      assert.equal(lines.at(-1), "watched 1 changes");
+      assert.ok(existsSync(path.join(genDir, "choreo", "api", "v1", "api_pb2_grpc.py")), "generated from proto/");
+    } finally {
+      py.kill();
+    }
+  });
+
+  it("a client from reflection alone lists pods; grpc.health.v1 is SERVING", async () => {
+    const creds = grpc.credentials.combineChannelCredentials(
+      grpc.credentials.createSsl(readFileSync(caFile)),
+      grpc.credentials.createFromMetadataGenerator((_p, cb) => {
+        const md = new grpc.Metadata();
+        md.set("authorization", `Bearer ${c.token}`);
+        cb(null, md);
+      }),
+    );
+    const address = `127.0.0.1:${c.apis[0]!.grpcPort}`;
+    const r = await reflect(address, creds, ["choreo.api.v1.Api", "grpc.health.v1.Health"], { loader: { enums: String, longs: Number, oneofs: true } });
+    type Unary = (req: object, cb: (err: grpc.ServiceError | null, res: unknown) => void) => void;
+    type Client = grpc.Client & Record<string, Unary>;
+    const pkg = r.grpc as unknown as {
+      choreo: { api: { v1: { Api: new (a: string, c: grpc.ChannelCredentials) => Client } } };
+      grpc: { health: { v1: { Health: new (a: string, c: grpc.ChannelCredentials) => Client } } };
+    };
+    const api = new pkg.choreo.api.v1.Api(address, creds);
+    const health = new pkg.grpc.health.v1.Health(address, creds);
+    const ask = <T>(client: Client, method: string, req: object) =>
+      new Promise<T>((resolve, reject) => client[method]!.call(client, req, (err, res) => (err ? reject(err) : resolve(res as T))));
+    try {
+      const listed = await ask<{ items: { pod?: { metadata: { name: string } } }[] }>(api, "list", { resource: "pods", namespace: "default" });
+      assert.ok(listed.items.some((o) => o.pod?.metadata.name === "py-1"));
+      await waitFor(async () => (await ask<{ status: string }>(health, "check", { service: "" })).status === "SERVING", { timeoutMs: 10_000 });
+      assert.equal((await ask<{ status: string }>(health, "check", { service: "choreo.api.v1.Api" })).status, "SERVING");
+    } finally {
+      api.close();
+      health.close();
+    }
+  });
+});
