@@ -1,11 +1,11 @@
 // The api service: config → Redis + NATS → registry, relay, watch cache →
 // NATS, gRPC and HTTP transports, until SIGTERM; then drain and exit.
 import path from "node:path";
-import { connectBus, ensureEventKeys, ensureEventStream, loadEventSigner } from "@choreo/kit/bus";
+import { connectBus, ensureEventKeys, ensureEventStream, eventKeyPaths, loadEventSigner } from "@choreo/kit/bus";
 import { runAll, signalController, sleep, type Runnable } from "@choreo/kit/lifecycle";
 import { createLogger } from "@choreo/kit/log";
 import { createRegistry as createMetricsRegistry, metricsServer } from "@choreo/kit/metrics";
-import { ensureClientCa, redactUrl } from "@choreo/kit/secrets";
+import { ensureClientCa, NATS_CA_ENV, redactUrl, stripCredentials } from "@choreo/kit/secrets";
 import { createGateway, ensureServingCert } from "./http/index.js";
 import { gatewayRunnable } from "./gateway-runnable.js";
 import { RootCaPublisher } from "./root-ca/publisher.js";
@@ -43,6 +43,7 @@ import { ensureServiceAccountKey, ServiceAccountAuthenticator, ServiceAccountTok
 import { serviceAccountBindingCheck } from "./auth/binding-check.js";
 import { BootstrapTokenAuthenticator, registrySecretGetter } from "./auth/bootstrap-tokens.js";
 import { TokenCleaner } from "./auth/token-cleaner.js";
+import { NodeCredentialIssuer } from "./node-credentials/issuer.js";
 
 const config = loadConfig();
 const log = createLogger({ service: "api" });
@@ -221,6 +222,15 @@ const gateway = createGateway({
   reviews: { rules: rbacRules(rbacAuthorizer), tokens: authentication, apiAudiences: saTokens.apiAudiences },
   tokenIssuer: saTokens,
   readiness,
+  // choreo join: a bootstrap token exchanged for a node's token (a line of the token file) and NATS user.
+  nodeCredentials: new NodeCredentialIssuer({
+    tokenFile: config.tokenFile,
+    nc,
+    natsUrl: stripCredentials(config.natsUrl),
+    natsCaFile: process.env[NATS_CA_ENV],
+    eventVerifyKeyFile: eventKeyPaths(path.join(config.dataDir, "pki")).publicKey,
+    log: log.child({ subsystem: "node-credentials" }),
+  }),
   registry: metrics,
   serverAddress: `${config.host}:${config.httpsPort}`,
 });

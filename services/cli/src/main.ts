@@ -5,10 +5,12 @@ import { formatError } from "./client.js";
 import { COMMANDS, findCommand } from "./commands/index.js";
 import { GLOBAL_VALUE_FLAGS, type CliIo } from "./session.js";
 import { downCommand, upCommand } from "./up/index.js";
+import { joinCommand } from "./join/command.js";
 
 const LOCAL_COMMANDS = [
   ["up", "Bring up a local cluster in the foreground"],
   ["down", "Stop the local cluster"],
+  ["join", "Join this machine to a cluster as a node (bootstrap token)"],
 ] as const;
 
 function usage(): string {
@@ -61,6 +63,8 @@ export async function runCli(argv: string[], partial: Partial<CliIo> = {}): Prom
         return await upCommand(args, out);
       case "down":
         return await downCommand(args, out);
+      case "join":
+        return await joinCommand(args, out);
       case undefined:
       case "help": {
         const topic = command === "help" ? args.find((a) => !a.startsWith("-")) : undefined;
@@ -86,9 +90,9 @@ export async function runCli(argv: string[], partial: Partial<CliIo> = {}): Prom
 
 /** The entry point of bin/choreo.js: argv without node and the script. */
 export async function main(argv: string[]): Promise<number> {
-  // up/down handle their own signals (a graceful stop).
+  // up/down/join handle their own signals (a graceful stop).
   const { command } = splitCommand(argv);
-  if (command === "up" || command === "down") return runCli(argv);
+  if (command === "up" || command === "down" || command === "join") return runCli(argv);
   // Ctrl-C ends a watch cleanly; anything else still running is cut shortly after.
   const ac = new AbortController();
   const stop = (): void => {

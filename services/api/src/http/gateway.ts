@@ -36,6 +36,7 @@ import { answerInProtobuf, wantsProtobuf } from "./protobuf.js";
 import { isReviewPath, serveReviews, type ReviewContext } from "./reviews/index.js";
 import type { Readiness } from "../health/readiness.js";
 import { serveReadyz } from "../health/readyz.js";
+import { isNodeCredentialPath, serveNodeCredential, type NodeCredentialSource } from "../node-credentials/door.js";
 
 /** Options of the gateway. */
 export interface GatewayOptions {
@@ -70,6 +71,8 @@ export interface GatewayOptions {
   tokenIssuer?: TokenIssuer;
   /** The checks /readyz answers from (the gRPC health service follows the same); without it /readyz is `ok` while serving. */
   readiness?: Readiness;
+  /** Exchanges bootstrap tokens for node credentials (POST /choreo/v1/nodecredential, `choreo join`); without it that path answers 503. */
+  nodeCredentials?: NodeCredentialSource;
 }
 
 export interface ListenOptions {
@@ -271,6 +274,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
     if (isHpaV1Path(url.pathname)) return serveHpaV1(req, res, url, opts.handlers);
     // The access and identity reviews (kubectl auth can-i, whoami): never stored.
     if (isReviewPath(url.pathname)) return serveReviews(req, res, url, { ...opts.reviews, user, authorizer });
+    if (isNodeCredentialPath(url.pathname)) return serveNodeCredential(req, res, user, opts.nodeCredentials);
     const route = parseRoute(url.pathname);
     setRoute(route);
     if (route.type === "open" && route.what === "readyz" && opts.readiness && req.method === "GET") return serveReadyz(req, res, url, opts.readiness);

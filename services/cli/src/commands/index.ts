@@ -8,6 +8,7 @@ import { describeCommand } from "./describe.js";
 import { getCommand } from "./get.js";
 import { kubeconfigCommand } from "./kubeconfig.js";
 import { logsCommand } from "./logs.js";
+import { tokenCommand } from "./token.js";
 import { versionCommand } from "./version.js";
 
 export const COMMANDS: readonly Command[] = [
@@ -19,6 +20,7 @@ export const COMMANDS: readonly Command[] = [
   apiResourcesCommand,
   versionCommand,
   kubeconfigCommand,
+  tokenCommand,
 ];
 
 /** The command of a name, if any. */

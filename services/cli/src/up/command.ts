@@ -5,6 +5,7 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { onAbort, signalController } from "@choreo/kit/lifecycle";
 import { DEFAULT_UP, down, up, type LocalCluster } from "./cluster.js";
+import { joinCommandLine, serveJoinUsers } from "../join/offer.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../../..");
 
@@ -114,6 +115,14 @@ export async function upCommand(argv: string[], out: (s: string) => void = conso
   export KUBECONFIG=${cluster.kubeconfig}
   kubectl get namespaces        # or: choreo get namespaces
 Logs in ${o.dataDir}/logs. Ctrl-C (or choreo down) stops the cluster; data stays in ${o.dataDir}.`);
+  // choreo join elsewhere: this process owns nats-server's users and adds each joining node's; a first bootstrap token.
+  try {
+    await serveJoinUsers(cluster.nats, ac.signal);
+    const line = await joinCommandLine({ server: `https://${o.host}:${o.httpsPort}`, adminToken: cluster.token, dataDir: o.dataDir });
+    out(`To add a node from another machine (the token expires in 24 h; more with choreo token create):\n  ${line}`);
+  } catch (err) {
+    out(`choreo join is not offered: ${(err as Error).message}`);
+  }
   if (o.examples && o.nodes > 0 && !ac.signal.aborted) out(await applyExamples(cluster.kubeconfig, ac.signal));
   await new Promise<void>((resolve) => onAbort(ac.signal, resolve));
   out("stopping…");

@@ -60,3 +60,5 @@ export {
 export type { BusStreamOptions, StreamEvent, StreamStop } from "./bus-stream.js";
 export { openBusStream } from "./open-stream.js";
 export type { OpenBusStreamOptions } from "./open-stream.js";
+export { NATS_USERS_SUBJECT, requestNatsUser, serveNatsUsers } from "./nats-user-provisioner.js";
+export type { NatsUserOwner, NatsUserReply, NatsUserRequest } from "./nats-user-provisioner.js";

@@ -227,6 +227,8 @@ export function bootstrapClusterRoles(): ClusterRole[] {
     clusterRole("system:choreo-endpoints", ENDPOINTS_RULES),
     clusterRole("system:node", NODE_RULES),
     clusterRole("system:choreo-hollow-nodes", HOLLOW_NODES_RULES),
+    // Bootstrap tokens may exchange themselves for a node credential (`choreo join`): choreo's stand-in for the CSR rules of Kubernetes' role.
+    clusterRole("system:node-bootstrapper", [urls(["post"], ["/choreo/v1/nodecredential"])]),
   ];
 }
 
@@ -243,5 +245,7 @@ export function bootstrapClusterRoleBindings(): ClusterRoleBinding[] {
     binding("system:choreo-endpoints", "system:choreo-endpoints", [subject("User", "system:choreo-endpoints")]),
     binding("system:node", "system:node", [subject("Group", "system:nodes")]),
     binding("system:choreo-hollow-nodes", "system:choreo-hollow-nodes", [subject("Group", "system:hollow-nodes")]),
+    // kubeadm binds its default node token's group (kubeadm:kubelet-bootstrap); here every bootstrap token.
+    binding("system:node-bootstrapper", "system:node-bootstrapper", [subject("Group", "system:bootstrappers")]),
   ];
 }

@@ -1,0 +1,175 @@
+// `choreo join`: a node agent on this machine, for a cluster whose api runs
+// elsewhere, with a credential of its own got for a bootstrap token.
+//
+//   1. discovery: the api's certificate chain, fetched without trust; its root's SPKI hash must be --ca-hash
+//   2. exchange:  POST /choreo/v1/nodecredential {nodeName} as the bootstrap token, over TLS to that root only
+//   3. written (0600) under --data-dir: kubeconfig (system:node:<name>, its token), token, nats.credentials,
+//      event-signing.pub (and nats-ca.crt)
+//   4. the node agent started with them, supervised as `choreo up` supervises (restarted when it dies)
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { freePort, startProcess } from "@choreo/kit/process";
+import { createLogger } from "@choreo/kit/log";
+import { writeCredentials, writeSecretFile } from "@choreo/kit/secrets";
+import { CliError, RestClient, StatusError } from "../client.js";
+import { renderKubeconfig } from "../kubeconfig.js";
+import { ROOT } from "../up/node-setup.js";
+import { Shutdown, supervise, type Supervised } from "../up/supervisor.js";
+import { caCertHash, fetchServerRoot, isCaHash } from "./ca-hash.js";
+import { TOKEN_PATTERN } from "./tokens.js";
+
+export interface JoinOptions {
+  server: string;
+  token: string;
+  caHash: string;
+  nodeName: string;
+  runtime: "auto" | "docker" | "process" | "hollow";
+  dataDir: string;
+  stateDir: string;
+  imagesDir: string;
+  /** Empty: the agent waits for the api to allocate one (node IPAM). */
+  podCidr: string;
+}
+
+/** The credential the api hands a joining node. */
+interface NodeCredential {
+  nodeName: string;
+  user: string;
+  token: string;
+  nats: { url: string; user: string; password: string; caPem?: string };
+  eventVerifyKey: string;
+}
+
+/** A joined node: its agent, supervised. */
+export interface JoinedNode {
+  nodeName: string;
+  kubeconfig: string;
+  agent: Supervised;
+  stop(): Promise<void>;
+}
+
+/** Steps 1-3: checks the api's CA, exchanges the token, writes the credential files; returns their paths. */
+export async function fetchNodeCredential(o: Pick<JoinOptions, "server" | "token" | "caHash" | "nodeName" | "dataDir">) {
+  if (!TOKEN_PATTERN.test(o.token)) throw new CliError(`error: --token must be a bootstrap token [a-z0-9]{6}.[a-z0-9]{16} (choreo token create)`);
+  if (!isCaHash(o.caHash)) throw new CliError(`error: --ca-hash must be sha256:<64 hex digits> (choreo up prints it), got "${o.caHash}"`);
+  let root: string;
+  try {
+    root = await fetchServerRoot(o.server);
+  } catch (err) {
+    throw new CliError(`error: cannot reach the api at ${o.server}: ${(err as Error).message}`);
+  }
+  const seen = caCertHash(root);
+  if (seen !== o.caHash)
+    throw new CliError(
+      `error: the api at ${o.server} presents the CA ${seen}, not --ca-hash ${o.caHash}: refusing to send the token to it (a wrong server, or a wrong hash)`,
+    );
+  const client = new RestClient({
+    server: o.server.replace(/\/$/, ""),
+    ca: root,
+    insecure: false,
+    token: o.token,
+    namespace: "default",
+    namespaceExplicit: false,
+  });
+  let cred: NodeCredential;
+  try {
+    cred = await client.json<NodeCredential>({ method: "POST", path: "/choreo/v1/nodecredential", body: { nodeName: o.nodeName } });
+  } catch (err) {
+    if (err instanceof StatusError && err.code === 401)
+      throw new CliError(`error: the api refused the bootstrap token (unknown, wrong secret, or expired): ${err.message}`);
+    throw err;
+  }
+  const dir = path.resolve(o.dataDir);
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const files = {
+    kubeconfig: path.join(dir, "kubeconfig"),
+    token: path.join(dir, "token"),
+    nats: path.join(dir, "nats.credentials"),
+    eventKey: path.join(dir, "event-signing.pub"),
+    natsCa: cred.nats.caPem ? path.join(dir, "nats-ca.crt") : undefined,
+    natsUrl: cred.nats.url,
+  };
+  writeSecretFile(
+    files.kubeconfig,
+    renderKubeconfig({ server: o.server, caPem: root, user: cred.user, auth: { token: cred.token }, context: `${cred.user}@choreo`, namespace: "default" }),
+  );
+  writeSecretFile(files.token, `${cred.token}\n`);
+  writeCredentials(files.nats, { user: cred.nats.user, password: cred.nats.password });
+  writeSecretFile(files.eventKey, cred.eventVerifyKey);
+  if (files.natsCa && cred.nats.caPem) writeSecretFile(files.natsCa, cred.nats.caPem);
+  writeFileSync(path.join(dir, "node"), `${cred.nodeName}\n`, { mode: 0o600 });
+  return files;
+}
+
+/** `choreo join`: the credential, then the node agent, supervised until `stop`. */
+export async function join(o: JoinOptions, log: (line: string) => void = console.log, signal?: AbortSignal): Promise<JoinedNode> {
+  const files = await fetchNodeCredential(o);
+  log(`node credential for system:node:${o.nodeName} written to ${files.kubeconfig}`);
+  const logs = path.join(path.resolve(o.dataDir), "logs");
+  mkdirSync(logs, { recursive: true });
+  const shutdown = new Shutdown();
+  if (signal) signal.addEventListener("abort", () => shutdown.begin(), { once: true });
+  const metricsPort = await freePort();
+  const main = path.join(ROOT, "services/node-agent/src/main.ts");
+  if (!existsSync(main)) throw new CliError(`error: no node agent in this checkout (${main})`);
+  const agent = await supervise({
+    name: o.nodeName,
+    launch: () =>
+      startProcess({
+        name: o.nodeName,
+        cmd: process.execPath,
+        args: [
+          "--import",
+          "tsx",
+          main,
+          "--node-name",
+          o.nodeName,
+          "--runtime",
+          o.runtime,
+          "--state-dir",
+          o.stateDir,
+          "--images-dir",
+          o.imagesDir,
+          ...(o.podCidr ? ["--pod-cidr", o.podCidr] : []),
+        ],
+        cwd: ROOT,
+        env: {
+          CHOREO_NATS_URL: files.natsUrl,
+          CHOREO_NATS_CREDENTIALS: files.nats,
+          CHOREO_API_TOKEN_FILE: files.token,
+          CHOREO_EVENT_VERIFY_KEY: files.eventKey,
+          CHOREO_METRICS_PORT: String(metricsPort),
+          CHOREO_STOP_PODS_ON_EXIT: "1",
+          ...(files.natsCa ? { CHOREO_NATS_CA: files.natsCa } : {}),
+        },
+        readyUrl: `http://127.0.0.1:${metricsPort}/healthz`,
+        timeoutMs: 60_000,
+        logFile: path.join(logs, "node-agent.log"),
+      }),
+    shutdown,
+    log: createLogger({ service: "choreo-join", destination: process.stderr }),
+    logFile: path.join(logs, "node-agent.log"),
+    pidDir: path.join(path.resolve(o.dataDir), "pids"),
+  });
+  return {
+    nodeName: o.nodeName,
+    kubeconfig: files.kubeconfig,
+    agent,
+    async stop() {
+      shutdown.begin();
+      await agent.stop(15_000);
+    },
+  };
+}
+
+/** The defaults of `choreo join`. */
+export function joinDefaults(): Pick<JoinOptions, "nodeName" | "runtime" | "dataDir" | "stateDir" | "imagesDir"> {
+  return {
+    nodeName: os.hostname().toLowerCase(),
+    runtime: "auto",
+    dataDir: ".choreo-node",
+    stateDir: "/var/lib/choreo/nodes",
+    imagesDir: "/var/lib/choreo/images",
+  };
+}
