@@ -16,6 +16,7 @@ import { silentLogger } from "@choreo/kit/log";
 import { waitFor } from "@choreo/kit/testing";
 import { Status } from "@choreo/kit/gen/choreo/meta/v1/meta";
 import { startStack, type Stack } from "../testing/stack.js";
+import { ObjectCache } from "../storage/object-cache.js";
 import { ensureServingCert } from "../http/index.js";
 import { Readiness } from "../health/readiness.js";
 import { GrpcTransport, STATUS_DETAILS_KEY, STATUS_METADATA_KEY, statusFromDetails } from "./serve-grpc.js";
@@ -111,7 +112,7 @@ describe("gRPC conventions: reflection, health, deadlines, error details, TLS", 
     const api = new (apiClass())(address, creds);
     try {
       await s.client.create(pod("r1"));
-      const list = await call<{ items: { pod?: { metadata: { name: string } } }[]; metadata: { resourceVersion: string } }>(api, "list", {
+      const list = await call<{ items: { pod?: { metadata: { name: string } } }[]; metadata: { resource_version: string } }>(api, "list", {
         resource: "pods",
         namespace: "default",
       });
@@ -119,7 +120,9 @@ describe("gRPC conventions: reflection, health, deadlines, error details, TLS", 
         list.items.some((o) => o.pod?.metadata.name === "r1"),
         JSON.stringify(list.items).slice(0, 300),
       );
-      const watch = api.watch({ resource: "pods", namespace: "default", resourceVersion: list.metadata.resourceVersion }, new grpc.Metadata());
+      // Messages loaded from descriptors keep proto/'s field names (snake_case): proto-loader's keepCase applies to .proto files only.
+      assert.match(list.metadata.resource_version, /^\d+$/);
+      const watch = api.watch({ resource: "pods", namespace: "default", resource_version: list.metadata.resource_version }, new grpc.Metadata());
       const seen = new Promise<{ type: string; object: { pod?: { metadata: { name: string } } } }>((resolve, reject) => {
         watch.on("data", (ev: { type: string; object: { pod?: { metadata: { name: string } } } }) => {
           if (ev.object.pod?.metadata.name === "r2") resolve(ev);
@@ -198,6 +201,32 @@ describe("gRPC conventions: reflection, health, deadlines, error details, TLS", 
       assert.equal(got.pod?.metadata.name, "r1");
     } finally {
       api.close();
+    }
+  });
+
+  it("a unary call's deadline stops its wait in the handler (the object cache reaching a revision), not after the cache's own 10 s", async () => {
+    const cacheAc = new AbortController();
+    const oc = new ObjectCache({ storage: s.store, watch: s.cache, log: silentLogger() });
+    const cacheRunning = oc.start(cacheAc.signal);
+    s.registry.store.objectCache = oc;
+    s.registry.store.cacheWaitMs = 10_000;
+    const api = new (apiClass())(address, creds);
+    try {
+      const rev = await s.store.currentRevision();
+      await waitFor(() => oc.revision >= rev, { timeoutMs: 30_000, message: "the cache caught up" });
+      const started = Date.now();
+      const far = { resource: "pods", namespace: "default", name: "r1", resource_version: String(rev + 1_000) };
+      const err = (await call(api, "get", far, undefined, { deadline: Date.now() + 400 }).catch((e: unknown) => e)) as grpc.ServiceError;
+      assert.equal(err.code, grpc.status.DEADLINE_EXCEEDED);
+      await waitFor(() => t.inFlight === 0, { timeoutMs: 3_000, message: "the handler gave up with its caller" });
+      const took = Date.now() - started;
+      assert.ok(took < 3_000, `handler ended ${took} ms after the call began (the cache waits 10 s)`);
+    } finally {
+      api.close();
+      s.registry.store.cacheWaitMs = 3_000;
+      s.registry.store.objectCache = undefined;
+      cacheAc.abort();
+      await cacheRunning;
     }
   });
 

@@ -12,6 +12,7 @@ import type { AuditLog } from "../audit/index.js";
 import type { Readiness } from "../health/readiness.js";
 import { serverCredentials, userOfCall, type GrpcTls } from "./credentials.js";
 import { grpcError } from "./grpc-errors.js";
+import { withCallSignal } from "../handlers/call-signal.js";
 import { GrpcHealth } from "./health.js";
 import { addReflection } from "./reflection.js";
 
@@ -42,12 +43,14 @@ export interface GrpcOptions {
 /**
  * The api over gRPC (@grpc/grpc-js), incl. the Watch stream, beside server
  * reflection and grpc.health.v1. A call's deadline ends its work: a unary call
- * whose deadline passed before its handler runs is not run, a watch stops.
+ * whose deadline passed before its handler runs is not run, one waiting in the
+ * handler (the object cache reaching a revision) stops waiting, a watch stops.
  */
 export class GrpcTransport {
   readonly name = "grpc-transport";
   private boundPort = 0;
   private openWatches = 0;
+  private unaryInFlight = 0;
   /** The health service (its status follows `readiness`). */
   readonly health: GrpcHealth;
   private readonly ready: Promise<number>;
@@ -56,6 +59,11 @@ export class GrpcTransport {
   constructor(private readonly opts: GrpcOptions) {
     this.ready = new Promise((r) => (this.readyResolve = r));
     this.health = new GrpcHealth(opts.readiness, opts.log, opts.healthIntervalMs);
+  }
+
+  /** Unary calls being served now. */
+  get inFlight(): number {
+    return this.unaryInFlight;
   }
 
   /** Watch streams being served now (a cancelled or expired one is gone from it). */
@@ -95,16 +103,25 @@ export class GrpcTransport {
     const unary =
       <K extends keyof ApiHandlers, Req, Res>(method: K): grpc.handleUnaryCall<Req, Res> =>
       (call, callback) => {
+        // The caller's deadline or cancel aborts the call's signal: waits inside the handler end with it.
+        const ac = new AbortController();
+        const giveUp = (): void => ac.abort();
+        call.once("cancelled", giveUp);
+        this.unaryInFlight++;
         as(call)
           .then((h) => {
             // Past its deadline (or cancelled) while authenticated: the work is not started.
             if (call.cancelled) throw timeout("the call was cancelled or its deadline passed before it ran");
-            return (h[method] as unknown as (r: Req) => Promise<Res>).call(h, call.request);
+            return withCallSignal(ac.signal, () => (h[method] as unknown as (r: Req) => Promise<Res>).call(h, call.request));
           })
           .then(
             (res) => callback(null, res),
             (err: unknown) => callback(grpcError(err)),
-          );
+          )
+          .finally(() => {
+            this.unaryInFlight--;
+            call.off("cancelled", giveUp);
+          });
       };
     const impl: ApiServer = {
       get: unary("get"),

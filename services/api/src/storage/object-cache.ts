@@ -5,6 +5,7 @@ import { Counter, Gauge, type Registry } from "prom-client";
 import { sleep } from "@choreo/kit/lifecycle";
 import { member, type ObjectStorage, type Page, type Stored } from "./object-storage.js";
 import type { CachedEvent, WatchCache } from "./watch-cache.js";
+import { callSignal } from "../handlers/call-signal.js";
 
 /**
  * One version of an object: its stored bytes (undefined: deleted at
@@ -215,21 +216,34 @@ export class ObjectCache {
     this.waiters = still;
   }
 
-  /** Resolves true once the cache holds revision `rev` (or a later one), false after `timeoutMs`. */
+  /**
+   * Resolves true once the cache holds revision `rev` (or a later one), false
+   * after `timeoutMs` — or as soon as the call in scope is given up (its
+   * deadline passed: handlers/call-signal.ts).
+   */
   waitFor(rev: number, timeoutMs: number): Promise<boolean> {
     if (this.rev >= 0 && this.rev >= rev) return Promise.resolve(true);
+    const signal = callSignal();
+    if (signal?.aborted) return Promise.resolve(false);
     return new Promise((resolve) => {
+      const giveUp = (): void => {
+        clearTimeout(timer);
+        this.waiters = this.waiters.filter((x) => x !== w);
+        resolve(false);
+      };
       const w = {
         rev,
         resolve: (ok: boolean): void => {
           clearTimeout(timer);
+          signal?.removeEventListener("abort", giveUp);
           resolve(ok);
         },
       };
       const timer = setTimeout(() => {
-        this.waiters = this.waiters.filter((x) => x !== w);
-        resolve(false);
+        signal?.removeEventListener("abort", giveUp);
+        giveUp();
       }, timeoutMs);
+      signal?.addEventListener("abort", giveUp, { once: true });
       this.waiters.push(w);
     });
   }
