@@ -1,6 +1,15 @@
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { startNats, startProcess, startRedis, waitFor, type ManagedProcess, type ServerHandle } from "@choreo/kit/process";
+import {
+  startNats,
+  startProcess,
+  startRedis,
+  waitFor,
+  type HaproxyHandle,
+  type ManagedProcess,
+  type RedisHaHandle,
+  type ServerHandle,
+} from "@choreo/kit/process";
 import { eventKeyPaths } from "@choreo/kit/bus";
 import { onAbort } from "@choreo/kit/lifecycle";
 import { createLogger, type Logger } from "@choreo/kit/log";
@@ -16,6 +25,7 @@ import {
 } from "@choreo/kit/secrets";
 import { renderKubeconfig } from "../kubeconfig.js";
 import { pidDir, sweep, writeClusterRecord, type SweepReport } from "./leftovers.js";
+import { haApiEnv, replicaPorts, startApiBalancer, startHaServers, type ReplicaPorts } from "./ha.js";
 import { nodeSetup, ROOT } from "./node-setup.js";
 import { processStartTime, Shutdown, supervise, type Supervised } from "./supervisor.js";
 
@@ -45,6 +55,15 @@ export interface UpOptions {
   imagesDir: string;
   /** Apply examples/ once the cluster is up (the web app, its Service and the sidecar pod). */
   examples: boolean;
+  /**
+   * No single server (see ha.ts): 3 nats-servers (R3 event stream), a Redis
+   * primary + 2 replicas + 3 Sentinels (durability log), `apiReplicas` api
+   * replicas behind HAProxy on the public ports. --nats-port/--redis-port are
+   * not used (free ports; the URLs are in the output).
+   */
+  ha: boolean;
+  /** api replicas with `ha` (default 3). */
+  apiReplicas: number;
 }
 
 export const DEFAULT_UP: UpOptions = {
@@ -63,6 +82,8 @@ export const DEFAULT_UP: UpOptions = {
   runtime: "auto",
   imagesDir: "/var/lib/choreo/images",
   examples: true,
+  ha: false,
+  apiReplicas: 3,
 };
 
 /** A running local cluster. */
@@ -70,11 +91,18 @@ export interface LocalCluster {
   opts: UpOptions;
   kubeconfig: string;
   token: string;
+  /** nats-server, or with `ha` the NATS cluster as one (its url lists every member). */
   nats: ServerHandle;
-  redis: ServerHandle;
+  /** redis-server, or with `ha` the primary, replicas and Sentinels. */
+  redis: ServerHandle | RedisHaHandle;
+  /** With `ha`: HAProxy in front of the api replicas. */
+  haproxy?: HaproxyHandle;
   /** The real nodes' names. */
   nodes: string[];
+  /** The api (with `ha`: the first replica). */
   api(): ManagedProcess;
+  /** Every api replica (one without `ha`). */
+  apis(): ManagedProcess[];
   /** Names of the actor processes running beside the api. */
   actors(): string[];
   /** The real nodes' runtime as resolved (docker or process), undefined without real nodes. */
@@ -92,20 +120,20 @@ function busEnv(nats: ServerHandle): Record<string, string> {
   return { CHOREO_NATS_URL: nats.address, CHOREO_NATS_CREDENTIALS: nats.credentialsFile };
 }
 
-function apiEnv(o: UpOptions, nats: ServerHandle, redis: ServerHandle): Record<string, string> {
+/** An api replica's environment: `ports` its own (with `ha`, HAProxy has the public ones). */
+function apiEnv(o: UpOptions, nats: ServerHandle, redis: ServerHandle | RedisHaHandle, ports: ReplicaPorts): Record<string, string> {
   return {
     ...busEnv(nats),
-    CHOREO_REDIS_URL: redis.address,
-    CHOREO_REDIS_CREDENTIALS: redis.credentialsFile,
+    ...("sentinels" in redis ? haApiEnv(redis) : { CHOREO_REDIS_URL: redis.address, CHOREO_REDIS_CREDENTIALS: redis.credentialsFile }),
     CHOREO_API_HOST: o.host,
-    CHOREO_API_HTTP_PORT: String(o.httpPort),
-    CHOREO_API_HTTPS_PORT: String(o.httpsPort),
-    CHOREO_API_GRPC_PORT: String(o.grpcPort),
-    CHOREO_API_METRICS_PORT: String(o.metricsPort),
+    CHOREO_API_HTTP_PORT: String(ports.httpPort),
+    CHOREO_API_HTTPS_PORT: String(ports.httpsPort),
+    CHOREO_API_GRPC_PORT: String(ports.grpcPort),
+    CHOREO_API_METRICS_PORT: String(ports.metricsPort),
     CHOREO_DATA_DIR: o.dataDir,
     // Secrets' encryption keys (made 0600 by the api at its first start), beside the NATS and Redis credentials.
     CHOREO_ENCRYPTION_KEYS_FILE: path.join(o.dataDir, "encryption", "keys"),
-    CHOREO_REPLICA_ID: "api-0",
+    CHOREO_REPLICA_ID: `api-${ports.index}`,
     ...(o.serviceCidr ? { CHOREO_SERVICE_CIDR: o.serviceCidr } : {}),
   };
 }
@@ -164,61 +192,91 @@ export async function up(partial: Partial<UpOptions> = {}, log: (line: string) =
 
   const shutdown = new Shutdown();
   if (signal) onAbort(signal, () => shutdown.begin());
-  /** nats-server, redis-server, the api, then the actors, in the order they started. */
-  const supervisors: Supervised[] = [];
+  /** The servers (nats, redis, sentinels), the api replicas and HAProxy, then the actors: each in the order they started. */
+  const servers: Supervised[] = [];
+  const apis: Supervised[] = [];
+  const actors: Supervised[] = [];
   let runtime: "docker" | "process" | undefined;
   let stopping: Promise<void> | undefined;
   const stopAll = (): Promise<void> =>
     (stopping ??= (async () => {
       shutdown.begin();
-      const [nats, redis, api, ...actors] = supervisors;
       // Controllers before agents (see actorsOf), the api after them, the servers last.
-      for (const sup of actors.reverse()) await sup.stop(15_000);
+      for (const sup of [...actors].reverse()) await sup.stop(15_000);
       // The agents stopped their pods on the way out; this removes whatever a crash left behind.
       if (runtime && nodes.length > 0)
         await nodeSetup(["cleanup", "--state-dir", stateDir, ...nodes.flatMap((n) => ["--node", n])], log).catch((err: Error) =>
           logger.error({ err: err.message }, "node clean-up failed"),
         );
-      for (const sup of [api, redis, nats]) await sup?.stop(10_000);
+      // HAProxy before the replicas; the Sentinels before the Redis nodes (no failover while stopping).
+      for (const sup of [...servers, ...apis].reverse()) await sup.stop(10_000);
       rmSync(pids, { recursive: true, force: true });
       rmSync(pidFile, { force: true });
       logger.info({ dataDir: opts.dataDir }, "cluster stopped");
     })());
-  const started = async (sup: Promise<Supervised>): Promise<Supervised> => {
+  const started = async (sup: Promise<Supervised>, into: Supervised[] = actors): Promise<Supervised> => {
     const s = await sup;
-    supervisors.push(s);
+    into.push(s);
     if (shutdown.stopping) throw new Error("interrupted");
     return s;
   };
   const watch = (name: string) => ({ shutdown, log: logger, logFile: path.join(logs, `${name}.log`), pidDir: pids });
 
+  const adopt = (name: string, initial: ManagedProcess | undefined, launch: () => Promise<ManagedProcess>): Promise<Supervised> =>
+    started(supervise({ name, initial, launch, ...watch(name) }), servers);
+
   try {
-    const nats = await startNats({ dir: path.join(opts.dataDir, "nats"), port: opts.natsPort, logFile: path.join(logs, "nats.log") });
-    await started(supervise({ name: "nats-server", initial: nats.process(), launch: async () => (await nats.restart(), nats.process()), ...watch("nats") }));
-    const redis = await startRedis({ dir: path.join(opts.dataDir, "redis"), port: opts.redisPort, logFile: path.join(logs, "redis.log") });
-    await started(
-      supervise({ name: "redis-server", initial: redis.process(), launch: async () => (await redis.restart(), redis.process()), ...watch("redis") }),
-    );
+    let nats: ServerHandle;
+    let redis: ServerHandle | RedisHaHandle;
+    if (opts.ha) {
+      ({ nats, redis } = await startHaServers(opts.dataDir, logs, adopt));
+    } else {
+      const one = await startNats({ dir: path.join(opts.dataDir, "nats"), port: opts.natsPort, logFile: path.join(logs, "nats.log") });
+      await started(
+        supervise({ name: "nats-server", initial: one.process(), launch: async () => (await one.restart(), one.process()), ...watch("nats") }),
+        servers,
+      );
+      const r = await startRedis({ dir: path.join(opts.dataDir, "redis"), port: opts.redisPort, logFile: path.join(logs, "redis.log") });
+      await started(
+        supervise({ name: "redis-server", initial: r.process(), launch: async () => (await r.restart(), r.process()), ...watch("redis") }),
+        servers,
+      );
+      nats = one;
+      redis = r;
+    }
     // The api's token file (the administrator's bare token first), before the api reads it; the actors' lines are added below.
     const apiTokenFile = path.join(opts.dataDir, "tokens");
     ensureTokenFile(apiTokenFile);
-    const api = await started(
-      supervise({
-        name: "api",
-        launch: () =>
-          startProcess({
-            name: "api",
-            cmd: process.execPath,
-            args: ["--import", "tsx", path.join(ROOT, "services/api/src/main.ts")],
-            cwd: ROOT,
-            env: apiEnv(opts, nats, redis),
-            readyUrl: `http://${opts.host}:${opts.httpPort}/healthz`,
-            timeoutMs: 60_000,
-            logFile: path.join(logs, "api.log"),
-          }),
-        ...watch("api"),
-      }),
-    );
+    // One api on the public ports; with --ha, replicas on ports of their own (the first makes the certificates the others read).
+    const ports = opts.ha
+      ? await replicaPorts(opts.apiReplicas)
+      : [{ index: 0, httpPort: opts.httpPort, httpsPort: opts.httpsPort, grpcPort: opts.grpcPort, metricsPort: opts.metricsPort }];
+    for (const p of ports) {
+      const name = opts.ha ? `api-${p.index}` : "api";
+      await started(
+        supervise({
+          name,
+          launch: () =>
+            startProcess({
+              name,
+              cmd: process.execPath,
+              args: ["--import", "tsx", path.join(ROOT, "services/api/src/main.ts")],
+              cwd: ROOT,
+              env: apiEnv(opts, nats, redis, p),
+              readyUrl: `http://${opts.host}:${p.httpPort}/healthz`,
+              timeoutMs: 60_000,
+              logFile: path.join(logs, `${name}.log`),
+            }),
+          ...watch(name),
+        }),
+        apis,
+      );
+    }
+    const haproxy = opts.ha
+      ? await startApiBalancer(opts, ports, path.join(logs, "haproxy.log"), (name, initial, launch) =>
+          started(supervise({ name, initial, launch, ...watch(name) }), apis),
+        )
+      : undefined;
     // Real nodes: the runtime, then the local images it needs (built offline), before any agent starts.
     runtime = opts.nodes > 0 ? await resolveRuntime(opts, log) : undefined;
     if (shutdown.stopping) throw new Error("interrupted");
@@ -263,7 +321,7 @@ export async function up(partial: Partial<UpOptions> = {}, log: (line: string) =
     await waitFor(() => existsSync(cert), { timeoutMs: 10_000, message: "serving certificate" });
     const kubeconfig = path.join(opts.dataDir, "kubeconfig");
     writeFileSync(kubeconfig, kubeconfigYaml(`https://${opts.host}:${opts.httpsPort}`, readFileSync(cert, "utf8"), token), { mode: 0o600 });
-    logger.info({ dataDir: opts.dataDir, processes: supervisors.map((x) => `${x.name}:${x.current().pid}`) }, "cluster up; supervising");
+    logger.info({ dataDir: opts.dataDir, processes: [...servers, ...apis, ...actors].map((x) => `${x.name}:${x.current().pid}`) }, "cluster up; supervising");
 
     return {
       opts,
@@ -271,10 +329,12 @@ export async function up(partial: Partial<UpOptions> = {}, log: (line: string) =
       token,
       nats,
       redis,
+      haproxy,
       nodes,
       runtime,
-      api: () => api.current(),
-      actors: () => supervisors.slice(3).map((x) => x.name),
+      api: () => apis[0]!.current(),
+      apis: () => apis.filter((x) => x.name !== "haproxy").map((x) => x.current()),
+      actors: () => actors.map((x) => x.name),
       stop: stopAll,
     };
   } catch (err) {

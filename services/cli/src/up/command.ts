@@ -12,7 +12,7 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../.
 const USAGE = `Usage: choreo up [--nodes N] [--runtime auto|docker|process] [--hollow-nodes N] [--no-examples]
                  [--data-dir DIR] [--host H] [--nats-port P] [--redis-port P] [--http-port P]
                  [--https-port P] [--grpc-port P] [--metrics-port P] [--images-dir DIR]
-                 [--node-prefix P] [--cluster-cidr CIDR] [--service-cidr CIDR]
+                 [--node-prefix P] [--cluster-cidr CIDR] [--service-cidr CIDR] [--ha [--api-replicas N]]
 Brings up a local cluster in the foreground: nats-server, redis-server, the api, the scheduler,
 replication and endpoints actors, N real nodes (default 2, named node-1 …; one node agent each,
 running pods as docker containers when an engine answers, else as namespaced processes; node i
@@ -21,6 +21,10 @@ hosting hollow nodes. Every process is supervised: restarted (1 s, 2 s … 30 s 
 dies. Builds the small local images it needs (no registry), then applies examples/ (a web app
 behind a NodePort Service, a sidecar pod). Ctrl-C, SIGTERM or choreo down stops it and leaves no
 processes, containers, namespaces, veths, bridges, firewall rules, mounts or cgroups behind.
+--ha: no single server — 3 nats-servers (event stream R3), a Redis primary + 2 replicas + 3
+Sentinels (writes answered once the event log holds them), --api-replicas api replicas (default 3)
+behind HAProxy on the https, http and gRPC ports (kubectl keeps working when one dies); every one
+supervised. --nats-port and --redis-port are then not used.
 
 Usage: choreo down [--data-dir DIR]
 Stops the cluster of DIR (default .choreo); when its choreo up died (kill -9, a crash), removes what
@@ -31,6 +35,13 @@ function port(v: string | undefined, dflt: number, name: string): number {
   if (v === undefined) return dflt;
   const n = Number(v);
   if (!Number.isInteger(n) || n < 0 || n > 65535) throw new Error(`--${name} must be a port number, got ${v}`);
+  return n;
+}
+
+function replicas(v: string | undefined): number {
+  if (v === undefined) return DEFAULT_UP.apiReplicas;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 1 || n > 9) throw new Error(`--api-replicas must be 1 to 9, got ${v}`);
   return n;
 }
 
@@ -55,6 +66,8 @@ export async function upCommand(argv: string[], out: (s: string) => void = conso
       "cluster-cidr": { type: "string" },
       "service-cidr": { type: "string" },
       "no-examples": { type: "boolean" },
+      ha: { type: "boolean" },
+      "api-replicas": { type: "string" },
       help: { type: "boolean", short: "h" },
     },
   });
@@ -89,6 +102,8 @@ export async function upCommand(argv: string[], out: (s: string) => void = conso
         runtime,
         imagesDir: values["images-dir"] ?? DEFAULT_UP.imagesDir,
         examples: !values["no-examples"],
+        ha: values.ha ?? false,
+        apiReplicas: replicas(values["api-replicas"]),
       },
       out,
       ac.signal,
@@ -106,7 +121,13 @@ export async function upCommand(argv: string[], out: (s: string) => void = conso
   API (https, kubectl): https://${o.host}:${o.httpsPort}
   API (http):           http://${o.host}:${o.httpPort}
   gRPC:                 ${o.host}:${o.grpcPort}
-  NATS (event log):     nats://127.0.0.1:${o.natsPort}   stream CHOREO_EVENTS
+  NATS (event log):     ${cluster.nats.address}   stream CHOREO_EVENTS${o.ha ? " (3 replicas)" : ""}${
+    o.ha && "sentinels" in cluster.redis
+      ? `
+  Redis (Sentinels):    ${cluster.redis.url}   writes answered once the event log holds them
+  api replicas:         ${cluster.apis().length} behind HAProxy (${cluster.haproxy?.configFile ?? ""})`
+      : ""
+  }
   credentials (0600):   ${cluster.nats.credentialsFile} (NATS), ${cluster.redis.credentialsFile} (Redis)
   actors:               ${cluster.actors().join(", ") || "(none yet)"}
   nodes:                ${o.nodes ? `${o.nodes} × ${cluster.runtime} runtime` : "none"}${o.hollowNodes ? ` + ${o.hollowNodes} hollow` : ""}

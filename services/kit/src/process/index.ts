@@ -9,5 +9,5 @@ export type { NatsClusterHandle, NatsClusterMember, NatsClusterOptions } from ".
 export type { NatsHandle, NatsOptions, ServerHandle } from "./servers.js";
 export { startRedisHa } from "./redis-ha.js";
 export type { RedisHaHandle, RedisHaMember, RedisHaOptions } from "./redis-ha.js";
-export { startHaproxy, haproxyConfig } from "./haproxy.js";
+export { startHaproxy, haproxyConfig, adminCommand } from "./haproxy.js";
 export type { HaproxyHandle, HaproxyListener, HaproxyOptions, HaproxyServer, HaproxyServerStat, HaproxyServerState } from "./haproxy.js";
