@@ -158,6 +158,42 @@ describe("choreo join: a bootstrap token exchanged for a node credential", () =>
       });
     }));
 
+  it("survives kill -9: choreo join restarts its agent; after the api's kill -9 another node joins", () =>
+    withLogsOnFailure(c, async () => {
+      const pidFile = path.join(work, "joined-1", "pids", "joined-1");
+      const first = Number(readFileSync(pidFile, "utf8").split(" ")[0]);
+      process.kill(first, "SIGKILL");
+      await waitFor(
+        () => {
+          const now = Number(readFileSync(pidFile, "utf8").split(" ")[0]);
+          return now !== first && now > 0;
+        },
+        { timeoutMs: 30_000, message: "the agent restarted by choreo join" },
+      );
+      // The restarted agent renews its Lease with the same credential: the Node stays (or is again) Ready.
+      const leaseAt = async () => unwrap(await c.client.get("leases", "kube-node-lease", "joined-1")).metadata?.resourceVersion;
+      const seen = await leaseAt();
+      await waitFor(async () => (await leaseAt()) !== seen, { timeoutMs: 20_000, message: "joined-1's Lease renewed by the restarted agent" });
+
+      await c.killApi(0);
+      await c.startApi(0);
+      const token = (await choreo(["token", "create", "--ttl", "10m"], kubeconfig)).stdout.trim();
+      const j = startJoin(["--server", c.httpsUrl, "--token", token, "--ca-hash", caHash], "joined-2");
+      await waitFor(
+        async () => {
+          try {
+            const n = unwrap(await c.client.get("nodes", "", "joined-2")) as Node;
+            return n.status?.conditions.some((x) => x.type === "Ready" && x.status === "True") ?? false;
+          } catch {
+            return false;
+          }
+        },
+        { timeoutMs: 60_000, message: "joined-2 Ready" },
+      ).catch((err: Error) => {
+        throw new Error(`${err.message}; choreo join said:\n${j.output()}`);
+      });
+    }));
+
   it("a wrong, expired or deleted token and a wrong --ca-hash are refused with clear errors and change nothing", () =>
     withLogsOnFailure(c, async () => {
       const before = await snapshot();
