@@ -258,13 +258,19 @@ describe("gRPC conventions: reflection, health, deadlines, error details, TLS", 
     }
   });
 
-  it("TLS: a client certificate of the client CA or a token; neither is UNAUTHENTICATED; plaintext is refused", async () => {
+  it("TLS: a client certificate of the client CA or a token; neither, or another CA's certificate, is UNAUTHENTICATED; plaintext is refused", async () => {
     const { caPem } = await ensureServingCert(dir);
     const carol = await signClientCert(path.join(dir, "pki"), "carol", ["system:masters"]);
     const byCert = new (apiClass())(address, grpc.credentials.createSsl(Buffer.from(caPem), Buffer.from(carol.key), Buffer.from(carol.cert)));
     const anonymous = new (apiClass())(address, grpc.credentials.createSsl(Buffer.from(caPem)));
     const plain = new (apiClass())(address, grpc.credentials.createInsecure());
+    // A certificate another CA signed, claiming system:masters: ignored (the call has no user).
+    await ensureClientCa(path.join(dir, "other-pki"));
+    const mallory = await signClientCert(path.join(dir, "other-pki"), "mallory", ["system:masters"]);
+    const forged = new (apiClass())(address, grpc.credentials.createSsl(Buffer.from(caPem), Buffer.from(mallory.key), Buffer.from(mallory.cert)));
     try {
+      const ignored = (await call(forged, "list", { resource: "pods" }).catch((e: unknown) => e)) as grpc.ServiceError;
+      assert.equal(ignored.code, grpc.status.UNAUTHENTICATED);
       const listed = await call<{ items: unknown[] }>(byCert, "list", { resource: "pods", namespace: "default" });
       assert.ok(listed.items.length >= 1);
       const none = (await call(anonymous, "list", { resource: "pods" }).catch((e: unknown) => e)) as grpc.ServiceError;
@@ -277,6 +283,7 @@ describe("gRPC conventions: reflection, health, deadlines, error details, TLS", 
       assert.ok([grpc.status.UNAVAILABLE, grpc.status.DEADLINE_EXCEEDED].includes(refused.code), `code ${refused.code}`);
     } finally {
       byCert.close();
+      forged.close();
       anonymous.close();
       plain.close();
     }
