@@ -79,8 +79,8 @@ describe("gRPC clients against a real api (TLS)", () => {
     }
   });
 
-  it("a client from reflection alone lists pods; grpc.health.v1 is SERVING", async () => {
-    const creds = grpc.credentials.combineChannelCredentials(
+  const tlsAndToken = () =>
+    grpc.credentials.combineChannelCredentials(
       grpc.credentials.createSsl(readFileSync(caFile)),
       grpc.credentials.createFromMetadataGenerator((_p, cb) => {
         const md = new grpc.Metadata();
@@ -88,6 +88,9 @@ describe("gRPC clients against a real api (TLS)", () => {
         cb(null, md);
       }),
     );
+
+  it("a client from reflection alone lists pods; grpc.health.v1 is SERVING", async () => {
+    const creds = tlsAndToken();
     const address = `127.0.0.1:${c.apis[0]!.grpcPort}`;
     const r = await reflect(address, creds, ["choreo.api.v1.Api", "grpc.health.v1.Health"], { loader: { enums: String, longs: Number, oneofs: true } });
     type Unary = (req: object, cb: (err: grpc.ServiceError | null, res: unknown) => void) => void;
@@ -107,6 +110,60 @@ describe("gRPC clients against a real api (TLS)", () => {
       assert.equal((await ask<{ status: string }>(health, "check", { service: "choreo.api.v1.Api" })).status, "SERVING");
     } finally {
       api.close();
+      health.close();
+    }
+  });
+
+  it("health follows readiness through kill -9 of redis-server, of nats-server and of the api itself", async () => {
+    const creds = tlsAndToken();
+    const address = `127.0.0.1:${c.apis[0]!.grpcPort}`;
+    const r = await reflect(address, creds, ["grpc.health.v1.Health"], { loader: { enums: String } });
+    type Health = grpc.Client & {
+      check(req: object, cb: (err: grpc.ServiceError | null, res?: { status: string }) => void): void;
+      watch(req: object): grpc.ClientReadableStream<{ status: string }>;
+    };
+    const HealthClient = (r.grpc as unknown as { grpc: { health: { v1: { Health: new (a: string, c: grpc.ChannelCredentials) => Health } } } }).grpc.health.v1
+      .Health;
+    const health = new HealthClient(address, creds);
+    const statuses: string[] = [];
+    let ended: grpc.ServiceError | undefined;
+    const follow = (): grpc.ClientReadableStream<{ status: string }> => {
+      const w = health.watch({ service: "choreo.api.v1.Api" });
+      w.on("data", (m: { status: string }) => statuses.push(m.status));
+      w.on("error", (e: grpc.ServiceError) => (ended = e));
+      return w;
+    };
+    const readyz = async (): Promise<string> => {
+      const res = await fetch(`${c.httpUrl}/readyz?verbose`, { signal: AbortSignal.timeout(3_000) });
+      return `${res.status} ${await res.text()}`;
+    };
+    const WAIT = { timeoutMs: 30_000, intervalMs: 100 };
+    let watch = follow();
+    try {
+      await waitFor(() => statuses.at(-1) === "SERVING", { ...WAIT, message: "SERVING at first" });
+      for (const [what, server, check] of [
+        ["redis-server", c.redis, "redis"],
+        ["nats-server", c.nats, "nats"],
+      ] as const) {
+        await server.kill();
+        await waitFor(() => statuses.at(-1) === "NOT_SERVING", { ...WAIT, message: `NOT_SERVING once ${what} is killed -9` });
+        assert.match(await readyz(), new RegExp(`^500 [\\s\\S]*\\[-\\]${check} failed`), "/readyz names the same check");
+        await server.restart();
+        await waitFor(() => statuses.at(-1) === "SERVING", { ...WAIT, message: `SERVING again once ${what} is back` });
+        assert.match(await readyz(), /^200 [\s\S]*readyz check passed/);
+      }
+      assert.equal(ended, undefined, "the Watch stream lived through both");
+      // The api itself killed -9: the stream ends UNAVAILABLE; the api started again serves SERVING to a new Watch.
+      await c.killApi(0);
+      await waitFor(() => ended !== undefined, { ...WAIT, message: "the Watch ends with the api" });
+      assert.equal(ended!.code, grpc.status.UNAVAILABLE);
+      await c.startApi(0);
+      statuses.length = 0;
+      ended = undefined;
+      watch = follow();
+      await waitFor(() => statuses.at(-1) === "SERVING", { ...WAIT, message: "SERVING from the restarted api" });
+    } finally {
+      watch.cancel();
       health.close();
     }
   });
