@@ -1,7 +1,7 @@
 // The api service: config → Redis + NATS → registry, relay, watch cache →
 // NATS, gRPC and HTTP transports, until SIGTERM; then drain and exit.
 import path from "node:path";
-import { connectBus, ensureEventKeys, ensureEventStream, eventKeyPaths, loadEventSigner } from "@choreo/kit/bus";
+import { connectBus, ensureEventKeys, ensureEventStream, eventKeyPaths, loadEventSigner, requestNatsUser } from "@choreo/kit/bus";
 import { runAll, signalController, sleep, type Runnable } from "@choreo/kit/lifecycle";
 import { createLogger } from "@choreo/kit/log";
 import { createRegistry as createMetricsRegistry, metricsServer } from "@choreo/kit/metrics";
@@ -225,7 +225,7 @@ const gateway = createGateway({
   // choreo join: a bootstrap token exchanged for a node's token (a line of the token file) and NATS user.
   nodeCredentials: new NodeCredentialIssuer({
     tokenFile: config.tokenFile,
-    nc,
+    natsUser: (node) => requestNatsUser(nc, node),
     natsUrl: stripCredentials(config.natsUrl),
     natsCaFile: process.env[NATS_CA_ENV],
     eventVerifyKeyFile: eventKeyPaths(path.join(config.dataDir, "pki")).publicKey,

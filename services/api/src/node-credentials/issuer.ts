@@ -17,13 +17,11 @@
 import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import { badRequest, forbidden, unavailable } from "@choreo/kit";
-import { requestNatsUser } from "@choreo/kit/bus";
 import type { Logger } from "@choreo/kit/log";
 import { csvFields } from "../auth/static-tokens.js";
 import { BOOTSTRAPPERS_GROUP } from "../auth/bootstrap-tokens.js";
 import type { UserInfo } from "../auth/types.js";
 import { nodeIdentity, tokenLine, writeSecretFile } from "@choreo/kit/secrets";
-import type { NatsConnection } from "@nats-io/transport-node";
 
 export const NODE_CREDENTIAL_PATH = "/choreo/v1/nodecredential";
 
@@ -48,7 +46,8 @@ export interface NodeCredential {
 export interface NodeCredentialIssuerOptions {
   /** The api's token file (re-read by the api when it changes). */
   tokenFile: string;
-  nc: NatsConnection;
+  /** The node's NATS user, from the owner of nats-server's users (kit/bus requestNatsUser); throws when there is none. */
+  natsUser: (node: string) => Promise<{ user: string; password: string }>;
   /** The bus url given to joined nodes (no userinfo). */
   natsUrl: string;
   /** The PEM file of the bus' CA, when the bus has TLS. */
@@ -80,7 +79,7 @@ export class NodeCredentialIssuer {
       throw badRequest(`nodeName must be a lower-case DNS subdomain (a-z, 0-9, '-', '.'), got ${JSON.stringify(nodeName)}`);
     let nats: { user: string; password: string };
     try {
-      nats = await requestNatsUser(this.opts.nc, nodeName);
+      nats = await this.opts.natsUser(nodeName);
     } catch (err) {
       this.opts.log.warn({ err, node: nodeName }, "no NATS user for a joining node");
       throw unavailable(`the cluster's NATS users cannot be extended (${(err as Error).message}): join needs a cluster started by choreo up`);
