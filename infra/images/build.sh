@@ -4,7 +4,8 @@
 #   local/choreo:dev       the services (the host's node binary and node_modules)
 #   local/nats:2.9         Debian's nats-server
 #   local/redis:7          Debian's redis-server
-# Usage: infra/images/build.sh [choreo|nats|redis ...]       (default: all)
+#   local/haproxy:2.6      Debian's haproxy (docker-compose.ha.yml)
+# Usage: infra/images/build.sh [choreo|nats|redis|haproxy ...]       (default: all)
 #   CHOREO_BASE_IMAGE=node:20-bookworm-slim infra/images/build.sh   where a registry is reachable
 # Idempotent: docker's layer cache makes a rebuild of unchanged sources take
 # seconds; quiet unless an image changed.
@@ -22,7 +23,7 @@ fi
 if [[ $base == local/debian:bookworm ]]; then bash "$here/base/build.sh" "$base"; fi
 
 images=("$@")
-((${#images[@]})) || images=(choreo nats redis)
+((${#images[@]})) || images=(choreo nats redis haproxy)
 
 image_id() { docker image inspect --format '{{.Id}}' "$1" 2>/dev/null || true; }
 
@@ -71,6 +72,7 @@ for img in "${images[@]}"; do
       ;;
     nats) build nats local/nats:2.9 "$here/nats" ;;
     redis) build redis local/redis:7 "$here/redis" ;;
-    *) echo "choreo: unknown image $img (choreo, nats, redis)" >&2; exit 2 ;;
+    haproxy) build haproxy local/haproxy:2.6 "$here/haproxy" ;;
+    *) echo "choreo: unknown image $img (choreo, nats, redis, haproxy)" >&2; exit 2 ;;
   esac
 done

@@ -1,0 +1,154 @@
+// test-tier: servers
+// docker-compose.ha.yml on top of docker-compose.yml (compose v1): three api
+// replicas behind HAProxy's container. The control plane comes up (secrets,
+// nats, redis, api, api-2, api-3, haproxy, the scheduler; the node agents are
+// left out: compose.test.ts runs them, on the host's network), kubectl
+// through HAProxy's published port is answered while the api-2 container is
+// killed (SIGKILL) and started again, HAProxy marks it down and up again, and
+// `down -v` leaves nothing of the project.
+// Skipped (with the reason) only when no Docker engine or docker-compose answers.
+import assert from "node:assert/strict";
+import { execFile, spawn } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { after, before, describe, it } from "node:test";
+import { promisify } from "node:util";
+import { freePort, waitFor } from "@choreo/kit/testing";
+import { ROOT } from "./support/cluster.js";
+import { run } from "./support/kubectl.js";
+
+const exec = promisify(execFile);
+
+async function ok(cmd: string, args: string[]): Promise<boolean> {
+  try {
+    await exec(cmd, args, { timeout: 20_000 });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Runs a command to completion, its output kept for the failure message. */
+function script(cmd: string, args: string[], env: Record<string, string> = {}, timeoutMs = 20 * 60_000): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    child.stdout.on("data", (b: Buffer) => (out += b.toString()));
+    child.stderr.on("data", (b: Buffer) => (out += b.toString()));
+    const timer = setTimeout(() => child.kill("SIGTERM"), timeoutMs);
+    child.on("exit", (code, signal) => {
+      clearTimeout(timer);
+      if (code === 0) resolve(out);
+      else reject(new Error(`${cmd} ${args.join(" ")} failed (${signal ?? code}):\n${out.slice(-4000)}`));
+    });
+  });
+}
+
+const skip = !(await ok("docker", ["info"]))
+  ? "no Docker engine answers (scripts/ensure-docker.sh starts one)"
+  : !(await ok("docker-compose", ["version"]))
+    ? "docker-compose is not installed (scripts/ensure-deps.sh installs it)"
+    : false;
+
+const SERVICES = ["secrets", "nats", "redis", "api", "api-2", "api-3", "haproxy", "scheduler"];
+
+describe("docker-compose.ha.yml: api replicas behind HAProxy", { skip, timeout: 30 * 60_000 }, () => {
+  const project = `choreoha${process.pid}`;
+  const dir = mkdtempSync(path.join(os.tmpdir(), "choreo-compose-ha-"));
+  const kubeconfig = path.join(dir, "kubeconfig");
+  let env: Record<string, string> = {};
+  const compose = (...args: string[]) => script("docker-compose", ["-p", project, "-f", "docker-compose.yml", "-f", "docker-compose.ha.yml", ...args], env);
+  /** HAProxy's view of the https backend's servers: `api-1 UP`, … */
+  const lbStates = async (): Promise<Record<string, string>> => {
+    // No curl in the image: bash's /dev/tcp asks the stats page on the container's loopback.
+    const ask = "exec 3<>/dev/tcp/127.0.0.1/8404 && printf 'GET /stats;csv HTTP/1.0\\r\\n\\r\\n' >&3 && cat <&3";
+    const out = await compose("exec", "-T", "haproxy", "bash", "-c", ask).catch(() => "");
+    return Object.fromEntries(
+      out
+        .split("\n")
+        .filter((l) => l.startsWith("https-replicas,api-"))
+        .map((l) => [l.split(",")[1]!, l.split(",")[17]!]),
+    );
+  };
+
+  before(
+    async () => {
+      await script("bash", ["infra/images/build.sh"]);
+      const [https, http, grpc, nats] = [await freePort(), await freePort(), await freePort(), await freePort()];
+      env = {
+        CHOREO_COMPOSE_HTTPS_PORT: "0",
+        CHOREO_COMPOSE_HTTP_PORT: "0",
+        CHOREO_COMPOSE_NATS_PORT: String(nats),
+        CHOREO_COMPOSE_HA_HTTPS_PORT: String(https),
+        CHOREO_COMPOSE_HA_HTTP_PORT: String(http),
+        CHOREO_COMPOSE_HA_GRPC_PORT: String(grpc),
+      };
+    },
+    { timeout: 25 * 60_000 },
+  );
+
+  after(async () => {
+    await compose("down", "-v", "--remove-orphans", "-t", "5").catch(() => undefined);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("comes up; kubectl through HAProxy is answered while a replica's container is killed and back; down leaves nothing", async () => {
+    await compose("up", "-d", "--no-build", ...SERVICES);
+    const https = env["CHOREO_COMPOSE_HA_HTTPS_PORT"]!;
+    await waitFor(async () => (await fetch(`http://127.0.0.1:${env["CHOREO_COMPOSE_HA_HTTP_PORT"]}/readyz`)).ok, {
+      timeoutMs: 180_000,
+      intervalMs: 500,
+      message: "the api through HAProxy's http port",
+    });
+    const token = (await compose("exec", "-T", "api", "sh", "-c", "grep -v '^#' /data/tokens | head -n 1")).trim();
+    const ca = await compose("exec", "-T", "api", "cat", "/data/pki/apiserver.crt");
+    writeFileSync(
+      kubeconfig,
+      [
+        "apiVersion: v1",
+        "kind: Config",
+        "clusters:",
+        "- name: ha",
+        `  cluster: {server: "https://127.0.0.1:${https}", certificate-authority-data: ${Buffer.from(ca).toString("base64")}}`,
+        "users:",
+        "- name: admin",
+        `  user: {token: "${token}"}`,
+        "contexts:",
+        "- name: ha",
+        "  context: {cluster: ha, user: admin, namespace: default}",
+        "current-context: ha",
+        "",
+      ].join("\n"),
+    );
+    // Every replica healthy (api-2 and api-3 start once api is) and UP in HAProxy.
+    await waitFor(async () => Object.values(await lbStates()).filter((s) => s === "UP").length === 3, {
+      timeoutMs: 180_000,
+      intervalMs: 1_000,
+      message: "HAProxy names api-1, api-2 and api-3 UP",
+    });
+    const created = await run("kubectl", ["create", "configmap", "before-kill", "--from-literal=a=b"], kubeconfig);
+    assert.equal(created.code, 0, created.stderr);
+
+    // The api-2 container killed while kubectl asks: answered; HAProxy marks it DOWN.
+    let stop = false;
+    const codes: number[] = [];
+    const asking = (async () => {
+      while (!stop) codes.push((await run("kubectl", ["get", "configmap", "before-kill", "-o", "name"], kubeconfig)).code);
+    })();
+    await new Promise((r) => setTimeout(r, 1_000));
+    await script("docker", ["kill", "-s", "KILL", `${project}_api-2_1`]);
+    await waitFor(async () => (await lbStates())["api-2"] === "DOWN", { timeoutMs: 20_000, intervalMs: 200, message: "HAProxy marks api-2 DOWN" });
+    await new Promise((r) => setTimeout(r, 2_000));
+    await script("docker", ["start", `${project}_api-2_1`]);
+    await waitFor(async () => (await lbStates())["api-2"] === "UP", { timeoutMs: 120_000, intervalMs: 500, message: "HAProxy marks api-2 UP again" });
+    stop = true;
+    await asking;
+    assert.ok(codes.length >= 3, `kubectl ran ${codes.length} times`);
+    assert.ok(codes.filter((c) => c !== 0).length <= 1, `kubectl exit codes: ${codes.join(",")}`);
+
+    await compose("down", "-v", "--remove-orphans", "-t", "5");
+    const { stdout } = await exec("docker", ["ps", "-aq", "--filter", `label=com.docker.compose.project=${project}`]);
+    assert.equal(stdout.trim(), "", "no container of the project left");
+  });
+});
