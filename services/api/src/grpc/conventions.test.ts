@@ -91,7 +91,7 @@ describe("gRPC conventions: reflection, health, deadlines, error details, TLS", 
       grpc.credentials.createSsl(Buffer.from(serving.caPem)),
       grpc.credentials.createFromMetadataGenerator((_p, cb) => cb(null, bearer("secret"))),
     );
-    // The reflection service itself answers anyone who reached the port (as grpcurl expects).
+    // Reflection answers authenticated callers (as /openapi); grpcurl sends its -H headers on reflection too.
     reflected = await reflect(address, creds, ["choreo.api.v1.Api", "grpc.health.v1.Health"], {
       loader: { longs: Number, enums: String, defaults: true, oneofs: true },
     });
@@ -107,6 +107,10 @@ describe("gRPC conventions: reflection, health, deadlines, error details, TLS", 
   const healthClass = (): StubClass => (reflected.grpc as unknown as { grpc: { health: { v1: { Health: StubClass } } } }).grpc.health.v1.Health;
 
   it("reflection lists the services; a client built from it alone lists and watches pods", async () => {
+    const anonymous = (await reflect(address, grpc.credentials.createSsl(Buffer.from((await ensureServingCert(dir)).caPem)), ["choreo.api.v1.Api"]).catch(
+      (e: unknown) => e,
+    )) as grpc.ServiceError;
+    assert.equal(anonymous.code, grpc.status.UNAUTHENTICATED, "no reflection without credentials");
     assert.ok(reflected.services.includes("choreo.api.v1.Api"), reflected.services.join(","));
     assert.ok(reflected.services.includes("grpc.health.v1.Health"), reflected.services.join(","));
     const api = new (apiClass())(address, creds);
@@ -162,7 +166,7 @@ describe("gRPC conventions: reflection, health, deadlines, error details, TLS", 
     }
   });
 
-  it("health: NOT_SERVING as soon as shutdown begins", async () => {
+  it("health: NOT_SERVING as soon as shutdown begins; an open health Watch does not hold the shutdown", async () => {
     const stop = new AbortController();
     const other = new GrpcTransport({ handlers: s.registry, log: silentLogger(), host: "127.0.0.1", port: 0, healthIntervalMs: 100 });
     const done = other.start(stop.signal);
@@ -171,11 +175,16 @@ describe("gRPC conventions: reflection, health, deadlines, error details, TLS", 
       const statuses: string[] = [];
       const watch = health.watch({ service: "" }, new grpc.Metadata());
       watch.on("data", (r: { status: string }) => statuses.push(r.status));
-      watch.on("error", () => undefined);
+      const ended = new Promise<grpc.ServiceError>((resolve) => watch.on("error", resolve));
       await waitFor(() => statuses.at(-1) === "SERVING", { timeoutMs: 5_000 });
+      const stopping = Date.now();
       stop.abort();
       await waitFor(() => statuses.at(-1) === "NOT_SERVING", { timeoutMs: 5_000, message: "NOT_SERVING on shutdown" });
-      watch.cancel();
+      await done;
+      const took = Date.now() - stopping;
+      assert.ok(took < 2_000, `stopped after ${took} ms with a health Watch open (the force is at 5 s)`);
+      // The stream is cut (forceShutdown cancels it): the client then reconnects elsewhere.
+      assert.ok([grpc.status.CANCELLED, grpc.status.UNAVAILABLE].includes((await ended).code));
     } finally {
       health.close();
       await done;

@@ -9,6 +9,7 @@ import { BinaryReader } from "@bufbuild/protobuf/wire";
 import * as protoLoader from "@grpc/proto-loader";
 import { ReflectionService } from "@grpc/reflection";
 import { protoPath as healthProto } from "grpc-health-check";
+import { grpcError } from "./grpc-errors.js";
 
 const require = createRequire(import.meta.url);
 
@@ -24,12 +25,36 @@ export function filesOfSet(set: Uint8Array): Buffer[] {
   return files;
 }
 
-/** Adds the reflection service describing proto/ and grpc.health.v1 to `server`. */
-export function addReflection(server: Pick<grpc.Server, "addService">): void {
+/** A reflection stream as the admission check sees it. */
+export type ReflectionCall = grpc.ServerDuplexStream<unknown, unknown>;
+
+/**
+ * Adds the reflection service describing proto/ and grpc.health.v1 to
+ * `server`; with `admit`, a stream it rejects ends with its error (401 →
+ * UNAUTHENTICATED) before any question is read.
+ */
+export function addReflection(server: Pick<grpc.Server, "addService">, admit?: (call: ReflectionCall) => Promise<void>): void {
   const set = readFileSync(require.resolve("@choreo/kit/descriptor-set.binpb"));
   // protoc's own descriptors, not proto-loader's: those are rebuilt by protobufjs without their
   // `dependency` lists (one file per package), and grpcurl or a client linking them finds no imports.
   const api = { "choreo.descriptors": { fileDescriptorProtos: filesOfSet(set) } } as unknown as protoLoader.PackageDefinition;
   const health = protoLoader.loadSync(healthProto);
-  new ReflectionService({ ...api, ...health }).addToServer(server);
+  const target: Pick<grpc.Server, "addService"> = admit
+    ? {
+        addService: (service, impl) => {
+          const guarded: grpc.UntypedServiceImplementation = {};
+          for (const [name, fn] of Object.entries(impl)) {
+            // Every method of the reflection services is one bidi stream (v1 and v1alpha: ServerReflectionInfo).
+            const serve = fn as (call: ReflectionCall) => void;
+            guarded[name] = (call: ReflectionCall) =>
+              void admit(call).then(
+                () => serve(call),
+                (err: unknown) => call.emit("error", grpcError(err)),
+              );
+          }
+          server.addService(service, guarded);
+        },
+      }
+    : server;
+  new ReflectionService({ ...api, ...health }).addToServer(target);
 }

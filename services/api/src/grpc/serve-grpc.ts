@@ -7,7 +7,7 @@ import { Authenticator } from "../auth/authenticate.js";
 import { ALLOW_ALL } from "../auth/authorize.js";
 import { guardedHandlers } from "../auth/guarded-handlers.js";
 import { legacyAdmin, StaticTokens } from "../auth/static-tokens.js";
-import type { Authorizer } from "../auth/types.js";
+import type { Authorizer, UserInfo } from "../auth/types.js";
 import type { AuditLog } from "../audit/index.js";
 import type { Readiness } from "../health/readiness.js";
 import { serverCredentials, userOfCall, type GrpcTls } from "./credentials.js";
@@ -84,13 +84,15 @@ export class GrpcTransport {
     const authorizer = this.opts.authorizer ?? ALLOW_ALL;
     /** The handlers as the caller may use them; throws 401 for an unknown token. */
     const audit = this.opts.audit;
-    const as = async (call: grpc.ServerUnaryCall<unknown, unknown> | grpc.ServerWritableStream<unknown, unknown>): Promise<ApiHandlers> =>
+    type Call = Pick<grpc.ServerUnaryCall<unknown, unknown>, "metadata" | "getPeer" | "getAuthContext">;
+    // A client certificate of the cluster's client CA, else the bearer token (as on HTTPS); 401 for neither.
+    const userOf = async (call: Call): Promise<UserInfo> =>
+      (authentication.enabled ? userOfCall(call) : undefined) ?? (await authentication.token(String(call.metadata.get("authorization")[0] ?? "") || undefined));
+    const as = async (call: Call): Promise<ApiHandlers> =>
       guardedHandlers(
         handlers,
         authorizer,
-        // A client certificate of the cluster's client CA, else the bearer token (as on HTTPS).
-        (authentication.enabled ? userOfCall(call) : undefined) ??
-          (await authentication.token(String(call.metadata.get("authorization")[0] ?? "") || undefined)),
+        await userOf(call),
         audit
           ? {
               log: audit,
@@ -172,7 +174,8 @@ export class GrpcTransport {
     const server = new grpc.Server({ "grpc.max_receive_message_length": 8 * 1024 * 1024, "grpc.max_send_message_length": 64 * 1024 * 1024 });
     server.addService(ApiService, impl);
     this.health.service.addToServer(server);
-    addReflection(server);
+    // Reflection, like /openapi, for authenticated callers; health, like /readyz, for anyone.
+    addReflection(server, async (call) => void (await userOf(call)));
     this.boundPort = await new Promise<number>((resolve, reject) =>
       server.bindAsync(`${this.opts.host}:${this.opts.port}`, serverCredentials(this.opts.tls), (err, port) => (err ? reject(err) : resolve(port))),
     );
@@ -181,14 +184,17 @@ export class GrpcTransport {
     // Until shutdown the health service follows readiness; NOT_SERVING once the signal aborts, before the server closes.
     await this.health.follow(signal);
     await new Promise<void>((resolve) => {
-      const force = setTimeout(() => {
-        server.forceShutdown();
-        resolve();
-      }, 5_000);
-      server.tryShutdown(() => {
+      const finish = (): void => {
         clearTimeout(force);
+        clearInterval(poll);
         resolve();
-      });
+      };
+      const close = (): void => (server.forceShutdown(), finish());
+      const force = setTimeout(close, 5_000);
+      // Once no api call is left, what remains (health Watch, reflection streams) never ends by itself:
+      // closed after NOT_SERVING had a moment to go out, not after the 5 s.
+      const poll = setInterval(() => this.openWatches === 0 && this.unaryInFlight === 0 && close(), 250);
+      server.tryShutdown(finish);
     });
   }
 }
