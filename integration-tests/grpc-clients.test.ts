@@ -114,7 +114,7 @@ describe("gRPC clients against a real api (TLS)", () => {
     }
   });
 
-  it("health follows readiness through kill -9 of redis-server, of nats-server and of the api itself", async () => {
+  it("health follows readiness through kill -9 of redis-server, of nats-server and of the api itself", async (t) => {
     const creds = tlsAndToken();
     const address = `127.0.0.1:${c.apis[0]!.grpcPort}`;
     const r = await reflect(address, creds, ["grpc.health.v1.Health"], { loader: { enums: String } });
@@ -145,11 +145,15 @@ describe("gRPC clients against a real api (TLS)", () => {
         ["redis-server", c.redis, "redis"],
         ["nats-server", c.nats, "nats"],
       ] as const) {
+        const killed = Date.now();
         await server.kill();
         await waitFor(() => statuses.at(-1) === "NOT_SERVING", { ...WAIT, message: `NOT_SERVING once ${what} is killed -9` });
+        t.diagnostic(`${what} killed -9 → NOT_SERVING after ${Date.now() - killed} ms`);
         assert.match(await readyz(), new RegExp(`^500 [\\s\\S]*\\[-\\]${check} failed`), "/readyz names the same check");
+        const restarted = Date.now();
         await server.restart();
         await waitFor(() => statuses.at(-1) === "SERVING", { ...WAIT, message: `SERVING again once ${what} is back` });
+        t.diagnostic(`${what} restarted → SERVING after ${Date.now() - restarted} ms`);
         assert.match(await readyz(), /^200 [\s\S]*readyz check passed/);
       }
       assert.equal(ended, undefined, "the Watch stream lived through both");
