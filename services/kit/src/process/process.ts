@@ -52,7 +52,8 @@ export async function startProcess(opts: ProcessOptions): Promise<ManagedProcess
   const onData = (b: Buffer): void => {
     const s = b.toString();
     out = (out + s).slice(-MAX_OUTPUT);
-    log?.write(s);
+    // Output can still arrive after "exit" (the pipes drain later): the log file is ended by then, and a write would throw.
+    if (log && !log.writableEnded) log.write(s);
     for (const l of listeners) l();
   };
   child.stdout?.on("data", onData);
