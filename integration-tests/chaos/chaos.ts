@@ -8,15 +8,21 @@
 // Endpoints listing exactly them), no acknowledged write lost, stream
 // sequence == revision, and no node taken for failed.
 import assert from "node:assert/strict";
+import { existsSync, readdirSync } from "node:fs";
+import { parse as parseYaml } from "yaml";
 import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { Redis } from "ioredis";
 import { unwrap } from "@choreo/kit";
 import { EVENT_STREAM, streamState } from "@choreo/kit/bus";
 import type { Object as ApiObject } from "@choreo/kit/gen/choreo/api/v1/api";
-import type { Endpoints, Pod, ReplicationController } from "@choreo/kit/gen/choreo/core/v1/core";
+import type { Endpoints, Node, Pod, ReplicationController, Service } from "@choreo/kit/gen/choreo/core/v1/core";
+import { NAMES } from "@choreo/node-agent/net/types";
 import { fromKubeJson } from "@choreo/kit/kube-json";
 import { startRedisHa, waitFor, type RedisHaHandle } from "@choreo/kit/testing";
 import { startCluster, type TestCluster } from "../support/cluster.js";
+import { webRc } from "../support/real-pods-scenarios.js";
+import { createTestHosts, type TestHosts } from "../support/test-hosts.js";
+import { ServiceClient } from "./service-client.js";
 
 export interface ChaosCluster {
   c: TestCluster;
@@ -25,17 +31,58 @@ export interface ChaosCluster {
   /** A sentinel-aware client of the Redis primary (for the revision). */
   redis: Redis;
   nodes: number;
+  /** With `hosts`: the test hosts, one node agent (process runtime, real pods) on each. */
+  hosts?: TestHosts;
+  /** With `hosts`: a client on host 0 asking the Service all along. */
+  service?: ServiceClient;
+  /** kill -9 of the node agent(s): the hollow-nodes process, or host 0's agent; then started again. */
+  restartNodeAgent(): Promise<void>;
   stop(): Promise<void>;
 }
 
-export async function startChaosCluster(opts: { nodes?: number } = {}): Promise<ChaosCluster> {
+/** The node on test host i. */
+export const hostNode = (i: number): string => `host-${i}`;
+
+/**
+ * The chaos cluster. `hosts`: the nodes are test hosts (network namespaces
+ * with their own addresses, support/test-hosts.ts), each a node agent with
+ * the process runtime, the RC's pods real web servers, and a client on host
+ * 0 asks the Service every 100 ms; else hollow nodes.
+ */
+export async function startChaosCluster(opts: { nodes?: number; hosts?: boolean } = {}): Promise<ChaosCluster> {
   const nodes = opts.nodes ?? 3;
-  const ha = await startRedisHa({ replicas: 2, sentinels: 3 });
+  const hosts = opts.hosts ? createTestHosts(nodes) : undefined;
+  const ha = await startRedisHa({ replicas: 2, sentinels: 3 }).catch((err: unknown) => {
+    hosts?.destroy();
+    throw err;
+  });
   let c: TestCluster | undefined;
+  let service: ServiceClient | undefined;
+  const agentEnv = { CHOREO_RESTART_BACKOFF_MS: "1000", CHOREO_STOP_PODS_ON_EXIT: "1" };
+  const startHostAgent = (cluster: TestCluster, i: number) =>
+    cluster.startActor(
+      "node-agent",
+      agentEnv,
+      [
+        "--node-name",
+        hostNode(i),
+        "--runtime",
+        "process",
+        "--node-ip",
+        hosts!.hosts[i]!.address,
+        "--state-dir",
+        `${cluster.dir}/nodes`,
+        "--images-dir",
+        "/var/lib/choreo/images",
+      ],
+      hostNode(i),
+      { netns: hosts!.hosts[i]!.netns, address: hosts!.hosts[i]!.address },
+    );
   try {
     c = await startCluster({
       apis: 2,
       natsCluster: 3,
+      ...(hosts ? { natsHost: hosts.gateway } : {}),
       env: {
         CHOREO_REDIS_URL: ha.url,
         CHOREO_REDIS_CREDENTIALS: ha.credentialsFile,
@@ -44,7 +91,7 @@ export async function startChaosCluster(opts: { nodes?: number } = {}): Promise<
         CHOREO_EVENT_REPLICAS: "3",
       },
       actors: [
-        { name: "node-agent", env: { CHOREO_HOLLOW_NODES: String(nodes) } },
+        ...(hosts ? [] : [{ name: "node-agent", env: { CHOREO_HOLLOW_NODES: String(nodes) } }]),
         { name: "scheduler" },
         { name: "replication", env: { CHOREO_EVENTS: "0" } },
         { name: "endpoints" },
@@ -53,42 +100,69 @@ export async function startChaosCluster(opts: { nodes?: number } = {}): Promise<
     const redis = ha.client();
     const jsm = await jetstreamManager(c.nc);
     const cluster = c;
-    await waitFor(async () => (await cluster.client.list("nodes")).items.length === nodes, { timeoutMs: 60_000, message: "hollow nodes" });
-    await cluster.client.create(
-      fromKubeJson({
-        apiVersion: "v1",
-        kind: "ReplicationController",
-        metadata: { name: "web", namespace: "default" },
-        spec: {
-          replicas: 3,
-          selector: { app: "web" },
-          template: { metadata: { labels: { app: "web" } }, spec: { containers: [{ name: "app", image: "nginx" }] } },
-        },
-      }),
-    );
-    await cluster.client.create(
-      fromKubeJson({
-        apiVersion: "v1",
-        kind: "Service",
-        metadata: { name: "web", namespace: "default" },
-        spec: { selector: { app: "web" }, ports: [{ port: 80 }] },
-      }),
-    );
+    if (hosts) for (let i = 0; i < nodes; i++) await startHostAgent(cluster, i);
+    await waitFor(async () => (await cluster.client.list("nodes")).items.length === nodes, { timeoutMs: 60_000, message: `${nodes} nodes` });
+    const rc = hosts
+      ? fromKubeJson(parseYaml(webRc("web", 3, { app: "web" })) as Record<string, unknown>)
+      : fromKubeJson({
+          apiVersion: "v1",
+          kind: "ReplicationController",
+          metadata: { name: "web", namespace: "default" },
+          spec: {
+            replicas: 3,
+            selector: { app: "web" },
+            template: { metadata: { labels: { app: "web" } }, spec: { containers: [{ name: "app", image: "nginx" }] } },
+          },
+        });
+    rc.kind!.value.metadata!.namespace = "default";
+    await cluster.client.create(rc);
+    const svc = unwrap(
+      await cluster.client.create(
+        fromKubeJson({
+          apiVersion: "v1",
+          kind: "Service",
+          metadata: { name: "web", namespace: "default" },
+          spec: { selector: { app: "web" }, ports: [hosts ? { port: 80, targetPort: 8080 } : { port: 80 }] },
+        }),
+      ),
+    ) as Service;
+    if (hosts) {
+      await waitFor(() => converged({ c: cluster } as ChaosCluster, 3), { timeoutMs: 120_000, intervalMs: 250, message: "3 web pods ready on the test hosts" });
+      service = new ServiceClient(hosts, 0, `http://${svc.spec!.clusterIp}:80/`);
+      service.start();
+    }
     return {
       c: cluster,
       ha,
       jsm,
       redis,
       nodes,
+      ...(hosts ? { hosts } : {}),
+      ...(service ? { service } : {}),
+      async restartNodeAgent() {
+        if (hosts) {
+          await cluster.actors.get(hostNode(0))?.kill();
+          await sleep(1_000);
+          await startHostAgent(cluster, 0);
+        } else {
+          await cluster.actors.get("node-agent")?.kill();
+          await sleep(1_000);
+          await cluster.startActor("node-agent", { CHOREO_HOLLOW_NODES: String(nodes) });
+        }
+      },
       async stop() {
+        await service?.stop();
         redis.disconnect();
         await cluster.stop();
         await ha.stop();
+        hosts?.destroy();
       },
     };
   } catch (err) {
+    await service?.stop();
     await c?.stop();
     await ha.stop();
+    hosts?.destroy();
     throw err;
   }
 }
@@ -96,7 +170,11 @@ export async function startChaosCluster(opts: { nodes?: number } = {}): Promise<
 /** A fault: `strike` returns once it has cleared (the process restarted, the server resumed). */
 export interface Fault {
   name: string;
-  strike(cc: ChaosCluster): Promise<void>;
+  strike(cc: ChaosCluster & { notes: string[] }): Promise<void>;
+  /** Only on test hosts (a host cut off). */
+  hostsOnly?: boolean;
+  /** A node does fail (a host cut off): its NodeNotReady and its pods' replacement are expected. */
+  nodeFails?: boolean;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -116,8 +194,12 @@ async function natsLeader(cc: ChaosCluster) {
   return cc.c.natsCluster!.member(leader);
 }
 
-/** Every fault kind; `stopMs`: how long a SIGSTOPped server stays stopped. */
-export function faults(stopMs: number): Fault[] {
+/** Every fault kind; `stopMs`: how long a SIGSTOPped server stays stopped. `hosts`: with the test-host faults. */
+export function faults(stopMs: number, hosts = false): Fault[] {
+  return allFaults(stopMs).filter((f) => hosts || !f.hostsOnly);
+}
+
+function allFaults(stopMs: number): Fault[] {
   return [
     {
       name: "kill -9 of api replica 0",
@@ -130,7 +212,10 @@ export function faults(stopMs: number): Fault[] {
     restartActor("scheduler"),
     restartActor("replication", { CHOREO_EVENTS: "0" }),
     restartActor("endpoints"),
-    restartActor("node-agent", { CHOREO_HOLLOW_NODES: "3" }),
+    {
+      name: "kill -9 of a node agent",
+      strike: (cc) => cc.restartNodeAgent(),
+    },
     {
       name: "kill -9 of the Redis primary (Sentinel failover; the old primary restarted as a replica)",
       async strike(cc) {
@@ -176,6 +261,46 @@ export function faults(stopMs: number): Fault[] {
         }
       },
     },
+    {
+      name: `test host cut off (link down) for ${Math.max(30_000, stopMs) / 1000} s, then back`,
+      hostsOnly: true,
+      nodeFails: true,
+      async strike(cc) {
+        const i = cc.nodes - 1;
+        // The host has something to lose: a ready pod of the RC (the scale goes on meanwhile).
+        const lost = await waitFor(
+          async () => {
+            const on = (await webPods(cc)).filter((p) => p.spec?.nodeName === hostNode(i) && isReady(p));
+            return on.length > 0 ? on.length : undefined;
+          },
+          { timeoutMs: 60_000, intervalMs: 250, message: `a ready pod on ${hostNode(i)}` },
+        );
+        const t0 = Date.now();
+        cc.hosts!.cut(i);
+        try {
+          // Its pods replaced elsewhere while it is away (the grace, then eviction): as many ready pods as asked, none on it.
+          await waitFor(
+            async () => {
+              const rc = unwrap(await cc.c.client.get("replicationcontrollers", "default", "web")) as ReplicationController;
+              const ready = (await webPods(cc)).filter((p) => p.spec?.nodeName !== hostNode(i) && isReady(p));
+              return ready.length === rc.spec?.replicas;
+            },
+            { timeoutMs: 120_000, intervalMs: 250, message: `the pods of ${hostNode(i)} replaced on other hosts` },
+          );
+          cc.notes.push(`${hostNode(i)} cut off with ${lost} ready pod(s) → as many ready pods as asked on the other hosts after ${Date.now() - t0} ms`);
+          await sleep(Math.max(0, Math.max(30_000, stopMs) - (Date.now() - t0)));
+        } finally {
+          cc.hosts!.restore(i);
+        }
+        // Back: Ready again, and the pods it ran before are gone from it (their namespaces removed).
+        await waitFor(
+          async () =>
+            (unwrap(await cc.c.client.get("nodes", "", hostNode(i))) as Node).status?.conditions.some((x) => x.type === "Ready" && x.status === "True") ??
+            false,
+          { timeoutMs: 60_000, message: `${hostNode(i)} Ready again` },
+        );
+      },
+    },
     // A whole-store and a whole-bus outage: no failover can help, the control plane is away for stopMs.
     {
       name: `SIGSTOP of every Redis server and Sentinel for ${stopMs / 1000} s (the store away)`,
@@ -218,6 +343,10 @@ export interface FaultResult {
   convergedMs: number;
   acknowledged: number;
   refused: number;
+  /** On test hosts: the client's requests to the Service from the strike to converged, and how many failed. */
+  requests?: { total: number; failed: number };
+  /** What the fault measured (a host's pods replaced after …). */
+  notes: string[];
 }
 
 /** Retries `fn` until it succeeds (the api may be away during the fault), up to `timeoutMs`. */
@@ -237,7 +366,9 @@ async function retrying<T>(fn: () => Promise<T>, timeoutMs = 120_000): Promise<T
 export async function runFault(cc: ChaosCluster, fault: Fault): Promise<FaultResult> {
   const { c } = cc;
   const eventsBefore = new Set((await failureEvents(cc)).map((e) => e.uid));
-  const podsBefore = new Set((await webPods(cc)).map((p) => p.metadata?.uid));
+  const podsBefore = new Set((await retrying(() => webPods(cc))).map((p) => p.metadata?.uid));
+  const notes: string[] = [];
+  const struck = Date.now();
   const acknowledged = new Map<string, string>();
   let refused = 0;
   let writing = true;
@@ -263,14 +394,31 @@ export async function runFault(cc: ChaosCluster, fault: Fault): Promise<FaultRes
       rc.spec!.replicas = want;
       await c.client.update({ kind: { $case: "replicationController", value: rc } });
     });
-    await Promise.all([fault.strike(cc), scaling]);
+    await Promise.all([fault.strike({ ...cc, notes }), scaling]);
     cleared = Date.now();
     await waitFor(() => converged(cc, want), { timeoutMs: 120_000, intervalMs: 250, message: `converged to ${want} ready pods after: ${fault.name}` });
   } finally {
     writing = false;
     await writer;
   }
-  const convergedMs = Date.now() - cleared;
+  const convergedAt = Date.now();
+  const convergedMs = convergedAt - cleared;
+  let requests: FaultResult["requests"];
+  if (cc.service) {
+    // Once converged the Service answers every request (the endpoints and every host's rules caught up: 2 s).
+    await sleep(2_000);
+    const settled = Date.now();
+    await sleep(5_000);
+    const after = cc.service.between(settled, Date.now());
+    assert.ok(after.length >= 10, `the client kept asking the Service after: ${fault.name}`);
+    assert.deepEqual(
+      after.filter((r) => !r.ok).map((r) => r.detail),
+      [],
+      `the Service answered every request once converged after: ${fault.name}`,
+    );
+    const during = cc.service.between(struck, convergedAt);
+    requests = { total: during.length, failed: during.filter((r) => !r.ok).length };
+  }
   // No acknowledged write lost.
   const lost: string[] = [];
   for (const [name, rv] of acknowledged) {
@@ -284,12 +432,24 @@ export async function runFault(cc: ChaosCluster, fault: Fault): Promise<FaultRes
     message: `Redis' revision == the log's last sequence after: ${fault.name}`,
   });
   // A control-plane fault is no node failure.
-  const failures = (await failureEvents(cc)).filter((e) => !eventsBefore.has(e.uid)).map((e) => e.what);
-  assert.deepEqual(failures, [], `no node taken for failed after: ${fault.name}`);
-  // … and restarts no pod: every pod the scale keeps is one that ran before (a scale-down removes extras only).
-  const kept = (await retrying(() => webPods(cc))).filter((p) => podsBefore.has(p.metadata?.uid)).length;
-  assert.equal(kept, Math.min(podsBefore.size, want), `no pod replaced after: ${fault.name}`);
-  return { fault: fault.name, convergedMs, acknowledged: acknowledged.size, refused };
+  if (!fault.nodeFails) {
+    const failures = (await failureEvents(cc)).filter((e) => !eventsBefore.has(e.uid)).map((e) => e.what);
+    assert.deepEqual(failures, [], `no node taken for failed after: ${fault.name}`);
+    // … and restarts no pod: every pod the scale keeps is one that ran before (a scale-down removes extras only).
+    const kept = (await retrying(() => webPods(cc))).filter((p) => podsBefore.has(p.metadata?.uid)).length;
+    assert.equal(kept, Math.min(podsBefore.size, want), `no pod replaced after: ${fault.name}`);
+  }
+  if (cc.hosts) {
+    // No pod orphaned: every pod namespace on this machine belongs to a pod the api has (a cut-off host's stale pods removed on its return).
+    const uids = new Set((await retrying(() => cc.c.client.list("pods"))).items.map((o) => (unwrap(o) as Pod).metadata?.uid ?? ""));
+    await waitFor(() => podNamespaces().every((uid) => uids.has(uid)), {
+      timeoutMs: 60_000,
+      message: `no pod orphaned on a host after: ${fault.name} (${podNamespaces()
+        .filter((u) => !uids.has(u))
+        .join(", ")})`,
+    });
+  }
+  return { fault: fault.name, convergedMs, acknowledged: acknowledged.size, refused, ...(requests ? { requests } : {}), notes };
 }
 
 async function failureEvents(cc: ChaosCluster): Promise<{ uid: string; what: string }[]> {
@@ -297,6 +457,12 @@ async function failureEvents(cc: ChaosCluster): Promise<{ uid: string; what: str
     .map((o) => unwrap(o) as { metadata?: { uid: string }; reason?: string; involvedObject?: { name: string } })
     .filter((e) => e.reason === "NodeNotReady" || e.reason === "TaintManagerEviction")
     .map((e) => ({ uid: e.metadata?.uid ?? "", what: `${e.reason} ${e.involvedObject?.name}` }));
+}
+
+/** The pod uids with a network namespace on this machine (the process runtime's, NAMES.netns). */
+function podNamespaces(): string[] {
+  const prefix = NAMES.netns("");
+  return (existsSync("/run/netns") ? readdirSync("/run/netns") : []).filter((n) => n.startsWith(prefix)).map((n) => n.slice(prefix.length));
 }
 
 /** The RC's pods not being deleted. */

@@ -1,17 +1,24 @@
-// npm run chaos [-- --stop-seconds 30 --only <substring>]: every fault of
-// chaos.ts in turn against one cluster (3 NATS servers, Redis with
-// Sentinels, 2 api replicas, the actors, 3 hollow nodes), each struck while
-// an RC is scaled and a writer writes, each followed by the checks. Prints
-// the time from each fault's clearing to converged, and a summary; exits 1
-// on the first failed check. --stop-seconds 300 is the 5-minute outage.
+// npm run chaos [-- --stop-seconds 30 --only <substring> --hosts]: every
+// fault of chaos.ts in turn against one cluster (3 NATS servers, Redis with
+// Sentinels, 2 api replicas, the actors, 3 hollow nodes — or, with --hosts,
+// 3 test hosts running real pods, a client asking the Service all along, and
+// the host cut-off fault), each struck while an RC is scaled and a writer
+// writes, each followed by the checks. Prints the time from each fault's
+// clearing to converged, the Service requests that failed meanwhile, and a
+// summary; exits 1 on the first failed check. --stop-seconds 300 is the
+// 5-minute outage.
 import { parseArgs } from "node:util";
 import { faults, runFault, startChaosCluster, type FaultResult } from "./chaos.js";
 
-const { values } = parseArgs({ options: { "stop-seconds": { type: "string", default: "30" }, only: { type: "string" } } });
+const { values } = parseArgs({
+  options: { "stop-seconds": { type: "string", default: "30" }, only: { type: "string", multiple: true }, hosts: { type: "boolean" } },
+});
 const stopMs = Number(values["stop-seconds"]) * 1000;
-const chosen = faults(stopMs).filter((f) => !values.only || f.name.includes(values.only));
-console.log(`choreo chaos — ${new Date().toISOString()} — ${chosen.length} faults, SIGSTOP ${stopMs / 1000} s`);
-const cc = await startChaosCluster({ nodes: 3 });
+const chosen = faults(stopMs, values.hosts).filter((f) => !values.only || values.only.some((o) => f.name.includes(o)));
+console.log(
+  `choreo chaos — ${new Date().toISOString()} — ${chosen.length} faults, SIGSTOP ${stopMs / 1000} s${values.hosts ? ", 3 test hosts with real pods" : ""}`,
+);
+const cc = await startChaosCluster({ nodes: 3, hosts: values.hosts });
 const results: FaultResult[] = [];
 let failed = false;
 try {
@@ -20,9 +27,11 @@ try {
     try {
       const r = await runFault(cc, f);
       results.push(r);
+      const asked = r.requests ? `; Service: ${r.requests.failed} of ${r.requests.total} requests failed meanwhile` : "";
       console.log(
-        `✔ ${f.name}: converged ${r.convergedMs} ms after it cleared (${r.acknowledged} writes acknowledged, ${r.refused} refused; ${Date.now() - t0} ms in all)`,
+        `✔ ${f.name}: converged ${r.convergedMs} ms after it cleared (${r.acknowledged} writes acknowledged, ${r.refused} refused${asked}; ${Date.now() - t0} ms in all)`,
       );
+      for (const n of r.notes) console.log(`  ${n}`);
     } catch (err) {
       failed = true;
       console.log(`✖ ${f.name}: ${err instanceof Error ? err.message : String(err)}`);

@@ -165,7 +165,9 @@ export async function startCluster(
 }
 
 async function bringUp(dir: string, opts: Parameters<typeof startCluster>[0] & object, started: { stop(): Promise<unknown> }[]): Promise<TestCluster> {
-  const natsCluster = opts.natsCluster ? await startNatsCluster({ size: opts.natsCluster, dir: path.join(dir, "nats"), logDir: dir }) : undefined;
+  const natsCluster = opts.natsCluster
+    ? await startNatsCluster({ size: opts.natsCluster, dir: path.join(dir, "nats"), logDir: dir, ...(opts.natsHost ? { host: opts.natsHost } : {}) })
+    : undefined;
   if (natsCluster) started.push(natsCluster);
   const [nats, redis] = await Promise.all([
     natsCluster ?? startNats({ dir: path.join(dir, "nats"), ...(opts.natsHost ? { host: opts.natsHost } : {}) }).then((s) => (started.push(s), s)),

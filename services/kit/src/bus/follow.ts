@@ -25,6 +25,9 @@ export interface FollowOptions {
   signal: AbortSignal;
   /** Called once when the stream has no RePublish and the follower reads the log through a consumer instead. */
   onFallback?: () => void;
+  /** Called when the connection is lost or back (`up`), and once a catch-up from the log after `after` delivered `delivered` changes. */
+  onConnection?: (up: boolean) => void;
+  onCaughtUp?: (after: number, delivered: number) => void;
 }
 
 /** Whether the stream republishes, asked once per connection (a stream's RePublish cannot change). */
@@ -113,6 +116,7 @@ export async function* followEvents(opts: FollowOptions): AsyncGenerator<WatchEv
   // A live message can be lost from the disconnection on: catch up again (from the last delivered revision).
   let connected = true;
   const stopWatching = onConnectionChange(opts.nc, (up) => {
+    opts.onConnection?.(up);
     connected = up;
     catchUp = true;
     cut.abort();
@@ -139,10 +143,14 @@ export async function* followEvents(opts: FollowOptions): AsyncGenerator<WatchEv
         try {
           // The subscription is the server's (again, after a reconnection) before catching up.
           await opts.nc.flush();
+          const after = seen;
+          let delivered = 0;
           for await (const ev of catchUpFromLog(opts, seen, AbortSignal.any([opts.signal, cut.signal]))) {
             seen = ev.revision;
+            delivered++;
             yield ev;
           }
+          if (caughtUpOnce) opts.onCaughtUp?.(after, delivered);
           failures = 0;
           caughtUpOnce = true;
         } catch (err) {

@@ -207,7 +207,20 @@ export class Informer<C extends KindCase> implements Cache<KindValue<C>> {
       return this.revision;
     };
     const events = this.opts.live
-      ? followEvents({ nc: this.opts.nc, jsm: this.opts.jsm, filter, fromRevision: listFirst ? relisted : this.revision, signal, onFallback })
+      ? followEvents({
+          nc: this.opts.nc,
+          jsm: this.opts.jsm,
+          filter,
+          fromRevision: listFirst ? relisted : this.revision,
+          signal,
+          onFallback,
+          onConnection: (up) =>
+            this.opts.log.info(
+              { resource: this.info.resource, filter, up },
+              up ? "bus connection back; catching up from the event log" : "bus connection lost",
+            ),
+          onCaughtUp: (after, delivered) => this.opts.log.info({ resource: this.info.resource, filter, after, delivered }, "caught up from the event log"),
+        })
       : consumeEvents({ nc: this.opts.nc, jsm: this.opts.jsm, filter, fromRevision: this.revision, signal });
     for await (const ev of events) {
       this.revision = ev.revision;

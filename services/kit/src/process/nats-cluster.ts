@@ -9,6 +9,7 @@ import os from "node:os";
 import path from "node:path";
 import { randomSecret, withCredentials, writeCredentials, type NatsPermissions, type NatsUser } from "../secrets/secrets.js";
 import { freePort, type ManagedProcess } from "./process.js";
+import { BUS_SANS, ensureBusTls, isLoopbackHost } from "../secrets/bus-tls.js";
 import { startServer, writeNatsConf, type ServerHandle, type StartedServer } from "./servers.js";
 
 /** Options of {@link startNatsCluster}. */
@@ -21,6 +22,13 @@ export interface NatsClusterOptions {
   logDir?: string;
   /** The cluster's name (default `choreo`). */
   name?: string;
+  /**
+   * The address clients reach the members on (default 127.0.0.1). Beyond
+   * loopback the client port speaks TLS only, every member with a certificate
+   * of one CA (`<dir>/tls`, the handle's `caFile`), as startNats does; routes
+   * stay on loopback.
+   */
+  host?: string;
 }
 
 /** One server of the cluster: a ServerHandle of its own (its `url` names it alone) and its server_name. */
@@ -39,6 +47,8 @@ export interface NatsClusterMember extends ServerHandle {
  */
 export interface NatsClusterHandle extends ServerHandle {
   readonly members: NatsClusterMember[];
+  /** The CA clients verify the members with, when they speak TLS (`host` beyond loopback). */
+  readonly caFile?: string;
   /** The member with this server_name (throws when none). */
   member(name: string): NatsClusterMember;
 }
@@ -86,6 +96,8 @@ export async function startNatsCluster(opts: NatsClusterOptions = {}): Promise<N
       route,
       ports.map((p) => withCredentials(`nats-route://127.0.0.1:${p.cluster}`, route)),
     );
+  const host = opts.host ?? "127.0.0.1";
+  const tls = isLoopbackHost(host) ? undefined : await ensureBusTls(path.join(dir, "tls"), [...new Set([host, ...BUS_SANS])]);
   let started: StartedServer[] = [];
   const launchMember = (i: number): Promise<StartedServer> =>
     startServer(
@@ -93,12 +105,12 @@ export async function startNatsCluster(opts: NatsClusterOptions = {}): Promise<N
         name: `nats-${i}`,
         cmd: "nats-server",
         args: (port, memberDir, list) => {
-          writeNatsConf(memberDir, list, undefined, block(i));
-          return ["-c", path.join(memberDir, "nats.conf"), "-a", "127.0.0.1", "-p", String(port)];
+          writeNatsConf(memberDir, list, tls, block(i));
+          return ["-c", path.join(memberDir, "nats.conf"), "-a", host, "-p", String(port)];
         },
-        rewrite: (memberDir, list) => writeNatsConf(memberDir, list, undefined, block(i)),
+        rewrite: (memberDir, list) => writeNatsConf(memberDir, list, tls, block(i)),
         ready: /Server is ready/,
-        url: (port) => `nats://127.0.0.1:${port}`,
+        url: (port) => `nats://${host}:${port}`,
         user: "choreo",
       },
       { dir: path.join(dir, `nats-${i}`), port: ports[i]!.client, users, logFile: opts.logDir ? path.join(opts.logDir, `nats-${i}.log`) : undefined },
@@ -152,6 +164,7 @@ export async function startNatsCluster(opts: NatsClusterOptions = {}): Promise<N
     port: members[0]!.port,
     dir,
     members,
+    ...(tls ? { caFile: tls.caFile } : {}),
     member(name) {
       const m = members.find((x) => x.name === name);
       if (!m) throw new Error(`no NATS cluster member ${JSON.stringify(name)} (${members.map((x) => x.name).join(", ")})`);
