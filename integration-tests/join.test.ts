@@ -47,6 +47,8 @@ describe("choreo join: a bootstrap token exchanged for a node credential", () =>
   let work: string;
   const users = new AbortController();
   const joins: ChildProcess[] = [];
+  /** The bootstrap token joined-1 joined with. */
+  let firstToken = "";
 
   /** `choreo join` as its own process: resolves with its exit code and output once it exits, or once `ready` appears. */
   function startJoin(args: string[], node: string): { child: ChildProcess; done: Promise<{ code: number | null; output: string }>; output: () => string } {
@@ -96,6 +98,7 @@ describe("choreo join: a bootstrap token exchanged for a node credential", () =>
       const created = await choreo(["token", "create", "--ttl", "1h", "--description", "join test"], kubeconfig);
       assert.equal(created.code, 0, created.stderr);
       const token = created.stdout.trim();
+      firstToken = token;
       assert.match(token, /^[a-z0-9]{6}\.[a-z0-9]{16}$/);
       const listed = await choreo(["token", "list"], kubeconfig);
       assert.match(
@@ -158,7 +161,7 @@ describe("choreo join: a bootstrap token exchanged for a node credential", () =>
       });
     }));
 
-  it("survives kill -9: choreo join restarts its agent; after the api's kill -9 another node joins", () =>
+  it("survives kill -9: choreo join restarts its agent; started again it resumes with its kept credential (its token deleted); after the api's kill -9 another node joins", () =>
     withLogsOnFailure(c, async () => {
       const pidFile = path.join(work, "joined-1", "pids", "joined-1");
       const first = Number(readFileSync(pidFile, "utf8").split(" ")[0]);
@@ -174,6 +177,18 @@ describe("choreo join: a bootstrap token exchanged for a node credential", () =>
       const leaseAt = async () => unwrap(await c.client.get("leases", "kube-node-lease", "joined-1")).metadata?.resourceVersion;
       const seen = await leaseAt();
       await waitFor(async () => (await leaseAt()) !== seen, { timeoutMs: 20_000, message: "joined-1's Lease renewed by the restarted agent" });
+
+      // choreo join stopped and started again on the same data dir (a reboot): the kept credential, no token — its token deleted meanwhile.
+      assert.equal((await choreo(["token", "delete", firstToken], kubeconfig)).code, 0);
+      const running = joins[0]!;
+      running.kill("SIGTERM");
+      await new Promise((r) => (running.exitCode === null ? running.once("exit", r) : r(undefined)));
+      const again = startJoin([], "joined-1");
+      await waitFor(async () => again.output().includes("rejoins"), { timeoutMs: 20_000, message: "choreo join resumed" }).catch((err: Error) => {
+        throw new Error(`${err.message}; choreo join said:\n${again.output()}`);
+      });
+      const stopped = await leaseAt();
+      await waitFor(async () => (await leaseAt()) !== stopped, { timeoutMs: 30_000, message: "joined-1's Lease renewed after the rejoin" });
 
       await c.killApi(0);
       await c.startApi(0);

@@ -4,7 +4,7 @@ import { parseArgs } from "node:util";
 import { onAbort, signalController } from "@choreo/kit/lifecycle";
 import { join, joinDefaults, type JoinOptions } from "./join.js";
 
-const USAGE = `Usage: choreo join --server https://HOST:PORT --token TOKEN --ca-hash sha256:HEX
+const USAGE = `Usage: choreo join [--server https://HOST:PORT --token TOKEN --ca-hash sha256:HEX]
                    [--node-name NAME] [--runtime auto|docker|process|hollow] [--pod-cidr CIDR]
                    [--data-dir DIR] [--state-dir DIR] [--images-dir DIR]
 Joins this machine to a cluster as a node: checks that the api's CA has the SubjectPublicKeyInfo
@@ -12,7 +12,8 @@ hash --ca-hash (choreo up prints the whole command), exchanges the bootstrap tok
 create) for this node's own credential — its api token as system:node:NAME and its NATS user —
 written (0600) under --data-dir (default .choreo-node), then runs the node agent with it,
 restarted when it dies, until Ctrl-C or SIGTERM. NAME defaults to the host name; without
---pod-cidr the agent waits for the api to give the Node one.`;
+--pod-cidr the agent waits for the api to give the Node one. Run again with only --data-dir (a
+restart, a reboot), it starts the agent with the credential it keeps there: no token needed.`;
 
 export async function joinCommand(argv: string[], out: (s: string) => void = console.log): Promise<number> {
   const { values } = parseArgs({
@@ -34,16 +35,18 @@ export async function joinCommand(argv: string[], out: (s: string) => void = con
     out(USAGE);
     return 0;
   }
-  if (!values.server || !values.token || !values["ca-hash"]) throw new Error(`--server, --token and --ca-hash are required\n${USAGE}`);
+  // All three the first time; none to start again from the credential under --data-dir.
+  const given = [values.server, values.token, values["ca-hash"]].filter((v) => v !== undefined).length;
+  if (given !== 0 && given !== 3) throw new Error(`--server, --token and --ca-hash go together\n${USAGE}`);
   const d = joinDefaults();
   const runtime = values.runtime ?? d.runtime;
   if (!["auto", "docker", "process", "hollow"].includes(runtime)) throw new Error(`--runtime must be auto, docker, process or hollow, not ${runtime}`);
   const ac = signalController();
   const node = await join(
     {
-      server: values.server,
-      token: values.token,
-      caHash: values["ca-hash"],
+      server: values.server ?? "",
+      token: values.token ?? "",
+      caHash: values["ca-hash"] ?? "",
       nodeName: values["node-name"] ?? d.nodeName,
       runtime: runtime as JoinOptions["runtime"],
       podCidr: values["pod-cidr"] ?? "",

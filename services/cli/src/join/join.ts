@@ -6,7 +6,7 @@
 //   3. written (0600) under --data-dir: kubeconfig (system:node:<name>, its token), token, nats.credentials,
 //      event-signing.pub (and nats-ca.crt)
 //   4. the node agent started with them, supervised as `choreo up` supervises (restarted when it dies)
-import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { freePort, startProcess } from "@choreo/kit/process";
@@ -82,14 +82,7 @@ export async function fetchNodeCredential(o: Pick<JoinOptions, "server" | "token
   }
   const dir = path.resolve(o.dataDir);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
-  const files = {
-    kubeconfig: path.join(dir, "kubeconfig"),
-    token: path.join(dir, "token"),
-    nats: path.join(dir, "nats.credentials"),
-    eventKey: path.join(dir, "event-signing.pub"),
-    natsCa: cred.nats.caPem ? path.join(dir, "nats-ca.crt") : undefined,
-    natsUrl: cred.nats.url,
-  };
+  const files = credentialFiles(dir, !!cred.nats.caPem, cred.nats.url);
   writeSecretFile(
     files.kubeconfig,
     renderKubeconfig({ server: o.server, caPem: root, user: cred.user, auth: { token: cred.token }, context: `${cred.user}@choreo`, namespace: "default" }),
@@ -98,14 +91,62 @@ export async function fetchNodeCredential(o: Pick<JoinOptions, "server" | "token
   writeCredentials(files.nats, { user: cred.nats.user, password: cred.nats.password });
   writeSecretFile(files.eventKey, cred.eventVerifyKey);
   if (files.natsCa && cred.nats.caPem) writeSecretFile(files.natsCa, cred.nats.caPem);
-  writeFileSync(path.join(dir, "node"), `${cred.nodeName}\n`, { mode: 0o600 });
+  // What a later `choreo join --data-dir DIR` (a restart, a reboot) resumes with, without a token.
+  const saved: SavedCredential = { nodeName: cred.nodeName, server: o.server, natsUrl: cred.nats.url, natsCa: !!files.natsCa };
+  writeFileSync(path.join(dir, SAVED), `${JSON.stringify(saved)}\n`, { mode: 0o600 });
   return files;
 }
 
-/** `choreo join`: the credential, then the node agent, supervised until `stop`. */
+const SAVED = "node-credential.json";
+
+/** What the data dir remembers of its exchange (the secrets are in the other files). */
+interface SavedCredential {
+  nodeName: string;
+  server: string;
+  natsUrl: string;
+  natsCa: boolean;
+}
+
+/** The credential an earlier `choreo join` wrote under `dataDir`, or undefined when it holds none. */
+export function savedCredential(dataDir: string): (ReturnType<typeof credentialFiles> & { nodeName: string; server: string }) | undefined {
+  const dir = path.resolve(dataDir);
+  const file = path.join(dir, SAVED);
+  if (!existsSync(file)) return undefined;
+  const saved = JSON.parse(readFileSync(file, "utf8")) as SavedCredential;
+  const files = credentialFiles(dir, saved.natsCa, saved.natsUrl);
+  for (const f of [files.kubeconfig, files.token, files.nats, files.eventKey]) if (!existsSync(f)) return undefined;
+  return { ...files, nodeName: saved.nodeName, server: saved.server };
+}
+
+function credentialFiles(dir: string, natsCa: boolean, natsUrl: string) {
+  return {
+    kubeconfig: path.join(dir, "kubeconfig"),
+    token: path.join(dir, "token"),
+    nats: path.join(dir, "nats.credentials"),
+    eventKey: path.join(dir, "event-signing.pub"),
+    natsCa: natsCa ? path.join(dir, "nats-ca.crt") : undefined,
+    natsUrl,
+  };
+}
+
+/**
+ * `choreo join`: the credential, then the node agent, supervised until
+ * `stop`. Without a token, the credential an earlier join wrote under the
+ * data dir is used again (its node name too), as a kubelet restarts with its
+ * kubeconfig: a bootstrap token is needed once.
+ */
 export async function join(o: JoinOptions, log: (line: string) => void = console.log, signal?: AbortSignal): Promise<JoinedNode> {
-  const files = await fetchNodeCredential(o);
-  log(`node credential for system:node:${o.nodeName} written to ${files.kubeconfig}`);
+  let files: ReturnType<typeof credentialFiles>;
+  if (o.token) {
+    files = await fetchNodeCredential(o);
+    log(`node credential for system:node:${o.nodeName} written to ${files.kubeconfig}`);
+  } else {
+    const saved = savedCredential(o.dataDir);
+    if (!saved) throw new CliError(`error: no node credential in ${path.resolve(o.dataDir)}: the first choreo join needs --server, --token and --ca-hash`);
+    files = saved;
+    o = { ...o, nodeName: saved.nodeName };
+    log(`node ${saved.nodeName} rejoins ${saved.server} with the credential in ${files.kubeconfig}`);
+  }
   const logs = path.join(path.resolve(o.dataDir), "logs");
   mkdirSync(logs, { recursive: true });
   const shutdown = new Shutdown();
