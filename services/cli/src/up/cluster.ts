@@ -135,6 +135,8 @@ function apiEnv(o: UpOptions, nats: ServerHandle, redis: ServerHandle | RedisHaH
     CHOREO_ENCRYPTION_KEYS_FILE: path.join(o.dataDir, "encryption", "keys"),
     CHOREO_REPLICA_ID: `api-${ports.index}`,
     ...(o.serviceCidr ? { CHOREO_SERVICE_CIDR: o.serviceCidr } : {}),
+    // Node IPAM gives joined nodes blocks of the same range the local nodes' --pod-cidr come from.
+    CHOREO_CLUSTER_CIDR: o.clusterCidr,
   };
 }
 
