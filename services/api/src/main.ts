@@ -350,6 +350,7 @@ try {
           // TLS as on HTTPS (serving certificate, client certificates of the client CA or tokens) unless CHOREO_API_GRPC_INSECURE=1.
           ...(config.grpcInsecure ? {} : { tls: { cert: tls.cert, key: tls.key, clientCa: clientCa.pem } }),
           readiness,
+          onRequest: (method: string, code: number, s: number) => m.requests.observe({ transport: "grpc", method, code: String(code) }, s),
           ...(audit ? { audit } : {}),
         }),
       ),

@@ -66,6 +66,7 @@ describe("gRPC conventions: reflection, health, deadlines, error details, TLS", 
   let creds: grpc.ChannelCredentials;
   let reflected: Reflected;
   let healthy = true;
+  const requests: string[] = [];
   const readiness = new Readiness().add("test", () => healthy);
 
   before(async () => {
@@ -83,6 +84,7 @@ describe("gRPC conventions: reflection, health, deadlines, error details, TLS", 
       tls: { cert: serving.cert, key: serving.key, clientCa: clientCa.pem },
       readiness,
       healthIntervalMs: 100,
+      onRequest: (method, code) => requests.push(`${method} ${code}`),
     });
     running = t.start(ac.signal);
     address = `127.0.0.1:${await t.port()}`;
@@ -256,6 +258,7 @@ describe("gRPC conventions: reflection, health, deadlines, error details, TLS", 
       assert.equal(status.details?.name, "nope");
       assert.deepEqual(statusFromDetails(err.metadata), status);
       assert.deepEqual(Status.decode(err.metadata.get(STATUS_METADATA_KEY)[0] as Buffer), status);
+      assert.ok(requests.includes("get 404"), `onRequest (the api's request histogram) told: ${requests.join(", ")}`);
       // An invalid object: INVALID_ARGUMENT with the causes.
       const bad = (await call(api, "create", { object: { pod: { metadata: { name: "Bad_Name", namespace: "default" } } } }).catch(
         (e: unknown) => e,

@@ -1,7 +1,7 @@
 import * as grpc from "@grpc/grpc-js";
 import { ApiService, type ApiServer, type WatchEvent, type WatchRequest } from "@choreo/kit/gen/choreo/api/v1/api";
 import type { Logger } from "@choreo/kit/log";
-import { timeout } from "@choreo/kit";
+import { statusOf, timeout } from "@choreo/kit";
 import type { ApiHandlers } from "../handlers/api-handlers.js";
 import { Authenticator } from "../auth/authenticate.js";
 import { ALLOW_ALL } from "../auth/authorize.js";
@@ -38,6 +38,8 @@ export interface GrpcOptions {
   readiness?: Readiness;
   /** How often the health service asks the readiness checks (1 s). */
   healthIntervalMs?: number;
+  /** Told of every unary call once answered (the Kubernetes status code: 200, 404, 504…) and of every watch when it ends. */
+  onRequest?: (method: string, code: number, seconds: number) => void;
 }
 
 /**
@@ -110,6 +112,8 @@ export class GrpcTransport {
         const giveUp = (): void => ac.abort();
         call.once("cancelled", giveUp);
         this.unaryInFlight++;
+        const started = performance.now();
+        let code = 200;
         as(call)
           .then((h) => {
             // Past its deadline (or cancelled) while authenticated: the work is not started.
@@ -118,11 +122,16 @@ export class GrpcTransport {
           })
           .then(
             (res) => callback(null, res),
-            (err: unknown) => callback(grpcError(err)),
+            (err: unknown) => {
+              code = statusOf(err).code;
+              if (code >= 500 && code !== 504) this.opts.log.error({ err, method }, "grpc call failed");
+              callback(grpcError(err));
+            },
           )
           .finally(() => {
             this.unaryInFlight--;
             call.off("cancelled", giveUp);
+            this.opts.onRequest?.(method, code, (performance.now() - started) / 1000);
           });
       };
     const impl: ApiServer = {
@@ -143,9 +152,12 @@ export class GrpcTransport {
     const watch = async (call: grpc.ServerWritableStream<WatchRequest, WatchEvent>): Promise<void> => {
       let events: AsyncIterable<WatchEvent>;
       const ac = new AbortController();
+      const started = performance.now();
       try {
         events = (await as(call)).watch(call.request, ac.signal);
       } catch (err) {
+        // Refused watches are counted; one that runs lasts as long as its client wants (no latency to speak of).
+        this.opts.onRequest?.("watch", statusOf(err).code, (performance.now() - started) / 1000);
         call.emit("error", grpcError(err)); // ends the call with the Status (destroy would never send it)
         return;
       }
@@ -171,7 +183,14 @@ export class GrpcTransport {
         }
       })();
     };
-    const server = new grpc.Server({ "grpc.max_receive_message_length": 8 * 1024 * 1024, "grpc.max_send_message_length": 64 * 1024 * 1024 });
+    const server = new grpc.Server({
+      "grpc.max_receive_message_length": 8 * 1024 * 1024,
+      "grpc.max_send_message_length": 64 * 1024 * 1024,
+      // A client gone without a word (its host died, a cable pulled): pinged after a minute of silence and
+      // dropped 20 s later, its watches with it — else they would be served until TCP gives up (minutes to hours).
+      "grpc.keepalive_time_ms": 60_000,
+      "grpc.keepalive_timeout_ms": 20_000,
+    });
     server.addService(ApiService, impl);
     this.health.service.addToServer(server);
     // Reflection, like /openapi, for authenticated callers; health, like /readyz, for anyone.
