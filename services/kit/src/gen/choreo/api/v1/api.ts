@@ -25,6 +25,7 @@ import { DaemonSet, Deployment, ReplicaSet } from "../../apps/v1/apps.js";
 import { Scale } from "../../autoscaling/v1/autoscaling.js";
 import { HorizontalPodAutoscaler } from "../../autoscaling/v2/autoscaling.js";
 import { CronJob, Job } from "../../batch/v1/batch.js";
+import { CertificateSigningRequest } from "../../certificates/v1/certificates.js";
 import { Lease } from "../../coordination/v1/coordination.js";
 import {
   Binding,
@@ -74,6 +75,7 @@ export interface Object {
     | { $case: "roleBinding"; value: RoleBinding }
     | { $case: "clusterRoleBinding"; value: ClusterRoleBinding }
     | { $case: "serviceAccount"; value: ServiceAccount }
+    | { $case: "certificateSigningRequest"; value: CertificateSigningRequest }
     | undefined;
 }
 
@@ -344,6 +346,9 @@ export const Object: MessageFns<Object> = {
       case "serviceAccount":
         ServiceAccount.encode(message.kind.value, writer.uint32(178).fork()).join();
         break;
+      case "certificateSigningRequest":
+        CertificateSigningRequest.encode(message.kind.value, writer.uint32(186).fork()).join();
+        break;
     }
     return writer;
   },
@@ -543,6 +548,17 @@ export const Object: MessageFns<Object> = {
             message.kind = { $case: "serviceAccount", value: ServiceAccount.decode(reader, reader.uint32()) };
             continue;
           }
+          case 23: {
+            if (tag !== 186) {
+              break;
+            }
+
+            message.kind = {
+              $case: "certificateSigningRequest",
+              value: CertificateSigningRequest.decode(reader, reader.uint32()),
+            };
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -696,6 +712,15 @@ export const Object: MessageFns<Object> = {
       case "serviceAccount": {
         if (object.kind?.value !== undefined && object.kind?.value !== null) {
           message.kind = { $case: "serviceAccount", value: ServiceAccount.fromPartial(object.kind.value) };
+        }
+        break;
+      }
+      case "certificateSigningRequest": {
+        if (object.kind?.value !== undefined && object.kind?.value !== null) {
+          message.kind = {
+            $case: "certificateSigningRequest",
+            value: CertificateSigningRequest.fromPartial(object.kind.value),
+          };
         }
         break;
       }
