@@ -6,8 +6,8 @@
 // built from server reflection alone lists pods, and grpc.health.v1 answers
 // SERVING.
 import assert from "node:assert/strict";
-import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { createInterface } from "node:readline";
@@ -15,6 +15,7 @@ import { after, before, describe, it } from "node:test";
 import * as grpc from "@grpc/grpc-js";
 import { reflect } from "@choreo/api/grpc";
 import { fromKubeJson } from "@choreo/kit/kube-json";
+import { signClientCert } from "@choreo/kit/secrets";
 import { waitFor } from "@choreo/kit/testing";
 import { startCluster, type TestCluster } from "./support/cluster.js";
 
@@ -78,6 +79,40 @@ describe("gRPC clients against a real api (TLS)", () => {
       py.kill();
     }
   });
+
+  it(
+    "the Python example with a client certificate instead of a token; its watch ends at its deadline",
+    { skip: !hasGrpcPython && "python3-grpcio / python3-grpc-tools not installed" },
+    async () => {
+      const pki = path.join(c.dir, "api", "pki");
+      const cert = await signClientCert(pki, "py-admin", ["system:masters"]);
+      writeFileSync(path.join(genDir, "client.crt"), cert.cert);
+      writeFileSync(path.join(genDir, "client.key"), cert.key, { mode: 0o600 });
+      const args = [
+        SCRIPT,
+        "--server",
+        `127.0.0.1:${c.apis[0]!.grpcPort}`,
+        "--ca",
+        caFile,
+        "--cert",
+        path.join(genDir, "client.crt"),
+        "--key",
+        path.join(genDir, "client.key"),
+      ];
+      const started = Date.now();
+      const { code, stdout, stderr } = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+        const env = { ...process.env };
+        delete env["CHOREO_TOKEN"];
+        execFile(PYTHON, [...args, "--watch-seconds", "1.5", "--gen-dir", genDir], { env, timeout: 60_000 }, (err, stdout, stderr) =>
+          resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+        );
+      });
+      assert.equal(code, 0, stderr);
+      assert.match(stdout, /^pod default\/py-1 /m);
+      assert.match(stdout, /^watched \d+ changes$/m, "ended by its deadline");
+      assert.ok(Date.now() - started < 30_000);
+    },
+  );
 
   const tlsAndToken = () =>
     grpc.credentials.combineChannelCredentials(
