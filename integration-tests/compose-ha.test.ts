@@ -1,11 +1,13 @@
 // test-tier: servers
-// docker-compose.ha.yml on top of docker-compose.yml (compose v1): three api
-// replicas behind HAProxy's container. The control plane comes up (secrets,
-// nats, redis, api, api-2, api-3, haproxy, the scheduler; the node agents are
-// left out: compose.test.ts runs them, on the host's network), kubectl
+// docker-compose.ha.yml on top of docker-compose.yml (compose v1): 3 NATS
+// servers clustered, Redis primary + 2 replicas + 3 Sentinels, three api
+// replicas behind HAProxy's container, the scheduler (the node agents are
+// left out: compose.test.ts runs them, on the host's network). kubectl
 // through HAProxy's published port is answered while the api-2 container is
-// killed (SIGKILL) and started again, HAProxy marks it down and up again, and
-// `down -v` leaves nothing of the project.
+// killed (SIGKILL) and started again (HAProxy marks it down and up again);
+// the event stream is R3 and the sentinels watch 2 replicas; the Redis
+// primary's container killed → kubectl writes again after the failover; a
+// NATS member killed → writes go on; `down -v` leaves nothing of the project.
 // Skipped (with the reason) only when no Docker engine or docker-compose answers.
 import assert from "node:assert/strict";
 import { execFile, spawn } from "node:child_process";
@@ -51,9 +53,28 @@ const skip = !(await ok("docker", ["info"]))
     ? "docker-compose is not installed (scripts/ensure-deps.sh installs it)"
     : false;
 
-const SERVICES = ["secrets", "nats", "redis", "api", "api-2", "api-3", "haproxy", "scheduler"];
+/** The monitoring port's stream details (inside the nats container: no curl there, bash's /dev/tcp). */
+const jszAsk = "exec 3<>/dev/tcp/127.0.0.1/8222 && printf 'GET /jsz?accounts=true&streams=true&config=true HTTP/1.0\\r\\n\\r\\n' >&3 && cat <&3";
 
-describe("docker-compose.ha.yml: api replicas behind HAProxy", { skip, timeout: 30 * 60_000 }, () => {
+const SERVICES = [
+  "secrets",
+  "nats",
+  "nats-2",
+  "nats-3",
+  "redis",
+  "redis-2",
+  "redis-3",
+  "sentinel-1",
+  "sentinel-2",
+  "sentinel-3",
+  "api",
+  "api-2",
+  "api-3",
+  "haproxy",
+  "scheduler",
+];
+
+describe("docker-compose.ha.yml: the HA control plane as containers", { skip, timeout: 30 * 60_000 }, () => {
   const project = `choreoha${process.pid}`;
   const dir = mkdtempSync(path.join(os.tmpdir(), "choreo-compose-ha-"));
   const kubeconfig = path.join(dir, "kubeconfig");
@@ -146,6 +167,38 @@ describe("docker-compose.ha.yml: api replicas behind HAProxy", { skip, timeout: 
     await asking;
     assert.ok(codes.length >= 3, `kubectl ran ${codes.length} times`);
     assert.ok(codes.filter((c) => c !== 0).length <= 1, `kubectl exit codes: ${codes.join(",")}`);
+
+    // The HA shape: the event stream on 3 NATS servers, the sentinels watching a primary and 2 replicas.
+    const jsz = await compose("exec", "-T", "nats", "bash", "-c", jszAsk);
+    assert.match(jsz, /"num_replicas":\s*3/, `the event stream R3: ${jsz.slice(0, 2000)}`);
+    const sentinelAsk = (cmd: string) =>
+      compose("exec", "-T", "sentinel-1", "sh", "-c", `REDISCLI_AUTH=$(cut -d: -f2- /etc/redis/sentinel-credentials) redis-cli -p 26379 ${cmd}`);
+    assert.match(await sentinelAsk("sentinel master choreo"), /num-slaves\s+2/);
+
+    // The Redis primary's container killed: the sentinels promote a replica, the api follows, kubectl writes again.
+    const killedAt = Date.now();
+    await script("docker", ["kill", "-s", "KILL", `${project}_redis_1`]);
+    await waitFor(async () => (await sentinelAsk("sentinel get-master-addr-by-name choreo")).split("\n")[0]?.trim() !== "redis", {
+      timeoutMs: 60_000,
+      intervalMs: 500,
+      message: "the sentinels promote a replica",
+    });
+    let n = 0;
+    await waitFor(async () => (await run("kubectl", ["create", "configmap", `after-failover-${n++}`], kubeconfig)).code === 0, {
+      timeoutMs: 60_000,
+      intervalMs: 200,
+      message: "kubectl writes after the Redis failover",
+    });
+    const redisBackMs = Date.now() - killedAt;
+    // A NATS member's container killed: writes (answered once the R3 stream holds them) go on.
+    await script("docker", ["kill", "-s", "KILL", `${project}_nats-2_1`]);
+    await waitFor(async () => (await run("kubectl", ["create", "configmap", `after-nats-${n++}`], kubeconfig)).code === 0, {
+      timeoutMs: 60_000,
+      intervalMs: 200,
+      message: "kubectl writes with a NATS member gone",
+    });
+    assert.equal((await run("kubectl", ["get", "configmap", "before-kill", "-o", "name"], kubeconfig)).code, 0, "the write before the faults is there");
+    console.log(JSON.stringify({ kubectlRuns: codes.length, kubectlFailures: codes.filter((c) => c !== 0).length, redisKillToWriteMs: redisBackMs }));
 
     await compose("down", "-v", "--remove-orphans", "-t", "5");
     const { stdout } = await exec("docker", ["ps", "-aq", "--filter", `label=com.docker.compose.project=${project}`]);

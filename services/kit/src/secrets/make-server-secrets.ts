@@ -15,6 +15,15 @@
 //   <identities dir>/*/nats-ca.crt   0644  with --nats-tls: the CA every NATS client verifies the server with (CHOREO_NATS_CA)
 //   <nats dir>/tls/server.{crt,key}, ca.crt  with --nats-tls: the server's certificate (SANs nats, localhost, 127.0.0.1),
 //                                    key 0600; nats.conf gets a `tls` block naming them under <dir as nats-server sees it>
+// With --nats-cluster=<name>,<name>,… (docker-compose.ha.yml): nats.conf gets a
+// `cluster` block (listen 6222, routes to every named member, a route password
+// of their own in <nats dir>/route-credentials) and the TLS certificate names
+// every member too; each member gives its own server_name with `-n`.
+// With --redis-sentinel: redis.conf also makes every node authenticate to
+// whichever is primary as `api` (masteruser/masterauth), and
+//   <redis dir>/sentinel.conf          0600  a Sentinel's starting config (monitor `choreo` at host `redis`,
+//                                            quorum 2, hostnames resolved and announced; each sentinel copies it)
+//   <redis dir>/sentinel-credentials   0600  default:<password> (CHOREO_REDIS_SENTINEL_CREDENTIALS of the api)
 // One directory per actor: compose mounts each actor's own volume there, so
 // no actor container holds another's token or NATS password.
 //
@@ -39,7 +48,12 @@ function credentials(dir: string, user: string, file = path.join(dir, "credentia
 
 const args = process.argv.slice(2);
 const tlsFlag = args.find((a) => a.startsWith("--nats-tls="));
-const [natsDir, redisDir, signingDir, verifyDir, apiTokenFile, identitiesDir, ...nodes] = args.filter((a) => a !== tlsFlag);
+const clusterFlag = args.find((a) => a.startsWith("--nats-cluster="));
+const sentinelFlag = args.find((a) => a === "--redis-sentinel");
+const members = clusterFlag?.slice("--nats-cluster=".length).split(",").filter(Boolean) ?? [];
+const [natsDir, redisDir, signingDir, verifyDir, apiTokenFile, identitiesDir, ...nodes] = args.filter(
+  (a) => a !== tlsFlag && a !== clusterFlag && a !== sentinelFlag,
+);
 const natsTlsAs = tlsFlag?.slice("--nats-tls=".length);
 if (!natsDir || !redisDir || (signingDir && !verifyDir) || (apiTokenFile && !identitiesDir) || natsTlsAs === "") {
   console.error(
@@ -53,8 +67,9 @@ for (const dir of [natsDir, redisDir]) {
 }
 const nats = credentials(natsDir, "choreo");
 // nats-server beyond loopback (the compose network): TLS with a certificate of the bus's own CA.
-const tls = natsTlsAs ? await ensureBusTls(path.join(natsDir, "tls")) : undefined;
-if (tls) console.log(`choreo: nats-server's TLS certificate in ${path.dirname(tls.certFile)} (SANs ${BUS_SANS.join(", ")}; key 0600)`);
+const sans = [...BUS_SANS, ...members.filter((m) => !BUS_SANS.includes(m))];
+const tls = natsTlsAs ? await ensureBusTls(path.join(natsDir, "tls"), sans) : undefined;
+if (tls) console.log(`choreo: nats-server's TLS certificate in ${path.dirname(tls.certFile)} (SANs ${sans.join(", ")}; key 0600)`);
 
 /** `<identities dir>/<actor>/` (0700) with the NATS CA when there is TLS. */
 function identityDir(actor: string): string {
@@ -87,9 +102,44 @@ if (apiTokenFile && identitiesDir) {
 }
 // Objects may be 1.5 MiB (the default 1 MiB payload is too small); the monitoring port serves the healthcheck only, on loopback.
 const tlsBlock = natsTlsAs ? natsTlsBlock(busTlsPaths(path.join(natsTlsAs, "tls"))) : "";
-writeSecretFile(path.join(natsDir, "nats.conf"), `max_payload: 8388608\nhttp: "127.0.0.1:8222"\n${tlsBlock}${natsAuthorization(natsUsers)}`);
+// Routes between the members: a password of their own (plain TCP on the compose network: see docker-compose.ha.yml).
+const route = members.length ? credentials(natsDir, "route", path.join(natsDir, "route-credentials")) : undefined;
+const clusterBlock = route
+  ? [
+      "cluster {",
+      '  name: "choreo"',
+      '  listen: "0.0.0.0:6222"',
+      `  authorization { user: ${JSON.stringify(route.user)}, password: ${JSON.stringify(route.password)} }`,
+      `  routes: [ ${members.map((m) => JSON.stringify(`nats-route://${route.user}:${encodeURIComponent(route.password)}@${m}:6222`)).join(", ")} ]`,
+      "}",
+      "",
+    ].join("\n")
+  : "";
+writeSecretFile(path.join(natsDir, "nats.conf"), `max_payload: 8388608\nhttp: "127.0.0.1:8222"\n${tlsBlock}${clusterBlock}${natsAuthorization(natsUsers)}`);
 const redis = credentials(redisDir, "api");
-writeSecretFile(path.join(redisDir, "redis.conf"), redisAcl([redis]));
+const replication = sentinelFlag ? `masteruser ${redis.user}\nmasterauth ${redis.password}\n` : "";
+writeSecretFile(path.join(redisDir, "redis.conf"), `${redisAcl([redis])}${replication}`);
+if (sentinelFlag) {
+  const sentinel = credentials(redisDir, "default", path.join(redisDir, "sentinel-credentials"));
+  writeSecretFile(
+    path.join(redisDir, "sentinel.conf"),
+    [
+      "port 26379",
+      `requirepass ${sentinel.password}`,
+      `sentinel sentinel-pass ${sentinel.password}`,
+      "sentinel resolve-hostnames yes",
+      "sentinel announce-hostnames yes",
+      "sentinel monitor choreo redis 6379 2",
+      `sentinel auth-user choreo ${redis.user}`,
+      `sentinel auth-pass choreo ${redis.password}`,
+      "sentinel down-after-milliseconds choreo 1000",
+      "sentinel failover-timeout choreo 5000",
+      "sentinel parallel-syncs choreo 1",
+      "",
+    ].join("\n"),
+  );
+  console.log(`choreo: Sentinels' config and password in ${redisDir} (0600)`);
+}
 console.log(`choreo: credentials in ${natsDir} (nats, user ${nats.user}) and ${redisDir} (redis, user ${redis.user}), mode 0600`);
 if (signingDir && verifyDir) {
   const keys = ensureEventKeys(signingDir);
