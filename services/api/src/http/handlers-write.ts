@@ -99,7 +99,10 @@ export async function updateObject(ctx: RequestContext): Promise<void> {
   const req = { object: obj, dryRun, fieldManager: fieldManagerOf(ctx), subresource: "" };
   // ephemeralcontainers (pods): the handlers take only spec.ephemeralContainers from the object.
   const stored = await admitted(ctx, () =>
-    ctx.route.subresource === "status" ? ctx.handlers.updateStatus(req) : ctx.handlers.update({ ...req, subresource: ctx.route.subresource }),
+    // A CSR's approval (kubectl certificate approve|deny) writes its conditions, as its status does.
+    ctx.route.subresource === "status" || ctx.route.subresource === "approval"
+      ? ctx.handlers.updateStatus(req)
+      : ctx.handlers.update({ ...req, subresource: ctx.route.subresource }),
   );
   sendJson(ctx.res, 200, toKubeJson(stored));
 }

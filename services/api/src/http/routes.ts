@@ -35,6 +35,7 @@ export function subresourcesOf(info: KindInfo): string[] {
   if (info.resource === "pods") out.push("exec", "attach", "portforward");
   if (info.resource === "pods") out.push("ephemeralcontainers");
   if (info.resource === "serviceaccounts") out.push("token");
+  if (info.resource === "certificatesigningrequests") out.push("approval");
   return out;
 }
 

@@ -2,6 +2,7 @@
 // (strategy, subresources), the shared verbs in generic/.
 import type { Logger } from "@choreo/kit/log";
 import type { ObjectStorage } from "../storage/object-storage.js";
+import { certificateSigningRequestStrategy } from "./certificatesigningrequests/strategy.js";
 import { configMapStrategy } from "./configmaps/strategy.js";
 import { cronJobStrategy } from "./cronjobs/strategy.js";
 import { endpointsStrategy } from "./endpoints/strategy.js";
@@ -83,6 +84,7 @@ export function createRegistry(opts: {
     configMap: configMapStrategy as Strategy,
     podDisruptionBudget: podDisruptionBudgetStrategy as Strategy,
     horizontalPodAutoscaler: horizontalPodAutoscalerStrategy as Strategy,
+    certificateSigningRequest: certificateSigningRequestStrategy as Strategy,
     role: roleStrategy as Strategy,
     clusterRole: clusterRoleStrategy as Strategy,
     roleBinding: roleBindingStrategy as Strategy,

@@ -395,6 +395,21 @@ export const KINDS: readonly KindInfo[] = [
     protoType: "choreo.core.v1.ServiceAccount",
     selectableFields: [],
   }),
+  kind({
+    case: "certificateSigningRequest",
+    kind: "CertificateSigningRequest",
+    group: "certificates.k8s.io",
+    version: "v1",
+    resource: "certificatesigningrequests",
+    singular: "certificatesigningrequest",
+    shortNames: ["csr"],
+    namespaced: false,
+    categories: [],
+    hasStatus: true,
+    hasScale: false,
+    protoType: "choreo.certificates.v1.CertificateSigningRequest",
+    selectableFields: ["spec.signerName"],
+  }),
 ];
 
 /** The kinds whose dependents the garbage collector follows (and whose deletion may carry its finalizers). */

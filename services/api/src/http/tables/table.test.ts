@@ -139,6 +139,13 @@ const SAMPLES: Record<string, Record<string, unknown>> = {
     },
     status: { active: [{ kind: "Job", name: "tick-1", namespace: "default" }], lastScheduleTime: "2026-01-01T11:59:00Z" },
   },
+  certificatesigningrequests: {
+    apiVersion: "certificates.k8s.io/v1",
+    kind: "CertificateSigningRequest",
+    metadata: meta("node-csr-1"),
+    spec: { signerName: "kubernetes.io/kube-apiserver-client-kubelet", username: "system:bootstrap:abcdef", expirationSeconds: 86400, request: "" },
+    status: { conditions: [{ type: "Approved", status: "True" }], certificate: "LS0t" },
+  },
   poddisruptionbudgets: {
     apiVersion: "policy/v1",
     kind: "PodDisruptionBudget",
@@ -200,6 +207,18 @@ const SAMPLES: Record<string, Record<string, unknown>> = {
 };
 
 describe("toTable shape", () => {
+  it("certificatesigningrequests: kubectl's SIGNERNAME REQUESTOR REQUESTEDDURATION CONDITION (Pending, Approved,Issued)", () => {
+    assert.deepEqual(cellsOf("certificatesigningrequests", SAMPLES["certificatesigningrequests"]), {
+      Name: "node-csr-1",
+      Age: "60m",
+      SignerName: "kubernetes.io/kube-apiserver-client-kubelet",
+      Requestor: "system:bootstrap:abcdef",
+      RequestedDuration: "1d",
+      Condition: "Approved,Issued",
+    });
+    assert.equal(cellsOf("certificatesigningrequests", { metadata: meta("p"), spec: {} })["Condition"], "Pending");
+  });
+
   it("poddisruptionbudgets: kubectl's MIN AVAILABLE, MAX UNAVAILABLE (N/A when unset), ALLOWED DISRUPTIONS", () => {
     assert.deepEqual(cellsOf("poddisruptionbudgets", SAMPLES["poddisruptionbudgets"]), {
       Name: "web",

@@ -3,6 +3,7 @@ import type { KindInfo } from "@choreo/kit";
 import { defaultTable, eventTable, leaseTable, namespaceTable } from "./cluster.js";
 import { configMapTable } from "./configmaps.js";
 import { cronJobTable } from "./cronjobs.js";
+import { certificateSigningRequestTable } from "./certificatesigningrequests.js";
 import { horizontalPodAutoscalerTable } from "./horizontalpodautoscalers.js";
 import { rec } from "./json.js";
 import { nodeTable } from "./nodes.js";
@@ -48,6 +49,7 @@ const TABLES: Readonly<Record<string, KindTable>> = {
   RoleBinding: roleBindingTable,
   ClusterRoleBinding: roleBindingTable,
   ServiceAccount: serviceAccountTable,
+  CertificateSigningRequest: certificateSigningRequestTable,
 };
 
 /** The columns and cell function of a kind (NAME/AGE for kinds without their own). */
