@@ -7,9 +7,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export COMPOSE_PROJECT_NAME=${COMPOSE_PROJECT_NAME:-choreo}
+# With or without docker-compose.ha.yml (CHOREO_COMPOSE_HA=1 in compose-up.sh): both files, so its volumes go too.
+export COMPOSE_FILE=docker-compose.yml:docker-compose.ha.yml
 nodes=(compose-node-1 compose-node-2)
 
-docker-compose down -v --remove-orphans --timeout 20 2>&1 | { grep -v -e '^Removing' -e '^Stopping' -e '^Network .* not found' || true; } >&2
+docker-compose down -v --remove-orphans --timeout 20 2>&1 | { grep -v -e '^Removing' -e '^Stopping' -e '^Network .* not found' -e 'Volume .* not found' || true; } >&2
 for n in "${nodes[@]}"; do
   ids=$(docker ps -aq --filter "label=dev.choreo.node=$n")
   if [[ -n $ids ]]; then docker rm -f $ids >/dev/null; fi
@@ -22,7 +24,7 @@ if [[ -f services/node-agent/src/net/cleanup.ts ]]; then
 fi
 # The agents' binds (safe subPath/hostPath binds, tmpfs emptyDirs) reached the host: `rm -rf` must not descend into them.
 for n in "${nodes[@]}"; do
-  findmnt -rn -o TARGET | grep -F "/var/lib/choreo/$n/" | sort -r | while read -r m; do umount -l "$m" || true; done
+  findmnt -rn -o TARGET | { grep -F "/var/lib/choreo/$n/" || true; } | sort -r | while read -r m; do umount -l "$m" || true; done
 done
 rm -rf "${nodes[@]/#//var/lib/choreo/}"
 rm -f .choreo/compose/kubeconfig
