@@ -4,7 +4,8 @@
 // HAProxy on the cluster's ports, actors and hollow nodes — every process
 // supervised. kubectl through HAProxy keeps being answered while an api
 // replica is killed -9; the supervisor starts it again and HAProxy marks it
-// UP; `choreo down` stops everything and leaves no process behind.
+// UP; HAProxy killed -9 is started again and kubectl answered (time printed);
+// `choreo down` stops everything and leaves no process behind.
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
@@ -110,6 +111,18 @@ describe("choreo up --ha", () => {
     await asking;
     assert.ok(answers.length >= 3, `kubectl ran ${answers.length} times`);
     assert.ok(answers.filter((c) => c !== 0).length <= 1, `kubectl failures: ${answers.join(",")}`);
+
+    // kill -9 of HAProxy itself: one process here; the supervisor starts it again on the same ports (~1 s backoff).
+    const lbKilledAt = Date.now();
+    process.kill(pidOf(data, "haproxy"), "SIGKILL");
+    await waitFor(async () => (await run("kubectl", ["get", "nodes", "-o", "name"], kubeconfig)).code === 0 && Date.now() - lbKilledAt > 100, {
+      timeoutMs: 30_000,
+      intervalMs: 100,
+      message: "kubectl answered after HAProxy's restart",
+    });
+    console.log(
+      JSON.stringify({ kubectlRuns: answers.length, kubectlFailures: answers.filter((c) => c !== 0).length, haproxyKillToAnswerMs: Date.now() - lbKilledAt }),
+    );
 
     // choreo down: every supervised process gone.
     const pids = readdirSync(path.join(data, "pids")).map((n) => pidOf(data, n));
