@@ -44,6 +44,7 @@ import { serviceAccountBindingCheck } from "./auth/binding-check.js";
 import { BootstrapTokenAuthenticator, registrySecretGetter } from "./auth/bootstrap-tokens.js";
 import { TokenCleaner } from "./auth/token-cleaner.js";
 import { NodeCredentialIssuer } from "./node-credentials/issuer.js";
+import { CsrController } from "./certificates/csr-controller.js";
 
 const config = loadConfig();
 const log = createLogger({ service: "api" });
@@ -317,6 +318,8 @@ try {
       ),
       // kube-root-ca.crt in every namespace: the CA pods verify the api with.
       new RootCaPublisher({ handlers: registry, caPem: tls.caPem, log: log.child({ subsystem: "root-ca" }) }),
+      // CertificateSigningRequests: nodes' client certificates approved (csrapprover), approved client ones signed with the client CA.
+      new CsrController({ handlers: registry, ca: clientCa, log: log.child({ subsystem: "csr" }) }),
       // Expired bootstrap tokens' Secrets deleted (Kubernetes' tokencleaner).
       new TokenCleaner({ handlers: registry, log: log.child({ subsystem: "token-cleaner" }) }),
       // Events expire CHOREO_EVENT_TTL after their last write (kube-apiserver's --event-ttl, 1 h).

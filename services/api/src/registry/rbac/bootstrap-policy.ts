@@ -227,8 +227,11 @@ export function bootstrapClusterRoles(): ClusterRole[] {
     clusterRole("system:choreo-endpoints", ENDPOINTS_RULES),
     clusterRole("system:node", NODE_RULES),
     clusterRole("system:choreo-hollow-nodes", HOLLOW_NODES_RULES),
-    // Bootstrap tokens may exchange themselves for a node credential (`choreo join`): choreo's stand-in for the CSR rules of Kubernetes' role.
-    clusterRole("system:node-bootstrapper", [urls(["post"], ["/choreo/v1/nodecredential"])]),
+    // Kubernetes' system:node-bootstrapper (CSRs: kubelet TLS bootstrap), and choreo's exchange for the node's bus credential (`choreo join`).
+    clusterRole("system:node-bootstrapper", [
+      rule(["create", "get", "list", "watch"], "certificates.k8s.io", ["certificatesigningrequests"]),
+      urls(["post"], ["/choreo/v1/nodecredential"]),
+    ]),
   ];
 }
 
