@@ -23,7 +23,7 @@ import { waitFor } from "@choreo/kit/testing";
 import { NAMES } from "@choreo/node-agent/net/types";
 import { startCluster, withLogsOnFailure, type TestCluster } from "./support/cluster.js";
 import { run, writeKubeconfig } from "./support/kubectl.js";
-import { webRc } from "./support/real-pods-scenarios.js";
+import { service, webRc } from "./support/real-pods-scenarios.js";
 import { createTestHosts, type TestHosts } from "./support/test-hosts.js";
 
 const ROOT = path.resolve(import.meta.dirname, "..");
@@ -40,16 +40,6 @@ spec:
   - name: main
     image: local/busybox:1.35
     command: ["sh", "-c", ${JSON.stringify(script)}]
-`;
-
-const SERVICE = `apiVersion: v1
-kind: Service
-metadata:
-  name: web
-spec:
-  selector: {app: web}
-  ports:
-  - {name: http, port: 80, targetPort: http}
 `;
 
 describe("three test hosts: node IPAM, host-gw routes, pods and a Service across hosts, a host cut off", () => {
@@ -150,7 +140,7 @@ describe("three test hosts: node IPAM, host-gw routes, pods and a Service across
   it("an RC of 3 web pods spreads over the hosts; a client on one host reaches every pod by IP and through the Service's name", () =>
     withLogsOnFailure(c, async () => {
       await apply("web.yaml", webRc("web", 3, { app: "web" }));
-      await apply("svc.yaml", SERVICE);
+      await apply("svc.yaml", service("web", { app: "web" }));
       const pods = await waitFor(
         async () => {
           const ps = await webPods();

@@ -56,7 +56,8 @@ ${lab}
 `;
 }
 
-const service = (name: string, selector: Record<string, string>): string => `apiVersion: v1
+/** A ClusterIP Service `name` over `selector`, port 80 → the pods' `http` port. */
+export const service = (name: string, selector: Record<string, string>): string => `apiVersion: v1
 kind: Service
 metadata:
   name: ${name}
