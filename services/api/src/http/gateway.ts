@@ -37,6 +37,7 @@ import { isReviewPath, serveReviews, type ReviewContext } from "./reviews/index.
 import type { Readiness } from "../health/readiness.js";
 import { serveReadyz } from "../health/readyz.js";
 import { isNodeCredentialPath, serveNodeCredential, type NodeCredentialSource } from "../node-credentials/door.js";
+import { isWebViewPath, serveWebView } from "./ui.js";
 
 /** Options of the gateway. */
 export interface GatewayOptions {
@@ -267,6 +268,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
     setRoute: (r: Route) => void,
     audited: (e: AuditEntry | undefined) => void,
   ): Promise<void> {
+    if (isWebViewPath(url.pathname)) return serveWebView(req, res, url); // public static files; the page's API calls are authenticated
     const user = await admit(req, url, audited);
     if (req.method === "HEAD" || req.method === "OPTIONS") throw methodNotAllowed(`${req.method} is not supported`);
     if (isMetricsPath(url.pathname)) return serveMetrics(req.method ?? "", url, res, opts.metrics, pathNotFound);

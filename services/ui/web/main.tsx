@@ -1,0 +1,115 @@
+// The page: a sign-in form until a token is kept (sessionStorage), then a
+// view chosen by the location's hash: #/ nodes × pods, #/pod/NS/NAME a
+// pod's detail, #/workloads Deployments, RCs and Service endpoints.
+import { render } from "preact";
+import { useEffect, useState } from "preact/hooks";
+import { getJson, setToken, token, unauthorized } from "./api.js";
+import { NodesGrid } from "./grid.js";
+import { PodDetail } from "./pod.js";
+import { Workloads } from "./workloads.js";
+
+function useHash(): string {
+  const [hash, setHash] = useState(location.hash);
+  useEffect(() => {
+    const on = () => setHash(location.hash);
+    addEventListener("hashchange", on);
+    return () => removeEventListener("hashchange", on);
+  }, []);
+  return hash;
+}
+
+function SignIn(p: { onSignedIn(): void; notice: string | undefined }) {
+  const [value, setValue] = useState("");
+  const [error, setError] = useState<string | undefined>(p.notice);
+  const [busy, setBusy] = useState(false);
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    setBusy(true);
+    setToken(value.trim());
+    try {
+      // Any authenticated call: /api is discovery, open to every signed-in user.
+      await getJson("/api");
+      p.onSignedIn();
+    } catch (err) {
+      setToken(null);
+      setError(`Sign-in failed: ${err instanceof Error ? err.message : String(err)}`);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <main class="signin" aria-labelledby="signin-title">
+      <h1 id="signin-title">Sign in to choreo</h1>
+      <form onSubmit={submit}>
+        <label for="token">Bearer token</label>
+        <input
+          id="token"
+          name="token"
+          type="password"
+          autoComplete="off"
+          required
+          value={value}
+          onInput={(e) => setValue((e.target as HTMLInputElement).value)}
+        />
+        <p class="hint">Your token stays in this tab (sessionStorage) and goes with every API call.</p>
+        <button type="submit" disabled={busy}>
+          Sign in
+        </button>
+        {error ? (
+          <p role="alert" class="error">
+            {error}
+          </p>
+        ) : null}
+      </form>
+    </main>
+  );
+}
+
+function App() {
+  const hash = useHash();
+  const [signedIn, setSignedIn] = useState(token() !== null);
+  const [notice, setNotice] = useState<string | undefined>(undefined);
+  useEffect(() => {
+    const on = () => {
+      setToken(null);
+      setNotice("The api refused your token (401): sign in again.");
+      setSignedIn(false);
+    };
+    unauthorized.addEventListener("unauthorized", on);
+    return () => unauthorized.removeEventListener("unauthorized", on);
+  }, []);
+  if (!signedIn) return <SignIn notice={notice} onSignedIn={() => (setNotice(undefined), setSignedIn(true))} />;
+  const parts = hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
+  let view;
+  if (parts[0] === "pod" && parts[1] && parts[2]) view = <PodDetail key={`${parts[1]}/${parts[2]}`} namespace={parts[1]} name={parts[2]} />;
+  else if (parts[0] === "workloads") view = <Workloads />;
+  else view = <NodesGrid />;
+  const current = parts[0] === "workloads" ? "workloads" : parts[0] === "pod" ? "pod" : "nodes";
+  return (
+    <>
+      <header>
+        <nav aria-label="Main">
+          <span class="brand">choreo</span>
+          <a href="#/" aria-current={current === "nodes" ? "page" : undefined}>
+            Nodes and pods
+          </a>
+          <a href="#/workloads" aria-current={current === "workloads" ? "page" : undefined}>
+            Workloads
+          </a>
+          <button
+            type="button"
+            onClick={() => {
+              setToken(null);
+              setSignedIn(false);
+            }}
+          >
+            Sign out
+          </button>
+        </nav>
+      </header>
+      {view}
+    </>
+  );
+}
+
+render(<App />, document.getElementById("app")!);
