@@ -23,6 +23,8 @@ import { TokenNatsDoor } from "./nats/token-door.js";
 import { bootstrap, createRegistry, ensureEncryptionKeys, SecretSealer } from "./registry/index.js";
 import { apiMetrics } from "./metrics.js";
 import { RedisStore } from "./storage/redis-store.js";
+import { instrumentStorage } from "./storage/instrumented-storage.js";
+import { apiLiveness } from "./health/livez.js";
 import { Relay } from "./storage/relay.js";
 import { StoreRecovery, UnrecoverableError } from "./storage/recovery.js";
 import { connectRedis } from "./storage/redis-connect.js";
@@ -73,7 +75,7 @@ const jsm = await ensureEventStream(nc, { retention: config.eventRetention, podR
 // Both are made below, once the registry exists.
 const fence: { recovery?: StoreRecovery; cache?: WatchCache; watermark?: LogWatermark } = {};
 let unreplicatedAt = 0;
-const store = new RedisStore(redis, {
+const redisStore = new RedisStore(redis, {
   floor: () => fence.recovery?.floor(fence.cache?.lastRevision) ?? 0,
   onBehind: () => fence.recovery?.repairSoon(ac.signal),
   // When a write is answered (config.writeDurability): once Redis has it, once replicas have it too, or once the log does.
@@ -85,6 +87,8 @@ const store = new RedisStore(redis, {
   },
   ...(config.writeDurability === "log" ? { durable: (rev: number) => fence.watermark?.reached(rev) ?? Promise.resolve() } : {}),
 });
+// Every store operation timed (choreo_api_store_request_duration_seconds).
+const store = instrumentStorage(redisStore, m.storeLatency);
 // Secrets are sealed before Redis and the event log; the counter shows which keys are still read (rotation).
 const encryption = new SecretSealer(ensureEncryptionKeys(config.encryptionKeysFile), (operation, key, ok) =>
   m.secretTransformations.inc({ operation, key, status: ok ? "ok" : "error" }),
@@ -105,7 +109,7 @@ const registry = createRegistry({
   serviceAccountAdmission: config.serviceAccountAdmission,
 });
 const cache = new WatchCache({ nc, jsm, log: log.child({ subsystem: "watch-cache" }), capacity: config.watchCacheSize });
-registry.attachWatch({ cache, nc, jsm });
+registry.attachWatch({ cache, nc, jsm, watchers: m.watchers });
 // GETs and lists with a resourceVersion (and their next pages) from every object's state in memory (storage/object-cache.ts).
 const objectCache = config.objectCache
   ? new ObjectCache({ storage: store, watch: cache, log: log.child({ subsystem: "object-cache" }), registry: metrics })
@@ -233,6 +237,7 @@ const gateway = createGateway({
     log: log.child({ subsystem: "node-credentials" }),
   }),
   registry: metrics,
+  liveness: apiLiveness(),
   serverAddress: `${config.host}:${config.httpsPort}`,
 });
 // Node agents run only what carries this key's signature (the public half beside it).
@@ -246,7 +251,7 @@ const relay = new Relay({
   signer,
   crashBeforePublishEvery: config.faultCrashBeforePublishEvery,
   crashAfterPublishEvery: config.faultCrashAfterPublishEvery,
-  onBacklog: (n) => m.relayBacklog.set(n),
+  onBacklog: (n) => m.reportBacklog(n),
   onPublished: (n) => m.relayPublished.inc(n),
 });
 

@@ -1,7 +1,10 @@
 import { Counter, Gauge, Histogram, type Registry } from "prom-client";
 
-/** The api service's own metrics. */
-export function apiMetrics(registry: Registry) {
+/** The api service's own metrics; `now` (ms) is for tests. */
+export function apiMetrics(registry: Registry, now: () => number = () => Date.now()) {
+  /** Since when the relay's backlog has been non-empty. */
+  let backlogSince: number | undefined;
+  const relayBacklog = new Gauge({ name: "choreo_relay_backlog", help: "Change records in Redis not yet published.", registers: [registry] });
   return {
     requests: new Histogram({
       name: "choreo_api_request_duration_seconds",
@@ -10,8 +13,40 @@ export function apiMetrics(registry: Registry) {
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
       registers: [registry],
     }),
-    relayBacklog: new Gauge({ name: "choreo_relay_backlog", help: "Change records in Redis not yet published.", registers: [registry] }),
+    relayBacklog,
     relayPublished: new Counter({ name: "choreo_relay_published_total", help: "Change records published to the event log.", registers: [registry] }),
+    relayLag: new Gauge({
+      name: "choreo_relay_lag_seconds",
+      help: "How long change records have been waiting in Redis unpublished (0 while the backlog is empty).",
+      registers: [registry],
+      // Computed when scraped: the lag grows between relay passes too (a stalled relay reports nothing).
+      collect() {
+        this.set(backlogSince === undefined ? 0 : (now() - backlogSince) / 1000);
+      },
+    }),
+    /**
+     * The relay's backlog (read on every relay pass): the backlog gauge, and
+     * the lag — how long it has been non-empty, the age of the oldest
+     * unpublished change to within one pass.
+     */
+    reportBacklog(n: number): void {
+      relayBacklog.set(n);
+      if (n === 0) backlogSince = undefined;
+      else backlogSince ??= now();
+    },
+    watchers: new Gauge({
+      name: "choreo_api_registered_watchers",
+      help: "Watches open on this replica (HTTP, gRPC, NATS), by resource.",
+      labelNames: ["resource"],
+      registers: [registry],
+    }),
+    storeLatency: new Histogram({
+      name: "choreo_api_store_request_duration_seconds",
+      help: "Store (Redis) operations by operation and resource, as etcd_request_duration_seconds.",
+      labelNames: ["operation", "resource"],
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      registers: [registry],
+    }),
     eventsExpired: new Counter({
       name: "choreo_api_events_expired_total",
       help: "Events deleted once their TTL (CHOREO_EVENT_TTL) passed.",

@@ -36,6 +36,8 @@ import { answerInProtobuf, wantsProtobuf } from "./protobuf.js";
 import { isReviewPath, serveReviews, type ReviewContext } from "./reviews/index.js";
 import type { Readiness } from "../health/readiness.js";
 import { serveReadyz } from "../health/readyz.js";
+import { serveLivez } from "../health/livez.js";
+import type { HealthChecks } from "@choreo/kit/metrics";
 import { isNodeCredentialPath, serveNodeCredential, type NodeCredentialSource } from "../node-credentials/door.js";
 import { isWebViewPath, serveWebView } from "./ui.js";
 
@@ -72,6 +74,8 @@ export interface GatewayOptions {
   tokenIssuer?: TokenIssuer;
   /** The checks /readyz answers from (the gRPC health service follows the same); without it /readyz is `ok` while serving. */
   readiness?: Readiness;
+  /** The checks /livez answers from; without it /livez is `ok` while serving. */
+  liveness?: HealthChecks;
   /** Exchanges bootstrap tokens for node credentials (POST /choreo/v1/nodecredential, `choreo join`); without it that path answers 503. */
   nodeCredentials?: NodeCredentialSource;
 }
@@ -107,6 +111,14 @@ function histogram(registry: Registry | undefined): Histogram<"verb" | "resource
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     registers: [registry],
   });
+}
+
+/** GET /metrics: the registry in Prometheus' text format. */
+async function servePrometheus(req: IncomingMessage, res: ServerResponse, registry: Registry): Promise<void> {
+  if (req.method !== "GET") throw methodNotAllowed(`${req.method ?? ""} is not supported on /metrics`);
+  const text = await registry.metrics();
+  res.writeHead(200, { "Content-Type": registry.contentType, "Content-Length": Buffer.byteLength(text) });
+  res.end(text);
 }
 
 /** The Kubernetes verb and resource of a request, for logs and metrics. */
@@ -271,6 +283,8 @@ export function createGateway(opts: GatewayOptions): Gateway {
     if (isWebViewPath(url.pathname)) return serveWebView(req, res, url); // public static files; the page's API calls are authenticated
     const user = await admit(req, url, audited);
     if (req.method === "HEAD" || req.method === "OPTIONS") throw methodNotAllowed(`${req.method} is not supported`);
+    // The api's own Prometheus metrics: a non-resource URL, authorized as kube-apiserver's (RBAC get on /metrics: system:monitoring).
+    if (url.pathname === "/metrics" && opts.registry) return servePrometheus(req, res, opts.registry);
     if (isMetricsPath(url.pathname)) return serveMetrics(req.method ?? "", url, res, opts.metrics, pathNotFound);
     // autoscaling/v1 HPAs (kubectl autoscale) are converted to the stored autoscaling/v2.
     if (isHpaV1Path(url.pathname)) return serveHpaV1(req, res, url, opts.handlers);
@@ -280,6 +294,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
     const route = parseRoute(url.pathname);
     setRoute(route);
     if (route.type === "open" && route.what === "readyz" && opts.readiness && req.method === "GET") return serveReadyz(req, res, url, opts.readiness);
+    if (route.type === "open" && route.what === "livez" && opts.liveness && req.method === "GET") return serveLivez(req, res, url, opts.liveness);
     if (route.type !== "resource") return nonResource(route, req, res, opts.serverAddress);
     if (wantsProtobuf(req)) answerInProtobuf(res);
     const ctx: RequestContext = {

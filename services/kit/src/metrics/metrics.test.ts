@@ -1,7 +1,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { Registry } from "prom-client";
-import { createRegistry, getOrCreateCounter, metricsServer, serveMetrics } from "./index.js";
+import { createRegistry, getOrCreateCounter, HealthChecks, metricsServer, serveMetrics } from "./index.js";
 
 describe("metrics", () => {
   it("the registry labels every metric with the service and has default metrics", async () => {
@@ -42,6 +42,31 @@ describe("metrics", () => {
       const nf = await fetch(`${base}/nope`);
       assert.equal(nf.status, 404);
       await nf.text();
+    } finally {
+      await srv.close();
+    }
+  });
+
+  it("/livez and /readyz answer from named checks as kube-apiserver (ok, 500 naming them, ?verbose)", async () => {
+    let synced = false;
+    const readyz = new HealthChecks({ bus: () => true, informers: () => synced, leader: () => Promise.reject(new Error("x")) });
+    const srv = serveMetrics({ registry: new Registry(), port: 0, readyz });
+    try {
+      await srv.ready;
+      const get = async (p: string) => {
+        const r = await fetch(`http://127.0.0.1:${srv.port}${p}`);
+        return { status: r.status, body: await r.text() };
+      };
+      assert.deepEqual(await get("/livez"), { status: 200, body: "ok" });
+      assert.deepEqual(await get("/livez?verbose"), { status: 200, body: "[+]ping ok\nlivez check passed\n" });
+      assert.deepEqual(await get("/readyz"), {
+        status: 500,
+        body: "[+]bus ok\n[-]informers failed: reason withheld\n[-]leader failed: reason withheld\nreadyz check failed\n",
+      });
+      synced = true;
+      readyz.add("leader", () => true);
+      assert.deepEqual(await get("/readyz"), { status: 200, body: "ok" });
+      assert.deepEqual(await get("/readyz?verbose"), { status: 200, body: "[+]bus ok\n[+]informers ok\n[+]leader ok\nreadyz check passed\n" });
     } finally {
       await srv.close();
     }

@@ -2,6 +2,7 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { Runnable } from "../lifecycle/index.js";
+import { healthAnswer, HealthChecks } from "./health.js";
 
 /** A prom-client registry labelled `{ service }`, with Node's default metrics. */
 export function createRegistry(service: string): Registry {
@@ -29,12 +30,18 @@ export interface ServeMetricsOptions {
   host?: string;
   /** /healthz answers 200 "ok" while true, else 503 (default: always healthy). */
   healthy?: () => boolean;
+  /** The checks of `GET /livez` (restart the process if they fail); default: `ping` alone. */
+  livez?: HealthChecks;
+  /** The checks of `GET /readyz` (the process does its work: bus connected, informers synced…); default: `ping` alone. */
+  readyz?: HealthChecks;
 }
 
-/** Serves `GET /metrics` (Prometheus text format) and `GET /healthz`. */
+const PING = new HealthChecks({ ping: () => true });
+
+/** Serves `GET /metrics` (Prometheus text format), `GET /healthz`, and `GET /livez` and `/readyz` (named checks, `?verbose`). */
 export function serveMetrics(opts: ServeMetricsOptions): MetricsServer {
   const server = http.createServer((req, res) => {
-    const path = (req.url ?? "/").split("?")[0];
+    const [path, query = ""] = (req.url ?? "/").split("?");
     if (req.method !== "GET" && req.method !== "HEAD") {
       res.writeHead(405, { allow: "GET, HEAD" }).end();
     } else if (path === "/metrics") {
@@ -47,6 +54,18 @@ export function serveMetrics(opts: ServeMetricsOptions): MetricsServer {
           res.writeHead(500, { "content-type": "text/plain" });
           res.end(String(err));
         },
+      );
+    } else if (path === "/livez" || path === "/readyz") {
+      const endpoint = path.slice(1);
+      const checks = (path === "/livez" ? opts.livez : opts.readyz) ?? PING;
+      const verbose = new URLSearchParams(query).has("verbose");
+      checks.report().then(
+        (report) => {
+          const { status, body } = healthAnswer(endpoint, report, verbose);
+          res.writeHead(status, { "content-type": "text/plain; charset=utf-8", "x-content-type-options": "nosniff" });
+          res.end(body);
+        },
+        () => res.writeHead(500, { "content-type": "text/plain" }).end(`${endpoint} check failed\n`),
       );
     } else if (path === "/healthz") {
       let ok: boolean;

@@ -12,6 +12,8 @@ export interface WatchSource {
   cache: WatchCache;
   nc: NatsConnection;
   jsm: JetStreamManager;
+  /** Told when a watch on a resource opens (+1) and ends (-1): the watchers gauge. */
+  watchers?: { inc(labels: { resource: string }): void; dec(labels: { resource: string }): void };
 }
 
 /** See ApiHandlers.watch: a list first (no resourceVersion or "0"), then the changes after it. */
@@ -19,6 +21,16 @@ export async function* watchObjects(store: GenericStore, source: WatchSource | u
   const info = store.resolve(req.resource);
   const sel = parseSelection(info, req.namespace, req.labelSelector, req.fieldSelector);
   if (!source) throw new Error("watch is not attached");
+  const labels = { resource: info.resource };
+  source.watchers?.inc(labels);
+  try {
+    yield* watchFrom(store, source, sel, req, signal);
+  } finally {
+    source.watchers?.dec(labels);
+  }
+}
+
+async function* watchFrom(store: GenericStore, source: WatchSource, sel: Selection, req: WatchRequest, signal: AbortSignal): AsyncGenerator<WatchEvent> {
   const rv = req.resourceVersion;
   if (rv && !/^\d+$/.test(rv)) throw badRequest(`invalid resource version "${rv}"`);
   const timeout = req.timeoutSeconds > 0 ? AbortSignal.timeout(Number(req.timeoutSeconds) * 1000) : undefined;

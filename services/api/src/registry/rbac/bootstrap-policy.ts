@@ -218,6 +218,7 @@ export function bootstrapClusterRoles(): ClusterRole[] {
     clusterRole("system:aggregate-to-view", VIEW_RULES, { labels: { [AGGREGATE_TO("view")]: "true" } }),
     clusterRole("system:discovery", [urls(["get"], DISCOVERY_URLS)]),
     clusterRole("system:public-info-viewer", [urls(["get"], PUBLIC_URLS)]),
+    clusterRole("system:monitoring", [urls(["get"], ["/healthz", "/healthz/*", "/livez", "/livez/*", "/metrics", "/readyz", "/readyz/*"])]),
     clusterRole("system:basic-user", [
       rule(["create"], AUTHORIZATION, ["selfsubjectaccessreviews", "selfsubjectrulesreviews"]),
       rule(["create"], AUTHENTICATION, ["selfsubjectreviews"]),
@@ -243,6 +244,7 @@ export function bootstrapClusterRoleBindings(): ClusterRoleBinding[] {
     binding("system:discovery", "system:discovery", [authenticated]),
     binding("system:basic-user", "system:basic-user", [authenticated]),
     binding("system:public-info-viewer", "system:public-info-viewer", [authenticated, subject("Group", "system:unauthenticated")]),
+    binding("system:monitoring", "system:monitoring", [subject("Group", "system:monitoring")]),
     binding("system:kube-scheduler", "system:kube-scheduler", [subject("User", "system:kube-scheduler")]),
     binding("system:kube-controller-manager", "system:kube-controller-manager", [subject("User", "system:kube-controller-manager")]),
     binding("system:choreo-endpoints", "system:choreo-endpoints", [subject("User", "system:choreo-endpoints")]),
