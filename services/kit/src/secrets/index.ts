@@ -41,6 +41,7 @@ export {
   EVENT_READER_JS_SUBJECTS,
   actorNatsPermissions,
   eventsReaderNatsPermissions,
+  subscriberNatsPermissions,
   hollowNodesNatsPermissions,
   identityNatsPermissions,
   natsUserName,

@@ -130,6 +130,14 @@ export function eventsReaderNatsPermissions(): NatsPermissions {
   return { publish: { allow: [...EVENT_READER_JS_SUBJECTS, INBOX], deny: NEVER }, subscribe: { allow: [INBOX] } };
 }
 
+/**
+ * An event-stream subscriber (`@choreo/client` subscribe(), `choreo events`):
+ * the read-only set — consumers of the event log (durable ones too: their
+ * create, info, delete, pulls and acks are `EVENT_READER_JS_SUBJECTS`), no
+ * api request (`choreo.api.>`), no publishing of events or stream writes.
+ */
+export const subscriberNatsPermissions = eventsReaderNatsPermissions;
+
 /** The NATS permissions of an actor's identity: a node agent's (`system:node:<node>`), a hollow-nodes process's (another `system:nodes` member), an actor's. */
 export function identityNatsPermissions(id: Identity): NatsPermissions {
   if (id.user.startsWith("system:node:")) return nodeNatsPermissions(id.user.slice("system:node:".length));
