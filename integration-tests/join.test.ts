@@ -2,12 +2,14 @@
 // `choreo join` against a real cluster (nats-server, redis-server, the api):
 // `choreo token create` makes a bootstrap token; `choreo join` (its own
 // process, a hollow node agent as a second machine's would be) checks the
-// api's CA hash, exchanges the token for the node's credential and runs its
-// agent; the Node becomes Ready as system:node:<name> — the node authorizer
+// api's CA hash, gets its client certificate through a CertificateSigningRequest
+// (auto-approved and signed by the api; `kubectl get csr` lists it
+// Approved,Issued), exchanges the token for the node's bus credential and runs
+// its agent; the Node becomes Ready as system:node:<name> — the node authorizer
 // applies to it (it cannot write another Node) — and a pod runs on it. A wrong
 // token, an expired one, a deleted one and a wrong --ca-hash are refused with
 // clear errors and change nothing (no Node, the api's token file and the NATS
-// users as they were); the bootstrap token itself may do nothing else.
+// users and the CSRs as they were); the bootstrap token itself may do nothing else.
 import assert from "node:assert/strict";
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
@@ -70,6 +72,7 @@ describe("choreo join: a bootstrap token exchanged for a node credential", () =>
   const snapshot = async () => ({
     tokens: readFileSync(path.join(c.dir, "api", "tokens"), "utf8"),
     nats: readFileSync(path.join(c.dir, "nats", "nats.conf"), "utf8"),
+    csrs: (await c.client.list("certificatesigningrequests")).items.map((o) => unwrap(o).metadata?.name).sort(),
     nodes: (await c.client.list("nodes")).items.map((o) => unwrap(o).metadata?.name).sort(),
   });
 
@@ -137,6 +140,17 @@ describe("choreo join: a bootstrap token exchanged for a node credential", () =>
         path.join(dataDir, "kubeconfig"),
       );
       assert.match(whoami.stdout, /^system:node:joined-1 \["system:nodes","system:authenticated"\]/, whoami.stderr);
+
+      // Its https identity came the Kubernetes way: a CSR asked by the bootstrap token, auto-approved and signed.
+      const csrs = await run("kubectl", ["get", "csr"], kubeconfig);
+      assert.match(
+        csrs.stdout,
+        new RegExp(
+          `node-csr-\\S+\\s+\\S+\\s+kubernetes.io/kube-apiserver-client-kubelet\\s+system:bootstrap:${token.slice(0, 6)}\\s+<none>\\s+Approved,Issued`,
+        ),
+        csrs.stdout,
+      );
+      assert.match(readFileSync(path.join(dataDir, "kubeconfig"), "utf8"), /client-certificate-data: /);
 
       // The node authorizer: its own Node yes, another's no.
       await c.client.create(fromKubeJson({ apiVersion: "v1", kind: "Node", metadata: { name: "someone-else" } }));

@@ -2,8 +2,10 @@
 // elsewhere, with a credential of its own got for a bootstrap token.
 //
 //   1. discovery: the api's certificate chain, fetched without trust; its root's SPKI hash must be --ca-hash
-//   2. exchange:  POST /choreo/v1/nodecredential {nodeName} as the bootstrap token, over TLS to that root only
-//   3. written (0600) under --data-dir: kubeconfig (system:node:<name>, its token), token, nats.credentials,
+//   2. as the bootstrap token, over TLS to that root only: a CertificateSigningRequest for CN=system:node:<name>,
+//      O=system:nodes (csr.ts), approved and signed by the api; then POST /choreo/v1/nodecredential {nodeName}
+//      for the bus identity (token, NATS user)
+//   3. written (0600) under --data-dir: kubeconfig (system:node:<name>, its client certificate), token, nats.credentials,
 //      event-signing.pub (and nats-ca.crt)
 //   4. the node agent started with them, supervised as `choreo up` supervises (restarted when it dies)
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -17,6 +19,7 @@ import { renderKubeconfig } from "../kubeconfig.js";
 import { ROOT } from "../up/node-setup.js";
 import { Shutdown, supervise, type Supervised } from "../up/supervisor.js";
 import { caCertHash, fetchServerRoot, isCaHash } from "./ca-hash.js";
+import { nodeKeyAndRequest, requestNodeCertificate } from "./csr.js";
 import { TOKEN_PATTERN } from "./tokens.js";
 
 export interface JoinOptions {
@@ -73,7 +76,12 @@ export async function fetchNodeCredential(o: Pick<JoinOptions, "server" | "token
     namespaceExplicit: false,
   });
   let cred: NodeCredential;
+  let tls: { key: string; certificate: string };
   try {
+    // The https identity, the Kubernetes way: a CSR the api's csrapprover approves and its signer signs.
+    const { key, request } = await nodeKeyAndRequest(o.nodeName);
+    tls = { key, certificate: (await requestNodeCertificate(client, o.nodeName, request)).certificate };
+    // The bus identity (node agents speak to the api over NATS, with a bearer token): the node credential exchange.
     cred = await client.json<NodeCredential>({ method: "POST", path: "/choreo/v1/nodecredential", body: { nodeName: o.nodeName } });
   } catch (err) {
     if (err instanceof StatusError && err.code === 401)
@@ -85,7 +93,14 @@ export async function fetchNodeCredential(o: Pick<JoinOptions, "server" | "token
   const files = credentialFiles(dir, !!cred.nats.caPem, cred.nats.url);
   writeSecretFile(
     files.kubeconfig,
-    renderKubeconfig({ server: o.server, caPem: root, user: cred.user, auth: { token: cred.token }, context: `${cred.user}@choreo`, namespace: "default" }),
+    renderKubeconfig({
+      server: o.server,
+      caPem: root,
+      user: cred.user,
+      auth: { "client-certificate-data": Buffer.from(tls.certificate).toString("base64"), "client-key-data": Buffer.from(tls.key).toString("base64") },
+      context: `${cred.user}@choreo`,
+      namespace: "default",
+    }),
   );
   writeSecretFile(files.token, `${cred.token}\n`);
   writeCredentials(files.nats, { user: cred.nats.user, password: cred.nats.password });
