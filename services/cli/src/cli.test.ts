@@ -308,7 +308,7 @@ describe("version, api-resources, kubeconfig and auth", () => {
     assert.equal(lines.length, KINDS.length + 1, "a header and one line per kind, no subresources");
     assert.match(
       (await run(["api-resources", "-o", "name", "--namespaced=false"])).out,
-      /^namespaces\nnodes\nclusterrolebindings\.rbac\.authorization\.k8s\.io\nclusterroles\.rbac\.authorization\.k8s\.io\n$/,
+      /^namespaces\nnodes\ncertificatesigningrequests\.certificates\.k8s\.io\nclusterrolebindings\.rbac\.authorization\.k8s\.io\nclusterroles\.rbac\.authorization\.k8s\.io\n$/,
     );
   });
 
