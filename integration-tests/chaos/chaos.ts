@@ -349,14 +349,19 @@ export interface FaultResult {
   notes: string[];
 }
 
-/** Retries `fn` until it succeeds (the api may be away during the fault), up to `timeoutMs`. */
-async function retrying<T>(fn: () => Promise<T>, timeoutMs = 120_000): Promise<T> {
+/**
+ * Retries `fn` until it succeeds (the api may be away during the fault), up
+ * to `timeoutMs` — counted from when `since()` says the fault cleared, when
+ * given (a 5-minute outage outlasts any fixed budget).
+ */
+async function retrying<T>(fn: () => Promise<T>, timeoutMs = 120_000, since?: () => number | undefined): Promise<T> {
   const t0 = Date.now();
   for (;;) {
     try {
       return await fn();
     } catch (err) {
-      if (Date.now() - t0 > timeoutMs) throw err;
+      const from = since ? since() : t0;
+      if (from !== undefined && Date.now() - from > timeoutMs) throw err;
       await sleep(250);
     }
   }
@@ -388,14 +393,19 @@ export async function runFault(cc: ChaosCluster, fault: Fault): Promise<FaultRes
   let cleared = 0;
   try {
     // The scale goes in as the fault strikes (retried while the api cannot take it).
-    const scaling = retrying(async () => {
-      const rc = unwrap(await c.client.get("replicationcontrollers", "default", "web")) as ReplicationController;
-      want = (rc.spec?.replicas ?? 3) === 3 ? 6 : 3;
-      rc.spec!.replicas = want;
-      await c.client.update({ kind: { $case: "replicationController", value: rc } });
-    });
-    await Promise.all([fault.strike({ ...cc, notes }), scaling]);
-    cleared = Date.now();
+    let clearedAt: number | undefined;
+    const scaling = retrying(
+      async () => {
+        const rc = unwrap(await c.client.get("replicationcontrollers", "default", "web")) as ReplicationController;
+        want = (rc.spec?.replicas ?? 3) === 3 ? 6 : 3;
+        rc.spec!.replicas = want;
+        await c.client.update({ kind: { $case: "replicationController", value: rc } });
+      },
+      120_000,
+      () => clearedAt,
+    );
+    await Promise.all([fault.strike({ ...cc, notes }).finally(() => (clearedAt = Date.now())), scaling]);
+    cleared = clearedAt ?? Date.now();
     await waitFor(() => converged(cc, want), { timeoutMs: 120_000, intervalMs: 250, message: `converged to ${want} ready pods after: ${fault.name}` });
   } finally {
     writing = false;
