@@ -101,6 +101,8 @@ describe("docker-compose.ha.yml: the HA control plane as containers", { skip, ti
         CHOREO_COMPOSE_HTTPS_PORT: "0",
         CHOREO_COMPOSE_HTTP_PORT: "0",
         CHOREO_COMPOSE_NATS_PORT: String(nats),
+        CHOREO_COMPOSE_NATS_2_PORT: String(await freePort()),
+        CHOREO_COMPOSE_NATS_3_PORT: String(await freePort()),
         CHOREO_COMPOSE_HA_HTTPS_PORT: String(https),
         CHOREO_COMPOSE_HA_HTTP_PORT: String(http),
         CHOREO_COMPOSE_HA_GRPC_PORT: String(grpc),

@@ -109,6 +109,8 @@ const clusterBlock = route
       "cluster {",
       '  name: "choreo"',
       '  listen: "0.0.0.0:6222"',
+      // Clients use the members they were given (names the certificate holds), not the container addresses the members would gossip.
+      "  no_advertise: true",
       `  authorization { user: ${JSON.stringify(route.user)}, password: ${JSON.stringify(route.password)} }`,
       `  routes: [ ${members.map((m) => JSON.stringify(`nats-route://${route.user}:${encodeURIComponent(route.password)}@${m}:6222`)).join(", ")} ]`,
       "}",
