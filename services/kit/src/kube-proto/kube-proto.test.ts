@@ -351,6 +351,23 @@ const SAMPLES: KubeJson[] = [
     imagePullSecrets: [{ name: "reg" }],
     automountServiceAccountToken: false,
   },
+  {
+    apiVersion: "certificates.k8s.io/v1",
+    kind: "CertificateSigningRequest",
+    metadata: { name: "node-csr-abc" },
+    spec: {
+      request: Buffer.from("-----BEGIN CERTIFICATE REQUEST-----\n").toString("base64"),
+      signerName: "kubernetes.io/kube-apiserver-client-kubelet",
+      expirationSeconds: 86400,
+      usages: ["digital signature", "client auth"],
+      username: "system:bootstrap:abcdef",
+      groups: ["system:bootstrappers", "system:authenticated"],
+    },
+    status: {
+      conditions: [{ type: "Approved", status: "True", reason: "AutoApproved", message: "ok", lastUpdateTime: "2026-11-26T10:00:00Z" }],
+      certificate: Buffer.from("-----BEGIN CERTIFICATE-----\n").toString("base64"),
+    },
+  },
 ];
 
 /** What survives the wire: Kubernetes JSON without undefined values (JSON drops them too). */
