@@ -2,7 +2,7 @@
 // bundled in: no CDN, works offline) beside dist/index.html and
 // dist/app.css. Made at build time (scripts/ensure-deps.sh) or by the api
 // on its first /ui/ request when dist/ is missing; never committed.
-import { access, copyFile, mkdir, rename, rm } from "node:fs/promises";
+import { access, copyFile, mkdir, readdir, rename, rm, stat } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -30,14 +30,17 @@ export async function buildUi(out = DIST): Promise<void> {
   });
   await copyFile(path.join(UI_ROOT, "web", "index.html"), path.join(tmp, "index.html"));
   await copyFile(path.join(UI_ROOT, "web", "app.css"), path.join(tmp, "app.css"));
+  // The old bundle moved aside, the new one put in its place: a reader sees one or the other.
+  const old = `${out}.old-${process.pid}`;
+  await rename(out, old).catch(() => undefined);
   try {
     await rename(tmp, out);
-  } catch {
-    // Another process built it meanwhile (a complete bundle stays), or a broken dist/ is in the way.
-    if (await complete(out)) return void (await rm(tmp, { recursive: true, force: true }));
-    await rm(out, { recursive: true, force: true });
-    await rename(tmp, out);
+  } catch (err) {
+    // Another process put its bundle there meanwhile: that one stays.
+    if (!(await complete(out))) throw err;
+    await rm(tmp, { recursive: true, force: true });
   }
+  await rm(old, { recursive: true, force: true });
 }
 
 async function complete(dir: string): Promise<boolean> {
@@ -48,4 +51,13 @@ async function complete(dir: string): Promise<boolean> {
   } catch {
     return false;
   }
+}
+
+/** Whether `out` lacks a complete bundle or is older than a file of web/ (a source changed since the build). */
+export async function isStale(out = DIST): Promise<boolean> {
+  if (!(await complete(out))) return true;
+  const built = (await stat(path.join(out, "app.js"))).mtimeMs;
+  const web = path.join(UI_ROOT, "web");
+  for (const f of await readdir(web)) if ((await stat(path.join(web, f))).mtimeMs > built) return true;
+  return false;
 }

@@ -5,7 +5,7 @@
 import { readFile, stat } from "node:fs/promises";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import path from "node:path";
-import { buildUi, DIST } from "./build.js";
+import { buildUi, DIST, isStale } from "./build.js";
 
 /** The prefix the view is served under. */
 export const UI_PREFIX = "/ui";
@@ -24,13 +24,21 @@ export function isUiPath(pathname: string): boolean {
   return pathname === UI_PREFIX || pathname.startsWith(`${UI_PREFIX}/`);
 }
 
-let building: Promise<void> | undefined;
+let checked: Promise<void> | undefined;
 
-/** dist/ built when missing (once per process; a failure is retried by the next request). */
-async function ensureBuilt(dir: string): Promise<void> {
-  if (await isFile(path.join(dir, "index.html"))) return;
-  building ??= buildUi(dir).finally(() => (building = undefined));
-  await building;
+/**
+ * dist/ built when missing or older than a source file in web/ — checked
+ * once per process (a failure is retried by the next request).
+ */
+function ensureBuilt(dir: string): Promise<void> {
+  checked ??= (async () => {
+    if (!(await isStale(dir))) return;
+    await buildUi(dir);
+  })().catch((err: unknown) => {
+    checked = undefined;
+    throw err;
+  });
+  return checked;
 }
 
 async function isFile(p: string): Promise<boolean> {

@@ -42,7 +42,7 @@ export function NodesGrid() {
       <p class="summary" data-testid="summary">
         {nodes.synced && pods.synced ? (
           <>
-            {nodes.items.size} nodes ({ready} Ready) · {pods.items.size} pods
+            {plural(nodes.items.size, "node")} ({ready} Ready) · {plural(pods.items.size, "pod")}
             {PHASES.filter((ph) => counts.get(ph)).map((ph) => `, ${counts.get(ph)} ${ph}`)}
           </>
         ) : (
@@ -71,6 +71,10 @@ export function NodesGrid() {
   );
 }
 
+function plural(n: number, what: string): string {
+  return `${n} ${what}${n === 1 ? "" : "s"}`;
+}
+
 function Legend() {
   return (
     <ul class="legend" aria-label="Legend">
@@ -96,9 +100,7 @@ function NodeRow(p: { name: string; node: Node | undefined; pods: Pod[] }) {
         <span class="node-name">{title}</span>
         {readiness ? <span class={`ready ready-${readiness}`}>{readiness}</span> : null}
         {p.node?.spec?.unschedulable ? <span class="ready">SchedulingDisabled</span> : null}
-        <span class="count">
-          {p.pods.length} pod{p.pods.length === 1 ? "" : "s"}
-        </span>
+        <span class="count">{plural(p.pods.length, "pod")}</span>
       </h2>
       <ul class="cells">
         {sorted.map((pod) => {
