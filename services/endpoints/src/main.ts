@@ -7,7 +7,7 @@ import { Informer } from "@choreo/kit/informer";
 import { runAll, signalController, type Runnable } from "@choreo/kit/lifecycle";
 import { createLogger } from "@choreo/kit/log";
 import { actorToken, redactUrl } from "@choreo/kit/secrets";
-import { createRegistry, metricsServer } from "@choreo/kit/metrics";
+import { createRegistry, metricsServer, processHealth } from "@choreo/kit/metrics";
 import { EndpointsReconciler } from "./endpoints-reconciler.js";
 
 const natsUrl = process.env["CHOREO_NATS_URL"] ?? "nats://127.0.0.1:14222";
@@ -29,7 +29,7 @@ const endpoints = informer("endpoints");
 const reconciler = new EndpointsReconciler({ client, services, pods, endpoints, log, workers, registry });
 
 const runnables: Runnable[] = [services, pods, endpoints, reconciler];
-if (metricsPort !== undefined) runnables.push(metricsServer({ registry, port: metricsPort }));
+if (metricsPort !== undefined) runnables.push(metricsServer({ registry, port: metricsPort, ...processHealth(nc, runnables) }));
 
 log.info({ nats: redactUrl(natsUrl), workers }, "endpoints actor starting");
 try {

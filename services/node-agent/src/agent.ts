@@ -1,3 +1,4 @@
+import { PodStartLatency } from "./pod-start-latency.js";
 import type { JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Registry } from "prom-client";
@@ -129,6 +130,7 @@ export class NodeAgent implements Runnable {
         events: opts.events,
         prober: this.prober,
         statusHoldMs: opts.statusHoldMs,
+        startLatency: opts.registry && new PodStartLatency(opts.registry),
       }),
     });
     const enqueue = (p: { metadata?: { namespace: string; name: string } }): void => this.controller.enqueue(keyOf(p.metadata ?? { namespace: "", name: "" }));

@@ -12,7 +12,7 @@ import { EventRecorder } from "@choreo/kit/events";
 import { runAll, signalController, type Runnable } from "@choreo/kit/lifecycle";
 import { createLogger } from "@choreo/kit/log";
 import { actorToken, redactUrl } from "@choreo/kit/secrets";
-import { createRegistry, getOrCreateCounter, metricsServer } from "@choreo/kit/metrics";
+import { createRegistry, getOrCreateCounter, metricsServer, processHealth } from "@choreo/kit/metrics";
 import { loadConfig } from "./config.js";
 import { hollowNodes, runAgents } from "./hollow-nodes.js";
 import { LogServer } from "./logs/log-server.js";
@@ -68,6 +68,8 @@ async function pickRuntime(): Promise<"docker" | "process" | "hollow"> {
 
 let real: RealNode | undefined;
 let agents: Runnable;
+// Their pod informers: /readyz says informers-synced once each listed.
+let informers: Runnable[];
 if (runtime === "hollow") {
   // One node (named) or many (prefix + index), each with a log server for its synthetic logs.
   const single = config.hollowNodes <= 0;
@@ -95,12 +97,14 @@ if (runtime === "hollow") {
     },
   });
   agents = runAgents(hollow, log);
+  informers = hollow.map((a) => a.informer);
 } else {
   real = await realNode(config, runtime, { client, nc, jsm, log, registry, signal: ac.signal, agent: agentOpts });
   agents = real.agent;
+  informers = [real.agent.informer];
 }
 const runnables: Runnable[] = [agents];
-if (config.metricsPort !== undefined) runnables.push(metricsServer({ registry, port: config.metricsPort }));
+if (config.metricsPort !== undefined) runnables.push(metricsServer({ registry, port: config.metricsPort, ...processHealth(nc, [...runnables, ...informers]) }));
 
 log.info(
   { runtime, node: config.hollowNodes ? undefined : config.nodeName, nodes: config.hollowNodes || 1, nats: redactUrl(config.natsUrl) },

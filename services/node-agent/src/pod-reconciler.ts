@@ -15,6 +15,7 @@ import { startEphemeralContainers } from "./ephemeral-containers.js";
 import { isHeldBack } from "./config-sources/config-runtime.js";
 import type { Prober } from "./probes/prober.js";
 import type { PodRuntimeStatus, Runtime, RuntimePod } from "./runtime/runtime.js";
+import type { PodStartLatency } from "./pod-start-latency.js";
 
 /** What the pod reconciler works with. */
 export interface PodReconcilerDeps {
@@ -33,6 +34,8 @@ export interface PodReconcilerDeps {
   prober?: Prober | undefined;
   /** How long a freshly started pod's first status is held while it only says ContainerCreating (default `CHOREO_STATUS_HOLD_MS`, else 200 ms; 0: at once). */
   statusHoldMs?: number | undefined;
+  /** Pod start latency (kubelet_pod_start_duration_seconds, choreo_pod_startup_latency_seconds); none when undefined. */
+  startLatency?: PodStartLatency | undefined;
 }
 
 /**
@@ -61,6 +64,7 @@ export function podReconciler(d: PodReconcilerDeps): Reconcile {
       if (held) await stop(stubPod(held), 0);
       if (held) seen.delete(held.uid);
       if (held) statuses.forget(held.uid);
+      if (held) d.startLatency?.forget(held.uid);
       return done();
     }
     const meta = pod.metadata!;
@@ -69,6 +73,7 @@ export function podReconciler(d: PodReconcilerDeps): Reconcile {
     // It finished: its exited containers stay (their logs readable, as with the kubelet) until the pod is deleted.
     if (isTerminal(pod)) {
       d.prober?.forget(meta.uid);
+      d.startLatency?.forget(meta.uid);
       statuses.forget(meta.uid);
       return done();
     }
@@ -82,6 +87,7 @@ export function podReconciler(d: PodReconcilerDeps): Reconcile {
     }
     seen.add(meta.uid);
     if (!rt) {
+      d.startLatency?.starting(meta.uid);
       const ctx = await runHooks(START_HOOKS, { pod, node: d.node, runtime: d.runtime, log: d.log });
       rt = ctx.status ?? (d.runtime.podStatus(meta.uid) as PodRuntimeStatus);
       d.log.debug({ pod: key, podIp: rt.podIp }, "pod started");
@@ -120,7 +126,9 @@ export function podReconciler(d: PodReconcilerDeps): Reconcile {
       rt = d.prober.apply(rt);
     }
     // Written by the per-pod writer: coalesced, the latest status only (a conflict is retried on the newer pod the informer delivers).
-    statuses.set(pod, buildPodStatus(pod, rt, { hostIp: d.hostIp, now: nowRfc3339(), backingOff: plan.backingOff }));
+    const status = buildPodStatus(pod, rt, { hostIp: d.hostIp, now: nowRfc3339(), backingOff: plan.backingOff });
+    d.startLatency?.reported(pod, status);
+    statuses.set(pod, status);
     return plan.recheckMs !== undefined ? requeueAfter(plan.recheckMs) : done();
   };
 
@@ -132,6 +140,7 @@ export function podReconciler(d: PodReconcilerDeps): Reconcile {
     await stop(pod, meta.deletionGracePeriodSeconds ?? pod.spec?.terminationGracePeriodSeconds ?? 30);
     seen.delete(meta.uid);
     statuses.forget(meta.uid);
+    d.startLatency?.forget(meta.uid);
     try {
       await d.client.delete("pods", meta.namespace, meta.name, { gracePeriodSeconds: 0, preconditions: { uid: meta.uid, resourceVersion: "" } });
       d.log.debug({ pod: keyOf(meta) }, "pod deletion confirmed");

@@ -12,7 +12,7 @@ import { Informer } from "@choreo/kit/informer";
 import { runAll, signalController, type Runnable } from "@choreo/kit/lifecycle";
 import { createLogger } from "@choreo/kit/log";
 import { actorToken, redactUrl } from "@choreo/kit/secrets";
-import { createRegistry, metricsServer } from "@choreo/kit/metrics";
+import { createRegistry, metricsServer, processHealth } from "@choreo/kit/metrics";
 import { loadConfig } from "./config.js";
 import { CronJobController } from "./cronjobs/cronjob-controller.js";
 import { DaemonSetController } from "./ds/daemonset-controller.js";
@@ -150,7 +150,7 @@ const runnables: Runnable[] = [
   serviceAccountsController,
   gc,
 ];
-if (config.metricsPort !== undefined) runnables.push(metricsServer({ registry, port: config.metricsPort }));
+if (config.metricsPort !== undefined) runnables.push(metricsServer({ registry, port: config.metricsPort, ...processHealth(nc, runnables) }));
 
 log.info({ nats: redactUrl(config.natsUrl), workers: config.workers, burst: config.burst }, "replication actor starting");
 try {

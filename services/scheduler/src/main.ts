@@ -7,7 +7,7 @@ import { ApiClient } from "@choreo/kit/client";
 import { runAll, signalController } from "@choreo/kit/lifecycle";
 import { createLogger } from "@choreo/kit/log";
 import { actorToken, redactUrl } from "@choreo/kit/secrets";
-import { createRegistry, metricsServer } from "@choreo/kit/metrics";
+import { createRegistry, metricsServer, processHealth } from "@choreo/kit/metrics";
 import { buildActors } from "./actors.js";
 import { loadConfig } from "./config.js";
 
@@ -21,7 +21,7 @@ const client = new ApiClient(nc, { token: actorToken() });
 
 const registry = createRegistry("scheduler");
 const { runnables } = buildActors({ client, nc, jsm, log, registry }, config);
-if (config.metricsPort !== undefined) runnables.push(metricsServer({ registry, port: config.metricsPort }));
+if (config.metricsPort !== undefined) runnables.push(metricsServer({ registry, port: config.metricsPort, ...processHealth(nc, runnables) }));
 
 log.info({ scheduler: config.schedulerName, workers: config.workers, nats: redactUrl(config.natsUrl), lifecycle: config.nodeLifecycle }, "scheduler starting");
 try {

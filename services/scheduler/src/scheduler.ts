@@ -9,8 +9,8 @@ import type { Node, ObjectReference, Pod } from "@choreo/kit/gen/choreo/core/v1/
 import type { Cache } from "@choreo/kit/informer";
 import { onAbort, type Runnable } from "@choreo/kit/lifecycle";
 import type { Logger } from "@choreo/kit/log";
-import { getOrCreateCounter } from "@choreo/kit/metrics";
-import type { Counter, Registry } from "prom-client";
+import type { Registry } from "prom-client";
+import { schedulerMetrics, type SchedulerMetrics } from "./metrics.js";
 import { SchedulerCache } from "./cache.js";
 import type { EventRecorder } from "@choreo/kit/events";
 import { podInfo, type PodInfo, type Snapshot } from "./framework.js";
@@ -25,7 +25,7 @@ export interface SchedulerOptions {
   nodes: Cache<Node>;
   events: Pick<EventRecorder, "emit">;
   log: Logger;
-  /** Where choreo_scheduler_schedule_attempts_total{result} is counted. */
+  /** Where attempts (choreo_scheduler_schedule_attempts_total, scheduler_scheduling_attempt_duration_seconds) and scheduler_pending_pods go. */
   registry?: Registry;
   schedulerName?: string;
   workers?: number;
@@ -64,20 +64,13 @@ export class Scheduler implements Runnable {
   readonly queue: SchedulingQueue;
   readonly name: string;
   readonly stats = { scheduled: 0, unschedulable: 0, conflicts: 0, errors: 0 };
-  private readonly attempts: Counter<"result"> | undefined;
+  private readonly attempts: SchedulerMetrics | undefined;
   private rotate = 0;
 
   constructor(private readonly opts: SchedulerOptions) {
     this.name = opts.schedulerName ?? "default-scheduler";
     this.queue = new SchedulingQueue(opts.queue);
-    this.attempts =
-      opts.registry &&
-      getOrCreateCounter(
-        opts.registry,
-        "choreo_scheduler_schedule_attempts_total",
-        "Scheduling attempts by result: scheduled, unschedulable, conflict (a bind lost a race), error",
-        ["result"],
-      );
+    this.attempts = opts.registry && schedulerMetrics(opts.registry, () => this.queue.pending());
     const enqueue = (p: Pod) => this.queue.add({ key: keyOf(p.metadata!), priority: p.spec?.priority ?? 0, created: p.metadata?.creationTimestamp ?? "" });
     opts.pods.addEventHandler({
       onAdd: (p) => {
@@ -124,11 +117,12 @@ export class Scheduler implements Runnable {
     for (;;) {
       const q = await this.queue.pop();
       if (!q || signal.aborted) return;
+      const started = performance.now();
       try {
-        await this.scheduleOne(q.key);
+        await this.scheduleOne(q.key, started);
       } catch (err) {
         this.stats.errors++;
-        this.attempts?.inc({ result: "error" });
+        this.attempts?.attempt("error", started);
         this.opts.log.warn({ err, pod: q.key }, "scheduling failed; retrying");
         this.cache.forget(q.key);
         this.queue.retry(q.key);
@@ -137,7 +131,7 @@ export class Scheduler implements Runnable {
   }
 
   /** Decide (synchronously, then assume) and bind one pod. */
-  async scheduleOne(key: string): Promise<void> {
+  async scheduleOne(key: string, started = performance.now()): Promise<void> {
     const pod = this.opts.pods.get(key);
     if (!pod || !wantsScheduling(pod, this.name) || this.cache.isAssumed(key)) {
       this.queue.done(key);
@@ -147,7 +141,7 @@ export class Scheduler implements Runnable {
     const decision = schedule(info, this.withNominated(info), { start: this.rotate++ });
     if ("reasons" in decision) {
       this.stats.unschedulable++;
-      this.attempts?.inc({ result: "unschedulable" });
+      this.attempts?.attempt("unschedulable", started);
       this.queue.unschedulable(key);
       let message = failureMessage(decision);
       if (canPreempt(info)) message += ` ${await this.preempt(info, decision.nodes)}`;
@@ -164,7 +158,7 @@ export class Scheduler implements Runnable {
       if (bindingRefusalOf(err)) {
         // The api refused (typed cause): the node is full by now (another scheduler was faster) or its lock was busy. Try again on fresh state.
         this.stats.conflicts++;
-        this.attempts?.inc({ result: "conflict" });
+        this.attempts?.attempt("conflict", started);
         this.queue.retry(key);
         this.opts.log.debug({ pod: key, node: decision.node, why: bindingRefusalOf(err) }, "bind refused by the node; retrying");
         return;
@@ -172,7 +166,7 @@ export class Scheduler implements Runnable {
       if (isConflict(err) || isNotFound(err)) {
         // Bound by another replica, recreated, or gone: the informer brings the truth.
         this.stats.conflicts++;
-        this.attempts?.inc({ result: "conflict" });
+        this.attempts?.attempt("conflict", started);
         this.queue.done(key);
         this.opts.log.debug({ pod: key, node: decision.node }, "bind conflict; dropped");
         return;
@@ -180,7 +174,7 @@ export class Scheduler implements Runnable {
       throw err;
     }
     this.stats.scheduled++;
-    this.attempts?.inc({ result: "scheduled" });
+    this.attempts?.attempt("scheduled", started);
     this.queue.done(key);
     this.opts.log.debug({ pod: key, node: decision.node }, "pod bound");
     this.opts.events.emit(podRef(pod), "Normal", "Scheduled", `Successfully assigned ${key} to ${decision.node}`);

@@ -35,6 +35,8 @@ export class LeaderElector {
   private observedRv = "";
   private observedAt = 0;
   private leading = false;
+  /** When this leader last renewed its lease (Date.now()). */
+  private renewedAt = 0;
 
   constructor(private readonly opts: LeaderOptions) {
     this.name = `leader-${opts.name}`;
@@ -42,6 +44,14 @@ export class LeaderElector {
 
   isLeader(): boolean {
     return this.leading;
+  }
+
+  /**
+   * The `leader-election` health check (client-go's HealthzAdaptor): a standby
+   * is healthy; a leader is while its last renewal is within the lease duration.
+   */
+  leaseHealthy(): boolean {
+    return !this.leading || Date.now() - this.renewedAt <= this.durationMs;
   }
 
   private get durationMs(): number {
@@ -114,6 +124,7 @@ export class LeaderElector {
         continue;
       }
       this.leading = true;
+      this.renewedAt = Date.now();
       this.opts.log.info({ lease: this.opts.name, identity: this.opts.identity }, "started leading");
       const lead = new AbortController();
       const stopLead = (): void => lead.abort();
@@ -123,7 +134,7 @@ export class LeaderElector {
       while (!signal.aborted) {
         await sleep(retry, signal);
         if (signal.aborted) break;
-        if (await this.attempt()) renewed = Date.now();
+        if (await this.attempt()) renewed = this.renewedAt = Date.now();
         else if (Date.now() - renewed > deadline || !(await this.stillMine())) break;
       }
       this.leading = false;

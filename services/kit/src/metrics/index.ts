@@ -3,3 +3,5 @@ export { createRegistry, serveMetrics, metricsServer, getOrCreateCounter, getOrC
 export type { MetricsServer, ServeMetricsOptions } from "./metrics.js";
 export { HealthChecks, healthAnswer, eventLoopCheck } from "./health.js";
 export type { HealthCheckFn, HealthReport } from "./health.js";
+export { processHealth, busConnectedCheck } from "./process-health.js";
+export type { BusLike } from "./process-health.js";
