@@ -108,11 +108,11 @@ async function openConsumer(
   filter: string,
   after: number | undefined,
   durable: string | undefined,
-): Promise<{ name: string; position: number }> {
+): Promise<{ name: string; position: number; pending: number }> {
   if (!durable) {
     if (after !== undefined) await checkPosition(jsm, after);
     const info = await jsm.consumers.add(EVENT_STREAM, consumerConfig(filter, after, undefined));
-    return { name: info.name, position: after ?? info.delivered.stream_seq };
+    return { name: info.name, position: after ?? info.delivered.stream_seq, pending: info.num_pending };
   }
   const existing = await jsm.consumers.info(EVENT_STREAM, durable).catch((err: unknown) => {
     if (/consumer not found/i.test(String((err as Error).message))) return undefined;
@@ -124,14 +124,14 @@ async function openConsumer(
   if (existing) {
     const floor = existing.ack_floor.stream_seq || (existing.config.opt_start_seq ? existing.config.opt_start_seq - 1 : existing.delivered.stream_seq);
     await checkPosition(jsm, floor);
-    if (existing.num_ack_pending === 0) return { name: durable, position: floor };
+    if (existing.num_ack_pending === 0) return { name: durable, position: floor, pending: existing.num_pending };
     await jsm.consumers.delete(EVENT_STREAM, durable);
-    await jsm.consumers.add(EVENT_STREAM, consumerConfig(filter, floor, durable));
-    return { name: durable, position: floor };
+    const info = await jsm.consumers.add(EVENT_STREAM, consumerConfig(filter, floor, durable));
+    return { name: durable, position: floor, pending: info.num_pending };
   }
   if (after !== undefined) await checkPosition(jsm, after);
   const info = await jsm.consumers.add(EVENT_STREAM, consumerConfig(filter, after, durable));
-  return { name: durable, position: after ?? info.delivered.stream_seq };
+  return { name: durable, position: after ?? info.delivered.stream_seq, pending: info.num_pending };
 }
 
 /** The event of a message, if it passes the label selector (a MODIFIED that stopped matching becomes DELETED, as a filtered watch). */
@@ -175,7 +175,7 @@ export async function* subscribe(nc: NatsConnection, opts: SubscribeOptions = {}
   const jsm = await jetstreamManager(nc);
   const js = jetstream(nc);
   const endAt = opts.untilCaughtUp ? (await streamState(jsm)).lastRevision : Infinity;
-  const { name, position } = await openConsumer(jsm, filter, opts.fromRevision, opts.durable);
+  const { name, position, pending } = await openConsumer(jsm, filter, opts.fromRevision, opts.durable);
   /** The stream sequence of the last message handed to the caller (and, durable, acked once the caller comes back). */
   let seen = position;
   /** The consumer's pending count at the last message: >0 means the subscriber was behind. */
@@ -183,7 +183,7 @@ export async function* subscribe(nc: NatsConnection, opts: SubscribeOptions = {}
   const exactGaps = filter === `${EVENT_PREFIX}.>`;
   let consumer: Consumer = await js.consumers.get(EVENT_STREAM, name);
   try {
-    if (seen >= endAt) return;
+    if (seen >= endAt || (opts.untilCaughtUp && pending === 0)) return;
     for (;;) {
       const messages = await consumer.consume({ max_messages: Math.min(1_024, MAX_ACK_PENDING), idle_heartbeat: 2_000 });
       let restart = false;

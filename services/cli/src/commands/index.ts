@@ -5,6 +5,7 @@ import { apiResourcesCommand } from "./api-resources.js";
 import { applyCommand } from "./apply.js";
 import { deleteCommand } from "./delete.js";
 import { describeCommand } from "./describe.js";
+import { eventsCommand } from "./events.js";
 import { getCommand } from "./get.js";
 import { kubeconfigCommand } from "./kubeconfig.js";
 import { logsCommand } from "./logs.js";
@@ -15,6 +16,7 @@ export const COMMANDS: readonly Command[] = [
   getCommand,
   describeCommand,
   logsCommand,
+  eventsCommand,
   applyCommand,
   deleteCommand,
   apiResourcesCommand,
