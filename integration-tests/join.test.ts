@@ -108,6 +108,13 @@ describe("choreo join: a bootstrap token exchanged for a node credential", () =>
         listed.stdout,
         new RegExp(`${token.replace(".", "\\.")}\\s+(59m|1h)\\s+\\S+\\s+authentication,signing\\s+join test\\s+system:bootstrappers:choreo:default-node-token`),
       );
+      // kubeadm's --print-join-command: the server and CA hash from the kubeconfig.
+      const printed = await choreo(["token", "create", "--ttl", "10m", "--print-join-command"], kubeconfig);
+      assert.match(
+        printed.stdout.trim(),
+        new RegExp(`^choreo join --server ${c.httpsUrl} --token [a-z0-9]{6}\\.[a-z0-9]{16} --ca-hash ${caHash}$`),
+        printed.stderr,
+      );
       // The Secret is a Kubernetes bootstrap token, as kubectl sees it.
       const secret = await run("kubectl", ["-n", "kube-system", "get", "secret", `bootstrap-token-${token.slice(0, 6)}`, "-o", "jsonpath={.type}"], kubeconfig);
       assert.equal(secret.stdout, "bootstrap.kubernetes.io/token", secret.stderr);
@@ -170,7 +177,7 @@ describe("choreo join: a bootstrap token exchanged for a node credential", () =>
         }),
       );
       await waitFor(async () => (unwrap(await c.client.get("pods", "default", "on-joined")) as Pod).status?.phase === "Running", {
-        timeoutMs: 30_000,
+        timeoutMs: 60_000,
         message: "the pod on joined-1 Running",
       });
     }));
@@ -185,12 +192,12 @@ describe("choreo join: a bootstrap token exchanged for a node credential", () =>
           const now = Number(readFileSync(pidFile, "utf8").split(" ")[0]);
           return now !== first && now > 0;
         },
-        { timeoutMs: 30_000, message: "the agent restarted by choreo join" },
+        { timeoutMs: 60_000, message: "the agent restarted by choreo join" },
       );
       // The restarted agent renews its Lease with the same credential: the Node stays (or is again) Ready.
       const leaseAt = async () => unwrap(await c.client.get("leases", "kube-node-lease", "joined-1")).metadata?.resourceVersion;
       const seen = await leaseAt();
-      await waitFor(async () => (await leaseAt()) !== seen, { timeoutMs: 20_000, message: "joined-1's Lease renewed by the restarted agent" });
+      await waitFor(async () => (await leaseAt()) !== seen, { timeoutMs: 60_000, message: "joined-1's Lease renewed by the restarted agent" });
 
       // choreo join stopped and started again on the same data dir (a reboot): the kept credential, no token — its token deleted meanwhile.
       assert.equal((await choreo(["token", "delete", firstToken], kubeconfig)).code, 0);
@@ -198,11 +205,11 @@ describe("choreo join: a bootstrap token exchanged for a node credential", () =>
       running.kill("SIGTERM");
       await new Promise((r) => (running.exitCode === null ? running.once("exit", r) : r(undefined)));
       const again = startJoin([], "joined-1");
-      await waitFor(async () => again.output().includes("rejoins"), { timeoutMs: 20_000, message: "choreo join resumed" }).catch((err: Error) => {
+      await waitFor(async () => again.output().includes("rejoins"), { timeoutMs: 60_000, message: "choreo join resumed" }).catch((err: Error) => {
         throw new Error(`${err.message}; choreo join said:\n${again.output()}`);
       });
       const stopped = await leaseAt();
-      await waitFor(async () => (await leaseAt()) !== stopped, { timeoutMs: 30_000, message: "joined-1's Lease renewed after the rejoin" });
+      await waitFor(async () => (await leaseAt()) !== stopped, { timeoutMs: 60_000, message: "joined-1's Lease renewed after the rejoin" });
 
       await c.killApi(0);
       await c.startApi(0);
@@ -269,7 +276,7 @@ describe("choreo join: a bootstrap token exchanged for a node credential", () =>
       assert.equal(after.tokens, before.tokens);
       // The tokencleaner removes the expired token's Secret (it sweeps every 10 s).
       await waitFor(async () => !(await choreo(["token", "list"], kubeconfig)).stdout.includes(expiredId), {
-        timeoutMs: 25_000,
+        timeoutMs: 40_000,
         message: "the expired token's Secret deleted",
       });
     }));

@@ -2,19 +2,28 @@
 // lets `choreo join` on another machine exchange it for a node credential
 // until it expires (the api deletes expired tokens).
 import { CliError } from "../client.js";
+import { caCertHash } from "../join/ca-hash.js";
 import { createToken, deleteToken, listTokens, parseDuration } from "../join/tokens.js";
 import { GLOBAL_OPTIONS, Session, parseFlags, type CliIo, type Command } from "../session.js";
 
-const OPTIONS = { ...GLOBAL_OPTIONS, ttl: { type: "string" }, description: { type: "string" }, groups: { type: "string" } } as const;
+const OPTIONS = {
+  ...GLOBAL_OPTIONS,
+  ttl: { type: "string" },
+  description: { type: "string" },
+  groups: { type: "string" },
+  "print-join-command": { type: "boolean" },
+} as const;
 
 const USAGE = `Manage bootstrap tokens (the credentials of choreo join).
 
 Usage:
-  choreo token create [TOKEN] [--ttl 24h] [--description TEXT] [--groups system:bootstrappers:...]
+  choreo token create [TOKEN] [--ttl 24h] [--description TEXT] [--groups system:bootstrappers:...] [--print-join-command]
   choreo token list
   choreo token delete TOKEN_ID|TOKEN...
 
 A token is [a-z0-9]{6}.[a-z0-9]{16} (generated when not given); --ttl 0 never expires.
+--print-join-command prints the whole choreo join command instead (the server and the CA hash
+from the kubeconfig).
 Stored as the Secret kube-system/bootstrap-token-<id> (type bootstrap.kubernetes.io/token).`;
 
 function ttlText(expiration: string, now: number): string {
@@ -44,7 +53,13 @@ async function runToken(argv: string[], io: CliIo): Promise<number> {
           ...(values.description ? { description: values.description } : {}),
           ...(values.groups ? { groups: values.groups.split(",") } : {}),
         });
-        s.out(t.token);
+        if (!values["print-join-command"]) {
+          s.out(t.token);
+          return 0;
+        }
+        const ca = s.conn.ca;
+        if (!ca) throw new CliError("error: --print-join-command needs the cluster's CA in the kubeconfig (certificate-authority-data)");
+        s.out(`choreo join --server ${s.conn.server} --token ${t.token} --ca-hash ${caCertHash(ca)}`);
         return 0;
       }
       case "list": {
