@@ -1,15 +1,6 @@
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import {
-  startNats,
-  startProcess,
-  startRedis,
-  waitFor,
-  type HaproxyHandle,
-  type ManagedProcess,
-  type RedisHaHandle,
-  type ServerHandle,
-} from "@choreo/kit/process";
+import { startProcess, waitFor, type HaproxyHandle, type ManagedProcess, type RedisHaHandle, type ServerHandle } from "@choreo/kit/process";
 import { eventKeyPaths } from "@choreo/kit/bus";
 import { onAbort } from "@choreo/kit/lifecycle";
 import { createLogger, type Logger } from "@choreo/kit/log";
@@ -25,7 +16,7 @@ import {
 } from "@choreo/kit/secrets";
 import { renderKubeconfig } from "../kubeconfig.js";
 import { pidDir, sweep, writeClusterRecord, type SweepReport } from "./leftovers.js";
-import { haApiEnv, replicaPorts, startApiBalancer, startHaServers, type ReplicaPorts } from "./ha.js";
+import { busEnv, startApis, startServers } from "./control-plane.js";
 import { nodeSetup, ROOT } from "./node-setup.js";
 import { processStartTime, Shutdown, supervise, type Supervised } from "./supervisor.js";
 
@@ -109,35 +100,6 @@ export interface LocalCluster {
   runtime: "docker" | "process" | undefined;
   /** Stops every process (never restarting one meanwhile) and removes what its nodes made. */
   stop(): Promise<void>;
-}
-
-/**
- * Where a process finds the bus: the bare URL plus the path of the
- * `user:password` file (0600) startNats wrote — never the password in argv
- * (`ps` shows it to every local user) nor in the environment.
- */
-function busEnv(nats: ServerHandle): Record<string, string> {
-  return { CHOREO_NATS_URL: nats.address, CHOREO_NATS_CREDENTIALS: nats.credentialsFile };
-}
-
-/** An api replica's environment: `ports` its own (with `ha`, HAProxy has the public ones). */
-function apiEnv(o: UpOptions, nats: ServerHandle, redis: ServerHandle | RedisHaHandle, ports: ReplicaPorts): Record<string, string> {
-  return {
-    ...busEnv(nats),
-    ...("sentinels" in redis ? haApiEnv(redis) : { CHOREO_REDIS_URL: redis.address, CHOREO_REDIS_CREDENTIALS: redis.credentialsFile }),
-    CHOREO_API_HOST: o.host,
-    CHOREO_API_HTTP_PORT: String(ports.httpPort),
-    CHOREO_API_HTTPS_PORT: String(ports.httpsPort),
-    CHOREO_API_GRPC_PORT: String(ports.grpcPort),
-    CHOREO_API_METRICS_PORT: String(ports.metricsPort),
-    CHOREO_DATA_DIR: o.dataDir,
-    // Secrets' encryption keys (made 0600 by the api at its first start), beside the NATS and Redis credentials.
-    CHOREO_ENCRYPTION_KEYS_FILE: path.join(o.dataDir, "encryption", "keys"),
-    CHOREO_REPLICA_ID: `api-${ports.index}`,
-    ...(o.serviceCidr ? { CHOREO_SERVICE_CIDR: o.serviceCidr } : {}),
-    // Node IPAM gives joined nodes blocks of the same range the local nodes' --pod-cidr come from.
-    CHOREO_CLUSTER_CIDR: o.clusterCidr,
-  };
 }
 
 /** The kubeconfig kubectl and choreo use: https, the cluster's CA, the admin token. */
@@ -224,61 +186,17 @@ export async function up(partial: Partial<UpOptions> = {}, log: (line: string) =
   };
   const watch = (name: string) => ({ shutdown, log: logger, logFile: path.join(logs, `${name}.log`), pidDir: pids });
 
-  const adopt = (name: string, initial: ManagedProcess | undefined, launch: () => Promise<ManagedProcess>): Promise<Supervised> =>
-    started(supervise({ name, initial, launch, ...watch(name) }), servers);
+  const adopt = (name: string, initial: ManagedProcess | undefined, launch: () => Promise<ManagedProcess>, logName = name): Promise<Supervised> =>
+    started(supervise({ name, initial, launch, ...watch(logName) }), servers);
 
   try {
-    let nats: ServerHandle;
-    let redis: ServerHandle | RedisHaHandle;
-    if (opts.ha) {
-      ({ nats, redis } = await startHaServers(opts.dataDir, logs, adopt));
-    } else {
-      const one = await startNats({ dir: path.join(opts.dataDir, "nats"), port: opts.natsPort, logFile: path.join(logs, "nats.log") });
-      await started(
-        supervise({ name: "nats-server", initial: one.process(), launch: async () => (await one.restart(), one.process()), ...watch("nats") }),
-        servers,
-      );
-      const r = await startRedis({ dir: path.join(opts.dataDir, "redis"), port: opts.redisPort, logFile: path.join(logs, "redis.log") });
-      await started(
-        supervise({ name: "redis-server", initial: r.process(), launch: async () => (await r.restart(), r.process()), ...watch("redis") }),
-        servers,
-      );
-      nats = one;
-      redis = r;
-    }
+    const { nats, redis } = await startServers(opts, logs, adopt);
     // The api's token file (the administrator's bare token first), before the api reads it; the actors' lines are added below.
     const apiTokenFile = path.join(opts.dataDir, "tokens");
     ensureTokenFile(apiTokenFile);
-    // One api on the public ports; with --ha, replicas on ports of their own (the first makes the certificates the others read).
-    const ports = opts.ha
-      ? await replicaPorts(opts.apiReplicas)
-      : [{ index: 0, httpPort: opts.httpPort, httpsPort: opts.httpsPort, grpcPort: opts.grpcPort, metricsPort: opts.metricsPort }];
-    for (const p of ports) {
-      const name = opts.ha ? `api-${p.index}` : "api";
-      await started(
-        supervise({
-          name,
-          launch: () =>
-            startProcess({
-              name,
-              cmd: process.execPath,
-              args: ["--import", "tsx", path.join(ROOT, "services/api/src/main.ts")],
-              cwd: ROOT,
-              env: apiEnv(opts, nats, redis, p),
-              readyUrl: `http://${opts.host}:${p.httpPort}/healthz`,
-              timeoutMs: 60_000,
-              logFile: path.join(logs, `${name}.log`),
-            }),
-          ...watch(name),
-        }),
-        apis,
-      );
-    }
-    const haproxy = opts.ha
-      ? await startApiBalancer(opts, ports, path.join(logs, "haproxy.log"), (name, initial, launch) =>
-          started(supervise({ name, initial, launch, ...watch(name) }), apis),
-        )
-      : undefined;
+    const haproxy = await startApis(opts, nats, redis, logs, (name, initial, launch, logName = name) =>
+      started(supervise({ name, initial, launch, ...watch(logName) }), apis),
+    );
     // Real nodes: the runtime, then the local images it needs (built offline), before any agent starts.
     runtime = opts.nodes > 0 ? await resolveRuntime(opts, log) : undefined;
     if (shutdown.stopping) throw new Error("interrupted");

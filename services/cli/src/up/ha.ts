@@ -16,7 +16,7 @@ import {
   type NatsClusterHandle,
   type RedisHaHandle,
 } from "@choreo/kit/process";
-import type { Supervised, SuperviseOptions } from "./supervisor.js";
+import type { Adopt } from "./control-plane.js";
 
 /** One api replica's own ports (HAProxy listens on the cluster's). */
 export interface ReplicaPorts {
@@ -26,9 +26,6 @@ export interface ReplicaPorts {
   grpcPort: number;
   metricsPort: number;
 }
-
-/** Supervises a process already started by a harness (a server): `initial` is it, `restart` starts it again. */
-type Adopt = (name: string, initial: SuperviseOptions["initial"], restart: () => Promise<NonNullable<SuperviseOptions["initial"]>>) => Promise<Supervised>;
 
 /** The NATS cluster and the Redis set, each member supervised as `nats-<i>`, `redis-<i>`, `sentinel-<i>`. */
 export async function startHaServers(dataDir: string, logs: string, adopt: Adopt): Promise<{ nats: NatsClusterHandle; redis: RedisHaHandle }> {
