@@ -33,7 +33,8 @@ command -v debootstrap >/dev/null || need+=(debootstrap)
 # `--test`: the gRPC Python example (examples/grpc-python, integration-tests/grpc-clients.test.ts) — python3-grpcio,
 # protoc 3.21 (the python3-protobuf runtime's version) with the gRPC plugin, python3-grpc-tools' well-known types.
 if [[ ${1:-} == --test ]]; then
-  for p in python3-grpcio python3-grpc-tools protobuf-compiler protobuf-compiler-grpc; do
+  # chromium (+ a font: installed without recommends): the web view's browser test and bench (integration-tests/ui.test.ts, bench/ui.ts, puppeteer-core).
+  for p in python3-grpcio python3-grpc-tools protobuf-compiler protobuf-compiler-grpc chromium fonts-liberation; do
     [[ $(dpkg-query -W -f='${Status}' "$p" 2>/dev/null) == "install ok installed" ]] || need+=("$p")
   done
 fi
@@ -67,6 +68,9 @@ if [[ ! -d node_modules || package.json -nt node_modules/.package-lock.json || p
   # (unrs-resolver); install keeps the lock as the source of versions.
   npm install --no-audit --no-fund --loglevel=error >&2
 fi
+
+# The web view's bundle (services/ui/dist, not committed): built when missing or older than its sources.
+node --import tsx services/ui/src/build-cli.ts --if-stale >/dev/null
 
 # `--test` (npm test): kubectl 1.20 beside Debian's 1.32 for the compatibility
 # tests, unpacked (not installed: the package conflicts with kubectl) where
