@@ -142,7 +142,14 @@ export async function startHaproxy(opts: HaproxyOptions): Promise<HaproxyHandle>
       timeoutMs: 20_000,
       logFile: opts.logFile ?? path.join(dir, "haproxy.log"),
     });
-  let proc = await launch();
+  let proc: ManagedProcess;
+  try {
+    proc = await launch();
+  } catch (err) {
+    // A config HAProxy refuses (or a port taken meanwhile): nothing of this start stays behind.
+    if (owned) rmSync(dir, { recursive: true, force: true });
+    throw err;
+  }
   const stats = async (): Promise<Record<string, HaproxyServerStat>> => {
     const csv = await adminCommand(socket, "show stat");
     const out: Record<string, HaproxyServerStat> = {};
