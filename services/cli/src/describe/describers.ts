@@ -285,6 +285,21 @@ const configMap: Describer = (o) => {
   return w;
 };
 
+/** kubectl's describeCertificateSigningRequest (without the request's subject, which needs the PEM parsed). */
+const certificateSigningRequest: Describer = (o, _r, now) => {
+  const w = new Writer();
+  meta(w, o, now, false);
+  w.field("Requesting User", str(at(o, "spec.username"), "<none>"));
+  w.field("Signer", str(at(o, "spec.signerName"), "<none>"));
+  const seconds = at(o, "spec.expirationSeconds");
+  w.field("Requested Duration", typeof seconds === "number" ? `${seconds}s` : "<none>");
+  const set = arr(at(o, "status.conditions"))
+    .filter((c) => c["status"] !== "False" && c["type"])
+    .map((c) => str(c["type"]));
+  w.field("Status", [...(set.length ? set : ["Pending"]), ...(at(o, "status.certificate") ? ["Issued"] : [])].join(","));
+  return w;
+};
+
 /** Describers by kind. */
 export const DESCRIBERS: Record<string, Describer> = {
   Pod: pod,
@@ -295,4 +310,5 @@ export const DESCRIBERS: Record<string, Describer> = {
   Service: service,
   Endpoints: endpoints,
   ConfigMap: configMap,
+  CertificateSigningRequest: certificateSigningRequest,
 };
