@@ -144,7 +144,14 @@ for (const runtime of ["docker", "process"] as RealRuntime[]) {
             message: "web has a FailedMount event",
           },
         );
-        const web0 = await c.pod("web");
+        // The FailedMount event can come before the agent's first status (held CHOREO_STATUS_HOLD_MS): wait for it.
+        const web0 = await waitFor(
+          async () => {
+            const p = await c.pod("web");
+            return p.status?.containerStatuses[0]?.state?.waiting?.reason ? p : undefined;
+          },
+          { ...WAIT, message: "web has a container status" },
+        );
         assert.equal(web0.status?.phase, "Pending");
         assert.equal(web0.status?.containerStatuses[0]?.state?.waiting?.reason, "ContainerCreating");
         const described = await kubectl("get", "pod", "env-only");
