@@ -19,6 +19,8 @@ command -v curl >/dev/null || need+=(curl)
 command -v iptables >/dev/null || need+=(iptables)
 # One address in front of the api replicas (choreo up --ha, the HA compose file, the api-ha test).
 command -v haproxy >/dev/null || need+=(haproxy)
+# Prometheus (the prometheus integration test runs the binary itself; the monitoring compose profile builds its image from the package).
+command -v prometheus >/dev/null || need+=(prometheus)
 # The process runtime's choreo-exec (C, built on the machine, statically linked: libc6-dev has libc.a and the kernel headers).
 { command -v gcc >/dev/null && [[ $(dpkg-query -W -f='${Status}' libc6-dev 2>/dev/null) == "install ok installed" ]]; } || need+=(gcc libc6-dev)
 # The engine with its recommends (apparmor, cgroupfs-mount, …), as on the machines checked by hand.
