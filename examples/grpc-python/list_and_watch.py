@@ -47,7 +47,10 @@ def generate(out: pathlib.Path) -> None:
         return
     out.mkdir(parents=True, exist_ok=True)
     well_known = pathlib.Path(grpc_tools.__file__).parent / "_proto"
-    protoc = shutil.which("protoc") or sys.exit("protoc not found: apt-get install protobuf-compiler")
+    # Debian's, by path: under `npm test` node_modules/.bin comes first on PATH and holds the npm
+    # `protoc` (33.x, choreo's own code generator), whose Python output needs a newer runtime.
+    debian = pathlib.Path("/usr/bin/protoc")
+    protoc = str(debian) if debian.exists() else shutil.which("protoc") or sys.exit("protoc not found: apt-get install protobuf-compiler")
     plugin = shutil.which("grpc_python_plugin") or sys.exit("grpc_python_plugin not found: apt-get install protobuf-compiler-grpc")
     args = [protoc, f"-I{PROTO}", f"-I{well_known}", f"--python_out={out}", f"--grpc_python_out={out}", f"--plugin=protoc-gen-grpc_python={plugin}"]
     subprocess.run(args + [str(p.relative_to(PROTO)) for p in protos], check=True)
