@@ -226,7 +226,9 @@ export function execScenarios(runtime: RealRuntime): void {
         () =>
           withLogsOnFailure(c, async () => {
             const session = `choreo-exec-${path.basename(c.dir).replace(/[^a-zA-Z0-9]/g, "")}-${kubectlBin === "kubectl" ? "new" : "old"}`;
-            const tmux = (...args: string[]): string => execFileSync("tmux", args, { encoding: "utf8" });
+            // A tmux server of its own (-L): on the shared default one, another test file's last session ending stops
+            // the server while this one starts a session ("server exited unexpectedly", CI).
+            const tmux = (...args: string[]): string => execFileSync("tmux", ["-L", session, ...args], { encoding: "utf8" });
             const screen = (): string => tmux("capture-pane", "-p", "-t", session);
             tmux(
               "new-session",
