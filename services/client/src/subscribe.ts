@@ -83,9 +83,8 @@ function consumerConfig(filter: string, after: number | undefined, durable: stri
     ...start,
     filter_subject: filter,
     ...(durable ? { durable_name: durable, name: durable } : { inactive_threshold: EPHEMERAL_INACTIVE_MS * 1_000_000 }),
-    ack_policy: AckPolicy.Explicit,
-    max_ack_pending: MAX_ACK_PENDING,
-    ack_wait: 30_000_000_000,
+    // A live (ephemeral) subscription keeps no position on the server: nothing to ack.
+    ...(durable ? { ack_policy: AckPolicy.Explicit, max_ack_pending: MAX_ACK_PENDING, ack_wait: 30_000_000_000 } : { ack_policy: AckPolicy.None }),
   };
 }
 
@@ -202,7 +201,7 @@ export async function* subscribe(nc: NatsConnection, opts: SubscribeOptions = {}
         if (signal.aborted) return;
         for await (const m of messages) {
           if (m.seq <= seen) {
-            m.ack(); // a redelivery of what the caller already had
+            if (opts.durable) m.ack(); // a redelivery of what the caller already had
             continue;
           }
           if (m.seq > seen + 1 && (exactGaps || behind)) await checkGap(jsm, seen, m.seq);
@@ -210,7 +209,7 @@ export async function* subscribe(nc: NatsConnection, opts: SubscribeOptions = {}
           seen = m.seq;
           const change = changeOf(m, matches);
           if (change) yield change;
-          m.ack();
+          if (opts.durable) m.ack();
           if (signal.aborted) return;
           if (seen >= endAt || (opts.untilCaughtUp && m.info.pending === 0)) return;
         }
