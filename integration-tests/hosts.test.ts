@@ -12,13 +12,18 @@
 // - a host cut off (link down) → its pod is replaced on another host; the
 //   Service answers from the 3 live pods; plugged back, its agent removes the
 //   stale pod (its namespace is gone) and the node is Ready again;
-// - a deleted Node gives its block back; the routes to it go from every host.
+// - a deleted Node gives its block back; the routes to it go from every host;
+// - a fourth host joins with `choreo join` (bootstrap token, CA hash, its
+//   credential through a CSR and the exchange, run inside its namespace): its
+//   Node gets a block and its InternalIP on the hosts' network, every host
+//   routes to it, and a pod on another host reaches a pod on it.
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { unwrap } from "@choreo/kit";
 import type { Node, Pod } from "@choreo/kit/gen/choreo/core/v1/core";
+import { serveNatsUsers } from "@choreo/kit/bus";
 import { waitFor } from "@choreo/kit/testing";
 import { NAMES } from "@choreo/node-agent/net/types";
 import { startCluster, withLogsOnFailure, type TestCluster } from "./support/cluster.js";
@@ -27,6 +32,7 @@ import { service, webRc } from "./support/real-pods-scenarios.js";
 import { createTestHosts, type TestHosts } from "./support/test-hosts.js";
 
 const ROOT = path.resolve(import.meta.dirname, "..");
+const CHOREO_BIN = path.join(ROOT, "services/cli/bin/choreo.js");
 const WAIT = { timeoutMs: 90_000 };
 
 const clientPod = (name: string, node: string, script: string): string => `apiVersion: v1
@@ -46,6 +52,8 @@ describe("three test hosts: node IPAM, host-gw routes, pods and a Service across
   let hosts: TestHosts;
   let c: TestCluster;
   let kubeconfig: string;
+  let joining: ChildProcess | undefined;
+  const users = new AbortController();
   const nodes = ["host-a", "host-b", "host-c"];
 
   const kubectl = async (...args: string[]): Promise<string> => {
@@ -89,12 +97,14 @@ describe("three test hosts: node IPAM, host-gw routes, pods and a Service across
     execFileSync(process.execPath, ["--import", "tsx", path.join(ROOT, "services/node-agent/src/node-setup.ts"), "prepare", "--runtime", "process"], {
       stdio: ["ignore", "ignore", "inherit"],
     });
-    hosts = createTestHosts(3);
+    // Hosts 0-2 run agents started by the test; host 3 joins later with `choreo join`.
+    hosts = createTestHosts(4);
     try {
       c = await startCluster({
         natsHost: hosts.gateway,
         // A service range of its own: another test file's cluster on this machine programs the same default range.
-        env: { CHOREO_SERVICE_CIDR: `10.96.${200 + Math.floor(Math.random() * 50)}.0/24` },
+        // The api's https also listens on the hosts' network (its certificate names the address): where `choreo join` finds it.
+        env: { CHOREO_SERVICE_CIDR: `10.96.${200 + Math.floor(Math.random() * 50)}.0/24`, CHOREO_ADVERTISE_ADDRESS: hosts.gateway },
         actors: [{ name: "scheduler", env: { CHOREO_NODE_GRACE_SECONDS: "8" } }, { name: "replication" }, { name: "endpoints" }],
       });
     } catch (err) {
@@ -102,10 +112,17 @@ describe("three test hosts: node IPAM, host-gw routes, pods and a Service across
       throw err;
     }
     kubeconfig = writeKubeconfig(c);
+    // What choreo up does for joining nodes: it owns nats-server's users (here the harness does).
+    serveNatsUsers(c.nc, c.nats, users.signal);
     for (let i = 0; i < nodes.length; i++) await startAgent(i);
   });
 
   after(async () => {
+    users.abort();
+    if (joining && joining.exitCode === null) {
+      joining.kill("SIGTERM");
+      await new Promise((r) => joining!.once("exit", r));
+    }
     await c?.stop();
     hosts?.destroy();
   });
@@ -229,5 +246,83 @@ describe("three test hosts: node IPAM, host-gw routes, pods and a Service across
       });
       await kubectl("create", "-f", file);
       assert.equal((await node("other")).spec?.podCidr, cidr);
+    }));
+
+  it("a fourth machine joins with choreo join: its Node gets a block, every host routes to it, and a pod on it answers a pod on another host", () =>
+    withLogsOnFailure(c, async () => {
+      const token = (await run(process.execPath, [CHOREO_BIN, "token", "create", "--ttl", "10m"], kubeconfig)).stdout.trim();
+      assert.match(token, /^[a-z0-9]{6}\.[a-z0-9]{16}$/);
+      const printed = (await run(process.execPath, [CHOREO_BIN, "token", "create", "--ttl", "10m", "--print-join-command"], kubeconfig)).stdout.trim();
+      const caHash = /--ca-hash (sha256:[0-9a-f]{64})/.exec(printed)?.[1];
+      assert.ok(caHash, printed);
+      const server = `https://${hosts.gateway}:${c.apis[0]!.httpsPort}`;
+      const joiner = hosts.hosts[3]!;
+      // The join runs inside host 3's network namespace, as on a machine of its own; its InternalIP is found, not given.
+      joining = spawn(
+        "nsenter",
+        [
+          `--net=/run/netns/${joiner.netns}`,
+          process.execPath,
+          CHOREO_BIN,
+          "join",
+          "--server",
+          server,
+          "--token",
+          token,
+          "--ca-hash",
+          caHash,
+          "--node-name",
+          "host-d",
+          "--runtime",
+          "process",
+          "--data-dir",
+          path.join(c.dir, "join"),
+          "--state-dir",
+          path.join(c.dir, "nodes"),
+          "--images-dir",
+          "/var/lib/choreo/images",
+        ],
+        { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] },
+      );
+      let out = "";
+      joining.stdout?.on("data", (b: Buffer) => (out += b.toString()));
+      joining.stderr?.on("data", (b: Buffer) => (out += b.toString()));
+      const joined = await waitFor(
+        async () => {
+          if (joining?.exitCode !== null) throw new Error(`choreo join exited ${joining?.exitCode}: ${out}`);
+          const n = await node("host-d").catch(() => undefined);
+          return n && ready(n) && n.spec?.podCidr ? n : undefined;
+        },
+        { ...WAIT, message: "host-d Ready with a pod CIDR" },
+      ).catch((err: unknown) => {
+        throw new Error(`${(err as Error).message}\n--- choreo join\n${out}`);
+      });
+      assert.equal(
+        joined.status?.addresses.find((a) => a.type === "InternalIP")?.address,
+        joiner.address,
+        "its InternalIP is its address on the hosts' network",
+      );
+      assert.match(joined.spec!.podCidr, /^10\.244\.\d+\.0\/24$/);
+      await waitFor(() => [0, 1].every((i) => routes(i).includes(`${joined.spec!.podCidr} via ${joiner.address}`)), {
+        timeoutMs: 30_000,
+        message: "hosts a and b route host-d's block",
+      });
+      await apply("joined-web.yaml", clientPod("joined-web", "host-d", "mkdir -p /www && echo joined > /www/index.html && exec httpd -f -p 8080 -h /www"));
+      const ip = await waitFor(
+        async () => {
+          const p = unwrap(await c.client.get("pods", "default", "joined-web")) as Pod;
+          return p.status?.phase === "Running" && p.status.podIp ? p.status.podIp : undefined;
+        },
+        { ...WAIT, message: "a pod Running on host-d" },
+      );
+      await apply("asker.yaml", clientPod("asker", nodes[0]!, `for i in $(seq 1 20); do wget -q -O - http://${ip}:8080/ && break; sleep 0.5; done; echo DONE`));
+      const asked = await waitFor(
+        async () => {
+          const r = await run("kubectl", ["logs", "asker"], kubeconfig);
+          return r.code === 0 && r.stdout.includes("DONE") ? r.stdout : undefined;
+        },
+        { ...WAIT, message: "the asker on host-a finished" },
+      );
+      assert.match(asked, /^joined$/m, "a pod on host-a reached the pod on the joined host");
     }));
 });

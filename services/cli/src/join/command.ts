@@ -5,14 +5,16 @@ import { onAbort, signalController } from "@choreo/kit/lifecycle";
 import { join, joinDefaults, type JoinOptions } from "./join.js";
 
 const USAGE = `Usage: choreo join [--server https://HOST:PORT --token TOKEN --ca-hash sha256:HEX]
-                   [--node-name NAME] [--runtime auto|docker|process|hollow] [--pod-cidr CIDR]
+                   [--node-name NAME] [--node-ip IP] [--runtime auto|docker|process|hollow] [--pod-cidr CIDR]
                    [--data-dir DIR] [--state-dir DIR] [--images-dir DIR]
 Joins this machine to a cluster as a node: checks that the api's CA has the SubjectPublicKeyInfo
 hash --ca-hash (choreo up prints the whole command), exchanges the bootstrap token (choreo token
 create) for this node's own credential — its api token as system:node:NAME and its NATS user —
 written (0600) under --data-dir (default .choreo-node), then runs the node agent with it,
 restarted when it dies, until Ctrl-C or SIGTERM. NAME defaults to the host name; without
---pod-cidr the agent waits for the api to give the Node one. Run again with only --data-dir (a
+--pod-cidr the agent waits for the api to give the Node one. --node-ip (the Node's InternalIP, where
+the other nodes route this one's pods) defaults to this machine's address toward the cluster's
+NATS servers. Run again with only --data-dir (a
 restart, a reboot), it starts the agent with the credential it keeps there: no token needed.`;
 
 export async function joinCommand(argv: string[], out: (s: string) => void = console.log): Promise<number> {
@@ -23,6 +25,7 @@ export async function joinCommand(argv: string[], out: (s: string) => void = con
       token: { type: "string" },
       "ca-hash": { type: "string" },
       "node-name": { type: "string" },
+      "node-ip": { type: "string" },
       runtime: { type: "string" },
       "pod-cidr": { type: "string" },
       "data-dir": { type: "string" },
@@ -48,6 +51,7 @@ export async function joinCommand(argv: string[], out: (s: string) => void = con
       token: values.token ?? "",
       caHash: values["ca-hash"] ?? "",
       nodeName: values["node-name"] ?? d.nodeName,
+      nodeIp: values["node-ip"] ?? "",
       runtime: runtime as JoinOptions["runtime"],
       podCidr: values["pod-cidr"] ?? "",
       dataDir: values["data-dir"] ?? d.dataDir,

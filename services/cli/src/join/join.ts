@@ -8,7 +8,10 @@
 //   3. written (0600) under --data-dir: kubeconfig (system:node:<name>, its client certificate), token, nats.credentials,
 //      event-signing.pub (and nats-ca.crt)
 //   4. the node agent started with them, supervised as `choreo up` supervises (restarted when it dies)
+import { execFile } from "node:child_process";
+import { lookup } from "node:dns/promises";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { promisify } from "node:util";
 import os from "node:os";
 import path from "node:path";
 import { freePort, startProcess } from "@choreo/kit/process";
@@ -22,6 +25,8 @@ import { caCertHash, fetchServerRoot, isCaHash } from "./ca-hash.js";
 import { nodeKeyAndRequest, requestNodeCertificate } from "./csr.js";
 import { TOKEN_PATTERN } from "./tokens.js";
 
+const execFileAsync = promisify(execFile);
+
 export interface JoinOptions {
   server: string;
   token: string;
@@ -33,6 +38,8 @@ export interface JoinOptions {
   imagesDir: string;
   /** Empty: the agent waits for the api to allocate one (node IPAM). */
   podCidr: string;
+  /** The Node's InternalIP; empty: this machine's source address toward the NATS servers ({@link sourceAddressTo}). */
+  nodeIp?: string;
 }
 
 /** The credential the api hands a joining node. */
@@ -162,6 +169,9 @@ export async function join(o: JoinOptions, log: (line: string) => void = console
     o = { ...o, nodeName: saved.nodeName };
     log(`node ${saved.nodeName} rejoins ${saved.server} with the credential in ${files.kubeconfig}`);
   }
+  // Other nodes route this node's pods via its InternalIP (host-gw): the address this machine reaches the cluster from.
+  const nodeIp = o.nodeIp || (await sourceAddressTo(files.natsUrl));
+  if (nodeIp) log(`node ${o.nodeName}'s InternalIP: ${nodeIp}`);
   const logs = path.join(path.resolve(o.dataDir), "logs");
   mkdirSync(logs, { recursive: true });
   const shutdown = new Shutdown();
@@ -188,6 +198,7 @@ export async function join(o: JoinOptions, log: (line: string) => void = console
           "--images-dir",
           o.imagesDir,
           ...(o.podCidr ? ["--pod-cidr", o.podCidr] : []),
+          ...(nodeIp ? ["--node-ip", nodeIp] : []),
         ],
         cwd: ROOT,
         env: {
@@ -228,4 +239,23 @@ export function joinDefaults(): Pick<JoinOptions, "nodeName" | "runtime" | "data
     stateDir: "/var/lib/choreo/nodes",
     imagesDir: "/var/lib/choreo/images",
   };
+}
+
+/**
+ * This machine's source address toward the first server of a NATS URL list
+ * (`ip -j route get <server>`'s prefsrc): the address the other nodes reach it
+ * at on a shared network. Empty when it cannot be told (the agent then
+ * reports its bridge's address, which only nodes on this machine reach).
+ */
+export async function sourceAddressTo(natsUrl: string): Promise<string> {
+  try {
+    const host = new URL(natsUrl.split(",")[0]!.trim()).hostname.replace(/^\[|\]$/g, "");
+    const { address } = await lookup(host, { family: 4 });
+    if (address.startsWith("127.")) return "";
+    const out = await execFileAsync("ip", ["-j", "-4", "route", "get", address], { encoding: "utf8" });
+    const route = (JSON.parse(out.stdout) as { prefsrc?: string }[])[0];
+    return route?.prefsrc && !route.prefsrc.startsWith("127.") ? route.prefsrc : "";
+  } catch {
+    return "";
+  }
 }
