@@ -9,6 +9,7 @@ import { eventsCommand } from "./events.js";
 import { getCommand } from "./get.js";
 import { kubeconfigCommand } from "./kubeconfig.js";
 import { logsCommand } from "./logs.js";
+import { rolloutCommand } from "./rollout.js";
 import { tokenCommand } from "./token.js";
 import { versionCommand } from "./version.js";
 
@@ -18,6 +19,7 @@ export const COMMANDS: readonly Command[] = [
   logsCommand,
   eventsCommand,
   applyCommand,
+  rolloutCommand,
   deleteCommand,
   apiResourcesCommand,
   versionCommand,
