@@ -15,6 +15,7 @@ import { fromKubeJson } from "@choreo/kit/kube-json";
 import type { Browser, Page } from "puppeteer-core";
 import { CHROMIUM, launchChromium } from "./support/browser.js";
 import { startCluster, withLogsOnFailure, type TestCluster } from "./support/cluster.js";
+import { http } from "./support/http.js";
 
 /** A page-side expression (this file is typed for Node, not the DOM): the text of `selector` as a person sees it includes `text`. */
 function textIncludes(selector: string, text: string): string {
@@ -129,13 +130,95 @@ describe(
       });
     });
 
+    it("authorizes the page's calls as the signed-in user: pods of default only", async () => {
+      await withLogsOnFailure(c, async () => {
+        const admin = (method: string, path: string, body: unknown) => http(c.httpUrl, c.token, method, path, body);
+        assert.equal(
+          (await admin("POST", "/api/v1/namespaces/default/serviceaccounts", { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: "viewer" } }))
+            .status,
+          201,
+        );
+        // A Role of its own (the aggregated ClusterRole view is filled by the replication actor's aggregation, not run here).
+        const role = await admin("POST", "/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles", {
+          apiVersion: "rbac.authorization.k8s.io/v1",
+          kind: "Role",
+          metadata: { name: "pod-viewer", namespace: "default" },
+          rules: [{ apiGroups: [""], resources: ["pods", "pods/log", "events"], verbs: ["get", "list", "watch"] }],
+        });
+        assert.equal(role.status, 201, role.text);
+        const rb = await admin("POST", "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings", {
+          apiVersion: "rbac.authorization.k8s.io/v1",
+          kind: "RoleBinding",
+          metadata: { name: "viewer-pods", namespace: "default" },
+          roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "pod-viewer" },
+          subjects: [{ kind: "ServiceAccount", name: "viewer", namespace: "default" }],
+        });
+        assert.equal(rb.status, 201, rb.text);
+        const tr = await admin("POST", "/api/v1/namespaces/default/serviceaccounts/viewer/token", {
+          apiVersion: "authentication.k8s.io/v1",
+          kind: "TokenRequest",
+          spec: {},
+        });
+        assert.equal(tr.status, 201, tr.text);
+        const viewer = (tr.json["status"] as { token: string }).token;
+        // The authorizer learns the binding from its watch.
+        const bound = Date.now();
+        await waitFor(async () => (await http(c.httpUrl, viewer, "GET", "/api/v1/namespaces/default/pods")).status === 200, {
+          timeoutMs: 30_000,
+          message: "the viewer may list pods in default",
+        });
+        console.log(`the viewer's binding effective ${Date.now() - bound} ms after its create`);
+        await page.click("::-p-aria(Nodes and pods)");
+        await page.click("::-p-aria(Sign out)");
+        await page.waitForSelector("::-p-aria(Bearer token)");
+        await page.type("::-p-aria(Bearer token)", viewer);
+        await page.click("::-p-aria(Sign in)");
+        // Nodes and pods of every namespace are not the viewer's to list: the grid says so.
+        await page.waitForFunction(textIncludes("[role=alert]", "forbidden"), { timeout: 10_000 });
+        await shot("9-viewer-grid-forbidden");
+        // A pod of default is.
+        await page.goto(`${c.httpUrl}/ui/#/pod/default/web-1`);
+        await page.waitForFunction(textIncludes('dd[data-field="Phase"]', "Succeeded"), { timeout: 10_000 });
+        await page.waitForFunction(textIncludes("[role=log]", "hollow container app started (run 0)"), { timeout: 10_000 });
+        await shot("10-viewer-pod");
+      });
+    });
+
+    it("goes on after the api is killed -9 and started again: the page relists and shows new pods", async () => {
+      await withLogsOnFailure(c, async () => {
+        await page.goto(`${c.httpUrl}/ui/#/`);
+        await page.click("::-p-aria(Sign out)");
+        await page.type("::-p-aria(Bearer token)", c.token);
+        await page.click("::-p-aria(Sign in)");
+        await page.waitForSelector('a[aria-label="Pod default/web-1: Succeeded"]');
+        await c.killApi(0);
+        await page.waitForSelector("[role=alert]", { timeout: 15_000 });
+        assert.match((await page.evaluate(`document.querySelector("[role=alert]").innerText`)) as string, /Could not load: .* — retrying/);
+        await shot("7-api-down");
+        await c.startApi(0);
+        const restarted = Date.now();
+        await c.client.create(
+          fromKubeJson({
+            apiVersion: "v1",
+            kind: "Pod",
+            metadata: { name: "web-2", namespace: "default" },
+            spec: { restartPolicy: "Never", containers: [{ name: "app", image: "busybox" }] },
+          }),
+        );
+        await page.waitForSelector('a[aria-label="Pod default/web-2: Running"]', { timeout: 30_000 });
+        console.log(`after the api's restart, the new pod Running in the grid ${Date.now() - restarted} ms later`);
+        await page.waitForFunction(`!document.querySelector("[role=alert]")`, { timeout: 15_000 });
+        await shot("8-api-back");
+      });
+    });
+
     it("lists workloads with their rollout", async () => {
       await withLogsOnFailure(c, async () => {
         await page.click("::-p-aria(Workloads)");
         await page.waitForSelector("::-p-aria(Workloads)[aria-current=page]");
         await page.waitForFunction(textIncludes("body", "Service endpoints"), { timeout: 10_000 });
         await page.waitForFunction(textIncludes("body", "No Deployments or ReplicationControllers."), { timeout: 10_000 });
-        await shot("7-workloads");
+        await shot("11-workloads");
       });
     });
   },

@@ -51,7 +51,7 @@ export function NodesGrid() {
       </p>
       {nodes.error || pods.error ? (
         <p role="alert" class="error">
-          Connection problem: {nodes.error ?? pods.error} — retrying
+          Could not load: {nodes.error ?? pods.error} — retrying
         </p>
       ) : null}
       <div class="toolbar">
