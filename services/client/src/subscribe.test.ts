@@ -11,7 +11,7 @@ import { isExpired } from "@choreo/kit";
 import type { Pod } from "@choreo/kit/gen/choreo/core/v1/core";
 import { connectBus, ensureEventStream, EVENT_STREAM } from "@choreo/kit/bus";
 import { subscriberNatsPermissions } from "@choreo/kit/secrets";
-import { startNats, type ServerHandle } from "@choreo/kit/testing";
+import { startNats, waitFor, type ServerHandle } from "@choreo/kit/testing";
 import { subscribe, type ChangeEvent } from "./subscribe.js";
 import { publishPodChanges, type PodChange } from "./testing.js";
 
@@ -85,8 +85,45 @@ describe("subscribe()", () => {
     await assert.rejects(subscribe(sub, { resource: "services", node: "n2" }).next(), /node selects pods only/);
   });
 
+  it("durable: lives through kill -9 of nats-server — every change after the restart once, in order, none lost", async () => {
+    const jsm = await jetstreamManager(api);
+    const from = (await jsm.streams.info(EVENT_STREAM)).state.last_seq;
+    await publishPodChanges(api, from + 1, pods(5, { namespace: "k9" }));
+    const got: number[] = [];
+    const it = subscribe(sub, { resource: "pods", namespace: "k9", durable: "k9", fromRevision: from })[Symbol.asyncIterator]();
+    const t0 = Date.now();
+    for (let i = 0; i < 5; i++) got.push((await it.next()).value!.revision);
+    await nats.kill();
+    await nats.restart();
+    await waitFor(
+      async () => {
+        try {
+          return (await jsm.streams.info(EVENT_STREAM)).state.last_seq === from + 5;
+        } catch {
+          return false;
+        }
+      },
+      { timeoutMs: 30_000, message: "JetStream back" },
+    );
+    // The api's publisher reconnects; the subscriber's consumer is made again after the last event it handed over.
+    const next = from + 6;
+    await publishPodChanges(
+      api,
+      next,
+      pods(5, { namespace: "k9", name: "later" }).map((p, i) => ({ ...p, name: `later-${i}` })),
+    );
+    for (let i = 0; i < 5; i++) got.push((await it.next()).value!.revision);
+    await it.return(undefined);
+    assert.deepEqual(
+      got,
+      Array.from({ length: 10 }, (_, i) => from + 1 + i),
+    );
+    console.log(JSON.stringify({ afterRestartMs: Date.now() - t0 }));
+    await jsm.consumers.delete(EVENT_STREAM, "k9").catch(() => undefined);
+  });
+
   it("410 Expired: a position older than the log keeps, and a durable left behind by the retention", async () => {
-    const base = 16;
+    const base = (await (await jetstreamManager(api)).streams.info(EVENT_STREAM)).state.last_seq;
     const durableAt = base;
     // A durable made now, then 60 changes (retention 50) drop what it had not read yet.
     const early = subscribe(sub, { resource: "pods", durable: "late", fromRevision: durableAt });
