@@ -5,7 +5,8 @@
 #   local/nats:2.9         Debian's nats-server
 #   local/redis:7          Debian's redis-server
 #   local/haproxy:2.6      Debian's haproxy (docker-compose.ha.yml)
-# Usage: infra/images/build.sh [choreo|nats|redis|haproxy ...]       (default: all)
+#   local/prometheus:2.42  Debian's prometheus (the monitoring profile; built only when named)
+# Usage: infra/images/build.sh [choreo|nats|redis|haproxy|prometheus ...]   (default: all but prometheus)
 #   CHOREO_BASE_IMAGE=node:20-bookworm-slim infra/images/build.sh   where a registry is reachable
 # Idempotent: docker's layer cache makes a rebuild of unchanged sources take
 # seconds; quiet unless an image changed.
@@ -73,6 +74,7 @@ for img in "${images[@]}"; do
     nats) build nats local/nats:2.9 "$here/nats" ;;
     redis) build redis local/redis:7 "$here/redis" ;;
     haproxy) build haproxy local/haproxy:2.6 "$here/haproxy" ;;
-    *) echo "choreo: unknown image $img (choreo, nats, redis, haproxy)" >&2; exit 2 ;;
+    prometheus) build prometheus local/prometheus:2.42 "$here/prometheus" ;;
+    *) echo "choreo: unknown image $img (choreo, nats, redis, haproxy, prometheus)" >&2; exit 2 ;;
   esac
 done
