@@ -164,4 +164,53 @@ describe("event-stream subscribers: examples and choreo events", () => {
     // Read-only credentials: the CLI needs no api token.
     assert.ok(!("token" in env));
   });
+  it("choreo events -w follows new changes until Ctrl-C; client.watch() lists, then follows", async () => {
+    const ac = new AbortController();
+    let out = "";
+    const run = runCli(
+      ["events", "-w", "--since", String(Number((await client.list("namespaces")).resourceVersion)), "--resource", "configmaps", "-n", "default"],
+      {
+        stdout: { write: (s: string) => (out += s) },
+        stderr: { write: (s: string) => (out += s) },
+        env,
+        signal: ac.signal,
+      },
+    );
+    await configMap("default", "w-1");
+    await waitFor(() => /ADDED\s+ConfigMap\s+default\/w-1/.test(out), { timeoutMs: 15_000, message: `the -w line (${out})` });
+    ac.abort();
+    assert.equal(await run, 0, out);
+
+    const wac = new AbortController();
+    const seen: string[] = [];
+    const watching = (async () => {
+      for await (const ev of client.watch("configmaps", { namespace: "default", labelSelector: "watch=me", signal: wac.signal })) {
+        seen.push(`${ev.type} ${ev.object.metadata?.name}`);
+        if (seen.length === 2) wac.abort();
+      }
+    })();
+    await client.create("configMap", {
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      metadata: emptyMeta({ name: "w-2", namespace: "default", labels: { watch: "me" } }),
+      data: {},
+      binaryData: {},
+      immutable: undefined,
+    });
+    await configMap("default", "w-3"); // no label: not seen
+    await client.create("configMap", {
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      metadata: emptyMeta({ name: "w-4", namespace: "default", labels: { watch: "me" } }),
+      data: {},
+      binaryData: {},
+      immutable: undefined,
+    });
+    await watching;
+    assert.equal(seen.length, 2);
+    assert.ok(
+      seen.every((l) => /^ADDED w-[24]$/.test(l)),
+      seen.join("; "),
+    );
+  });
 });
