@@ -122,6 +122,29 @@ describe("prometheus scrapes every process", { skip: existsSync(PROMETHEUS) ? fa
     console.log(`# API p99 ${p99} s, pod startup p99 ${startup} s (recording rules)`);
   });
 
+  it("the api's watchers gauge follows an open watch; store latency and relay lag are exported", async () => {
+    const scrape = async () => {
+      const r = await fetch(`${c.httpUrl}/metrics`, { headers: { authorization: `Bearer ${c.token}` } });
+      assert.equal(r.status, 200);
+      return r.text();
+    };
+    const watchers = async () => Number(/choreo_api_registered_watchers\{[^}]*resource="configmaps"[^}]*\} (\d+)/.exec(await scrape())?.[1] ?? 0);
+    const before = await watchers();
+    const ac = new AbortController();
+    const res = await fetch(`${c.httpUrl}/api/v1/namespaces/default/configmaps?watch=1`, {
+      headers: { authorization: `Bearer ${c.token}` },
+      signal: ac.signal,
+    });
+    assert.equal(res.status, 200);
+    await waitFor(async () => (await watchers()) === before + 1, { timeoutMs: 5_000, message: "watchers +1" });
+    ac.abort();
+    await res.body?.cancel().catch(() => undefined);
+    await waitFor(async () => (await watchers()) === before, { timeoutMs: 5_000, message: "watchers back" });
+    const text = await scrape();
+    assert.match(text, /choreo_api_store_request_duration_seconds_count\{[^}]*operation="create",resource="pods"[^}]*\} [1-9]/);
+    assert.match(text, /choreo_relay_lag_seconds\{service="api"\} \d/);
+  });
+
   it("each actor's /readyz?verbose names its checks and passes", async () => {
     for (const a of ACTORS) {
       const r = await fetch(`http://127.0.0.1:${ports[a]}/readyz?verbose`);
