@@ -56,7 +56,11 @@ try {
   const token = c.token;
   // Signed in already (what the sign-in form keeps); page-side code is given as strings: this file is typed for Node.
   await page.evaluateOnNewDocument(`sessionStorage.setItem("choreo.token", ${JSON.stringify(token)})`);
-  const rows: { fcp: number; grid: number; domNodes: number; heapMb: number; lists: number }[] = [];
+  // When the first node's row is drawn (a page of the lists is enough).
+  await page.evaluateOnNewDocument(`new MutationObserver((_, o) => {
+    if (document.querySelector('section[aria-label^="Node "]')) { window.firstRow = performance.now(); o.disconnect(); }
+  }).observe(document, { childList: true, subtree: true })`);
+  const rows: { fcp: number; grid: number; domNodes: number; heapMb: number; lists: number; firstRow: number }[] = [];
   for (let r = 0; r < ROUNDS; r++) {
     await page.goto(`${c.httpUrl}/ui/`, { waitUntil: "domcontentloaded" });
     await page.waitForFunction(`document.querySelector("[data-testid=summary]")?.textContent?.startsWith("${NODES} nodes")`, {
@@ -66,15 +70,16 @@ try {
     await page.waitForSelector(`section[aria-label="Node ${nodeName(0)}"]`);
     const m = (await page.evaluate(`({
       grid: performance.now(),
+      firstRow: window.firstRow ?? -1,
       fcp: performance.getEntriesByName("first-contentful-paint")[0]?.startTime ?? -1,
       domNodes: document.getElementsByTagName("*").length,
       heapMb: (performance.memory?.usedJSHeapSize ?? 0) / 2 ** 20,
-      // The two lists (nodes, pods) as fetched: when the last one's body had arrived.
-      lists: Math.max(0, ...performance.getEntriesByType("resource").filter((e) => e.name.endsWith("/api/v1/nodes") || e.name.endsWith("/api/v1/pods")).map((e) => e.responseEnd)),
-    })`)) as { grid: number; fcp: number; domNodes: number; heapMb: number; lists: number };
+      // The two lists (nodes, pods; pages of 500) as fetched: when the last page's body had arrived.
+      lists: Math.max(0, ...performance.getEntriesByType("resource").filter((e) => e.name.includes("/api/v1/nodes?limit=") || e.name.includes("/api/v1/pods?limit=")).map((e) => e.responseEnd)),
+    })`)) as { grid: number; fcp: number; domNodes: number; heapMb: number; lists: number; firstRow: number };
     rows.push(m);
     console.log(
-      `round ${r + 1}: first contentful paint ${m.fcp.toFixed(0)} ms, lists of nodes and pods received ${m.lists.toFixed(0)} ms, ${NODES} nodes shown ${m.grid.toFixed(0)} ms, ${m.domNodes} DOM elements, JS heap ${m.heapMb.toFixed(1)} MiB`,
+      `round ${r + 1}: first contentful paint ${m.fcp.toFixed(0)} ms, first row drawn ${m.firstRow.toFixed(0)} ms, lists of nodes and pods received ${m.lists.toFixed(0)} ms, ${NODES} nodes shown ${m.grid.toFixed(0)} ms, ${m.domNodes} DOM elements, JS heap ${m.heapMb.toFixed(1)} MiB`,
     );
   }
   // Scroll to the end: the last node's row drawn.
@@ -101,9 +106,9 @@ try {
   const domNodes = rows[rows.length - 1]!.domNodes;
   console.log(
     [
-      `| nodes | pods | first contentful paint | lists received | all nodes shown | DOM elements | JS heap | scroll to the last node | live update (create → cell drawn) |`,
-      `| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |`,
-      `| ${NODES} | ${PODS} | ${median(rows.map((x) => x.fcp)).toFixed(0)} ms | ${median(rows.map((x) => x.lists)).toFixed(0)} ms | ${median(rows.map((x) => x.grid)).toFixed(0)} ms | ${domNodes} | ${median(rows.map((x) => x.heapMb)).toFixed(1)} MiB | ${scrollMs} ms | ${median(updates)} ms |`,
+      `| nodes | pods | first contentful paint | first row drawn | lists received | all nodes shown | DOM elements | JS heap | scroll to the last node | live update (create → cell drawn) |`,
+      `| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |`,
+      `| ${NODES} | ${PODS} | ${median(rows.map((x) => x.fcp)).toFixed(0)} ms | ${median(rows.map((x) => x.firstRow)).toFixed(0)} ms | ${median(rows.map((x) => x.lists)).toFixed(0)} ms | ${median(rows.map((x) => x.grid)).toFixed(0)} ms | ${domNodes} | ${median(rows.map((x) => x.heapMb)).toFixed(1)} MiB | ${scrollMs} ms | ${median(updates)} ms |`,
     ].join("\n"),
   );
 } finally {

@@ -4,6 +4,8 @@
 import { keyOf, type KObject } from "./types.js";
 
 const TOKEN_KEY = "choreo.token";
+/** Objects per list page. */
+const PAGE = 500;
 
 export function token(): string | null {
   return sessionStorage.getItem(TOKEN_KEY);
@@ -77,8 +79,8 @@ export async function* lines(res: Response, signal: AbortSignal): AsyncGenerator
 
 /** What a live collection tells its owner. */
 export interface CollectionSink<T> {
-  /** The whole collection after a (re)list. */
-  reset(items: T[]): void;
+  /** `items`: the first page of a (re)list, replacing all; `complete`: the list is whole (undefined items: just that). */
+  reset(items: T[] | undefined, complete: boolean): void;
   put(item: T): void;
   remove(key: string): void;
   /** An error to show (undefined: all is well again). */
@@ -100,10 +102,19 @@ export async function listWatch<T extends KObject>(path: string, sink: Collectio
   let backoff = 500;
   while (!signal.aborted) {
     try {
-      const list = await getJson<{ items: T[]; metadata: { resourceVersion: string } }>(path, signal);
-      sink.reset(list.items);
+      // In pages: the first one drawn at once, the rest added as they come; the watch starts from the first page's revision
+      // (a later page is of the same snapshot, or newer: the watch's events replayed over it are idempotent puts and removes).
+      type Page = { items: T[]; metadata: { resourceVersion: string; continue?: string } };
+      const first = await getJson<Page>(`${path}${sep}limit=${PAGE}`, signal);
+      sink.reset(first.items, !first.metadata.continue);
+      for (let cont = first.metadata.continue; cont;) {
+        const page = await getJson<Page>(`${path}${sep}limit=${PAGE}&continue=${encodeURIComponent(cont)}`, signal);
+        for (const i of page.items) sink.put(i);
+        cont = page.metadata.continue;
+        if (!cont) sink.reset(undefined, true);
+      }
       sink.error(undefined);
-      let rv = list.metadata.resourceVersion;
+      let rv = first.metadata.resourceVersion;
       for (;;) {
         const res = await apiFetch(`${path}${sep}watch=1&allowWatchBookmarks=true&resourceVersion=${encodeURIComponent(rv)}`, { signal });
         let gone = false;

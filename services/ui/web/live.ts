@@ -34,10 +34,12 @@ export class Collection<T extends KObject> {
     void listWatch<T>(
       path,
       {
-        reset: (items) => {
-          this.items.clear();
-          for (const i of items) this.items.set(keyOf(i), i);
-          this.synced = true;
+        reset: (items, complete) => {
+          if (items) {
+            this.items.clear();
+            for (const i of items) this.items.set(keyOf(i), i);
+          }
+          this.synced ||= complete;
           this.changed();
         },
         put: (i) => {
