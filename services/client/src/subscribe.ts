@@ -179,6 +179,8 @@ export async function* subscribe(nc: NatsConnection, opts: SubscribeOptions = {}
   let seen = position;
   /** The consumer's pending count at the last message: >0 means the subscriber was behind. */
   let behind = false;
+  /** The consumer's delivery sequence of the last message received (0: not known yet). */
+  let lastDelivery = 0;
   const exactGaps = filter === `${EVENT_PREFIX}.>`;
   let consumer: Consumer = await js.consumers.get(EVENT_STREAM, name);
   try {
@@ -200,6 +202,14 @@ export async function* subscribe(nc: NatsConnection, opts: SubscribeOptions = {}
       try {
         if (signal.aborted) return;
         for await (const m of messages) {
+          // The consumer numbers its deliveries 1, 2, 3…: a jump means deliveries this client never received
+          // (a pull's answer lost with a connection). Later ones must not pass them: start again after `seen`.
+          const delivery = m.info.deliverySequence;
+          if (lastDelivery > 0 && delivery !== lastDelivery + 1) {
+            restart = true;
+            break;
+          }
+          lastDelivery = delivery;
           if (m.seq <= seen) {
             if (opts.durable) m.ack(); // a redelivery of what the caller already had
             continue;
@@ -218,8 +228,9 @@ export async function* subscribe(nc: NatsConnection, opts: SubscribeOptions = {}
         await messages.close();
       }
       if (!restart || signal.aborted) return;
-      // The consumer's server went away (or the consumer did): make it again after what was handed over.
+      // The consumer's server went away (or the consumer did, or deliveries were lost): make it again after what was handed over.
       await reopen();
+      lastDelivery = 0;
     }
   } finally {
     if (!opts.durable) void jsm.consumers.delete(EVENT_STREAM, name).catch(() => undefined);
