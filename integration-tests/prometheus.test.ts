@@ -14,6 +14,7 @@ import type { Pod } from "@choreo/kit/gen/choreo/core/v1/core";
 import { fromKubeJson } from "@choreo/kit/kube-json";
 import { freePort, startProcess, waitFor, type ManagedProcess } from "@choreo/kit/testing";
 import { startCluster, type TestCluster } from "./support/cluster.js";
+import { run, writeKubeconfig } from "./support/kubectl.js";
 
 const PROMETHEUS = "/usr/bin/prometheus";
 const RULES = path.resolve(import.meta.dirname, "../infra/prometheus/rules.yml");
@@ -143,6 +144,15 @@ describe("prometheus scrapes every process", { skip: existsSync(PROMETHEUS) ? fa
     const text = await scrape();
     assert.match(text, /choreo_api_store_request_duration_seconds_count\{[^}]*operation="create",resource="pods"[^}]*\} [1-9]/);
     assert.match(text, /choreo_relay_lag_seconds\{service="api"\} \d/);
+  });
+
+  it("kubectl get --raw /metrics and /livez?verbose answer (issue 17: /metrics was a 404)", async () => {
+    const kc = writeKubeconfig(c);
+    const metrics = await run("/usr/bin/kubectl", ["get", "--raw", "/metrics"], kc);
+    assert.equal(metrics.code, 0, metrics.stderr);
+    assert.match(metrics.stdout, /choreo_api_http_request_duration_seconds_bucket\{/);
+    const livez = await run("/usr/bin/kubectl", ["get", "--raw", "/livez?verbose"], kc);
+    assert.equal(livez.stdout, "[+]ping ok\n[+]event-loop ok\nlivez check passed\n");
   });
 
   it("each actor's /readyz?verbose names its checks and passes", async () => {
