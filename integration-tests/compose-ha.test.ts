@@ -10,48 +10,19 @@
 // NATS member killed → writes go on; `down -v` leaves nothing of the project.
 // Skipped (with the reason) only when no Docker engine or docker-compose answers.
 import assert from "node:assert/strict";
-import { execFile, spawn } from "node:child_process";
+import { execFile } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { promisify } from "node:util";
 import { freePort, waitFor } from "@choreo/kit/testing";
-import { ROOT } from "./support/cluster.js";
+import { composeSkipReason, script } from "./support/compose.js";
 import { run } from "./support/kubectl.js";
 
 const exec = promisify(execFile);
 
-async function ok(cmd: string, args: string[]): Promise<boolean> {
-  try {
-    await exec(cmd, args, { timeout: 20_000 });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** Runs a command to completion, its output kept for the failure message. */
-function script(cmd: string, args: string[], env: Record<string, string> = {}, timeoutMs = 20 * 60_000): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(cmd, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
-    let out = "";
-    child.stdout.on("data", (b: Buffer) => (out += b.toString()));
-    child.stderr.on("data", (b: Buffer) => (out += b.toString()));
-    const timer = setTimeout(() => child.kill("SIGTERM"), timeoutMs);
-    child.on("exit", (code, signal) => {
-      clearTimeout(timer);
-      if (code === 0) resolve(out);
-      else reject(new Error(`${cmd} ${args.join(" ")} failed (${signal ?? code}):\n${out.slice(-4000)}`));
-    });
-  });
-}
-
-const skip = !(await ok("docker", ["info"]))
-  ? "no Docker engine answers (scripts/ensure-docker.sh starts one)"
-  : !(await ok("docker-compose", ["version"]))
-    ? "docker-compose is not installed (scripts/ensure-deps.sh installs it)"
-    : false;
+const skip = await composeSkipReason();
 
 /** The monitoring port's stream details (inside the nats container: no curl there, bash's /dev/tcp). */
 const jszAsk = "exec 3<>/dev/tcp/127.0.0.1/8222 && printf 'GET /jsz?accounts=true&streams=true&config=true HTTP/1.0\\r\\n\\r\\n' >&3 && cat <&3";

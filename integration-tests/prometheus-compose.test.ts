@@ -7,39 +7,15 @@
 // project. Skipped without a Docker engine or docker-compose. Runs node
 // agents on the host network as compose.test.ts does: not at the same time.
 import assert from "node:assert/strict";
-import { execFile, spawn } from "node:child_process";
+import { execFile } from "node:child_process";
 import { after, before, describe, it } from "node:test";
 import { promisify } from "node:util";
 import { freePort, waitFor } from "@choreo/kit/testing";
-import { ROOT } from "./support/cluster.js";
+import { composeSkipReason, script } from "./support/compose.js";
 
 const exec = promisify(execFile);
-const ok = (cmd: string, args: string[]): Promise<boolean> =>
-  exec(cmd, args, { timeout: 20_000 }).then(
-    () => true,
-    () => false,
-  );
 
-function script(cmd: string, args: string[], env: Record<string, string>, timeoutMs = 15 * 60_000): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(cmd, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
-    let out = "";
-    child.stdout.on("data", (b: Buffer) => (out += b.toString()));
-    child.stderr.on("data", (b: Buffer) => (out += b.toString()));
-    const timer = setTimeout(() => child.kill("SIGTERM"), timeoutMs);
-    child.on("exit", (code, signal) => {
-      clearTimeout(timer);
-      if (code === 0) resolve(out);
-      else reject(new Error(`${cmd} ${args.join(" ")} failed (${signal ?? code}):\n${out.slice(-4000)}`));
-    });
-  });
-}
-
-const skip = !(await ok("docker", ["info"]))
-  ? "no Docker engine answers (scripts/ensure-docker.sh starts one)"
-  : !(await ok("docker-compose", ["version"]))
-    ? "docker-compose is not installed (scripts/ensure-deps.sh installs it)"
-    : false;
+const skip = await composeSkipReason();
 
 interface Targets {
   data: { activeTargets: { labels: Record<string, string>; health: string; lastError: string }[] };
@@ -60,8 +36,8 @@ describe("the monitoring compose profile", { skip, timeout: 25 * 60_000 }, () =>
         CHOREO_COMPOSE_PROMETHEUS_PORT: String(await freePort()),
       };
       prom = `http://127.0.0.1:${env["CHOREO_COMPOSE_PROMETHEUS_PORT"]}`;
-      await script("bash", ["infra/images/build.sh", "prometheus"], env);
-      await script("bash", ["scripts/compose-up.sh"], env);
+      await script("bash", ["infra/images/build.sh", "prometheus"], env, 15 * 60_000);
+      await script("bash", ["scripts/compose-up.sh"], env, 15 * 60_000);
     },
     { timeout: 20 * 60_000 },
   );
