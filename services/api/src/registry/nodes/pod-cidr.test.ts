@@ -47,6 +47,14 @@ describe("node IPAM", () => {
     assert.equal(cidrs.size, 6, "no block twice");
   });
 
+  it("gives a block to a node created with no spec at all (a manifest with only a name)", async () => {
+    const r = registry();
+    const bare = unwrap(fromKubeJson({ apiVersion: "v1", kind: "Node", metadata: { name: "bare" } })) as Node;
+    const n = await create(r, bare);
+    assert.match(n.spec!.podCidr, /^10\.244\.\d+\.0\/24$/);
+    assert.deepEqual(n.spec!.podCidrs, [n.spec!.podCidr]);
+  });
+
   it("keeps a free block a node names, refuses one another node holds (422, nothing written), ignores one outside the range", async () => {
     const r = registry();
     assert.equal((await create(r, node("a", "10.244.7.0/24"))).spec!.podCidr, "10.244.7.0/24");

@@ -1,4 +1,4 @@
-import type { Node } from "@choreo/kit/gen/choreo/core/v1/core";
+import { NodeSpec, type Node } from "@choreo/kit/gen/choreo/core/v1/core";
 import { invalid } from "@choreo/kit";
 import type { Strategy } from "../generic/strategy.js";
 import { Errors } from "../shared/validation.js";
@@ -22,8 +22,9 @@ export function nodeStrategy(cidrs: PodCidrAllocator): Strategy<Node> {
   return {
     async prepareCreate(node, store) {
       const name = node.metadata?.name ?? "";
-      const spec = node.spec;
-      if (!spec || !name) return;
+      if (!name) return;
+      // A Node created with no spec at all (a manifest with only a name) gets one, and with it a block.
+      const spec = (node.spec ??= NodeSpec.fromPartial({}));
       // A create of a node that exists fails as AlreadyExists: its block is the stored node's, not ours to take or give back.
       if (store && (await store.storage.get("nodes", "", name))) return;
       if (!spec.podCidr) {
