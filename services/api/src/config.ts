@@ -15,6 +15,8 @@ export interface ApiConfig {
   /** gRPC in plaintext (`CHOREO_API_GRPC_INSECURE=1`: behind a proxy that terminates TLS); default TLS as on HTTPS. */
   grpcInsecure: boolean;
   metricsPort: number;
+  /** Where the plain metrics server listens (CHOREO_API_METRICS_HOST, default the api's host): 127.0.0.1 leaves /metrics to the authenticated gateway. */
+  metricsHost: string;
   dataDir: string;
   /** File with one bearer token per line (created with a random token if missing). */
   tokenFile: string;
@@ -120,6 +122,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ApiConfig {
     grpcPort: int(env, "CHOREO_API_GRPC_PORT", 9090),
     grpcInsecure: env["CHOREO_API_GRPC_INSECURE"] === "1",
     metricsPort: int(env, "CHOREO_API_METRICS_PORT", 9100),
+    metricsHost: env["CHOREO_API_METRICS_HOST"] || (env["CHOREO_API_HOST"] ?? "127.0.0.1"),
     dataDir,
     tokenFile: env["CHOREO_TOKEN_FILE"] ?? path.join(dataDir, "tokens"),
     serviceCidr: env["CHOREO_SERVICE_CIDR"] ?? "10.96.0.0/16",

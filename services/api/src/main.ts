@@ -397,7 +397,7 @@ try {
             }),
           ]
         : []),
-      metricsServer({ registry: metrics, port: config.metricsPort, host: config.host }),
+      metricsServer({ registry: metrics, port: config.metricsPort, host: config.metricsHost }),
     ],
     ac.signal,
   );

@@ -13,6 +13,8 @@
 //   <identities dir>/<actor>/nats    0600  its own NATS user (CHOREO_NATS_CREDENTIALS), with its permissions in nats.conf
 //   <identities dir>/api/nats        0600  the api's (user choreo, a copy of <nats dir>/credentials)
 //   <identities dir>/*/nats-ca.crt   0644  with --nats-tls: the CA every NATS client verifies the server with (CHOREO_NATS_CA)
+//   <identities dir>/prometheus/token 0600  the monitoring profile's Prometheus: user system:choreo-prometheus in group
+//                                    system:monitoring alone (RBAC: get /metrics, /livez, /readyz — nothing else), no NATS user
 //   <nats dir>/tls/server.{crt,key}, ca.crt  with --nats-tls: the server's certificate (SANs nats, localhost, 127.0.0.1),
 //                                    key 0600; nats.conf gets a `tls` block naming them under <dir as nats-server sees it>
 // With --nats-cluster=<name>,<name>,… (docker-compose.ha.yml): nats.conf gets a
@@ -45,6 +47,9 @@ function credentials(dir: string, user: string, file = path.join(dir, "credentia
   writeCredentials(file, c);
   return c;
 }
+
+/** The monitoring profile's Prometheus: only the system:monitoring ClusterRole (bound to the group of that name). */
+const PROMETHEUS_IDENTITY: Identity = { user: "system:choreo-prometheus", groups: ["system:monitoring"] };
 
 const args = process.argv.slice(2);
 const tlsFlag = args.find((a) => a.startsWith("--nats-tls="));
@@ -96,8 +101,10 @@ if (apiTokenFile && identitiesDir) {
     natsUsers.push({ ...c, permissions: identityNatsPermissions(id) });
   }
   writeCredentials(path.join(identityDir("api"), "nats"), nats);
+  // Prometheus scrapes the api's /metrics on the gateway with a token of its own, as a ServiceAccount would (no bus access).
+  provisionIdentity(apiTokenFile, path.join(identityDir("prometheus"), "token"), PROMETHEUS_IDENTITY);
   console.log(
-    `choreo: the api's token file ${apiTokenFile}; each actor's token and NATS credentials in its own directory of ${identitiesDir} (0600): api, ${actors.map(([n]) => n).join(", ")}`,
+    `choreo: the api's token file ${apiTokenFile}; each actor's token and NATS credentials in its own directory of ${identitiesDir} (0600): api, ${actors.map(([n]) => n).join(", ")}, prometheus`,
   );
 }
 // Objects may be 1.5 MiB (the default 1 MiB payload is too small); the monitoring port serves the healthcheck only, on loopback.
