@@ -1,9 +1,11 @@
 // The page: a sign-in form until a token is kept (sessionStorage), then a
 // view chosen by the location's hash: #/ nodes × pods, #/pod/NS/NAME a
-// pod's detail, #/workloads Deployments, RCs and Service endpoints.
+// pod's detail, #/workloads Deployments, RCs and Service endpoints,
+// #/events?since=REV&kinds=… the event stream.
 import { render } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import { getJson, setToken, token, unauthorized } from "./api.js";
+import { EventsPage } from "./events.js";
 import { NodesGrid } from "./grid.js";
 import { PodDetail } from "./pod.js";
 import { Workloads } from "./workloads.js";
@@ -79,12 +81,17 @@ function App() {
     return () => unauthorized.removeEventListener("unauthorized", on);
   }, []);
   if (!signedIn) return <SignIn notice={notice} onSignedIn={() => (setNotice(undefined), setSignedIn(true))} />;
-  const parts = hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
+  const bare = hash.replace(/^#\/?/, "");
+  const q = bare.indexOf("?");
+  const query = new URLSearchParams(q >= 0 ? bare.slice(q + 1) : "");
+  const parts = (q >= 0 ? bare.slice(0, q) : bare).split("/").map(decodeURIComponent);
   let view;
   if (parts[0] === "pod" && parts[1] && parts[2]) view = <PodDetail key={`${parts[1]}/${parts[2]}`} namespace={parts[1]} name={parts[2]} />;
   else if (parts[0] === "workloads") view = <Workloads />;
+  // A new since (a link followed): a new stream.
+  else if (parts[0] === "events") view = <EventsPage key={`events/${query.get("since") ?? ""}`} query={query} />;
   else view = <NodesGrid />;
-  const current = parts[0] === "workloads" ? "workloads" : parts[0] === "pod" ? "pod" : "nodes";
+  const current = ["workloads", "pod", "events"].includes(parts[0]!) ? parts[0] : "nodes";
   return (
     <>
       <header>
@@ -95,6 +102,9 @@ function App() {
           </a>
           <a href="#/workloads" aria-current={current === "workloads" ? "page" : undefined}>
             Workloads
+          </a>
+          <a href="#/events" aria-current={current === "events" ? "page" : undefined}>
+            Event stream
           </a>
           <button
             type="button"

@@ -1,0 +1,270 @@
+// test-tier: servers
+// The web view's event stream (#/events) in a real browser: Debian's
+// chromium, headless, driven by puppeteer-core, against a real api. Objects
+// created, scaled, changed and deleted through the api appear as rows in
+// revision order with their verbs and what changed — compared with the
+// revisions the writes returned; a kind filter; pause and resume; kill -9 of
+// the api: the page resumes from its last revision, no duplicate, no gap;
+// ?since= replays from a revision; a user who may watch ConfigMaps but not
+// Deployments sees a 403 notice for Deployments and ConfigMaps still live.
+// Screenshots go to a kept temporary folder whose paths are printed.
+import assert from "node:assert/strict";
+import { mkdtempSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { after, before, describe, it } from "node:test";
+import type { Browser, Page } from "puppeteer-core";
+import { CHROMIUM, launchChromium } from "./support/browser.js";
+import { startCluster, withLogsOnFailure, type TestCluster } from "./support/cluster.js";
+import { http } from "./support/http.js";
+
+/** A row as a person reads it. */
+interface Shown {
+  revision: number;
+  verb: string;
+  kind: string;
+  name: string;
+  changed: string;
+}
+
+/** A change the test made: what the api answered. */
+interface Written {
+  revision: number;
+  verb: string;
+  kind: string;
+  name: string;
+}
+
+/** The rows of the changes table in the DOM (a handful here: all drawn), read from their cells' text. */
+async function rowsOf(page: Page): Promise<Shown[]> {
+  const cells = (await page.evaluate(
+    `[...document.querySelectorAll('[role=table][aria-label=Changes] [role=row][data-revision]')].map((r) => [...r.querySelectorAll('[role=cell]')].map((c) => c.textContent))`,
+  )) as string[][];
+  return cells.map(([rev, verb, kind, name, changed]) => ({ revision: Number(rev), verb: verb!, kind: kind!, name: name!, changed: changed ?? "" }));
+}
+
+function textIncludes(selector: string, text: string): string {
+  return `[...document.querySelectorAll(${JSON.stringify(selector)})].some((e) => e.innerText.includes(${JSON.stringify(text)}))`;
+}
+
+/** The page shows a row of `revision`. */
+const rowShown = (revision: number) => `!!document.querySelector('[role=row][data-revision="${revision}"]')`;
+
+describe(
+  "the web view's event stream in a browser",
+  { skip: CHROMIUM ? false : "chromium is not installed (apt-get install chromium; scripts/ensure-deps.sh --test)" },
+  () => {
+    let c: TestCluster;
+    let browser: Browser;
+    let page: Page;
+    const written: Written[] = [];
+    let startRevision = 0;
+    const shots = mkdtempSync(path.join(os.tmpdir(), "choreo-ui-events-shots-"));
+    const shot = async (p: Page, name: string) => {
+      const file = path.join(shots, `${name}.png`);
+      await p.screenshot({ path: file, fullPage: true });
+      console.log(`screenshot: ${file}`);
+    };
+    const admin = (method: string, p: string, body?: unknown, ct?: string) => http(c.httpUrl, c.token, method, p, body, ct);
+    /** A write through the api; its answer's resourceVersion is the change's revision. */
+    const write = async (verb: string, kind: string, name: string, method: string, p: string, body?: unknown, ct?: string) => {
+      const r = await admin(method, p, body, ct);
+      assert.ok(r.status >= 200 && r.status < 300, `${method} ${p}: ${r.status} ${r.text}`);
+      const revision = Number((r.json["metadata"] as { resourceVersion?: string } | undefined)?.resourceVersion);
+      assert.ok(revision > 0, `${method} ${p} answered a resourceVersion: ${r.text}`);
+      written.push({ revision, verb, kind, name });
+      return revision;
+    };
+    const cm = (name: string, data: Record<string, string>) => ({ apiVersion: "v1", kind: "ConfigMap", metadata: { name, namespace: "default" }, data });
+    const CMS = "/api/v1/namespaces/default/configmaps";
+    const DEPLOYS = "/apis/apps/v1/namespaces/default/deployments";
+    /** The rows of the objects this test wrote (names ev-…), as revision, verb, kind, name. */
+    const ours = (rows: Shown[]) =>
+      rows.filter((r) => r.name.startsWith("default/ev-")).map(({ revision, verb, kind, name }) => ({ revision, verb, kind, name }));
+
+    before(async () => {
+      c = await startCluster();
+      browser = await launchChromium();
+      page = await browser.newPage();
+      // Signed in already (the sign-in form is the other test's).
+      await page.evaluateOnNewDocument(`sessionStorage.setItem("choreo.token", ${JSON.stringify(c.token)})`);
+    });
+    after(async () => {
+      await browser?.close();
+      await c?.stop();
+    });
+
+    it("shows objects created, scaled, changed and deleted through the api, in revision order, with their verbs", async () => {
+      await withLogsOnFailure(c, async () => {
+        await page.goto(`${c.httpUrl}/ui/#/events?kinds=configmaps,deployments&ns=default`);
+        await page.waitForFunction(textIncludes("[data-testid=events-status]", "Following 2 kinds after revision"), { timeout: 10_000 });
+        const status = (await page.$eval("[data-testid=events-status]", (e) => e.textContent)) ?? "";
+        startRevision = Number(/after revision (\d+)/.exec(status)![1]);
+        assert.ok(startRevision > 0);
+        await write("ADDED", "ConfigMap", "default/ev-cm-a", "POST", CMS, cm("ev-cm-a", { k: "1" }));
+        await write("ADDED", "Deployment", "default/ev-web", "POST", DEPLOYS, {
+          apiVersion: "apps/v1",
+          kind: "Deployment",
+          metadata: { name: "ev-web", namespace: "default" },
+          spec: {
+            replicas: 1,
+            selector: { matchLabels: { app: "ev-web" } },
+            template: { metadata: { labels: { app: "ev-web" } }, spec: { containers: [{ name: "app", image: "busybox" }] } },
+          },
+        });
+        await write("MODIFIED", "ConfigMap", "default/ev-cm-a", "PATCH", `${CMS}/ev-cm-a`, { data: { k: "2" } }, "application/merge-patch+json");
+        await write("MODIFIED", "Deployment", "default/ev-web", "PATCH", `${DEPLOYS}/ev-web/scale`, { spec: { replicas: 3 } }, "application/merge-patch+json");
+        await write("DELETED", "ConfigMap", "default/ev-cm-a", "DELETE", `${CMS}/ev-cm-a`);
+        await page.waitForFunction(rowShown(written.at(-1)!.revision), { timeout: 10_000 });
+        const rows = await rowsOf(page);
+        console.log(rows.map((r) => `${r.revision} ${r.verb} ${r.kind} ${r.name} ${r.changed}`).join("\n"));
+        assert.deepEqual(ours(rows), written);
+        assert.deepEqual(
+          rows.map((r) => r.revision),
+          rows.map((r) => r.revision).sort((a, b) => a - b),
+          "rows in revision order",
+        );
+        // What changed, as `choreo events` says it.
+        const changes = rows.filter((r) => r.verb === "MODIFIED").map((r) => `${r.kind} ${r.changed}`);
+        assert.ok(changes.includes("ConfigMap data"), changes.join("; "));
+        assert.ok(
+          changes.some((x) => x.startsWith("Deployment ") && x.includes("spec.replicas")),
+          changes.join("; "),
+        );
+        await shot(page, "1-events");
+      });
+    });
+
+    it("filters by kind and by name", async () => {
+      await withLogsOnFailure(c, async () => {
+        await page.click("::-p-aria(ConfigMap)[type=checkbox]");
+        await page.waitForFunction(`![...document.querySelectorAll('[role=row] [role=cell]:nth-child(3)')].some((e) => e.textContent === "ConfigMap")`, {
+          timeout: 5_000,
+        });
+        const rows = await rowsOf(page);
+        assert.ok(rows.length > 0);
+        assert.deepEqual([...new Set(rows.map((r) => r.kind))], ["Deployment"]);
+        assert.match(page.url(), /kinds=deployments(&|$)/, "the location says what is shown");
+        await shot(page, "2-kind-filter");
+        await page.click("::-p-aria(ConfigMap)[type=checkbox]");
+        await page.type("::-p-aria(Name contains)", "cm-a");
+        await page.waitForFunction(`![...document.querySelectorAll('[role=row] [role=cell]:nth-child(3)')].some((e) => e.textContent === "Deployment")`, {
+          timeout: 5_000,
+        });
+        assert.deepEqual(
+          (await rowsOf(page)).map((r) => r.verb),
+          ["ADDED", "MODIFIED", "DELETED"],
+        );
+        await page.click("::-p-aria(Name contains)", { count: 3 });
+        await page.keyboard.press("Backspace");
+        await page.waitForFunction(`document.querySelectorAll('[role=row][data-revision]').length === ${written.length}`, { timeout: 5_000 });
+      });
+    });
+
+    it("pauses, then resumes from where it stopped: the change made meanwhile shown once", async () => {
+      await withLogsOnFailure(c, async () => {
+        await page.click("::-p-aria(Pause)");
+        await page.waitForFunction(textIncludes("[data-testid=events-status]", "Paused at revision"), { timeout: 5_000 });
+        const rev = await write("ADDED", "ConfigMap", "default/ev-cm-b", "POST", CMS, cm("ev-cm-b", { k: "1" }));
+        // Let a live watch have delivered it, had one been open.
+        await new Promise((r) => setTimeout(r, 1_000));
+        assert.equal(await page.evaluate(rowShown(rev)), false, "paused: nothing new is drawn");
+        await shot(page, "3-paused");
+        await page.click("::-p-aria(Resume)");
+        await page.waitForFunction(rowShown(rev), { timeout: 10_000 });
+        assert.deepEqual(ours(await rowsOf(page)), written);
+      });
+    });
+
+    it("goes on after the api is killed -9 and restarted: from its last revision, no duplicate, no gap", async () => {
+      await withLogsOnFailure(c, async () => {
+        await c.killApi(0);
+        await page.waitForFunction(textIncludes("[role=alert]", "connection lost"), { timeout: 15_000 });
+        const notice = (await page.evaluate(`[...document.querySelectorAll("[role=alert]")].map((e) => e.innerText).join("\\n")`)) as string;
+        console.log(`while the api is down: ${notice}`);
+        assert.match(notice, /resuming after revision \d+/);
+        await shot(page, "4-api-down");
+        await c.startApi(0);
+        const restarted = Date.now();
+        // Written at once: before or while the page reconnects.
+        await write("ADDED", "ConfigMap", "default/ev-cm-c", "POST", CMS, cm("ev-cm-c", { k: "1" }));
+        await write("MODIFIED", "ConfigMap", "default/ev-cm-c", "PATCH", `${CMS}/ev-cm-c`, { data: { k: "2", j: "3" } }, "application/merge-patch+json");
+        await write("MODIFIED", "Deployment", "default/ev-web", "PATCH", `${DEPLOYS}/ev-web/scale`, { spec: { replicas: 1 } }, "application/merge-patch+json");
+        await write("DELETED", "ConfigMap", "default/ev-cm-b", "DELETE", `${CMS}/ev-cm-b`);
+        await write("DELETED", "Deployment", "default/ev-web", "DELETE", `${DEPLOYS}/ev-web`);
+        await page.waitForFunction(rowShown(written.at(-1)!.revision), { timeout: 30_000 });
+        console.log(`after the api's restart, the last change drawn ${Date.now() - restarted} ms later`);
+        await page.waitForFunction(`!document.querySelector("[role=alert]")`, { timeout: 15_000 });
+        const rows = await rowsOf(page);
+        assert.deepEqual(ours(rows), written, "every change once, in order");
+        assert.equal(new Set(rows.map((r) => r.revision)).size, rows.length, "no revision twice");
+        await shot(page, "5-api-back");
+      });
+    });
+
+    it("replays from a revision given as ?since= (the same rows)", async () => {
+      await withLogsOnFailure(c, async () => {
+        await page.goto(`${c.httpUrl}/ui/#/events?since=${startRevision}&kinds=configmaps,deployments&ns=default`);
+        await page.waitForFunction(rowShown(written.at(-1)!.revision), { timeout: 10_000 });
+        assert.match((await page.$eval("[data-testid=events-status]", (e) => e.textContent)) ?? "", new RegExp(`after revision ${startRevision} `));
+        assert.deepEqual(ours(await rowsOf(page)), written);
+        await shot(page, "6-since");
+      });
+    });
+
+    it("tells a user who may not watch a kind so (403), the other kinds live", async () => {
+      await withLogsOnFailure(c, async () => {
+        assert.equal(
+          (await admin("POST", "/api/v1/namespaces/default/serviceaccounts", { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: "cm-watcher" } }))
+            .status,
+          201,
+        );
+        const role = await admin("POST", "/apis/rbac.authorization.k8s.io/v1/clusterroles", {
+          apiVersion: "rbac.authorization.k8s.io/v1",
+          kind: "ClusterRole",
+          metadata: { name: "cm-watcher" },
+          rules: [{ apiGroups: [""], resources: ["configmaps"], verbs: ["get", "list", "watch"] }],
+        });
+        assert.equal(role.status, 201, role.text);
+        const rb = await admin("POST", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", {
+          apiVersion: "rbac.authorization.k8s.io/v1",
+          kind: "ClusterRoleBinding",
+          metadata: { name: "cm-watcher" },
+          roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: "cm-watcher" },
+          subjects: [{ kind: "ServiceAccount", name: "cm-watcher", namespace: "default" }],
+        });
+        assert.equal(rb.status, 201, rb.text);
+        const tr = await admin("POST", "/api/v1/namespaces/default/serviceaccounts/cm-watcher/token", {
+          apiVersion: "authentication.k8s.io/v1",
+          kind: "TokenRequest",
+          spec: {},
+        });
+        assert.equal(tr.status, 201, tr.text);
+        const viewer = (tr.json["status"] as { token: string }).token;
+        // The authorizer learns the binding from its watch.
+        for (let i = 0; (await http(c.httpUrl, viewer, "GET", "/api/v1/configmaps?limit=1")).status !== 200; i++) {
+          assert.ok(i < 300, "the viewer may list configmaps");
+          await new Promise((r) => setTimeout(r, 100));
+        }
+        const ctx = await browser.createBrowserContext();
+        try {
+          const vp = await ctx.newPage();
+          await vp.evaluateOnNewDocument(`sessionStorage.setItem("choreo.token", ${JSON.stringify(viewer)})`);
+          await vp.goto(`${c.httpUrl}/ui/#/events?kinds=configmaps,deployments&ns=default`);
+          await vp.waitForFunction(textIncludes("[role=alert]", "Not allowed to watch deployments (403)"), { timeout: 10_000 });
+          const alerts = (await vp.evaluate(`[...document.querySelectorAll("[role=alert]")].map((e) => e.innerText)`)) as string[];
+          console.log(`the viewer's notices: ${alerts.join(" | ")}`);
+          assert.equal(alerts.length, 1, "configmaps are not refused");
+          assert.match(alerts[0]!, /forbidden/);
+          await vp.waitForFunction(textIncludes("[data-testid=events-status]", "Following 2 kinds after revision"), { timeout: 10_000 });
+          const rev = await write("ADDED", "ConfigMap", "default/ev-cm-d", "POST", CMS, cm("ev-cm-d", { k: "1" }));
+          await vp.waitForFunction(rowShown(rev), { timeout: 10_000 });
+          assert.deepEqual(ours(await rowsOf(vp)), [written.at(-1)]);
+          await shot(vp, "7-viewer-403");
+        } finally {
+          await ctx.close();
+        }
+      });
+    });
+  },
+);
