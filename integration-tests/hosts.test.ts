@@ -12,6 +12,9 @@
 // - a host cut off (link down) → its pod is replaced on another host; the
 //   Service answers from the 3 live pods; plugged back, its agent removes the
 //   stale pod (its namespace is gone) and the node is Ready again;
+// - the endpoints actor down while the RC scales down → the deleted pod keeps
+//   running until the endpoints drop it (its agent waits), and a client
+//   asking the Service all along loses no request;
 // - a deleted Node gives its block back; the routes to it go from every host;
 // - a fourth host joins with `choreo join` (bootstrap token, CA hash, its
 //   credential through a CSR and the exchange, run inside its namespace): its
@@ -231,6 +234,63 @@ describe("three test hosts: node IPAM, host-gw routes, pods and a Service across
         message: "the stale pod's namespace removed on host-c",
       });
       process.stdout.write(`# host cut off → replacement Running after ${replacedAfter} ms\n`);
+    }));
+
+  it("the endpoints actor down while the RC scales down: the removed pod keeps serving until the endpoints drop it, and the client loses nothing", () =>
+    withLogsOnFailure(c, async () => {
+      const all = await webPods();
+      assert.equal(all.length, 3);
+      // A client on host-a asks the Service every 100 ms for the whole scenario.
+      const script =
+        "for i in $(seq 1 120); do wget -q -O - http://web.default.svc.cluster.local:80/ >/dev/null && echo OK || echo FAILED; sleep 0.1; done; echo DONE";
+      await apply("asking.yaml", clientPod("asking", nodes[0]!, script));
+      const logs = async (): Promise<string> => {
+        const r = await run("kubectl", ["logs", "asking"], kubeconfig);
+        return r.code === 0 ? r.stdout : "";
+      };
+      await waitFor(async () => (await logs()).includes("OK"), { ...WAIT, message: "the client asking the Service" });
+      await c.actors.get("endpoints")?.stop(5_000);
+      await kubectl("scale", "rc", "web", "--replicas=2");
+      const removed = await waitFor(
+        async () => {
+          const ps = (await c.client.list("pods", { namespace: "default", labelSelector: "app=web" })).items.map((o) => unwrap(o) as Pod);
+          return ps.find((p) => p.metadata?.deletionTimestamp);
+        },
+        { ...WAIT, message: "the RC deletes one pod" },
+      );
+      // Without the endpoints actor nothing takes it out of the Service: its agent keeps it running (it would
+      // have had SIGTERM at once, and stopped serving 2 s later, while the Service still sent it a third of the requests).
+      await new Promise((r) => setTimeout(r, 4_000));
+      const still = await c.client.get("pods", "default", removed.metadata!.name!).then(
+        (o) => unwrap(o) as Pod,
+        () => undefined,
+      );
+      assert.equal(still?.metadata?.uid, removed.metadata?.uid, "the deleted pod still runs while the endpoints list it");
+      await c.startActor("endpoints");
+      await waitFor(
+        async () => {
+          try {
+            await c.client.get("pods", "default", removed.metadata!.name!);
+            return false;
+          } catch {
+            return true;
+          }
+        },
+        { ...WAIT, message: "the removed pod stopped once out of the endpoints" },
+      );
+      const out = await waitFor(
+        async () => {
+          const l = await logs();
+          return l.includes("DONE") ? l : undefined;
+        },
+        { ...WAIT, message: "the client finished" },
+      );
+      const lines = out.split("\n").filter((l) => l === "OK" || l === "FAILED");
+      assert.equal(lines.length, 120);
+      assert.equal(lines.filter((l) => l === "FAILED").length, 0, "no request failed");
+      await kubectl("delete", "pod", "asking", "--wait=false");
+      await kubectl("scale", "rc", "web", "--replicas=3");
+      await waitFor(async () => (await webPods()).filter((p) => p.status?.phase === "Running").length === 3, { ...WAIT, message: "3 web pods again" });
     }));
 
   it("a deleted Node gives its block back and every host drops its route", () =>

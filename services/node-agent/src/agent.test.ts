@@ -129,6 +129,43 @@ describe("node agent against the api", () => {
     assert.equal(running[1]!.runtime.has(uid), false, "stopped in the runtime");
   });
 
+  it("a deleted pod a Service's endpoints still name keeps running until they drop it, then stops", async () => {
+    const b = running[1]!;
+    const named = new Set<string>();
+    b.agent.endpointsListing = (ip) => named.has(ip);
+    try {
+      await s.client.create(fromKubeJson(podJson("web-3", { node: "node-1" })));
+      const p = await waitFor(
+        async () => {
+          const pod = await getPod("web-3");
+          return pod.status?.phase === "Running" ? pod : undefined;
+        },
+        { ...WAIT, message: "web-3 Running" },
+      );
+      const uid = p.metadata!.uid;
+      named.add(p.status!.podIp);
+      await s.client.delete("pods", "default", "web-3");
+      await new Promise((r) => setTimeout(r, 1_500));
+      assert.equal(b.runtime.has(uid), true, "still running while an Endpoints names it");
+      assert.equal((await getPod("web-3")).metadata?.uid, uid, "its deletion not confirmed yet");
+      named.delete(p.status!.podIp);
+      await waitFor(
+        async () => {
+          try {
+            await getPod("web-3");
+            return false;
+          } catch (err) {
+            return isNotFound(err);
+          }
+        },
+        { ...WAIT, message: "web-3 gone once out of the endpoints" },
+      );
+      assert.equal(b.runtime.has(uid), false, "stopped in the runtime");
+    } finally {
+      b.agent.endpointsListing = undefined;
+    }
+  });
+
   it("a failing Never pod → Failed; a crashing Always pod restarts with restartCount 1", async () => {
     const never = unwrap(await s.client.create(fromKubeJson(podJson("once", { node: "node-0", restartPolicy: "Never" })))) as Pod;
     const always = unwrap(await s.client.create(fromKubeJson(podJson("again", { node: "node-0" })))) as Pod;

@@ -59,6 +59,8 @@ export interface NodeAgentOptions {
    * behind). By default pods keep running and a restarted agent adopts them.
    */
   stopPodsOnExit?: boolean;
+  /** The longest a deleted pod waits to leave every Service's endpoints before it is stopped (pod-reconciler `deregistrationWait`; default `CHOREO_DEREGISTRATION_WAIT_MS`, else 15 s). */
+  deregistrationWaitMs?: number;
   /** A real node's state dir, where pods' configMap/secret/downwardAPI/projected volumes are written (none: hollow, nothing to mount). */
   stateDir?: string;
   /** Pods waiting for a ConfigMap or Secret are retried, and mounted config files refreshed, this often (default 10 s). */
@@ -83,6 +85,12 @@ export class NodeAgent implements Runnable {
   readonly prober: Prober | undefined;
   /** The Node as registered (after `start` got that far). */
   registered: Node | undefined;
+  /**
+   * Whether a ready Endpoints address names `ip`, as this node's service proxy sees the Endpoints: set by
+   * the extra that runs the proxy. A deleted pod still named keeps running until it is not (pod-reconciler
+   * `deregistrationWait`). Undefined (no proxy: hollow nodes): deleted pods stop at once.
+   */
+  endpointsListing: ((ip: string) => boolean) | undefined;
   private readonly log: Logger;
   private readonly opts: NodeAgentOptions;
 
@@ -131,6 +139,8 @@ export class NodeAgent implements Runnable {
         prober: this.prober,
         statusHoldMs: opts.statusHoldMs,
         startLatency: opts.registry && new PodStartLatency(opts.registry),
+        listedInEndpoints: (ip) => this.endpointsListing?.(ip) ?? false,
+        deregistrationWaitMs: opts.deregistrationWaitMs,
       }),
     });
     const enqueue = (p: { metadata?: { namespace: string; name: string } }): void => this.controller.enqueue(keyOf(p.metadata ?? { namespace: "", name: "" }));

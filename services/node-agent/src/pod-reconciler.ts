@@ -36,6 +36,56 @@ export interface PodReconcilerDeps {
   statusHoldMs?: number | undefined;
   /** Pod start latency (kubelet_pod_start_duration_seconds, choreo_pod_startup_latency_seconds); none when undefined. */
   startLatency?: PodStartLatency | undefined;
+  /**
+   * Whether an Endpoints object (as this node's service proxy last saw it) still lists `ip` as a ready
+   * address. A deleted pod is stopped only once no Service sends it traffic any more, or after
+   * {@link deregistrationWaitMs}: see {@link deregistrationWait}. Undefined (hollow nodes): no wait.
+   */
+  listedInEndpoints?: ((ip: string) => boolean) | undefined;
+  /** The longest a deleted pod waits to leave the Endpoints before it is stopped anyway (default `CHOREO_DEREGISTRATION_WAIT_MS`, else 15 s). */
+  deregistrationWaitMs?: number | undefined;
+}
+
+/** Default of {@link PodReconcilerDeps.deregistrationWaitMs}: a leader-elected endpoints actor's lease (15 s) — its standby takes over within it. */
+export const DEFAULT_DEREGISTRATION_WAIT_MS = 15_000;
+
+/** The deregistration wait from the env (`CHOREO_DEREGISTRATION_WAIT_MS`; 0 turns it off), else the default. */
+export function deregistrationWaitMsFromEnv(env: NodeJS.ProcessEnv = process.env): number {
+  const v = Number(env["CHOREO_DEREGISTRATION_WAIT_MS"]);
+  return env["CHOREO_DEREGISTRATION_WAIT_MS"] !== undefined && Number.isFinite(v) && v >= 0 ? v : DEFAULT_DEREGISTRATION_WAIT_MS;
+}
+
+/** After a deleted pod leaves the Endpoints, how long it keeps running while every node's proxy rewrites its rules (a 50 ms debounce and an iptables-restore). */
+export const PROXY_PROPAGATION_MS = 1_000;
+
+/**
+ * How much longer a terminating pod should keep running before its containers get SIGTERM, in ms (0: stop now).
+ *
+ * Kubernetes sends SIGTERM as soon as the kubelet sees the deletion, while the endpoints controller and every
+ * node's kube-proxy are still taking the pod out of the Services: requests keep arriving at a pod that is
+ * shutting down, and users add a `preStop: sleep 5` to every Deployment to cover the race. When the endpoints
+ * controller is down (a restart, a failover), nothing takes the pod out at all until it is back. choreo's node
+ * agent closes the race itself: a deleted pod whose IP a ready Endpoints address still names keeps running
+ * until the Endpoints stop naming it and then {@link PROXY_PROPAGATION_MS} more, all within half its grace
+ * period and at most `maxWaitMs`; the rest of the grace period is the containers'. A pod that no Service
+ * selects, a force delete (grace 0) and a pod without an IP stop at once.
+ */
+export function deregistrationWait(o: {
+  /** A ready Endpoints address names the pod now. */
+  listed: boolean;
+  /** How long ago it stopped being named, when it was named before (undefined: never seen named). */
+  unlistedForMs: number | undefined;
+  graceSeconds: number;
+  maxWaitMs: number;
+  /** Since the agent first saw the pod terminating. */
+  waitedMs: number;
+}): number {
+  if (o.graceSeconds <= 0) return 0;
+  const budget = Math.min(o.graceSeconds * 500, o.maxWaitMs) - o.waitedMs;
+  if (budget <= 0) return 0;
+  if (o.listed) return budget;
+  if (o.unlistedForMs === undefined) return 0;
+  return Math.max(0, Math.min(budget, PROXY_PROPAGATION_MS - o.unlistedForMs));
 }
 
 /**
@@ -56,6 +106,10 @@ export function podReconciler(d: PodReconcilerDeps): Reconcile {
   /** Pods this agent process started or offered for adoption (a runtime may hold others from before an agent restart). */
   const seen = new Set<string>();
 
+  /** Terminating pods this agent still runs (uid →): when it first saw each, whether an Endpoints named it, since when not. */
+  const terminating = new Map<string, { since: number; named: boolean; unnamedAt?: number }>();
+  const maxWaitMs = d.deregistrationWaitMs ?? deregistrationWaitMsFromEnv();
+
   return async (key): Promise<Result> => {
     const pod = d.pods.get(key);
     const held = d.runtime.listPods().find((p) => keyOf(p) === key);
@@ -65,6 +119,7 @@ export function podReconciler(d: PodReconcilerDeps): Reconcile {
       if (held) seen.delete(held.uid);
       if (held) statuses.forget(held.uid);
       if (held) d.startLatency?.forget(held.uid);
+      if (held) terminating.delete(held.uid);
       return done();
     }
     const meta = pod.metadata!;
@@ -135,9 +190,34 @@ export function podReconciler(d: PodReconcilerDeps): Reconcile {
   /** Graceful deletion: stop within the grace period, then confirm the delete. */
   async function terminate(pod: Pod): Promise<Result> {
     const meta = pod.metadata!;
-    if (d.runtime.podStatus(meta.uid))
+    const grace = meta.deletionGracePeriodSeconds ?? pod.spec?.terminationGracePeriodSeconds ?? 30;
+    const running = d.runtime.podStatus(meta.uid) !== undefined;
+    const now = Date.now();
+    let st = terminating.get(meta.uid);
+    if (!st) terminating.set(meta.uid, (st = { since: now, named: false }));
+    const waitedMs = now - st.since;
+    if (running) {
+      const ip = pod.status?.podIp;
+      const listed = !!ip && grace > 0 && (d.listedInEndpoints?.(ip) ?? false);
+      if (listed) {
+        if (!st.named) d.log.info({ pod: keyOf(meta), ip }, "deleted pod still in a Service's endpoints; stopping it once it leaves them");
+        st.named = true;
+        delete st.unnamedAt;
+      } else if (st.named) st.unnamedAt ??= now;
+      const left = deregistrationWait({
+        listed,
+        unlistedForMs: st.unnamedAt === undefined ? undefined : now - st.unnamedAt,
+        graceSeconds: grace,
+        maxWaitMs,
+        waitedMs,
+      });
+      if (left > 0) return requeueAfter(Math.min(left, 100));
+      if (waitedMs > 0)
+        d.log.info({ pod: keyOf(meta), waitedMs }, "deleted pod out of every Service's endpoints (or waited its share of the grace period); stopping it");
       for (const c of pod.spec?.containers ?? []) d.events?.emit(podRef(pod), "Normal", "Killing", `Stopping container ${c.name}`);
-    await stop(pod, meta.deletionGracePeriodSeconds ?? pod.spec?.terminationGracePeriodSeconds ?? 30);
+    }
+    await stop(pod, Math.max(running && grace > 0 ? 1 : 0, grace - Math.floor(waitedMs / 1000)));
+    terminating.delete(meta.uid);
     seen.delete(meta.uid);
     statuses.forget(meta.uid);
     d.startLatency?.forget(meta.uid);

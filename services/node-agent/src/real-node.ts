@@ -96,6 +96,8 @@ export async function realNode(cfg: AgentConfig, runtimeName: "docker" | "proces
     },
     extras: (a): Runnable[] => {
       const proxy = new ServiceProxy({ node, client: d.client, nc: d.nc, jsm: d.jsm, log, chainPrefix: NAMES.chainPrefix(node), clusterCidr: cfg.clusterCidr });
+      // A deleted pod keeps serving until the Endpoints no longer send it traffic (pod-reconciler deregistrationWait).
+      a.endpointsListing = (ip) => proxy.lists(ip);
       // One Services and one Endpoints informer per node: DNS reads the proxy's caches.
       const dns = new ClusterDns({
         stores: { services: proxy.services, endpoints: proxy.endpoints },

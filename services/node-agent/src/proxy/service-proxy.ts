@@ -42,6 +42,8 @@ export class ServiceProxy implements Runnable {
   private failures = 0;
   /** How many rewrites were applied (tests wait on it). */
   syncs = 0;
+  /** Every ready address of every Endpoints, rebuilt on the first question after a change (undefined: stale). */
+  private readyIps: Set<string> | undefined;
 
   constructor(private readonly opts: ServiceProxyOptions) {
     const common = { client: opts.client, nc: opts.nc, jsm: opts.jsm, log: opts.log };
@@ -50,6 +52,18 @@ export class ServiceProxy implements Runnable {
     const changed = { onAdd: () => this.schedule(), onUpdate: () => this.schedule(), onDelete: () => this.schedule() };
     this.services.addEventHandler(changed);
     this.endpoints.addEventHandler(changed);
+    const stale = (): void => void (this.readyIps = undefined);
+    this.endpoints.addEventHandler({ onAdd: stale, onUpdate: stale, onDelete: stale });
+  }
+
+  /** Whether some Endpoints names `ip` as a ready address (what the rules send traffic to), as last seen. */
+  lists(ip: string): boolean {
+    if (!this.readyIps) {
+      const ips = new Set<string>();
+      for (const ep of this.endpoints.list()) for (const s of ep.subsets) for (const a of s.addresses) ips.add(a.ip);
+      this.readyIps = ips;
+    }
+    return this.readyIps.has(ip);
   }
 
   async start(signal: AbortSignal): Promise<void> {
