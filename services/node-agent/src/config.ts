@@ -1,5 +1,6 @@
 import { hostname } from "node:os";
 import { parseArgs } from "node:util";
+import { BACKENDS, VXLAN_PORT, type Backend } from "./net/vxlan.js";
 import { DEFAULT_RESERVED } from "./stats/capacity.js";
 
 /** The node agent's configuration: flags win over environment variables. */
@@ -28,6 +29,10 @@ export interface AgentConfig {
   clusterCidr: string;
   /** The node's InternalIP; default: its bridge's address. */
   nodeIp: string;
+  /** How other machines' pods are reached (`--backend`): host-gw, vxlan, or auto (host-gw on a connected network, vxlan otherwise). */
+  backend: Backend;
+  /** The VXLAN overlay's UDP port (`--vxlan-port`, default 4789): the same on every node. */
+  vxlanPort: number;
   /** Where pods' volumes, logs and state live (`--state-dir`). */
   stateDir: string;
   /** The process runtime's image store (`--images-dir`). */
@@ -65,6 +70,8 @@ export function loadConfig(argv = process.argv.slice(2), env = process.env): Age
       "pod-cidr": { type: "string" },
       "cluster-cidr": { type: "string" },
       "node-ip": { type: "string" },
+      backend: { type: "string" },
+      "vxlan-port": { type: "string" },
       "state-dir": { type: "string" },
       "images-dir": { type: "string" },
       "dns-port": { type: "string" },
@@ -76,6 +83,10 @@ export function loadConfig(argv = process.argv.slice(2), env = process.env): Age
   const hollowNodes = num(values["hollow-nodes"] ?? env["CHOREO_HOLLOW_NODES"], 0);
   const runtime = values.runtime ?? env["CHOREO_RUNTIME"] ?? "hollow";
   if (!(RUNTIMES as readonly string[]).includes(runtime)) throw new Error(`--runtime must be one of ${RUNTIMES.join(", ")}, not ${JSON.stringify(runtime)}`);
+  const backend = values.backend ?? env["CHOREO_NETWORK_BACKEND"] ?? "auto";
+  if (!(BACKENDS as readonly string[]).includes(backend)) throw new Error(`--backend must be one of ${BACKENDS.join(", ")}, not ${JSON.stringify(backend)}`);
+  const vxlanPort = num(values["vxlan-port"] ?? env["CHOREO_VXLAN_PORT"], VXLAN_PORT);
+  if (!Number.isInteger(vxlanPort) || vxlanPort < 1 || vxlanPort > 65535) throw new Error(`--vxlan-port must be a UDP port, not ${vxlanPort}`);
   if (hollowNodes > 0 && runtime !== "hollow") throw new Error("--hollow-nodes runs hollow nodes; it cannot be combined with --runtime " + runtime);
   return {
     natsUrl: env["CHOREO_NATS_URL"] ?? "nats://127.0.0.1:14222",
@@ -96,6 +107,8 @@ export function loadConfig(argv = process.argv.slice(2), env = process.env): Age
     podCidr: values["pod-cidr"] ?? env["CHOREO_POD_CIDR"] ?? "",
     clusterCidr: values["cluster-cidr"] ?? env["CHOREO_CLUSTER_CIDR"] ?? "10.244.0.0/16",
     nodeIp: values["node-ip"] ?? env["CHOREO_NODE_IP"] ?? "",
+    backend: backend as Backend,
+    vxlanPort,
     stateDir: values["state-dir"] ?? env["CHOREO_STATE_DIR"] ?? "/var/lib/choreo/nodes",
     imagesDir: values["images-dir"] ?? env["CHOREO_IMAGES_DIR"] ?? "/var/lib/choreo/images",
     dnsPort: num(values["dns-port"] ?? env["CHOREO_DNS_PORT"], 53),

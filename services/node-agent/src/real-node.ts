@@ -51,7 +51,7 @@ export interface RealNode {
  *
  *   BridgeNetwork (cb-<node>, gateway = first address of --pod-cidr)
  *     └ runtime (docker | process) ─ pods get IPs on the bridge, resolv.conf → gateway
- *   NodeAgent ─ extras: ServiceProxy (iptables), ClusterDns (gateway:53), NodeRoutes (host-gw), LogServer (NATS), StatsServer (NATS, cgroups)
+ *   NodeAgent ─ extras: ServiceProxy (iptables), ClusterDns (gateway:53), NodeRoutes (host-gw / vxlan), LogServer (NATS), StatsServer (NATS, cgroups)
  */
 export async function realNode(cfg: AgentConfig, runtimeName: "docker" | "process", d: RealNodeDeps): Promise<RealNode> {
   const node = cfg.nodeName;
@@ -109,8 +109,19 @@ export async function realNode(cfg: AgentConfig, runtimeName: "docker" | "proces
         clients: [network.podCidr, cfg.clusterCidr],
       });
       const usage = new CgroupUsage({ node, runtimeName, runtime, cgroups: new CgroupReader() });
-      // Other nodes' pods through their InternalIPs (host-gw); agents on one machine are reached by their bridges.
-      const routes = new NodeRoutes({ node, podCidr: network.podCidr, clusterCidr: cfg.clusterCidr, client: d.client, nc: d.nc, jsm: d.jsm, log });
+      // Other nodes' pods through their InternalIPs (host-gw) or the VXLAN overlay; agents on one machine are reached by their bridges.
+      const routes = new NodeRoutes({
+        node,
+        podCidr: network.podCidr,
+        clusterCidr: cfg.clusterCidr,
+        nodeIp,
+        backend: cfg.backend,
+        vxlanPort: cfg.vxlanPort,
+        client: d.client,
+        nc: d.nc,
+        jsm: d.jsm,
+        log,
+      });
       return [
         proxy,
         dns,

@@ -5,6 +5,7 @@ import { removalScript, restore, saveRules } from "./iptables.js";
 import { releaseLocalnet } from "./localnet.js";
 import { NAMES } from "./types.js";
 import { removeRoutes } from "./routes.js";
+import { removeVxlan } from "./vxlan.js";
 
 interface IpLink {
   ifname: string;
@@ -63,7 +64,8 @@ export async function cleanupNode(node: string): Promise<void> {
 /**
  * Removes what any choreo agent on this machine made: every `cb-*` bridge
  * with its veths, every `CHO-*` chain and jump, every `choreo-*` network
- * namespace after killing the processes in it.
+ * namespace after killing the processes in it, the routes to other nodes'
+ * pods (`proto 199`) and the VXLAN device `choreo.vx`.
  */
 export async function cleanupAll(): Promise<void> {
   for (const b of parseLinkNames(await run("ip", ["-j", "link", "show", "type", "bridge"]))) {
@@ -73,6 +75,8 @@ export async function cleanupAll(): Promise<void> {
   await releaseLocalnet();
   await removeNamespaces();
   await removeRoutes();
+  // The overlay device; its neighbour and FDB entries (and any route through it) go with it.
+  await removeVxlan();
 }
 
 /**
