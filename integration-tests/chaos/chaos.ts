@@ -367,6 +367,9 @@ async function retrying<T>(fn: () => Promise<T>, timeoutMs = 120_000, since?: ()
   }
 }
 
+/** The runner's own questions (the scale, convergence checks) give up and ask again after this. */
+const QUICK_MS = 2_000;
+
 /** Strikes `fault` while the RC is scaled and a writer writes; checks everything once it cleared. */
 export async function runFault(cc: ChaosCluster, fault: Fault): Promise<FaultResult> {
   const { c } = cc;
@@ -394,12 +397,17 @@ export async function runFault(cc: ChaosCluster, fault: Fault): Promise<FaultRes
   try {
     // The scale goes in as the fault strikes (retried while the api cannot take it).
     let clearedAt: number | undefined;
+    // With a 2 s timeout, as kubectl's user would ask again: an update lost with a stopped server is retried
+    // soon after the fault clears instead of waiting out the harness client's 15 s (an update that did land
+    // and whose answer was lost conflicts on the retry's read-modify-write only if someone wrote between).
+    const quick = c.client.withTimeout(QUICK_MS);
     const scaling = retrying(
       async () => {
-        const rc = unwrap(await c.client.get("replicationcontrollers", "default", "web")) as ReplicationController;
-        want = (rc.spec?.replicas ?? 3) === 3 ? 6 : 3;
+        const rc = unwrap(await quick.get("replicationcontrollers", "default", "web")) as ReplicationController;
+        if (want === 0) want = (rc.spec?.replicas ?? 3) === 3 ? 6 : 3;
+        if (rc.spec!.replicas === want) return;
         rc.spec!.replicas = want;
-        await c.client.update({ kind: { $case: "replicationController", value: rc } });
+        await quick.update({ kind: { $case: "replicationController", value: rc } });
       },
       120_000,
       () => clearedAt,
@@ -484,14 +492,17 @@ async function webPods(cc: ChaosCluster): Promise<Pod[]> {
 
 /** The RC's live pods: exactly `want`, all ready, all its own; the Service's Endpoints exactly their addresses. */
 async function converged(cc: ChaosCluster, want: number): Promise<boolean> {
+  // A question lost with a dying server is asked again within 2 s, not after the harness client's 15 s: the
+  // time to converge is the cluster's, not the runner's own request waiting out its timeout.
+  const client = cc.c.client.withTimeout(QUICK_MS);
   try {
-    const rc = unwrap(await cc.c.client.get("replicationcontrollers", "default", "web")) as ReplicationController;
-    const pods = (await cc.c.client.list("pods", { namespace: "default", labelSelector: "app=web" })).items
+    const rc = unwrap(await client.get("replicationcontrollers", "default", "web")) as ReplicationController;
+    const pods = (await client.list("pods", { namespace: "default", labelSelector: "app=web" })).items
       .map((o) => unwrap(o) as Pod)
       .filter((p) => !p.metadata?.deletionTimestamp);
     if (pods.length !== want || !pods.every(isReady)) return false;
     if (!pods.every((p) => p.metadata?.ownerReferences.some((r) => r.uid === rc.metadata?.uid && r.controller))) return false;
-    const ep = unwrap(await cc.c.client.get("endpoints", "default", "web")) as Endpoints;
+    const ep = unwrap(await client.get("endpoints", "default", "web")) as Endpoints;
     const listed = ep.subsets.flatMap((s) => s.addresses.map((a) => a.targetRef?.name ?? a.ip)).sort();
     return JSON.stringify(listed) === JSON.stringify(pods.map((p) => p.metadata?.name).sort());
   } catch {
