@@ -46,6 +46,7 @@ import { serviceAccountBindingCheck } from "./auth/binding-check.js";
 import { BootstrapTokenAuthenticator, registrySecretGetter } from "./auth/bootstrap-tokens.js";
 import { TokenCleaner } from "./auth/token-cleaner.js";
 import { NodeCredentialIssuer } from "./node-credentials/issuer.js";
+import { NodeCredentials, supersedingNodeLines } from "./node-credentials/authenticator.js";
 import { CsrController } from "./certificates/csr-controller.js";
 
 const config = loadConfig();
@@ -152,9 +153,21 @@ const tokens = new ReloadingTokens(config.tokenFile, {
 const clientCa = await ensureClientCa(path.join(config.dataDir, "pki"));
 // ServiceAccount tokens: signed here, good while their account (and pod) exist.
 const saTokens = new ServiceAccountTokens({ key: ensureServiceAccountKey(path.join(config.dataDir, "pki")) });
+// Joined nodes' tokens (choreo join): Secrets kube-system/node-credential-<node> holding their SHA-256, shared by every
+// replica, kept in memory from the registry's watch (read from the store for a token the cache does not know yet).
+// While nats-server is away the watch stands still: listed again every second (as the RBAC cache).
+let busAway = false;
+const nodeCredentials = new NodeCredentials({
+  handlers: registry,
+  log: log.child({ subsystem: "node-credentials" }),
+  stale: () => busAway,
+  onRefused: (node, why) => log.info({ node, why }, "node credential token refused"),
+});
 const authentication = new Authenticator({
   tokens: [
-    tokens,
+    nodeCredentials,
+    // A node joined before its credential was a Secret keeps its line; once it joins again, the Secret's token only.
+    supersedingNodeLines(tokens, nodeCredentials),
     new ServiceAccountAuthenticator(saTokens, serviceAccountBindingCheck(registry)),
     // Bootstrap tokens (Secrets bootstrap-token-<id> in kube-system): system:bootstrap:<id>, for `choreo join`.
     new BootstrapTokenAuthenticator(registrySecretGetter(registry), {
@@ -165,7 +178,6 @@ const authentication = new Authenticator({
 });
 // What they may do: system:masters anything; everyone else what RBAC grants (the roles kept in memory from the registry).
 // While nats-server is away the watches stand still but the store takes writes: the roles are relisted every second until it is back.
-let busAway = false;
 void (async () => {
   for await (const st of nc.status()) if (st.type === "disconnect" || st.type === "reconnect") busAway = st.type === "disconnect";
 })().catch(() => undefined);
@@ -208,7 +220,8 @@ const readiness = new Readiness()
   .add("nats", () => !busAway && !nc.isClosed())
   .add("watch-cache", () => watchCacheReady)
   .add("rbac", () => rbac.synced())
-  .add("node-graph", () => nodeGraphWatch.synced());
+  .add("node-graph", () => nodeGraphWatch.synced())
+  .add("node-credentials", () => nodeCredentials.synced());
 // Not ready from SIGTERM on: load balancers and health watchers move away while the doors drain.
 ac.signal.addEventListener("abort", () => readiness.shutdown(), { once: true });
 const logs = new NatsLogs({ nc, handlers: registry, log: log.child({ subsystem: "logs" }) });
@@ -227,8 +240,10 @@ const gateway = createGateway({
   reviews: { rules: rbacRules(rbacAuthorizer), tokens: authentication, apiAudiences: saTokens.apiAudiences },
   tokenIssuer: saTokens,
   readiness,
-  // choreo join: a bootstrap token exchanged for a node's token (a line of the token file) and NATS user.
+  // choreo join: a bootstrap token exchanged for a node's token (its digest a Secret every replica reads) and NATS user.
   nodeCredentials: new NodeCredentialIssuer({
+    secrets: registry,
+    onWritten: (secret) => nodeCredentials.observe(secret),
     tokenFile: config.tokenFile,
     natsUser: (node) => requestNatsUser(nc, node),
     natsUrl: stripCredentials(config.natsUrl),
@@ -255,13 +270,14 @@ const relay = new Relay({
   onPublished: (n) => m.relayPublished.inc(n),
 });
 
-/** `r`, started once the RBAC cache has listed every role and binding and the node graph every pod. */
+/** `r`, started once the RBAC cache has listed every role and binding, the node graph every pod and the node credentials. */
 function afterSync(r: Runnable): Runnable {
   return {
     name: r.name,
     async start(signal) {
       await rbac.waitSynced(signal).catch(() => undefined);
       await nodeGraphWatch.waitSynced(signal).catch(() => undefined);
+      await nodeCredentials.waitSynced(signal).catch(() => undefined);
       if (signal.aborted) return;
       log.info({ door: r.name }, "rbac synced; door opening");
       await r.start(signal);
@@ -291,6 +307,7 @@ try {
       ...(watermark ? [watermark] : []),
       ...(objectCache ? [objectCache] : []),
       nodeGraphWatch,
+      nodeCredentials,
       // Like the other doors, opened once RBAC has listed the roles (before, every actor would get 403).
       afterSync(
         new NatsTransport({
