@@ -54,6 +54,17 @@ describe("choreo up with real nodes", () => {
       readyWhen: /The web app (answers|is starting)/,
     });
     assert.match(up.output(), new RegExp(`nodes:\\s+2 × ${runtime} runtime`));
+    // Its steps, one plain line each (stdout is a pipe), in order, before the summary.
+    const steps = ["dependencies", "bus and store started", "api ready", "images ready", "node-1 started", "node-2 started"];
+    steps.push("scheduler started", "replication started", "endpoints started", "nodes Ready", "examples applied");
+    const at = steps.map((s) => up!.output().search(new RegExp(`^✓ ${s} — .+ \\((\\d+\\.\\d|\\d+m\\d\\d)s\\)$`, "m")));
+    assert.ok(
+      at.every((x, i) => x >= 0 && (i === 0 || x > at[i - 1]!)) && at.at(-1)! < up.output().indexOf("choreo is up"),
+      `steps in order: ${steps.map((s, i) => `${s}@${at[i]}`).join(", ")}\n${up.output().slice(0, 3000)}`,
+    );
+    assert.match(up.output(), new RegExp(`^✓ images ready — ${runtime} runtime; `, "m"));
+    assert.match(up.output(), /^✓ nodes Ready — 2\/2 /m);
+    assert.match(up.output(), /^✓ examples applied — \d+ objects; the web app (answers on http:\/\/127\.0\.0\.1:30080\/|is still starting) /m);
     assert.match(up.output(), /replicationcontroller\/web created/);
     assert.match(up.output(), /pod\/sidecar created/);
     const answer = await waitFor(

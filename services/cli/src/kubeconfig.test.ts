@@ -3,7 +3,16 @@ import assert from "node:assert/strict";
 import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { connectionFrom, kubeconfigPaths, loadKubeconfig, mergeKubeconfigs, parseKubeconfig, resolveConnection } from "./kubeconfig.js";
+import {
+  connectionFrom,
+  eventLogFrom,
+  kubeconfigPaths,
+  loadKubeconfig,
+  mergeKubeconfigs,
+  parseKubeconfig,
+  renderKubeconfig,
+  resolveConnection,
+} from "./kubeconfig.js";
 
 const CA = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
 
@@ -73,6 +82,44 @@ describe("parseKubeconfig and connectionFrom", () => {
 
   it("bad YAML is an error", () => {
     assert.throws(() => parseKubeconfig("clusters: [unclosed"), /error loading config/);
+  });
+});
+
+describe("the event log's cluster extension (choreo up's, for choreo events)", () => {
+  it("is written beside the server and read back, a relative credentials path against the kubeconfig's directory", () => {
+    const yaml = renderKubeconfig({
+      server: "https://127.0.0.1:6443",
+      caPem: CA,
+      user: "choreo-admin",
+      auth: { token: "t" },
+      context: "choreo",
+      namespace: "default",
+      eventLog: { natsUrl: "nats://127.0.0.1:14222", credentials: "nats/subscriber.credentials" },
+    });
+    const c = parseKubeconfig(yaml, "/data");
+    assert.deepEqual(eventLogFrom(c), { natsUrl: "nats://127.0.0.1:14222", credentials: "/data/nats/subscriber.credentials" });
+    // The connection is the same as without it.
+    assert.equal(connectionFrom(c).server, "https://127.0.0.1:6443");
+  });
+
+  it("is absent from other clusters and other contexts", () => {
+    assert.equal(eventLogFrom(parseKubeconfig(config())), undefined);
+    const both = mergeKubeconfigs([
+      parseKubeconfig(config({ name: "other" })),
+      parseKubeconfig(
+        renderKubeconfig({
+          server: "https://h:1",
+          caPem: CA,
+          user: "u",
+          auth: {},
+          context: "choreo",
+          namespace: "default",
+          eventLog: { natsUrl: "nats://h:2" },
+        }),
+      ),
+    ]);
+    assert.equal(eventLogFrom(both), undefined, "the current context (other) has none");
+    assert.deepEqual(eventLogFrom(both, "choreo"), { natsUrl: "nats://h:2" });
   });
 });
 

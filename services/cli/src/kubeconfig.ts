@@ -8,6 +8,24 @@ export interface KubeCluster {
   certificateAuthorityData?: string;
   certificateAuthority?: string;
   insecureSkipTlsVerify?: boolean;
+  /** The cluster's `extensions` (name → extension), kept as written; kubectl ignores them. */
+  extensions?: Map<string, Raw>;
+  /** The file the cluster was read from (relative paths in extensions resolve against it). */
+  baseDir?: string;
+}
+
+/**
+ * The cluster extension `choreo up` writes: where the event log is (NATS
+ * url) and the read-only subscriber's credentials file, for `choreo events`.
+ */
+export const EVENT_LOG_EXTENSION = "events.choreo.dev";
+
+/** Where a cluster's event log is (its kubeconfig extension {@link EVENT_LOG_EXTENSION}). */
+export interface EventLogAccess {
+  /** nats:// url (a comma-separated list for a NATS cluster). */
+  natsUrl: string;
+  /** `user:password` file of a read-only subscriber (absolute). */
+  credentials?: string;
 }
 
 export interface KubeUser {
@@ -94,6 +112,8 @@ export function parseKubeconfig(text: string, baseDir?: string): Kubeconfig {
       certificateAuthorityData: optStr(c["certificate-authority-data"]),
       certificateAuthority: resolvePath(optStr(c["certificate-authority"]), baseDir),
       insecureSkipTlsVerify: c["insecure-skip-tls-verify"] === true,
+      extensions: new Map(named(c["extensions"], "extension")),
+      ...(baseDir !== undefined ? { baseDir } : {}),
     });
   }
   for (const [name, u] of named(raw["users"], "user")) {
@@ -193,6 +213,21 @@ export function connectionFrom(config: Kubeconfig, o: ConnectionOverrides = {}):
   return conn;
 }
 
+/**
+ * The event log of the current (or `context`) context's cluster, from its
+ * kubeconfig extension; undefined when the cluster has none (not a `choreo
+ * up` cluster).
+ */
+export function eventLogFrom(config: Kubeconfig, context?: string): EventLogAccess | undefined {
+  const ctx = config.contexts.get(context ?? config.currentContext ?? "");
+  const ext = ctx ? config.clusters.get(ctx.cluster)?.extensions?.get(EVENT_LOG_EXTENSION) : undefined;
+  const cluster = ctx ? config.clusters.get(ctx.cluster) : undefined;
+  const url = optStr(ext?.["nats-url"]);
+  if (!url) return undefined;
+  const credentials = resolvePath(optStr(ext?.["credentials"]), cluster?.baseDir);
+  return { natsUrl: url, ...(credentials ? { credentials } : {}) };
+}
+
 /** Resolves the connection from flags, environment and files. */
 export function resolveConnection(o: ConnectionOverrides, env: Record<string, string | undefined>, cwd: string): Connection {
   const paths = kubeconfigPaths(o.kubeconfig, env, cwd);
@@ -204,8 +239,26 @@ export function resolveConnection(o: ConnectionOverrides, env: Record<string, st
  * writes for the admin and `choreo kubeconfig create` for a user). `auth`:
  * the user's fields (`token`, or `client-certificate-data` and `client-key-data`).
  */
-export function renderKubeconfig(o: { server: string; caPem: string; user: string; auth: Record<string, string>; context: string; namespace: string }): string {
+export function renderKubeconfig(o: {
+  server: string;
+  caPem: string;
+  user: string;
+  auth: Record<string, string>;
+  context: string;
+  namespace: string;
+  /** The cluster's event log (`choreo up`): a cluster extension kubectl keeps and ignores. */
+  eventLog?: EventLogAccess;
+}): string {
   const q = (s: string): string => (/^[A-Za-z0-9._-]+$/.test(s) ? s : JSON.stringify(s));
+  const ext = o.eventLog
+    ? [
+        "    extensions:",
+        `    - name: ${EVENT_LOG_EXTENSION}`,
+        "      extension:",
+        `        nats-url: ${JSON.stringify(o.eventLog.natsUrl)}`,
+        ...(o.eventLog.credentials ? [`        credentials: ${JSON.stringify(o.eventLog.credentials)}`] : []),
+      ]
+    : [];
   return [
     "apiVersion: v1",
     "kind: Config",
@@ -214,6 +267,7 @@ export function renderKubeconfig(o: { server: string; caPem: string; user: strin
     "  cluster:",
     `    server: ${o.server}`,
     `    certificate-authority-data: ${Buffer.from(o.caPem).toString("base64")}`,
+    ...ext,
     "users:",
     `- name: ${q(o.user)}`,
     "  user:",

@@ -60,7 +60,7 @@ export async function runCli(argv: string[], partial: Partial<CliIo> = {}): Prom
   try {
     switch (command) {
       case "up":
-        return await upCommand(args, out);
+        return await upCommand(args, out, io.stdout, io.env);
       case "down":
         return await downCommand(args, out);
       case "join":

@@ -6,6 +6,7 @@ import { kindByUserName } from "@choreo/kit";
 import { messageToKubeJson, type KubeJson } from "@choreo/kit/kube-json";
 import { subscribe, type ChangeEvent } from "@choreo/client";
 import { CliError } from "../client.js";
+import { eventLogFrom, kubeconfigPaths, loadKubeconfig, type EventLogAccess } from "../kubeconfig.js";
 import { GLOBAL_OPTIONS, parseFlags, type CliIo, type Command, type Output } from "../session.js";
 
 const OPTIONS = {
@@ -32,8 +33,9 @@ Usage: choreo events [-w] [--since REV] [--resource pods] [-n ns | -A] [-o json|
       --node=''               pods bound to this node (with --resource pods)
   -l, --selector=''           label selector
   -o, --output=''             json | yaml (one document per change) | wide (adds node and labels)
-      --nats=''               NATS url (default $CHOREO_NATS_URL)
-      --nats-credentials=''   user:password file (default $CHOREO_NATS_CREDENTIALS); a subscriber's read-only user suffices
+      --nats=''               NATS url (default $CHOREO_NATS_URL, else the kubeconfig cluster's, as choreo up writes it)
+      --nats-credentials=''   user:password file (default $CHOREO_NATS_CREDENTIALS, else the kubeconfig cluster's
+                              read-only subscriber, <data-dir>/nats/subscriber.credentials); a subscriber's user suffices
 
 Lines: REVISION VERB KIND NAMESPACE/NAME CHANGED — for MODIFIED, the top-level
 fields (and metadata.<field>) that changed since the object's previous event
@@ -111,6 +113,12 @@ function print(out: Output, l: EventLine, format: string): void {
   else out.write(`${formatLine(l, format === "wide")}\n`);
 }
 
+/** The event log the kubeconfig's current (or --context) cluster names, when it is a choreo up cluster. */
+function kubeconfigEventLog(flag: string | undefined, context: string | undefined, io: CliIo): EventLogAccess | undefined {
+  const paths = kubeconfigPaths(flag, io.env, io.cwd);
+  return paths.length > 0 ? eventLogFrom(loadKubeconfig(paths), context) : undefined;
+}
+
 async function runEvents(argv: string[], io: CliIo): Promise<number> {
   const { values } = parseFlags(argv, OPTIONS);
   if (values.help) {
@@ -127,9 +135,15 @@ async function runEvents(argv: string[], io: CliIo): Promise<number> {
   const namespace = values["all-namespaces"] ? undefined : values.namespace;
   if (namespace && kind && !kind.namespaced) throw new CliError(`error: ${kind.resource} are not namespaced: drop -n`);
   if (namespace && !kind) throw new CliError("error: -n needs --resource (the event log's subjects name the resource first)");
-  const url = values.nats ?? io.env["CHOREO_NATS_URL"];
-  if (!url) throw new CliError("error: no NATS url: pass --nats or set CHOREO_NATS_URL (choreo up prints it: NATS (event log))");
-  const nc = await connectBus(url, "choreo-events", values["nats-credentials"] ?? io.env["CHOREO_NATS_CREDENTIALS"]);
+  // Where: the flags, the environment, else the current kubeconfig's cluster (choreo up's extension: its read-only subscriber).
+  const flagged = values.nats ?? io.env["CHOREO_NATS_URL"];
+  const found = flagged ? undefined : kubeconfigEventLog(values.kubeconfig, values.context, io);
+  const url = flagged ?? found?.natsUrl;
+  if (!url)
+    throw new CliError(
+      "error: no NATS url: pass --nats, set CHOREO_NATS_URL, or use the kubeconfig choreo up wrote (its cluster names the event log); choreo up prints it: NATS (event log)",
+    );
+  const nc = await connectBus(url, "choreo-events", values["nats-credentials"] ?? io.env["CHOREO_NATS_CREDENTIALS"] ?? found?.credentials);
   const tracker = new ChangeTracker();
   try {
     const events = subscribe(nc, {

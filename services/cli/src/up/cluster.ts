@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { appendFileSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from "node:fs";
 import path from "node:path";
 import { startProcess, waitFor, type HaproxyHandle, type ManagedProcess, type RedisHaHandle, type ServerHandle } from "@choreo/kit/process";
 import { eventKeyPaths } from "@choreo/kit/bus";
@@ -12,12 +12,14 @@ import {
   natsUserName,
   nodeIdentity,
   provisionIdentity,
+  subscriberNatsPermissions,
   type Identity,
 } from "@choreo/kit/secrets";
-import { renderKubeconfig } from "../kubeconfig.js";
+import { renderKubeconfig, type EventLogAccess } from "../kubeconfig.js";
 import { pidDir, sweep, writeClusterRecord, type SweepReport } from "./leftovers.js";
 import { busEnv, startApis, startServers } from "./control-plane.js";
 import { nodeSetup, ROOT } from "./node-setup.js";
+import { Progress } from "./progress.js";
 import { processStartTime, Shutdown, supervise, type Supervised } from "./supervisor.js";
 
 /** Where and on which ports `choreo up` runs the cluster. */
@@ -90,6 +92,12 @@ export interface LocalCluster {
   haproxy?: HaproxyHandle;
   /** The real nodes' names. */
   nodes: string[];
+  /**
+   * The read-only event-stream subscriber's NATS credentials (`user:password`,
+   * 0600, `<data-dir>/nats/subscriber.credentials`): reads the event log, may
+   * neither publish nor call the api. The kubeconfig names it for `choreo events`.
+   */
+  subscriberCredentials: string;
   /** The api (with `ha`: the first replica). */
   api(): ManagedProcess;
   /** Every api replica (one without `ha`). */
@@ -102,14 +110,33 @@ export interface LocalCluster {
   stop(): Promise<void>;
 }
 
-/** The kubeconfig kubectl and choreo use: https, the cluster's CA, the admin token. */
-export function kubeconfigYaml(server: string, caPem: string, token: string): string {
-  return renderKubeconfig({ server, caPem, user: "choreo-admin", auth: { token }, context: "choreo", namespace: "default" });
+/** The kubeconfig kubectl and choreo use: https, the cluster's CA, the admin token; and where `choreo events` reads the event log. */
+export function kubeconfigYaml(server: string, caPem: string, token: string, eventLog?: EventLogAccess): string {
+  return renderKubeconfig({ server, caPem, user: "choreo-admin", auth: { token }, context: "choreo", namespace: "default", ...(eventLog ? { eventLog } : {}) });
 }
 
-/** `choreo up`'s own log (supervision, clean-up): pino JSON lines on stderr, the terminal's. */
-function upLogger(): Logger {
-  return createLogger({ service: "choreo-up", destination: process.stderr });
+/**
+ * `choreo up`'s own log (supervision, clean-up): pino JSON lines in
+ * `<logs>/up.log`, and on stderr too unless stderr is a terminal (there the
+ * progress lines show what happens: a log line would break them).
+ */
+function upLogger(logs: string): Logger {
+  const fd = openSync(path.join(logs, "up.log"), "a", 0o600);
+  const toStderr = !process.stderr.isTTY;
+  return createLogger({
+    service: "choreo-up",
+    destination: {
+      write(line: string) {
+        writeSync(fd, line);
+        if (toStderr) process.stderr.write(line);
+      },
+    },
+  });
+}
+
+/** What a node-setup run logs (pino JSON lines): `<logs>/node-setup.log`, never the terminal. */
+function setupLog(logs: string): (line: string) => void {
+  return (line) => appendFileSync(path.join(logs, "node-setup.log"), `${line}\n`);
 }
 
 /** The pod CIDR of real node 1 … `count`: the i-th /24 of `clusterCidr` (10.244.0.0/16 → 10.244.1.0/24, …). */
@@ -134,19 +161,29 @@ export function nodePodCidrs(clusterCidr: string, count: number): string[] {
  * stopping; during the start, what started is stopped and this rejects). A
  * data dir whose last `choreo up` did not stop (kill -9) is swept first.
  */
-export async function up(partial: Partial<UpOptions> = {}, log: (line: string) => void = console.log, signal?: AbortSignal): Promise<LocalCluster> {
+export async function up(
+  partial: Partial<UpOptions> = {},
+  progress: Progress = new Progress({ write: () => undefined, tty: false, quiet: true }),
+  signal?: AbortSignal,
+): Promise<LocalCluster> {
   const opts: UpOptions = { ...DEFAULT_UP, ...partial };
   opts.dataDir = path.resolve(opts.dataDir);
   const podCidrs = nodePodCidrs(opts.clusterCidr, opts.nodes);
   const logs = path.join(opts.dataDir, "logs");
   mkdirSync(logs, { recursive: true });
-  const logger = upLogger();
+  const logger = upLogger(logs);
+  const log = setupLog(logs);
   const pidFile = path.join(opts.dataDir, "up.pid");
   if (existsSync(pidFile)) {
     const pid = upPid(pidFile);
     if (pid) throw new Error(`a cluster is already running from ${opts.dataDir} (pid ${pid}); stop it with choreo down`);
     // The last choreo up from here died without stopping its cluster: what it left goes first (ports, bridges).
-    reportSweep(await sweep(opts.dataDir, log), opts.dataDir, logger);
+    const swept = await progress.run(
+      "leftovers removed",
+      () => sweep(opts.dataDir, log),
+      (r) => `${r.removed.length} of a cluster that did not stop${r.remaining.length ? `, ${r.remaining.length} could not be` : ""}`,
+    );
+    reportSweep(swept, opts.dataDir, logger);
   }
   writeFileSync(pidFile, `${process.pid} ${processStartTime(process.pid) ?? ""}\n`);
   const pids = pidDir(opts.dataDir);
@@ -190,15 +227,36 @@ export async function up(partial: Partial<UpOptions> = {}, log: (line: string) =
     started(supervise({ name, initial, launch, ...watch(logName) }), servers);
 
   try {
-    const { nats, redis } = await startServers(opts, logs, adopt);
+    const { nats, redis, subscriberCredentials } = await progress.run(
+      "bus and store started",
+      async (step) => {
+        step.update(opts.ha ? "3 nats-servers, Redis with Sentinels" : "nats-server, redis-server");
+        const servers = await startServers(opts, logs, adopt);
+        // Event-stream subscribers (choreo events, @choreo/client subscribe()): a read-only NATS user of their own.
+        return { ...servers, subscriberCredentials: await servers.nats.addUser("subscriber", subscriberNatsPermissions()) };
+      },
+      (x) => `${x.nats.address}, ${"sentinels" in x.redis ? x.redis.url : x.redis.address}`,
+    );
     // The api's token file (the administrator's bare token first), before the api reads it; the actors' lines are added below.
     const apiTokenFile = path.join(opts.dataDir, "tokens");
     ensureTokenFile(apiTokenFile);
-    const haproxy = await startApis(opts, nats, redis, logs, (name, initial, launch, logName = name) =>
-      started(supervise({ name, initial, launch, ...watch(logName) }), apis),
+    const haproxy = await progress.run(
+      "api ready",
+      () =>
+        startApis(opts, nats, redis, logs, (name, initial, launch, logName = name) => started(supervise({ name, initial, launch, ...watch(logName) }), apis)),
+      (h) => (h ? `${opts.apiReplicas} replicas behind HAProxy, ` : "") + `https://${opts.host}:${opts.httpsPort}`,
     );
     // Real nodes: the runtime, then the local images it needs (built offline), before any agent starts.
-    runtime = opts.nodes > 0 ? await resolveRuntime(opts, log) : undefined;
+    runtime =
+      opts.nodes > 0
+        ? await progress
+            .run(
+              "images ready",
+              () => resolveRuntime(opts, log),
+              (r) => r.summary,
+            )
+            .then((r) => r.runtime)
+        : undefined;
     if (shutdown.stopping) throw new Error("interrupted");
     // The actors that exist in this checkout, each its own process.
     for (const [i, { name, main: service, args, env: extra, identity }] of actorsOf(opts, runtime, nodes, podCidrs).entries()) {
@@ -210,6 +268,14 @@ export async function up(partial: Partial<UpOptions> = {}, log: (line: string) =
       // And its own NATS user (credentials file 0600 beside nats.conf): what it may publish and hear.
       const bus = identity ? { CHOREO_NATS_CREDENTIALS: await nats.addUser(natsUserName(name), identityNatsPermissions(identity)) } : {};
       const metricsPort = opts.metricsPort + 1 + i;
+      // What the step says: a node agent and its runtime (or how many hollow nodes it hosts), then its pid.
+      const what =
+        service !== "node-agent"
+          ? ""
+          : name === "hollow-nodes"
+            ? `node agent of ${opts.hollowNodes} hollow nodes; `
+            : `node agent, ${runtime ?? "process"} runtime; `;
+      const step = progress.begin(`${name} started`, what.replace(/; $/, ""));
       await started(
         supervise({
           name,
@@ -233,6 +299,9 @@ export async function up(partial: Partial<UpOptions> = {}, log: (line: string) =
             }),
           ...watch(name),
         }),
+      ).then(
+        (sup) => step.done(`${what}pid ${sup.current().pid}`),
+        (err: Error) => (step.fail(err.message), Promise.reject(err)),
       );
     }
 
@@ -240,7 +309,14 @@ export async function up(partial: Partial<UpOptions> = {}, log: (line: string) =
     const cert = path.join(opts.dataDir, "pki", "apiserver.crt");
     await waitFor(() => existsSync(cert), { timeoutMs: 10_000, message: "serving certificate" });
     const kubeconfig = path.join(opts.dataDir, "kubeconfig");
-    writeFileSync(kubeconfig, kubeconfigYaml(`https://${opts.host}:${opts.httpsPort}`, readFileSync(cert, "utf8"), token), { mode: 0o600 });
+    writeFileSync(
+      kubeconfig,
+      kubeconfigYaml(`https://${opts.host}:${opts.httpsPort}`, readFileSync(cert, "utf8"), token, {
+        natsUrl: nats.address,
+        credentials: subscriberCredentials,
+      }),
+      { mode: 0o600 },
+    );
     logger.info({ dataDir: opts.dataDir, processes: [...servers, ...apis, ...actors].map((x) => `${x.name}:${x.current().pid}`) }, "cluster up; supervising");
 
     return {
@@ -251,6 +327,7 @@ export async function up(partial: Partial<UpOptions> = {}, log: (line: string) =
       redis,
       haproxy,
       nodes,
+      subscriberCredentials,
       runtime,
       api: () => apis[0]!.current(),
       apis: () => apis.filter((x) => x.name !== "haproxy").map((x) => x.current()),
@@ -325,11 +402,17 @@ function actorsOf(o: UpOptions, runtime: "docker" | "process" | undefined, nodes
 }
 
 /** docker when asked or (auto) when an engine answers, else process; then the images that runtime needs. */
-async function resolveRuntime(o: UpOptions, log: (line: string) => void): Promise<"docker" | "process"> {
-  const out = await nodeSetup(["prepare", "--runtime", o.runtime, "--images-dir", o.imagesDir], log);
+async function resolveRuntime(o: UpOptions, log: (line: string) => void): Promise<{ runtime: "docker" | "process"; summary: string }> {
+  // What node-setup did, from its own log lines (pino JSON): built or imported, else the images were there.
+  const did: string[] = [];
+  const out = await nodeSetup(["prepare", "--runtime", o.runtime, "--images-dir", o.imagesDir], (line) => {
+    log(line);
+    if (line.includes("built the busybox root filesystem")) did.push("busybox root filesystem built");
+    if (line.includes("imported the busybox image into docker")) did.push("busybox imported into docker");
+  });
   const runtime = out.split("\n").pop()?.trim();
   if (runtime !== "docker" && runtime !== "process") throw new Error(`node setup chose no runtime (${out})`);
-  return runtime;
+  return { runtime, summary: `${runtime} runtime; ${did.length > 0 ? did.join(", ") : "local images present"}` };
 }
 
 function isAlive(pid: number): boolean {

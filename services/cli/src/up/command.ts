@@ -1,18 +1,22 @@
 import { execFile } from "node:child_process";
-import { readdirSync } from "node:fs";
+import { mkdirSync, readdirSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { onAbort, signalController } from "@choreo/kit/lifecycle";
 import { DEFAULT_UP, down, up, type LocalCluster } from "./cluster.js";
+import { ensureDependencies } from "./dependencies.js";
+import { Progress, type Step } from "./progress.js";
 import { joinCommandLine, serveJoinUsers } from "../join/offer.js";
+import { RestClient } from "../client.js";
+import { connectionFrom, loadKubeconfig } from "../kubeconfig.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../../..");
 
 const USAGE = `Usage: choreo up [--nodes N] [--runtime auto|docker|process] [--hollow-nodes N] [--no-examples]
                  [--data-dir DIR] [--host H] [--nats-port P] [--redis-port P] [--http-port P]
                  [--https-port P] [--grpc-port P] [--metrics-port P] [--images-dir DIR]
-                 [--node-prefix P] [--cluster-cidr CIDR] [--service-cidr CIDR] [--ha [--api-replicas N]]
+                 [--node-prefix P] [--cluster-cidr CIDR] [--service-cidr CIDR] [--ha [--api-replicas N]] [-q]
 Brings up a local cluster in the foreground: nats-server, redis-server, the api, the scheduler,
 replication and endpoints actors, N real nodes (default 2, named node-1 …; one node agent each,
 running pods as docker containers when an engine answers, else as namespaced processes; node i
@@ -25,6 +29,10 @@ processes, containers, namespaces, veths, bridges, firewall rules, mounts or cgr
 Sentinels (writes answered once the event log holds them), --api-replicas api replicas (default 3)
 behind HAProxy on the https, http and gRPC ports (kubectl keeps working when one dies); every one
 supervised. --nats-port and --redis-port are then not used.
+Shows each step as it goes (dependencies, bus and store, api, images, each actor, nodes Ready,
+examples): on a terminal one line per step redrawn in place, elsewhere one plain line per step
+with its duration; -q, --quiet shows none (the summary stays). Logs: <data-dir>/logs (up.log is
+choreo up's own; also on stderr when stderr is not a terminal).
 
 Usage: choreo down [--data-dir DIR]
 Stops the cluster of DIR (default .choreo); when its choreo up died (kill -9, a crash), removes what
@@ -45,8 +53,20 @@ function replicas(v: string | undefined): number {
   return n;
 }
 
-/** `choreo up`: runs until SIGINT/SIGTERM. */
-export async function upCommand(argv: string[], out: (s: string) => void = console.log): Promise<number> {
+/** Where `choreo up` writes: its stream (a terminal or not) and the environment. */
+export interface UpTerminal {
+  write(text: string): unknown;
+  isTTY?: boolean;
+  columns?: number;
+}
+
+/** `choreo up`: runs until SIGINT/SIGTERM. `term` is stdout (progress is drawn in place when it is a terminal). */
+export async function upCommand(
+  argv: string[],
+  out: (s: string) => void = console.log,
+  term: UpTerminal = process.stdout,
+  env: Record<string, string | undefined> = process.env,
+): Promise<number> {
   const { values } = parseArgs({
     args: argv,
     options: {
@@ -68,6 +88,7 @@ export async function upCommand(argv: string[], out: (s: string) => void = conso
       "no-examples": { type: "boolean" },
       ha: { type: "boolean" },
       "api-replicas": { type: "string" },
+      quiet: { type: "boolean", short: "q" },
       help: { type: "boolean", short: "h" },
     },
   });
@@ -80,13 +101,34 @@ export async function upCommand(argv: string[], out: (s: string) => void = conso
   const nodePrefix = values["node-prefix"] ?? DEFAULT_UP.nodePrefix;
   // A node name is a DNS-1123 subdomain; the agent's names (bridges, chains) derive from it.
   if (!/^[a-z0-9]([-a-z0-9.]*[a-z0-9-])?$/.test(nodePrefix)) throw new Error(`--node-prefix must be lower-case letters, digits, '-' or '.', got ${nodePrefix}`);
+  const dataDir = path.resolve(values["data-dir"] ?? DEFAULT_UP.dataDir);
+  const nodes = port(values.nodes, DEFAULT_UP.nodes, "nodes");
+  const hollowNodes = port(values["hollow-nodes"], DEFAULT_UP.hollowNodes, "hollow-nodes");
+  const progress = new Progress({
+    write: (t) => void term.write(t),
+    tty: term.isTTY === true && env["TERM"] !== "dumb",
+    quiet: values.quiet === true,
+    ...(term.columns ? { columns: term.columns } : {}),
+  });
   // The first Ctrl-C stops the cluster; a second one exits at once (what is left: choreo down).
   const ac = signalController();
   let cluster: LocalCluster;
   try {
+    mkdirSync(path.join(dataDir, "logs"), { recursive: true });
+    await progress.run(
+      "dependencies",
+      (step) =>
+        ensureDependencies({
+          ha: values.ha ?? false,
+          nodes,
+          logFile: path.join(dataDir, "logs", "install.log"),
+          onInstall: (missing) => step.update(`installing ${missing.join(", ")} (scripts/ensure-deps.sh)`),
+        }),
+      (r) => (r.installed.length > 0 ? `installed ${r.installed.join(", ")}` : `present: ${r.present.join(", ")}`),
+    );
     cluster = await up(
       {
-        dataDir: values["data-dir"] ?? DEFAULT_UP.dataDir,
+        dataDir,
         host: values.host ?? DEFAULT_UP.host,
         natsPort: port(values["nats-port"], DEFAULT_UP.natsPort, "nats-port"),
         redisPort: port(values["redis-port"], DEFAULT_UP.redisPort, "redis-port"),
@@ -94,8 +136,8 @@ export async function upCommand(argv: string[], out: (s: string) => void = conso
         httpsPort: port(values["https-port"], DEFAULT_UP.httpsPort, "https-port"),
         grpcPort: port(values["grpc-port"], DEFAULT_UP.grpcPort, "grpc-port"),
         metricsPort: port(values["metrics-port"], DEFAULT_UP.metricsPort, "metrics-port"),
-        hollowNodes: port(values["hollow-nodes"], DEFAULT_UP.hollowNodes, "hollow-nodes"),
-        nodes: port(values.nodes, DEFAULT_UP.nodes, "nodes"),
+        hollowNodes,
+        nodes,
         nodePrefix,
         clusterCidr: values["cluster-cidr"] ?? DEFAULT_UP.clusterCidr,
         serviceCidr: values["service-cidr"],
@@ -105,10 +147,11 @@ export async function upCommand(argv: string[], out: (s: string) => void = conso
         ha: values.ha ?? false,
         apiReplicas: replicas(values["api-replicas"]),
       },
-      out,
+      progress,
       ac.signal,
     );
   } catch (err) {
+    progress.close();
     // Interrupted while starting: up() stopped what it had started.
     if (ac.signal.aborted) {
       out("stopped");
@@ -117,6 +160,33 @@ export async function upCommand(argv: string[], out: (s: string) => void = conso
     throw err;
   }
   const o = cluster.opts;
+  // choreo join elsewhere: this process owns nats-server's users and adds each joining node's; a first bootstrap token.
+  let join: string;
+  try {
+    await serveJoinUsers(cluster.nats, ac.signal);
+    const line = await joinCommandLine({ server: `https://${o.host}:${o.httpsPort}`, adminToken: cluster.token, dataDir: o.dataDir });
+    join = `To add a node from another machine (the token expires in 24 h; more with choreo token create):\n  ${line}`;
+  } catch (err) {
+    join = `choreo join is not offered: ${(err as Error).message}`;
+  }
+  const expected = (cluster.runtime ? o.nodes : 0) + o.hollowNodes;
+  if (expected > 0 && !ac.signal.aborted)
+    await progress
+      .run(
+        "nodes Ready",
+        (step) => nodesReady(cluster.kubeconfig, expected, step, ac.signal),
+        (n) => `${n}/${expected}`,
+      )
+      .catch(() => undefined);
+  const examples =
+    o.examples && o.nodes > 0 && !ac.signal.aborted
+      ? await progress.run(
+          "examples applied",
+          (step) => applyExamples(cluster.kubeconfig, step, ac.signal),
+          (x) => x.detail,
+        )
+      : undefined;
+  progress.close();
   out(`choreo is up.
   API (https, kubectl): https://${o.host}:${o.httpsPort}
   API (http):           http://${o.host}:${o.httpPort}
@@ -129,22 +199,17 @@ export async function upCommand(argv: string[], out: (s: string) => void = conso
       : ""
   }
   credentials (0600):   ${cluster.nats.credentialsFile} (NATS), ${cluster.redis.credentialsFile} (Redis)
+  subscriber (0600):    ${cluster.subscriberCredentials} (NATS, read-only: the event log; choreo events finds it through the kubeconfig)
   actors:               ${cluster.actors().join(", ") || "(none yet)"}
   nodes:                ${o.nodes ? `${o.nodes} × ${cluster.runtime} runtime` : "none"}${o.hollowNodes ? ` + ${o.hollowNodes} hollow` : ""}
   kubeconfig:           ${cluster.kubeconfig}
 
   export KUBECONFIG=${cluster.kubeconfig}
   kubectl get namespaces        # or: choreo get namespaces
-Logs in ${o.dataDir}/logs. Ctrl-C (or choreo down) stops the cluster; data stays in ${o.dataDir}.`);
-  // choreo join elsewhere: this process owns nats-server's users and adds each joining node's; a first bootstrap token.
-  try {
-    await serveJoinUsers(cluster.nats, ac.signal);
-    const line = await joinCommandLine({ server: `https://${o.host}:${o.httpsPort}`, adminToken: cluster.token, dataDir: o.dataDir });
-    out(`To add a node from another machine (the token expires in 24 h; more with choreo token create):\n  ${line}`);
-  } catch (err) {
-    out(`choreo join is not offered: ${(err as Error).message}`);
-  }
-  if (o.examples && o.nodes > 0 && !ac.signal.aborted) out(await applyExamples(cluster.kubeconfig, ac.signal));
+  choreo events -w              # the event log, one line per change
+Logs in ${o.dataDir}/logs (choreo up's own: up.log). Ctrl-C (or choreo down) stops the cluster; data stays in ${o.dataDir}.
+${join}`);
+  if (examples) out(examples.text);
   await new Promise<void>((resolve) => onAbort(ac.signal, resolve));
   out("stopping…");
   await cluster.stop();
@@ -152,21 +217,44 @@ Logs in ${o.dataDir}/logs. Ctrl-C (or choreo down) stops the cluster; data stays
   return 0;
 }
 
+/** Waits until `expected` nodes are Ready (the step shows n/N); resolves with how many are, rejects after 2 minutes. */
+async function nodesReady(kubeconfig: string, expected: number, step: Step, signal: AbortSignal): Promise<number> {
+  const client = new RestClient(connectionFrom(loadKubeconfig([kubeconfig])));
+  let ready = 0;
+  const deadline = Date.now() + 120_000;
+  while (!signal.aborted) {
+    try {
+      const list = await client.json<{ items?: { status?: { conditions?: { type?: string; status?: string }[] } }[] }>({ path: "/api/v1/nodes", signal });
+      ready = (list.items ?? []).filter((n) => n.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True")).length;
+    } catch {
+      // the api may be restarting: asked again
+    }
+    step.update(`${ready}/${expected}`);
+    if (ready >= expected) return ready;
+    if (Date.now() > deadline) throw new Error(`${ready}/${expected} after 2 minutes (kubectl describe nodes)`);
+    await new Promise((res) => setTimeout(res, 500));
+  }
+  return ready;
+}
+
 /**
  * Applies examples/*.yaml with choreo itself (the user's path), waits until
- * the web app answers through its NodePort, and says how to reach it.
+ * the web app answers through its NodePort; `text` says what was applied and
+ * how to reach the app.
  */
-async function applyExamples(kubeconfig: string, signal: AbortSignal): Promise<string> {
+async function applyExamples(kubeconfig: string, step: Step, signal: AbortSignal): Promise<{ detail: string; text: string }> {
   const choreo = path.join(ROOT, "services/cli/bin/choreo.js");
   const files = readdirSync(path.join(ROOT, "examples"))
     .filter((f) => f.endsWith(".yaml"))
     .sort()
     .flatMap((f) => ["-f", path.join(ROOT, "examples", f)]);
-  const applied = await new Promise<string>((resolve) => {
+  const applied = await new Promise<{ ok: boolean; text: string }>((resolve) => {
     execFile(process.execPath, [choreo, "apply", "--kubeconfig", kubeconfig, ...files], (err, stdout, stderr) =>
-      resolve(err ? `examples: ${stderr.trim()}` : stdout.trim()),
+      resolve(err ? { ok: false, text: `examples: ${stderr.trim()}` } : { ok: true, text: stdout.trim() }),
     );
   });
+  const objects = applied.text.split("\n").filter((l) => / (created|configured|unchanged)$/.test(l)).length;
+  step.update(`${objects} objects; waiting for the web app on http://127.0.0.1:30080/`);
   let answer = "";
   for (let i = 0; i < 120 && !answer && !signal.aborted; i++) {
     try {
@@ -176,10 +264,14 @@ async function applyExamples(kubeconfig: string, signal: AbortSignal): Promise<s
       await new Promise((res) => setTimeout(res, 1_000));
     }
   }
-  return `${applied}
+  if (!applied.ok) step.fail(applied.text.split("\n")[0] ?? "apply failed");
+  return {
+    detail: `${objects} objects; ${answer ? "the web app answers on http://127.0.0.1:30080/" : "the web app is still starting"}`,
+    text: `${applied.text}
 ${answer ? `The web app answers through its Service: curl http://127.0.0.1:30080/ → ${answer}` : "The web app is starting: curl http://127.0.0.1:30080/"}
   choreo get pods -o wide --kubeconfig ${kubeconfig}
-  kubectl logs sidecar -c reader -f`;
+  kubectl logs sidecar -c reader -f`,
+  };
 }
 
 /** `choreo down`: stops the cluster, and removes what one whose `choreo up` died left. */
