@@ -104,6 +104,20 @@ describe("up progress on a terminal", () => {
   });
 });
 
+describe("up progress, closed while a step runs (Ctrl-C while starting)", () => {
+  it("ends the step as interrupted, on its own line, in both forms", () => {
+    const plain = harness(false);
+    plain.progress.begin("api ready");
+    plain.advance(2_000);
+    plain.progress.close();
+    assert.equal(plain.text(), "✗ api ready — interrupted (2.0s)\n");
+    const tty = harness(true);
+    tty.progress.begin("api ready");
+    tty.progress.close();
+    assert.ok(tty.text().endsWith("\x1b[31m✗\x1b[0m api ready \x1b[2m— interrupted\x1b[0m \x1b[2m(0.0s)\x1b[0m\n"), JSON.stringify(tty.text()));
+  });
+});
+
 describe("up progress, quiet", () => {
   it("writes nothing in either form", async () => {
     for (const tty of [false, true]) {

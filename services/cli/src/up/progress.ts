@@ -126,10 +126,11 @@ export class Progress {
     if (running) this.draw();
   }
 
-  /** Stops redrawing (a running step stays as it is: call done or fail first). */
+  /** Stops redrawing; a step still running (an interrupted start) is ended as failed, so the next output starts on a line of its own. */
   close(): void {
     clearInterval(this.timer);
     this.timer = undefined;
+    if (this.current && !this.current.ended) this.end(FAILED, "interrupted");
   }
 
   private end(mark: string, detail: string): void {
