@@ -9,10 +9,18 @@
 //   this machine: ctb<tag> 172.30.K.1/24 ── cth<tag><i> (veth) ──┐
 //   host i (netns cth<tag><i>): eth0 172.30.K.(11+i)/24 ─────────┘  default via 172.30.K.1
 //
+// Two L2 segments (`segments: [0, 0, 1]`, host i on segment segments[i]):
+// segment 1 is a second bridge ctb<tag>s1 with a subnet of its own
+// (172.30.M.1/24); this machine routes between the two (ip_forward on, the
+// FORWARD accepts between the bridges), so a host on one reaches a host on
+// the other through a router — what VXLAN is for — and both reach the
+// control plane at segment 0's gateway.
+//
 // Test files run two at a time: each set of hosts has its own tag, subnet
 // and names; `destroy` removes every namespace, link and rule it made.
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { writeFileSync } from "node:fs";
 import path from "node:path";
 
 /** One test host. */
@@ -23,13 +31,32 @@ export interface TestHost {
   address: string;
   /** The veth end on this machine's side: down = the host cut off. */
   link: string;
+  /** Its L2 segment (index into `segments`). */
+  segment: number;
+  /** Its default gateway: its segment's bridge address. */
+  gateway: string;
 }
 
-/** A set of test hosts on one test bridge. */
-export interface TestHosts {
-  /** The bridge's address on this machine: where the hosts reach the control plane. */
+/** One L2 segment: a test bridge with a /24 of its own. */
+export interface TestSegment {
+  bridge: string;
   gateway: string;
   subnet: string;
+}
+
+/** Options of {@link createTestHosts}. */
+export interface TestHostsOptions {
+  /** Host i's segment (default: every host on segment 0); segments are numbered from 0 without gaps. */
+  segments?: readonly number[];
+}
+
+/** A set of test hosts on one test bridge (or several: `segments`). */
+export interface TestHosts {
+  /** Segment 0's bridge address on this machine: where the hosts reach the control plane. */
+  gateway: string;
+  /** Segment 0's subnet. */
+  subnet: string;
+  segments: TestSegment[];
   hosts: TestHost[];
   /** Runs a command inside host i's network namespace. */
   exec(i: number, cmd: string, args: string[], opts?: { timeoutMs?: number }): string;
@@ -37,7 +64,7 @@ export interface TestHosts {
   cut(i: number): void;
   /** Plugs host i back in. */
   restore(i: number): void;
-  /** Kills what runs in the hosts, removes their namespaces, the bridge and the rule. */
+  /** Kills what runs in the hosts, removes their namespaces, the bridges and the rules. */
   destroy(): void;
 }
 
@@ -53,36 +80,49 @@ function tryRun(file: string, args: string[]): void {
   }
 }
 
-/** A /24 of 172.30.0.0/16 no address or route on this machine uses. */
-function freeSubnet(): number {
+/** A /24 of 172.30.0.0/16 no address or route on this machine uses (nor `also`). */
+function freeSubnet(also: readonly number[] = []): number {
   const taken = ip(["-4", "route", "show"]) + ip(["-4", "addr", "show"]);
   for (let tries = 0; tries < 200; tries++) {
     const k = Math.floor(Math.random() * 256);
-    if (!taken.includes(`172.30.${k}.`)) return k;
+    if (!taken.includes(`172.30.${k}.`) && !also.includes(k)) return k;
   }
   throw new Error("no free /24 in 172.30.0.0/16 for test hosts");
 }
 
-/** The rule letting bridged traffic between the hosts through this machine's FORWARD (Docker's policy is DROP with br_netfilter). */
-function forwardRule(bridge: string): { chain: string; rule: string[] } {
-  let chain = "FORWARD";
+/** The chain letting traffic between the hosts through this machine's FORWARD (Docker's policy is DROP with br_netfilter). */
+function forwardChain(): string {
   try {
     execFileSync("iptables", ["-n", "-L", "DOCKER-USER"], { stdio: "ignore" });
-    chain = "DOCKER-USER";
+    return "DOCKER-USER";
   } catch {
-    // no Docker: FORWARD itself
+    return "FORWARD"; // no Docker: FORWARD itself
   }
-  return { chain, rule: ["-i", bridge, "-o", bridge, "-j", "ACCEPT"] };
 }
 
-/** Makes `count` test hosts (root: ip netns, bridges, iptables). */
-export function createTestHosts(count: number): TestHosts {
+/** Makes `count` test hosts (root: ip netns, bridges, iptables), on one segment or on those `opts.segments` names. */
+export function createTestHosts(count: number, opts: TestHostsOptions = {}): TestHosts {
   const tag = randomBytes(2).toString("hex");
-  const k = freeSubnet();
-  const bridge = `ctb${tag}`;
-  const gateway = `172.30.${k}.1`;
-  const hosts: TestHost[] = Array.from({ length: count }, (_, i) => ({ netns: `cth${tag}${i}`, address: `172.30.${k}.${11 + i}`, link: `cth${tag}${i}` }));
-  const fwd = forwardRule(bridge);
+  const segmentOf = (i: number): number => opts.segments?.[i] ?? 0;
+  const nSegments = Math.max(0, ...Array.from({ length: count }, (_, i) => segmentOf(i))) + 1;
+  const ks: number[] = [];
+  for (let s = 0; s < nSegments; s++) ks.push(freeSubnet(ks));
+  const segments: TestSegment[] = ks.map((k, s) => ({
+    bridge: s === 0 ? `ctb${tag}` : `ctb${tag}s${s}`,
+    gateway: `172.30.${k}.1`,
+    subnet: `172.30.${k}.0/24`,
+  }));
+  const gateway = segments[0]!.gateway;
+  const hosts: TestHost[] = Array.from({ length: count }, (_, i) => ({
+    netns: `cth${tag}${i}`,
+    address: `172.30.${ks[segmentOf(i)]!}.${11 + i}`,
+    link: `cth${tag}${i}`,
+    segment: segmentOf(i),
+    gateway: segments[segmentOf(i)]!.gateway,
+  }));
+  // Within a bridge, and (several segments) from each bridge to each other one: this machine is their router.
+  const chain = forwardChain();
+  const rules = segments.flatMap((a) => segments.map((b) => ["-i", a.bridge, "-o", b.bridge, "-j", "ACCEPT"]));
   const destroy = (): void => {
     for (const h of hosts) {
       // Processes first: a namespace with live processes outlives its name.
@@ -98,26 +138,30 @@ export function createTestHosts(count: number): TestHosts {
       tryRun("ip", ["netns", "del", h.netns]);
       tryRun("ip", ["link", "del", h.link]);
     }
-    tryRun("ip", ["link", "del", bridge]);
-    tryRun("iptables", ["-D", fwd.chain, ...fwd.rule]);
+    for (const seg of segments) tryRun("ip", ["link", "del", seg.bridge]);
+    for (const rule of rules) tryRun("iptables", ["-D", chain, ...rule]);
   };
   try {
-    ip(["link", "add", bridge, "type", "bridge"]);
-    ip(["addr", "add", `${gateway}/24`, "dev", bridge]);
-    ip(["link", "set", bridge, "up"]);
-    execFileSync("iptables", ["-I", fwd.chain, "1", ...fwd.rule]);
+    for (const seg of segments) {
+      ip(["link", "add", seg.bridge, "type", "bridge"]);
+      ip(["addr", "add", `${seg.gateway}/24`, "dev", seg.bridge]);
+      ip(["link", "set", seg.bridge, "up"]);
+    }
+    for (const rule of rules) execFileSync("iptables", ["-I", chain, "1", ...rule]);
+    // Routing between segments needs forwarding on this machine (Docker turns it on; it is left on).
+    if (segments.length > 1) writeFileSync("/proc/sys/net/ipv4/ip_forward", "1");
     for (const h of hosts) {
       const peer = `cti${tag}${hosts.indexOf(h)}`;
       ip(["netns", "add", h.netns]);
       ip(["link", "add", h.link, "type", "veth", "peer", "name", peer]);
       ip(["link", "set", peer, "netns", h.netns]);
-      ip(["link", "set", h.link, "master", bridge, "up"]);
+      ip(["link", "set", h.link, "master", segments[h.segment]!.bridge, "up"]);
       const batch = [
         `link set ${peer} name eth0`,
         `addr add ${h.address}/24 dev eth0`,
         "link set eth0 up",
         "link set lo up",
-        `route add default via ${gateway}`,
+        `route add default via ${h.gateway}`,
       ].join("\n");
       execFileSync("ip", ["-n", h.netns, "-batch", "-"], { input: batch + "\n" });
       // A machine routing pods forwards (the agent sets it too; a fresh namespace starts with it off).
@@ -129,7 +173,8 @@ export function createTestHosts(count: number): TestHosts {
   }
   return {
     gateway,
-    subnet: `172.30.${k}.0/24`,
+    subnet: segments[0]!.subnet,
+    segments,
     hosts,
     exec(i, cmd, args, opts = {}) {
       const h = hosts[i];
