@@ -6,7 +6,8 @@ import { createHash } from "node:crypto";
  * first address of the node's pod CIDR (the pods' gateway and DNS server);
  * each pod a network namespace joined to it by a veth pair, with one IP
  * from the pod CIDR. Routes between node bridges on one machine come with
- * the bridges; across machines, one route per node pod CIDR (host-gw).
+ * the bridges; across machines, one route per node pod CIDR (host-gw, or
+ * VXLAN to a node off this one's L2 segment: routes.ts, vxlan.ts).
  */
 export interface PodNetwork {
   /** The bridge's address: every pod's default gateway and its DNS server. */
