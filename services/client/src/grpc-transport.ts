@@ -105,6 +105,8 @@ export class GrpcTransport implements ApiTransport {
   readonly client: GrpcApiClient;
   private readonly token: string | undefined;
   private readonly timeoutMs: number;
+  /** How many Watch calls were made (a stream the server ended is called again from the last revision). */
+  watchesStarted = 0;
   private readonly open = new Set<grpc.ClientReadableStream<WatchEvent>>();
   private closed = false;
 
@@ -188,11 +190,12 @@ export class GrpcTransport implements ApiTransport {
           labelSelector: from.labelSelector ?? "",
           fieldSelector: "",
           resourceVersion: rv,
-          timeoutSeconds: 0,
+          timeoutSeconds: from.timeoutSeconds ?? 0,
           allowBookmarks: true,
         },
         this.metadata(),
       );
+      this.watchesStarted++;
       const onAbort = (): void => call.cancel();
       from.signal?.addEventListener("abort", onAbort, { once: true });
       this.open.add(call);

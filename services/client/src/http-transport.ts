@@ -89,6 +89,8 @@ export class HttpTransport implements ApiTransport {
   private readonly agent: http.Agent;
   private readonly token: string | undefined;
   private readonly timeoutMs: number;
+  /** How many watch requests were made (a stream the server ended is requested again from the last revision). */
+  watchesStarted = 0;
   /** Open watch requests, ended by close(). */
   private readonly open = new Set<http.ClientRequest>();
 
@@ -224,6 +226,8 @@ export class HttpTransport implements ApiTransport {
     while (!from.signal?.aborted) {
       const q = new URLSearchParams({ watch: "1", resourceVersion: rv, allowWatchBookmarks: "true" });
       if (from.labelSelector) q.set("labelSelector", from.labelSelector);
+      if (from.timeoutSeconds) q.set("timeoutSeconds", String(from.timeoutSeconds));
+      this.watchesStarted++;
       const { req, res } = await this.send("GET", `${this.path(k, from.namespace ?? "")}?${q.toString()}`, undefined, from.signal).catch((err: unknown) => {
         if (from.signal?.aborted) return { req: undefined, res: undefined };
         throw err;

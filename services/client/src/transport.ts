@@ -18,6 +18,13 @@ export interface WatchFrom {
   labelSelector?: string;
   /** The revision to follow from (a list's `metadata.resourceVersion`). */
   resourceVersion: string;
+  /**
+   * http, grpc: Kubernetes' `timeoutSeconds` of each watch request — the
+   * server ends the stream after it and the transport watches again from the
+   * last revision seen (default: the server's, 30–60 min over HTTP, none over
+   * gRPC). No meaning over NATS (a subscription has no server-side end).
+   */
+  timeoutSeconds?: number;
   signal?: AbortSignal;
 }
 

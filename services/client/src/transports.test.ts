@@ -23,6 +23,8 @@ import { freePort, startNats, startProcess, startRedis, waitFor, type ManagedPro
 import type { ConfigMap } from "@choreo/kit/gen/choreo/core/v1/core";
 import { ChoreoClient, connectClient, type ConnectOptions } from "./client.js";
 import type { ChangeEvent } from "./subscribe.js";
+import type { GrpcTransport } from "./grpc-transport.js";
+import type { HttpTransport } from "./http-transport.js";
 import type { TransportName } from "./transport.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../..");
@@ -313,6 +315,12 @@ describe("ChoreoClient over nats, http and grpc against a real api", () => {
         assert.equal(unauth.code, 401);
         assert.equal(unauth.reason, "Unauthorized");
 
+        // No token at all (and no certificate): 401 too.
+        await using anonymous = await connectClient(connect[t](""));
+        const anon = await apiError(anonymous.list("configmaps", { namespace: "default" }));
+        assert.equal(anon.code, 401);
+        assert.equal(anon.reason, "Unauthorized");
+
         await using nobody = await connectClient(connect[t](nobodyToken));
         const denied = await apiError(nobody.create("configMap", configMap(`${t}-denied`)));
         assert.equal(denied.code, 403);
@@ -327,6 +335,39 @@ describe("ChoreoClient over nats, http and grpc against a real api", () => {
   }
 
   for (const t of ["http", "grpc"] as const) {
+    it(`over ${t}, a watch stream the server ends (timeoutSeconds) is made again from the last revision: nothing lost or repeated`, async () => {
+      await using c = await connectClient(connect[t]());
+      const tr = c.transport as HttpTransport | GrpcTransport;
+      const sel = { app: `rewatch-${t}` };
+      const from = (await c.list("configmaps", { namespace: "default" })).resourceVersion;
+      const ac = new AbortController();
+      const w = tr.watchFrom("configmaps", {
+        namespace: "default",
+        labelSelector: `app=rewatch-${t}`,
+        resourceVersion: from,
+        timeoutSeconds: 1,
+        signal: ac.signal,
+      });
+      try {
+        const names: string[] = [];
+        for (let i = 1; i <= 3; i++) {
+          const started = tr.watchesStarted;
+          const next = w.next();
+          if (i > 1) await waitFor(() => tr.watchesStarted > started, { timeoutMs: 15_000, message: "the ended stream watched again" });
+          await c.create("configMap", configMap(`${t}-rw${i}`, sel));
+          const r = await next;
+          assert.ok(!r.done);
+          names.push(`${r.value.type} ${r.value.object.metadata?.name}`);
+        }
+        assert.deepEqual(names, [`ADDED ${t}-rw1`, `ADDED ${t}-rw2`, `ADDED ${t}-rw3`]);
+        assert.ok(tr.watchesStarted >= 3);
+      } finally {
+        ac.abort();
+        await w.return(undefined);
+      }
+      for (let i = 1; i <= 3; i++) await c.delete("configmaps", "default", `${t}-rw${i}`);
+    });
+
     it(`a client certificate instead of a token over ${t} (the user its CN, groups its O)`, async () => {
       const admin = await signClientCert(path.join(dir, "api", "pki"), `cert-admin-${t}`, ["system:masters"]);
       const nobody = await signClientCert(path.join(dir, "api", "pki"), `cert-nobody-${t}`, []);
