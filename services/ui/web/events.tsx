@@ -51,13 +51,20 @@ export function EventsPage(p: { query: URLSearchParams }) {
   }, [stream]);
   // One watch per chosen kind while not paused; each resumes from its own last revision.
   const chosenKey = kinds.join(",");
+  const watching = useRef<AbortController | undefined>(undefined);
   useEffect(() => {
     if (paused) return;
     const ac = new AbortController();
+    watching.current = ac;
     const chosen = STREAM_KINDS.filter((k) => kinds.includes(k.resource));
     for (const k of chosen) void stream.follow(k, chosen, ac.signal);
     return () => ac.abort();
   }, [chosenKey, paused]);
+  // Paused at once (not after the next paint): nothing received after the click is added.
+  const pause = () => {
+    watching.current?.abort();
+    setPaused(true);
+  };
   // The location says what is shown (a link to share or reload).
   useEffect(() => {
     const q = new URLSearchParams();
@@ -134,7 +141,7 @@ export function EventsPage(p: { query: URLSearchParams }) {
         <label>
           Name contains <input type="search" value={name} onInput={(e) => setName((e.target as HTMLInputElement).value)} />
         </label>
-        <button type="button" aria-pressed={paused} onClick={() => setPaused(!paused)}>
+        <button type="button" aria-pressed={paused} onClick={() => (paused ? setPaused(false) : pause())}>
           {paused ? "Resume" : "Pause"}
         </button>
         {paused ? (

@@ -138,6 +138,8 @@ export class EventStream {
         this.setState(k.resource, { state: "live" });
         backoff = 500;
         for await (const line of lines(res, signal)) {
+          // Lines already read when the watch was stopped (pause): not added.
+          if (signal.aborted) return;
           if (!line) continue;
           const ev = JSON.parse(line) as {
             type: string;
