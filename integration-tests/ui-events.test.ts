@@ -144,7 +144,8 @@ describe(
         const rows = await rowsOf(page);
         assert.ok(rows.length > 0);
         assert.deepEqual([...new Set(rows.map((r) => r.kind))], ["Deployment"]);
-        assert.match(page.url(), /kinds=deployments(&|$)/, "the location says what is shown");
+        // The location says what is shown (a link to share).
+        await page.waitForFunction(`/kinds=deployments(&|$)/.test(location.hash)`, { timeout: 5_000 });
         await shot(page, "2-kind-filter");
         await page.click("::-p-aria(ConfigMap)[type=checkbox]");
         await page.type("::-p-aria(Name contains)", "cm-a");
@@ -209,6 +210,74 @@ describe(
         assert.match((await page.$eval("[data-testid=events-status]", (e) => e.textContent)) ?? "", new RegExp(`after revision ${startRevision} `));
         assert.deepEqual(ours(await rowsOf(page)), written);
         await shot(page, "6-since");
+      });
+    });
+
+    it("opens describe-like pages of a node and of a Deployment, from the stream's rows with the keyboard", async () => {
+      await withLogsOnFailure(c, async () => {
+        // A Node and pods written directly (no agent, no controller here): what the pages show is what was written.
+        assert.equal(
+          (
+            await admin("POST", "/api/v1/nodes", {
+              apiVersion: "v1",
+              kind: "Node",
+              metadata: { name: "ev-node", labels: { zone: "z1" } },
+              spec: { taints: [{ key: "dedicated", value: "ui", effect: "NoSchedule" }] },
+              status: { capacity: { cpu: "4", pods: "110" }, addresses: [{ type: "InternalIP", address: "10.9.0.7" }] },
+            })
+          ).status,
+          201,
+        );
+        const d = await admin("POST", DEPLOYS, {
+          apiVersion: "apps/v1",
+          kind: "Deployment",
+          metadata: { name: "ev-api", namespace: "default" },
+          spec: {
+            replicas: 2,
+            selector: { matchLabels: { app: "ev-api" } },
+            template: { metadata: { labels: { app: "ev-api" } }, spec: { containers: [{ name: "app", image: "busybox:1.36" }] } },
+          },
+        });
+        assert.equal(d.status, 201, d.text);
+        for (const name of ["ev-api-1", "ev-other"])
+          assert.equal(
+            (
+              await admin("POST", "/api/v1/namespaces/default/pods", {
+                apiVersion: "v1",
+                kind: "Pod",
+                metadata: { name, namespace: "default", labels: { app: name === "ev-other" ? "other" : "ev-api" } },
+                spec: { nodeName: "ev-node", containers: [{ name: "app", image: "busybox" }] },
+              })
+            ).status,
+            201,
+          );
+        await page.goto(`${c.httpUrl}/ui/#/events?since=${startRevision}&kinds=nodes,deployments`);
+        const link = "[role=row] a::-p-text(default/ev-api)";
+        await page.waitForSelector(link, { timeout: 10_000 });
+        // Keyboard: focus the row's link, Enter.
+        await page.focus(link);
+        await page.keyboard.press("Enter");
+        await page.waitForSelector("::-p-aria(Deployment details)", { timeout: 10_000 });
+        assert.equal(await page.$eval("h1", (e) => e.textContent), "Deployment default/ev-api");
+        assert.match((await page.$eval('dd[data-field="Replicas"]', (e) => e.textContent)) ?? "", /^2 desired \| 0 updated/);
+        assert.equal(await page.$eval('dd[data-field="Selector"]', (e) => e.textContent), "app=ev-api");
+        assert.equal(await page.$eval('dd[data-field="Containers"]', (e) => e.textContent), "app (busybox:1.36)");
+        await page.waitForSelector("::-p-aria(Pods of Deployment ev-api)");
+        const podRows = (await page.$$eval("table[aria-label='Pods of Deployment ev-api'] tbody th", (es) => es.map((e) => e.textContent))) as string[];
+        assert.deepEqual(podRows, ["default/ev-api-1"], "its pods by its selector, not the others");
+        await shot(page, "8-deployment");
+        // Its pod's node: the node's page.
+        await page.click("table[aria-label='Pods of Deployment ev-api'] a::-p-text(ev-node)");
+        await page.waitForSelector("::-p-aria(Node details)", { timeout: 10_000 });
+        assert.equal(await page.$eval("h1", (e) => e.textContent), "Node ev-node");
+        assert.equal(await page.$eval('dd[data-field="Taints"]', (e) => e.textContent), "dedicated=ui:NoSchedule");
+        assert.equal(await page.$eval('dd[data-field="Addresses"]', (e) => e.textContent), "InternalIP: 10.9.0.7");
+        assert.equal(await page.$eval('dd[data-field="Labels"]', (e) => e.textContent), "zone=z1");
+        await page.waitForFunction(`document.querySelectorAll("table[aria-label='Pods on ev-node'] tbody tr").length === 2`, { timeout: 10_000 });
+        await shot(page, "9-node");
+        // Live: a pod deleted (no agent here: at once) leaves the node's table without a reload.
+        assert.equal((await admin("DELETE", "/api/v1/namespaces/default/pods/ev-other?gracePeriodSeconds=0")).status, 200);
+        await page.waitForFunction(`document.querySelectorAll("table[aria-label='Pods on ev-node'] tbody tr").length === 1`, { timeout: 10_000 });
       });
     });
 

@@ -97,7 +97,7 @@ function NodeRow(p: { name: string; node: Node | undefined; pods: Pod[] }) {
   return (
     <section class="node" aria-label={`Node ${title}`}>
       <h2 class="node-title">
-        <span class="node-name">{title}</span>
+        <span class="node-name">{p.node ? <a href={`#/node/${encodeURIComponent(p.name)}`}>{title}</a> : title}</span>
         {readiness ? <span class={`ready ready-${readiness}`}>{readiness}</span> : null}
         {p.node?.spec?.unschedulable ? <span class="ready">SchedulingDisabled</span> : null}
         <span class="count">{plural(p.pods.length, "pod")}</span>

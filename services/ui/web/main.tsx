@@ -1,13 +1,16 @@
 // The page: a sign-in form until a token is kept (sessionStorage), then a
 // view chosen by the location's hash: #/ nodes × pods, #/pod/NS/NAME a
-// pod's detail, #/workloads Deployments, RCs and Service endpoints,
+// pod's detail, #/node/NAME a node's, #/workloads Deployments, RCs and Service
+// endpoints, #/workload/deployments|replicationcontrollers/NS/NAME one's detail,
 // #/events?since=REV&kinds=… the event stream.
 import { render } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import { getJson, setToken, token, unauthorized } from "./api.js";
 import { EventsPage } from "./events.js";
 import { NodesGrid } from "./grid.js";
+import { NodeDetail } from "./node.js";
 import { PodDetail } from "./pod.js";
+import { WorkloadDetail } from "./workload.js";
 import { Workloads } from "./workloads.js";
 
 function useHash(): string {
@@ -87,11 +90,15 @@ function App() {
   const parts = (q >= 0 ? bare.slice(0, q) : bare).split("/").map(decodeURIComponent);
   let view;
   if (parts[0] === "pod" && parts[1] && parts[2]) view = <PodDetail key={`${parts[1]}/${parts[2]}`} namespace={parts[1]} name={parts[2]} />;
+  else if (parts[0] === "node" && parts[1]) view = <NodeDetail key={parts[1]} name={parts[1]} />;
+  else if (parts[0] === "workload" && parts[1] && parts[2] && parts[3])
+    view = <WorkloadDetail key={parts.join("/")} resource={parts[1]} namespace={parts[2]} name={parts[3]} />;
   else if (parts[0] === "workloads") view = <Workloads />;
   // A new since (a link followed): a new stream.
   else if (parts[0] === "events") view = <EventsPage key={`events/${query.get("since") ?? ""}`} query={query} />;
   else view = <NodesGrid />;
-  const current = ["workloads", "pod", "events"].includes(parts[0]!) ? parts[0] : "nodes";
+  // A detail page (pod, node, workload) is none of the menu's pages.
+  const current = ["workloads", "events", "pod", "node", "workload"].includes(parts[0]!) ? parts[0] : "nodes";
   return (
     <>
       <header>

@@ -140,7 +140,7 @@ function Describe({ pod }: { pod: Pod }) {
   );
 }
 
-function Events({ events }: { events: KEvent[] }) {
+export function Events({ events }: { events: KEvent[] }) {
   if (events.length === 0) return <p>No events.</p>;
   const when = (e: KEvent) => e.lastTimestamp ?? e.eventTime ?? e.metadata.creationTimestamp ?? "";
   events.sort((a, b) => (when(a) < when(b) ? -1 : 1));

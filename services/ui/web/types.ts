@@ -42,14 +42,34 @@ export interface Pod {
 
 export interface Node {
   metadata: Meta;
-  spec?: { unschedulable?: boolean };
-  status?: { conditions?: Condition[]; capacity?: Record<string, string> };
+  spec?: { unschedulable?: boolean; podCIDR?: string; taints?: { key: string; value?: string; effect: string }[] };
+  status?: {
+    conditions?: Condition[];
+    capacity?: Record<string, string>;
+    allocatable?: Record<string, string>;
+    addresses?: { type: string; address: string }[];
+    nodeInfo?: {
+      kubeletVersion?: string;
+      osImage?: string;
+      kernelVersion?: string;
+      containerRuntimeVersion?: string;
+      architecture?: string;
+      operatingSystem?: string;
+    };
+  };
 }
 
 export interface Workload {
   kind?: string;
   metadata: Meta;
-  spec?: { replicas?: number; selector?: unknown };
+  spec?: {
+    replicas?: number;
+    /** Deployment: a LabelSelector; ReplicationController: a map. */
+    selector?: { matchLabels?: Record<string, string> } | Record<string, string>;
+    strategy?: { type?: string; rollingUpdate?: { maxSurge?: number | string; maxUnavailable?: number | string } };
+    minReadySeconds?: number;
+    template?: { metadata?: { labels?: Record<string, string> }; spec?: { containers?: { name: string; image?: string }[] } };
+  };
   status?: {
     replicas?: number;
     readyReplicas?: number;

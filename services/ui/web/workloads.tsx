@@ -61,7 +61,13 @@ export function Workloads() {
                 <tr key={`${r.kind}/${r.w.metadata.namespace}/${r.w.metadata.name}`}>
                   <td>{r.kind}</td>
                   <td>{r.w.metadata.namespace}</td>
-                  <th scope="row">{r.w.metadata.name}</th>
+                  <th scope="row">
+                    <a
+                      href={`#/workload/${r.kind === "Deployment" ? "deployments" : "replicationcontrollers"}/${encodeURIComponent(r.w.metadata.namespace ?? "default")}/${encodeURIComponent(r.w.metadata.name)}`}
+                    >
+                      {r.w.metadata.name}
+                    </a>
+                  </th>
                   <td>
                     {s.readyReplicas ?? 0}/{desired}
                   </td>
