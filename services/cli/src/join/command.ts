@@ -6,6 +6,7 @@ import { join, joinDefaults, type JoinOptions } from "./join.js";
 
 const USAGE = `Usage: choreo join [--server https://HOST:PORT --token TOKEN --ca-hash sha256:HEX]
                    [--node-name NAME] [--node-ip IP] [--runtime auto|docker|process|hollow] [--pod-cidr CIDR]
+                   [--backend auto|host-gw|vxlan]
                    [--data-dir DIR] [--state-dir DIR] [--images-dir DIR]
 Joins this machine to a cluster as a node: checks that the api's CA has the SubjectPublicKeyInfo
 hash --ca-hash (choreo up prints the whole command), exchanges the bootstrap token (choreo token
@@ -14,8 +15,10 @@ written (0600) under --data-dir (default .choreo-node), then runs the node agent
 restarted when it dies, until Ctrl-C or SIGTERM. NAME defaults to the host name; without
 --pod-cidr the agent waits for the api to give the Node one. --node-ip (the Node's InternalIP, where
 the other nodes route this one's pods) defaults to this machine's address toward the cluster's
-NATS servers. Run again with only --data-dir (a
-restart, a reboot), it starts the agent with the credential it keeps there: no token needed.`;
+NATS servers. --backend: how other machines' pods are reached — host-gw to a node on this one's
+L2 segment and VXLAN to one behind a router (auto, the default), or one of them for every node.
+Run again with only --data-dir (a restart, a reboot), it starts the agent with the credential it
+keeps there: no token needed.`;
 
 export async function joinCommand(argv: string[], out: (s: string) => void = console.log): Promise<number> {
   const { values } = parseArgs({
@@ -28,6 +31,7 @@ export async function joinCommand(argv: string[], out: (s: string) => void = con
       "node-ip": { type: "string" },
       runtime: { type: "string" },
       "pod-cidr": { type: "string" },
+      backend: { type: "string" },
       "data-dir": { type: "string" },
       "state-dir": { type: "string" },
       "images-dir": { type: "string" },
@@ -44,6 +48,8 @@ export async function joinCommand(argv: string[], out: (s: string) => void = con
   const d = joinDefaults();
   const runtime = values.runtime ?? d.runtime;
   if (!["auto", "docker", "process", "hollow"].includes(runtime)) throw new Error(`--runtime must be auto, docker, process or hollow, not ${runtime}`);
+  const backend = values.backend ?? "";
+  if (backend && !["auto", "host-gw", "vxlan"].includes(backend)) throw new Error(`--backend must be auto, host-gw or vxlan, not ${backend}`);
   const ac = signalController();
   const node = await join(
     {
@@ -54,6 +60,7 @@ export async function joinCommand(argv: string[], out: (s: string) => void = con
       nodeIp: values["node-ip"] ?? "",
       runtime: runtime as JoinOptions["runtime"],
       podCidr: values["pod-cidr"] ?? "",
+      backend,
       dataDir: values["data-dir"] ?? d.dataDir,
       stateDir: values["state-dir"] ?? d.stateDir,
       imagesDir: values["images-dir"] ?? d.imagesDir,

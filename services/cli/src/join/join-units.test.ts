@@ -10,6 +10,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, describe, it } from "node:test";
 import { caCertHash, fetchServerRoot, isCaHash } from "./ca-hash.js";
+import { joinCommand } from "./command.js";
 import { generateToken, parseDuration, TOKEN_PATTERN } from "./tokens.js";
 
 const dir = mkdtempSync(path.join(tmpdir(), "choreo-join-units-"));
@@ -75,5 +76,14 @@ describe("choreo join's pure parts", () => {
       seen.add(t);
     }
     assert.equal(seen.size, 100);
+  });
+});
+
+describe("choreo join's flags", () => {
+  it("refuses a --backend the node agent does not know, before anything runs", async () => {
+    await assert.rejects(
+      joinCommand(["--backend", "geneve"], () => undefined),
+      /--backend must be auto, host-gw or vxlan, not geneve/,
+    );
   });
 });

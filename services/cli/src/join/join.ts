@@ -40,6 +40,8 @@ export interface JoinOptions {
   podCidr: string;
   /** The Node's InternalIP; empty: this machine's source address toward the NATS servers ({@link sourceAddressTo}). */
   nodeIp?: string;
+  /** How the agent reaches other machines' pods (`--backend host-gw|vxlan|auto`); empty: the agent's default (auto). */
+  backend?: string;
 }
 
 /** The credential the api hands a joining node. */
@@ -199,6 +201,7 @@ export async function join(o: JoinOptions, log: (line: string) => void = console
           o.imagesDir,
           ...(o.podCidr ? ["--pod-cidr", o.podCidr] : []),
           ...(nodeIp ? ["--node-ip", nodeIp] : []),
+          ...(o.backend ? ["--backend", o.backend] : []),
         ],
         cwd: ROOT,
         env: {
