@@ -135,12 +135,20 @@ describe("node credentials shared by api replicas", () => {
       assert.deepEqual(await whoami(0, t1), { user: `system:node:${NODE}`, stderr: "" });
       const got = await kubectlAs(0, t1, ["get", "node", NODE, "-o", "name"]);
       assert.equal(got.stdout.trim(), `node/${NODE}`, got.stderr);
-      // Its own credential Secret is not the node's to read, on either replica.
-      for (const i of [0, 1]) {
-        const r = await kubectlAs(i, t1, ["-n", "kube-system", "get", "secret", `node-credential-${NODE}`]);
-        assert.notEqual(r.code, 0);
-        assert.match(r.stderr, /Forbidden|forbidden/);
-      }
+      // Its own credential Secret is not the node's to read, on either replica; nor the bootstrapper's, nor may they list Secrets.
+      for (const i of [0, 1])
+        for (const [who, token] of [
+          ["node", t1],
+          ["bootstrapper", BOOTSTRAP],
+        ])
+          for (const args of [
+            ["get", "secret", `node-credential-${NODE}`],
+            ["get", "secrets"],
+          ]) {
+            const r = await kubectlAs(i, token, ["-n", "kube-system", ...args]);
+            assert.notEqual(r.code, 0, `${who} ${args.join(" ")} on replica ${i}: ${r.stdout}`);
+            assert.match(r.stderr, /is forbidden: User "system:(node:ha-node|bootstrap:hatest)"/, r.stderr);
+          }
       // Over NATS with only replica 0 answering (replica 1, which issued it, killed): 200; a wrong token 401.
       await c.killApi(1);
       assert.equal(await overNats(t1), 200);
