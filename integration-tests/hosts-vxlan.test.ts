@@ -16,7 +16,9 @@
 //   restarted agent makes the device again with the same MAC, host-a's pods
 //   reach host-c's again, and no host holds an entry twice;
 // - host-c's Node deleted (its agent stopped): its route, neighbour and FDB
-//   entries leave host-a and host-b.
+//   entries leave host-a and host-b;
+// - the clean-up's removal of routes and device (cleanupAll's last steps)
+//   leaves host-a none of them.
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import path from "node:path";
@@ -318,5 +320,21 @@ describe("test hosts on two L2 segments: host-gw on one, VXLAN across, pods and 
       }).catch((err: unknown) => {
         throw new Error(`${(err as Error).message}\n${tables()}`);
       });
+    }));
+
+  it("the clean-up's network part (what cleanupAll runs after the bridges) leaves host-a no choreo route, device, neighbour or FDB entry", () =>
+    withLogsOnFailure(c, async () => {
+      // As choreo down: the agent stops first (its routes and device stay), then the clean-up.
+      await c.actors.get(nodes[0]!)?.stop(10_000);
+      const script = [
+        `const { removeRoutes } = await import(${JSON.stringify(path.join(ROOT, "services/node-agent/src/net/routes.ts"))});`,
+        `const { removeVxlan } = await import(${JSON.stringify(path.join(ROOT, "services/node-agent/src/net/vxlan.ts"))});`,
+        "await removeRoutes(); await removeVxlan(); await removeVxlan();",
+      ].join(" ");
+      assert.ok(routes(0).length > 0 && hosts.exec(0, "ip", ["link", "show", "choreo.vx"]).includes("choreo.vx"), "something to clean");
+      hosts.exec(0, process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], { timeoutMs: 30_000 });
+      assert.deepEqual(routes(0), []);
+      assert.throws(() => hosts.exec(0, "ip", ["link", "show", "choreo.vx"]), "the device is gone (a second removal is fine)");
+      assert.deepEqual([neigh(0), fdb(0)], [[], []]);
     }));
 });
