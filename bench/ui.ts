@@ -6,22 +6,31 @@
 // size (virtualized: only the rows in view), the JS heap; then a scroll to
 // the last node, and the latency of a live update (a pod created while the
 // page watches, until its cell is drawn).
-//   npm run bench:ui [-- --nodes 5000 --pods 5000 --rounds 3]
+// The event stream page (#/events): E ConfigMap creates written by 64
+// concurrent writers while the page follows ConfigMaps — the rate written
+// and the page's lag behind the last write; then the page opened with
+// ?since= before them: the rate it replays and draws the backlog at (the
+// last 5,000 rows kept, only those in view drawn).
+//   npm run bench:ui [-- --nodes 5000 --pods 5000 --rounds 3 --events 20000]   (--nodes 0 / --events 0: skip a part)
 import { parseArgs } from "node:util";
+import { unwrap } from "@choreo/kit";
 import { fromKubeJson } from "@choreo/kit/kube-json";
 import { startCluster, type TestCluster } from "@choreo/integration-tests/support/cluster";
 import { CHROMIUM, launchChromium } from "@choreo/integration-tests/support/browser";
+import type { Browser } from "puppeteer-core";
 
 const { values } = parseArgs({
   options: {
     nodes: { type: "string", default: "5000" },
     pods: { type: "string", default: "5000" },
     rounds: { type: "string", default: "3" },
+    events: { type: "string", default: "20000" },
   },
 });
 const NODES = Number(values.nodes);
 const PODS = Number(values.pods);
 const ROUNDS = Number(values.rounds);
+const EVENTS = Number(values.events);
 const nodeName = (i: number) => `bench-${String(i).padStart(5, "0")}`;
 
 async function createAll(c: TestCluster, count: number, make: (i: number) => Record<string, unknown>): Promise<void> {
@@ -33,15 +42,74 @@ async function createAll(c: TestCluster, count: number, make: (i: number) => Rec
   );
 }
 
+/** The grid's part skipped (--nodes 0). */
+class Done extends Error {}
+
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 if (!CHROMIUM) {
   console.error("chromium is not installed (apt-get install chromium)");
   process.exit(2);
 }
+/** The event stream page: its live lag and its replay rate with EVENTS ConfigMap changes. */
+async function eventsBench(c: TestCluster, browser: Browser): Promise<void> {
+  const page = await browser.newPage();
+  await page.evaluateOnNewDocument(`sessionStorage.setItem("choreo.token", ${JSON.stringify(c.token)})`);
+  await page.goto(`${c.httpUrl}/ui/#/events?kinds=configmaps`);
+  await page.waitForFunction(`document.querySelector("[data-testid=events-status]")?.textContent?.includes("after revision")`, { timeout: 30_000 });
+  const status = (await page.$eval("[data-testid=events-status]", (e) => e.textContent)) ?? "";
+  const since = Number(/after revision (\d+)/.exec(status)![1]);
+  const shown = (rev: number) => `document.querySelector('[role=row][data-revision="${rev}"]') !== null`;
+  let last = 0;
+  const t0 = Date.now();
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: 64 }, async () => {
+      for (let i = next++; i < EVENTS; i = next++) {
+        const o = await c.client.create(
+          fromKubeJson({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: `ev-${i}`, namespace: "default" }, data: { i: String(i) } }),
+        );
+        last = Math.max(last, Number(unwrap(o).metadata?.resourceVersion ?? 0));
+      }
+    }),
+  );
+  const written = Date.now();
+  await page.waitForFunction(shown(last), { timeout: 300_000, polling: "raf" });
+  const live = Date.now();
+  const liveHeap = ((await page.evaluate(`performance.memory?.usedJSHeapSize ?? 0`)) as number) / 2 ** 20;
+  const liveDom = (await page.evaluate(`document.getElementsByTagName("*").length`)) as number;
+  // The backlog: the same changes replayed after `since` (a new page: the stream starts empty).
+  // The page's main thread busy (Chrome's TaskDuration) during each replay: its headroom beyond what the api delivered.
+  const replays: number[] = [];
+  const busy: number[] = [];
+  for (let r = 0; r < ROUNDS; r++) {
+    await page.goto("about:blank");
+    const before = (await page.metrics()).TaskDuration ?? 0;
+    const t = Date.now();
+    await page.goto(`${c.httpUrl}/ui/#/events?since=${since}&kinds=configmaps`);
+    await page.waitForFunction(shown(last), { timeout: 300_000, polling: "raf" });
+    replays.push(Date.now() - t);
+    busy.push(((await page.metrics()).TaskDuration ?? 0) - before);
+  }
+  const kept = (await page.$eval("[data-testid=events-status]", (e) => e.textContent)) ?? "";
+  console.log(`events page after the replay: ${kept}`);
+  const writeRate = (EVENTS * 1000) / (written - t0);
+  const replayMs = median(replays);
+  console.log(
+    [
+      `| changes | written (64 writers) | live: last change drawn after the last write | live: page rate | replay ?since= (load → last row drawn) | replay rate | page main thread busy in the replay | → events/s per busy second | DOM elements | JS heap |`,
+      `| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |`,
+      `| ${EVENTS} | ${written - t0} ms (${writeRate.toFixed(0)}/s) | ${live - written} ms | ${((EVENTS * 1000) / (live - t0)).toFixed(0)}/s | ${replayMs} ms | ${((EVENTS * 1000) / replayMs).toFixed(0)}/s | ${(median(busy) * 1000).toFixed(0)} ms | ${(EVENTS / median(busy)).toFixed(0)}/s | ${liveDom} | ${liveHeap.toFixed(1)} MiB |`,
+    ].join("\n"),
+  );
+  await page.close();
+}
+
 const c = await startCluster();
 const browser = await launchChromium();
 try {
+  if (EVENTS > 0) await eventsBench(c, browser);
+  if (NODES === 0) throw new Done();
   let t = Date.now();
   await createAll(c, NODES, (i) => ({ apiVersion: "v1", kind: "Node", metadata: { name: nodeName(i) } }));
   await createAll(c, PODS, (i) => ({
@@ -111,6 +179,8 @@ try {
       `| ${NODES} | ${PODS} | ${median(rows.map((x) => x.fcp)).toFixed(0)} ms | ${median(rows.map((x) => x.firstRow)).toFixed(0)} ms | ${median(rows.map((x) => x.lists)).toFixed(0)} ms | ${median(rows.map((x) => x.grid)).toFixed(0)} ms | ${domNodes} | ${median(rows.map((x) => x.heapMb)).toFixed(1)} MiB | ${scrollMs} ms | ${median(updates)} ms |`,
     ].join("\n"),
   );
+} catch (err) {
+  if (!(err instanceof Done)) throw err;
 } finally {
   await browser.close();
   await c.stop();
