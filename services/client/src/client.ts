@@ -39,6 +39,8 @@ export interface ConnectOptions {
   /** http, grpc: a client certificate and its key (PEM) instead of a token. */
   cert?: string;
   key?: string;
+  /** http: Kubernetes JSON (default) or Kubernetes protobuf bodies. */
+  encoding?: "json" | "protobuf";
   /** http: do not check the server's certificate. */
   insecureSkipTlsVerify?: boolean;
   /** The api bearer token (CRUD and watch; subscribe needs none). Default: the kubeconfig's. */
@@ -85,7 +87,14 @@ export async function connectClient(opts: ConnectOptions = {}): Promise<ChoreoCl
   if (transport === "http") {
     const server = opts.url ?? kc.server;
     if (!server) throw new Error("no api server: pass url (https://host:port) or a kubeconfig");
-    return new ChoreoClient(new HttpTransport({ server, ...who, insecureSkipTlsVerify: opts.insecureSkipTlsVerify ?? kc.insecureSkipTlsVerify ?? false }));
+    return new ChoreoClient(
+      new HttpTransport({
+        server,
+        ...who,
+        insecureSkipTlsVerify: opts.insecureSkipTlsVerify ?? kc.insecureSkipTlsVerify ?? false,
+        ...(opts.encoding ? { encoding: opts.encoding } : {}),
+      }),
+    );
   }
   if (!opts.url) throw new Error("no gRPC server: pass url grpcs://host:port (a kubeconfig names the HTTPS server only)");
   const u = new URL(byScheme ? opts.url : `grpcs://${opts.url}`);

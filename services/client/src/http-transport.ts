@@ -21,6 +21,14 @@ import {
 } from "@choreo/kit";
 import type { ListOptions } from "@choreo/kit/client";
 import { fromKubeJson, messageFromKubeJson, messageToKubeJson, toKubeJson, type KubeJson } from "@choreo/kit/kube-json";
+import {
+  decodeObject as decodeProtobuf,
+  decodeWatchEvent,
+  encodeObject as encodeProtobuf,
+  hasProtobuf,
+  PROTOBUF,
+  PROTOBUF_WATCH,
+} from "@choreo/kit/kube-proto";
 import type { ChangeEvent } from "./subscribe.js";
 import { deleteOptions, TRANSPORT, type ApiTransport, type WatchFrom } from "./transport.js";
 
@@ -39,6 +47,12 @@ export interface HttpTransportOptions {
   insecureSkipTlsVerify?: boolean;
   /** Timeout of each CRUD request (default 10 s); watches have none. */
   timeoutMs?: number;
+  /**
+   * The bodies' encoding: Kubernetes JSON (default) or Kubernetes protobuf
+   * (`application/vnd.kubernetes.protobuf`: objects, lists and Status as an
+   * envelope, watches as length-prefixed frames), as kubectl can ask.
+   */
+  encoding?: "json" | "protobuf";
 }
 
 /** Reasons of the Status made up for an answer that carries none (a proxy's, say). */
@@ -59,16 +73,18 @@ const REASONS: Record<number, string> = {
   504: "Timeout",
 };
 
-/** A Status from a Kubernetes JSON Status body, or made from the HTTP code and the text when the body is not one. */
-export function statusOfBody(code: number, text: string): Status {
+/** A Status from a Kubernetes Status body (JSON, or a protobuf envelope), or made from the HTTP code and the text when the body is not one. */
+export function statusOfBody(code: number, body: Buffer, contentType = ""): Status {
   try {
-    const json = JSON.parse(text) as KubeJson;
+    const json = (isProtobuf(contentType) ? decodeProtobuf(body) : JSON.parse(body.toString("utf8"))) as KubeJson;
     if (json["kind"] === "Status") return messageFromKubeJson<Status>("choreo.meta.v1.Status", json, { unknownFields: [] });
   } catch {
-    // not JSON: the text itself is the message
+    // not a Status: the text itself is the message
   }
-  return failure(code, REASONS[code] ?? "InternalError", text.trim() || `HTTP ${code}`);
+  return failure(code, REASONS[code] ?? "InternalError", body.toString("utf8").trim() || `HTTP ${code}`);
 }
+
+const isProtobuf = (contentType: string | undefined): boolean => (contentType ?? "").split(";")[0]!.trim() === PROTOBUF;
 
 function info(resource: string): KindInfo {
   const k = kindByResource(resource);
@@ -89,6 +105,9 @@ export class HttpTransport implements ApiTransport {
   private readonly agent: http.Agent;
   private readonly token: string | undefined;
   private readonly timeoutMs: number;
+  private readonly protobuf: boolean;
+  /** Answers received, by the encoding the server answered in (bodies of CRUD calls and errors, watch streams). */
+  readonly received = { json: 0, protobuf: 0 };
   /** How many watch requests were made (a stream the server ended is requested again from the last revision). */
   watchesStarted = 0;
   /** Open watch requests, ended by close(). */
@@ -99,6 +118,7 @@ export class HttpTransport implements ApiTransport {
     if (this.base.protocol !== "https:" && this.base.protocol !== "http:") throw new Error(`not an http(s) server: ${opts.server}`);
     this.token = opts.token || undefined;
     this.timeoutMs = opts.timeoutMs ?? 10_000;
+    this.protobuf = opts.encoding === "protobuf";
     this.agent =
       this.base.protocol === "https:"
         ? new https.Agent({
@@ -117,40 +137,51 @@ export class HttpTransport implements ApiTransport {
     return `${group}${ns}/${k.resource}${name ? `/${encodeURIComponent(name)}` : ""}${sub ? `/${sub}` : ""}`;
   }
 
-  /** Starts a request; resolves with the response (any code). */
+  /**
+   * Starts a request; resolves with the response (any code). With protobuf,
+   * a body of a kind with a protobuf form goes as an envelope, and protobuf
+   * is asked for first (JSON for what has no protobuf form).
+   */
   private send(
     method: string,
     pathAndQuery: string,
-    body: unknown,
+    body: KubeJson | undefined,
     signal: AbortSignal | undefined,
+    watch = false,
   ): Promise<{ req: http.ClientRequest; res: http.IncomingMessage }> {
     const url = new URL(pathAndQuery, this.base);
-    const data = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
-    const headers: Record<string, string> = { Accept: "application/json", "User-Agent": "choreo-client" };
-    if (data) {
-      headers["Content-Type"] = "application/json";
+    const accept = this.protobuf ? `${watch ? PROTOBUF_WATCH : PROTOBUF}, application/json` : "application/json";
+    const headers: Record<string, string> = { Accept: accept, "User-Agent": "choreo-client" };
+    let data: Buffer | undefined;
+    if (body !== undefined) {
+      const asProtobuf = this.protobuf && hasProtobuf(body);
+      data = asProtobuf ? Buffer.from(encodeProtobuf(body)) : Buffer.from(JSON.stringify(body));
+      headers["Content-Type"] = asProtobuf ? PROTOBUF : "application/json";
       headers["Content-Length"] = String(data.length);
     }
     if (this.token) headers["Authorization"] = `Bearer ${this.token}`;
     const mod = url.protocol === "https:" ? https : http;
     return new Promise((resolve, reject) => {
-      const req = mod.request(url, { method, headers, agent: this.agent, ...(signal ? { signal } : {}) }, (res) => resolve({ req, res }));
+      const req = mod.request(url, { method, headers, agent: this.agent, ...(signal ? { signal } : {}) }, (res) => {
+        this.received[isProtobuf(res.headers["content-type"]) ? "protobuf" : "json"]++;
+        resolve({ req, res });
+      });
       req.on("error", (err) => reject(transportError(err, method, url)));
       req.end(data);
     });
   }
 
-  /** One request and its whole answer: the JSON body of a 2xx, else the Status thrown. */
-  private async call(method: string, pathAndQuery: string, body?: unknown): Promise<unknown> {
+  /** One request and its whole answer: the body of a 2xx as Kubernetes JSON, else the Status thrown. */
+  private async call(method: string, pathAndQuery: string, body?: KubeJson): Promise<unknown> {
     // A timer of its own, cleared once answered (an AbortSignal.timeout would fire later on the kept-alive socket).
     const ac = new AbortController();
     const timer = setTimeout(() => ac.abort(), this.timeoutMs);
     try {
       const { res } = await this.send(method, pathAndQuery, body, ac.signal);
-      const text = await readText(res);
+      const bytes = await readBody(res);
       const code = res.statusCode ?? 0;
-      if (code < 200 || code > 299) throw new ApiError(statusOfBody(code, text));
-      return JSON.parse(text) as unknown;
+      if (code < 200 || code > 299) throw new ApiError(statusOfBody(code, bytes, res.headers["content-type"]));
+      return isProtobuf(res.headers["content-type"]) ? decodeProtobuf(bytes) : (JSON.parse(bytes.toString("utf8")) as unknown);
     } catch (err) {
       if (ac.signal.aborted && !(err instanceof ApiError)) {
         throw timeoutError(`the api did not answer ${method} ${pathAndQuery} within ${this.timeoutMs} ms`);
@@ -216,9 +247,10 @@ export class HttpTransport implements ApiTransport {
 
   /**
    * `GET …?watch=1&resourceVersion=RV`: one `{"type","object"}` line per
-   * change. An ERROR line (410 Expired) is thrown as its Status. When the
-   * server ends the stream (its timeoutSeconds), the watch is made again
-   * from the last revision seen, as informers do.
+   * change (a length-prefixed protobuf frame with the protobuf encoding).
+   * An ERROR event (410 Expired) is thrown as its Status; a connection that
+   * breaks as a 503. When the server ends the stream (its timeoutSeconds),
+   * the watch is made again from the last revision seen, as informers do.
    */
   async *watchFrom(resource: string, from: WatchFrom): AsyncGenerator<ChangeEvent> {
     const k = info(resource);
@@ -234,27 +266,24 @@ export class HttpTransport implements ApiTransport {
       });
       if (!req || !res) return;
       const code = res.statusCode ?? 0;
-      if (code !== 200) throw new ApiError(statusOfBody(code, await readText(res)));
+      if (code !== 200) throw new ApiError(statusOfBody(code, await readBody(res), res.headers["content-type"]));
       this.open.add(req);
-      // An abort or close() destroys the request: the response's "aborted" error (readline passes it on) ends the lines below, nothing more.
+      // An abort or close() destroys the request: the response's "aborted" error ends the events below, nothing more.
       res.on("error", () => undefined);
-      const lines = createInterface({ input: res, crlfDelay: Infinity });
-      lines.on("error", () => undefined);
       try {
-        for await (const line of lines) {
-          if (!line.trim()) continue;
-          const ev = JSON.parse(line) as { type: string; object: KubeJson };
-          if (ev.type === "ERROR") throw new ApiError(statusOfBody(Number(ev.object["code"] ?? 500), JSON.stringify(ev.object)));
+        for await (const ev of watchEvents(res)) {
+          if (ev.type === "ERROR") throw new ApiError(messageFromKubeJson<Status>("choreo.meta.v1.Status", ev.object, { unknownFields: [] }));
           const objRv = String((ev.object["metadata"] as KubeJson | undefined)?.["resourceVersion"] ?? "");
           if (objRv) rv = objRv;
-          if (ev.type === "BOOKMARK") continue;
-          if (ev.type !== "ADDED" && ev.type !== "MODIFIED" && ev.type !== "DELETED") continue;
+          if (ev.type !== "ADDED" && ev.type !== "MODIFIED" && ev.type !== "DELETED") continue; // BOOKMARK: its revision only
           const object = decodeObject(ev.object, k);
           yield { type: ev.type, revision: Number(objRv || 0), object: unwrap(object), kind: k };
         }
       } catch (err) {
         if (from.signal?.aborted || this.closed) return;
-        throw err;
+        if (err instanceof ApiError) throw err;
+        // The connection broke mid-stream (the api went away): as gRPC's UNAVAILABLE.
+        throw new ApiError(failure(503, "ServiceUnavailable", `the watch stream broke: ${(err as Error).message}`), { cause: err });
       } finally {
         this.open.delete(req);
         req.destroy();
@@ -273,10 +302,30 @@ export class HttpTransport implements ApiTransport {
   }
 }
 
-async function readText(res: http.IncomingMessage): Promise<string> {
+async function readBody(res: http.IncomingMessage): Promise<Buffer> {
   const chunks: Buffer[] = [];
   for await (const c of res) chunks.push(c as Buffer);
-  return Buffer.concat(chunks).toString("utf8");
+  return Buffer.concat(chunks);
+}
+
+/** The events of a watch response: JSON lines, or length-prefixed protobuf frames (`;stream=watch`). */
+async function* watchEvents(res: http.IncomingMessage): AsyncGenerator<{ type: string; object: KubeJson }> {
+  if (isProtobuf(res.headers["content-type"])) {
+    let buf: Buffer = Buffer.alloc(0);
+    for await (const chunk of res) {
+      buf = buf.length === 0 ? (chunk as Buffer) : Buffer.concat([buf, chunk as Buffer]);
+      while (buf.length >= 4 && buf.length >= 4 + buf.readUInt32BE(0)) {
+        const n = buf.readUInt32BE(0);
+        yield decodeWatchEvent(buf.subarray(4, 4 + n));
+        buf = buf.subarray(4 + n);
+      }
+    }
+    return;
+  }
+  const lines = createInterface({ input: res, crlfDelay: Infinity });
+  // An abort or close() destroys the request: the response's "aborted" error, which readline passes on, ends the lines.
+  lines.on("error", () => undefined);
+  for await (const line of lines) if (line.trim()) yield JSON.parse(line) as { type: string; object: KubeJson };
 }
 
 /** A failure to reach the server (refused, reset, TLS refused) as a 503 ApiError. */

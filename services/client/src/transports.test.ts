@@ -24,8 +24,13 @@ import type { ConfigMap } from "@choreo/kit/gen/choreo/core/v1/core";
 import { ChoreoClient, connectClient, type ConnectOptions } from "./client.js";
 import type { ChangeEvent } from "./subscribe.js";
 import type { GrpcTransport } from "./grpc-transport.js";
-import type { HttpTransport } from "./http-transport.js";
+import { HttpTransport } from "./http-transport.js";
 import type { TransportName } from "./transport.js";
+
+/** The transports, http twice: Kubernetes JSON and Kubernetes protobuf. */
+const VARIANTS = ["nats", "http", "http-protobuf", "grpc"] as const;
+type Variant = (typeof VARIANTS)[number];
+const transportOf: Record<Variant, TransportName> = { nats: "nats", http: "http", "http-protobuf": "http", grpc: "grpc" };
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../..");
 /** The event log's retention: small, so that a revision falls out of it after RETENTION writes. */
@@ -100,10 +105,12 @@ describe("ChoreoClient over nats, http and grpc against a real api", () => {
   let caPem: string;
   const ports = { http: 0, https: 0, grpc: 0, metrics: 0 };
   /** How each transport connects, for a given token (undefined: the admin's). */
-  const connect: Record<TransportName, (tok?: string) => ConnectOptions> = {
+  const connect: Record<Variant, (tok?: string) => ConnectOptions> = {
     nats: (tok) => ({ url: nats.url, token: tok ?? token }),
     // From a kubeconfig: its server, CA and token.
     http: (tok) => ({ kubeconfig: kubeconfigFile(tok ?? token) }),
+    // The same, with Kubernetes protobuf bodies and watch frames.
+    "http-protobuf": (tok) => ({ kubeconfig: kubeconfigFile(tok ?? token), encoding: "protobuf" }),
     // The gRPC port's url; the CA and token from the same kubeconfig.
     grpc: (tok) => ({ url: `grpcs://127.0.0.1:${ports.grpc}`, kubeconfig: kubeconfigFile(tok ?? token) }),
   };
@@ -177,12 +184,12 @@ describe("ChoreoClient over nats, http and grpc against a real api", () => {
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  for (const t of ["nats", "http", "grpc"] as const) {
+  for (const t of VARIANTS) {
     describe(`over ${t}`, () => {
       let client: ChoreoClient;
       before(async () => {
         client = await connectClient(connect[t]());
-        assert.equal(client.transport.name, t);
+        assert.equal(client.transport.name, transportOf[t]);
       });
       after(async () => {
         await client?.close();
@@ -229,6 +236,11 @@ describe("ChoreoClient over nats, http and grpc against a real api", () => {
         assert.ok(isNotFound(await apiError(client.get("configmaps", "default", `${t}-a`))));
         assert.ok(isNotFound(await apiError(client.delete("configmaps", "default", `${t}-a`))));
         assert.deepEqual((await client.list("configmaps", { namespace: "default", labelSelector: `transport=${t}` })).items, []);
+        if (client.transport instanceof HttpTransport) {
+          // Objects, lists and Status errors came in the encoding asked for.
+          const { json, protobuf } = client.transport.received;
+          assert.deepEqual(t === "http-protobuf" ? [json, protobuf > 10] : [json > 10, protobuf], t === "http-protobuf" ? [0, true] : [true, 0]);
+        }
       });
 
       it("watch: the listed objects as ADDED, then ADDED, MODIFIED, DELETED of the selected ones", async () => {
@@ -334,7 +346,7 @@ describe("ChoreoClient over nats, http and grpc against a real api", () => {
     });
   }
 
-  for (const t of ["http", "grpc"] as const) {
+  for (const t of ["http", "http-protobuf", "grpc"] as const) {
     it(`over ${t}, a watch stream the server ends (timeoutSeconds) is made again from the last revision: nothing lost or repeated`, async () => {
       await using c = await connectClient(connect[t]());
       const tr = c.transport as HttpTransport | GrpcTransport;
@@ -367,7 +379,9 @@ describe("ChoreoClient over nats, http and grpc against a real api", () => {
       }
       for (let i = 1; i <= 3; i++) await c.delete("configmaps", "default", `${t}-rw${i}`);
     });
+  }
 
+  for (const t of ["http", "grpc"] as const) {
     it(`a client certificate instead of a token over ${t} (the user its CN, groups its O)`, async () => {
       const admin = await signClientCert(path.join(dir, "api", "pki"), `cert-admin-${t}`, ["system:masters"]);
       const nobody = await signClientCert(path.join(dir, "api", "pki"), `cert-nobody-${t}`, []);
