@@ -287,7 +287,15 @@ export class NodeRoutes implements Runnable {
       const onLink = this.backend === "auto" ? await this.onLink(ps.map((p) => p.ip)) : new Set<string>();
       const p = plan(ps, { backend: this.backend, onLink: (ip) => onLink.has(ip), overlay, vni: VXLAN_VNI, port: this.port });
       this.report(p);
-      const changes = (overlay ? await this.writeOverlay(p.vxlan) : 0) + (await this.writeRoutes(p.routes));
+      // The overlay's entries failing (no `bridge` tool, a refused entry) does not keep the host-gw routes from being written.
+      const overlayChanges = overlay
+        ? await this.writeOverlay(p.vxlan).catch((err: unknown) => {
+            this.dirty = true;
+            log.warn({ err }, "vxlan neighbour and fdb entries not written");
+            return 0;
+          })
+        : 0;
+      const changes = overlayChanges + (await this.writeRoutes(p.routes));
       this.syncs++;
       if (changes > 0) log.info({ routes: p.routes.length, vxlan: p.vxlan.length, changes }, "routes to other nodes' pods written");
     } catch (err) {
