@@ -196,6 +196,8 @@ export class GrpcTransport implements ApiTransport {
         this.metadata(),
       );
       this.watchesStarted++;
+      // A cancelled call (abort, close(), the loop left) ends with CANCELLED: seen by the loop below or by no one.
+      call.on("error", () => undefined);
       const onAbort = (): void => call.cancel();
       from.signal?.addEventListener("abort", onAbort, { once: true });
       this.open.add(call);
