@@ -6,7 +6,8 @@
 // revisions the writes returned; a kind filter; pause and resume; kill -9 of
 // the api: the page resumes from its last revision, no duplicate, no gap;
 // ?since= replays from a revision; a user who may watch ConfigMaps but not
-// Deployments sees a 403 notice for Deployments and ConfigMaps still live.
+// Deployments sees a 403 notice for Deployments and ConfigMaps still live,
+// then, allowed Deployments in default only, watches that namespace.
 // Screenshots go to a kept temporary folder whose paths are printed.
 import assert from "node:assert/strict";
 import { mkdtempSync } from "node:fs";
@@ -330,6 +331,43 @@ describe(
           await vp.waitForFunction(rowShown(rev), { timeout: 10_000 });
           assert.deepEqual(ours(await rowsOf(vp)), [written.at(-1)]);
           await shot(vp, "7-viewer-403");
+          // Deployments of default are the viewer's to watch: "this namespace only" watches there, a new stream from the same revision.
+          const r = await admin("POST", "/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles", {
+            apiVersion: "rbac.authorization.k8s.io/v1",
+            kind: "Role",
+            metadata: { name: "deploy-watcher" },
+            rules: [{ apiGroups: ["apps"], resources: ["deployments"], verbs: ["get", "list", "watch"] }],
+          });
+          assert.equal(r.status, 201, r.text);
+          const b = await admin("POST", "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings", {
+            apiVersion: "rbac.authorization.k8s.io/v1",
+            kind: "RoleBinding",
+            metadata: { name: "deploy-watcher" },
+            roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "deploy-watcher" },
+            subjects: [{ kind: "ServiceAccount", name: "cm-watcher", namespace: "default" }],
+          });
+          assert.equal(b.status, 201, b.text);
+          for (let i = 0; (await http(c.httpUrl, viewer, "GET", "/apis/apps/v1/namespaces/default/deployments?limit=1")).status !== 200; i++) {
+            assert.ok(i < 300, "the viewer may list deployments of default");
+            await new Promise((res) => setTimeout(res, 100));
+          }
+          await vp.click("::-p-aria(this namespace only)");
+          await vp.waitForFunction(textIncludes("[data-testid=events-status]", "in namespace default"), { timeout: 10_000 });
+          await vp.waitForFunction(`!document.querySelector("[role=alert]")`, { timeout: 10_000 });
+          const dep = await write("ADDED", "Deployment", "default/ev-scoped", "POST", DEPLOYS, {
+            apiVersion: "apps/v1",
+            kind: "Deployment",
+            metadata: { name: "ev-scoped", namespace: "default" },
+            spec: {
+              selector: { matchLabels: { app: "ev-scoped" } },
+              template: { metadata: { labels: { app: "ev-scoped" } }, spec: { containers: [{ name: "app", image: "busybox" }] } },
+            },
+          });
+          await vp.waitForFunction(rowShown(dep), { timeout: 10_000 });
+          // The same starting revision: ev-cm-d again, then the Deployment.
+          assert.deepEqual(ours(await rowsOf(vp)), written.slice(-2));
+          assert.match(vp.url(), /scope=namespace/);
+          await shot(vp, "10-viewer-namespace-scoped");
         } finally {
           await ctx.close();
         }

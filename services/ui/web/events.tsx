@@ -3,7 +3,9 @@
 // (stream.ts), in revision order, the last 5,000 kept and only the rows in
 // view drawn. Filter by kind (what is watched), namespace and name;
 // pause and resume (each watch from its last revision); `?since=REV` starts
-// after a revision. Location: #/events?since=REV&kinds=pods,nodes&ns=NS&name=TEXT
+// after a revision; "this namespace only" watches in the namespace typed (a
+// user who may not watch across namespaces), a new stream from the same
+// revision. Location: #/events?since=REV&kinds=pods,nodes&ns=NS&name=TEXT[&scope=namespace]
 import { useEffect, useLayoutEffect, useMemo, useRef, useState } from "preact/hooks";
 import { summary, type Row } from "./changes.js";
 import { DEFAULT_KINDS, EventStream, MAX_WATCHES, STREAM_KINDS, type KindState } from "./stream.js";
@@ -25,17 +27,25 @@ function parseSince(v: string | null): number | undefined {
   return v && /^\d+$/.test(v) ? Number(v) : undefined;
 }
 
-function stateText(resource: string, s: KindState | undefined, last: number | undefined): { text: string; alert: boolean } | undefined {
+function stateText(
+  resource: string,
+  s: KindState | undefined,
+  last: number | undefined,
+  everyNamespace: boolean,
+): { text: string; alert: boolean } | undefined {
   if (!s || s.state === "live") return undefined;
   if (s.state === "starting") return { text: `${resource}: connecting…`, alert: false };
-  if (s.state === "forbidden") return { text: `Not allowed to watch ${resource} (403): ${s.message}`, alert: true };
+  if (s.state === "forbidden")
+    return {
+      text: `Not allowed to watch ${resource} (403): ${s.message}${everyNamespace ? " — allowed in one namespace? Type it in Namespace and tick “this namespace only”." : ""}`,
+      alert: true,
+    };
   if (s.state === "failed") return { text: `Cannot watch ${resource}: ${s.message}`, alert: true };
   return { text: `${resource}: connection lost (${s.message}) — resuming after revision ${last ?? "?"}`, alert: true };
 }
 
 export function EventsPage(p: { query: URLSearchParams }) {
   const since = parseSince(p.query.get("since"));
-  const stream = useMemo(() => new EventStream(since), []);
   const [, setVersion] = useState(0);
   const [kinds, setKinds] = useState<string[]>(() => {
     const asked = (p.query.get("kinds") ?? "").split(",").filter((k) => STREAM_KINDS.some((s) => s.resource === k));
@@ -44,6 +54,18 @@ export function EventsPage(p: { query: URLSearchParams }) {
   const [ns, setNs] = useState(p.query.get("ns") ?? "");
   const [name, setName] = useState(p.query.get("name") ?? "");
   const [paused, setPaused] = useState(false);
+  const [scoped, setScoped] = useState(p.query.get("scope") === "namespace");
+  // The namespace a scoped stream watches: what is typed, once typing pauses.
+  const [typedNs, setTypedNs] = useState(ns);
+  useEffect(() => {
+    const t = setTimeout(() => setTypedNs(ns), 500);
+    return () => clearTimeout(t);
+  }, [ns]);
+  const scopeNs = scoped ? typedNs : "";
+  // A new scope is a new stream, from the same starting revision.
+  const previous = useRef<EventStream | undefined>(undefined);
+  const stream = useMemo(() => new EventStream(previous.current?.start ?? since, scopeNs), [scopeNs]);
+  previous.current = stream;
 
   useEffect(() => {
     stream.onChange(() => setVersion(stream.version));
@@ -59,7 +81,7 @@ export function EventsPage(p: { query: URLSearchParams }) {
     const chosen = STREAM_KINDS.filter((k) => kinds.includes(k.resource));
     for (const k of chosen) void stream.follow(k, chosen, ac.signal);
     return () => ac.abort();
-  }, [chosenKey, paused]);
+  }, [stream, chosenKey, paused]);
   // Paused at once (not after the next paint): nothing received after the click is added.
   const pause = () => {
     watching.current?.abort();
@@ -72,8 +94,9 @@ export function EventsPage(p: { query: URLSearchParams }) {
     q.set("kinds", chosenKey);
     if (ns) q.set("ns", ns);
     if (name) q.set("name", name);
+    if (scoped) q.set("scope", "namespace");
     history.replaceState(null, "", `#/events?${q.toString().replaceAll("%2C", ",")}`);
-  }, [chosenKey, ns, name]);
+  }, [chosenKey, ns, name, scoped]);
 
   const chosen = new Set(kinds);
   const all = stream.log.kept();
@@ -92,6 +115,7 @@ export function EventsPage(p: { query: URLSearchParams }) {
           : stream.start === undefined
             ? "Starting…"
             : `Following ${kinds.length} kinds after revision ${stream.start}`}
+        {stream.namespace ? ` in namespace ${stream.namespace}` : ""}
         {` · last revision ${last || "—"} · ${stream.log.received} changes received · ${rows.length} shown`}
         {dropped ? ` · ${dropped} older dropped (the last ${all.length} kept)` : ""}
       </p>
@@ -102,7 +126,7 @@ export function EventsPage(p: { query: URLSearchParams }) {
       ) : null}
       <ul class="notices" aria-label="Watch notices">
         {kinds.map((k) => {
-          const t = paused ? undefined : stateText(k, stream.states.get(k), stream.lastRevision.get(k));
+          const t = paused ? undefined : stateText(k, stream.states.get(k), stream.lastRevision.get(k), !stream.namespace);
           return t ? (
             <li key={k} role={t.alert ? "alert" : undefined} class={t.alert ? "error" : "hint"}>
               {t.text}
@@ -137,6 +161,9 @@ export function EventsPage(p: { query: URLSearchParams }) {
         </fieldset>
         <label>
           Namespace <input type="search" value={ns} onInput={(e) => setNs((e.target as HTMLInputElement).value.trim())} />
+        </label>
+        <label>
+          <input type="checkbox" checked={scoped} onChange={(e) => setScoped((e.target as HTMLInputElement).checked)} /> this namespace only
         </label>
         <label>
           Name contains <input type="search" value={name} onInput={(e) => setName((e.target as HTMLInputElement).value)} />

@@ -12,12 +12,14 @@ export interface StreamKind {
   resource: string;
   kind: string;
   groupVersion: string;
+  /** Cluster-scoped kinds (nodes, namespaces) are watched whole even in a namespace-scoped stream. */
+  clusterScoped?: boolean;
 }
 
 /** What the page can follow (each a watch of every namespace). */
 export const STREAM_KINDS: StreamKind[] = [
   { resource: "pods", kind: "Pod", groupVersion: "v1" },
-  { resource: "nodes", kind: "Node", groupVersion: "v1" },
+  { resource: "nodes", kind: "Node", groupVersion: "v1", clusterScoped: true },
   { resource: "deployments", kind: "Deployment", groupVersion: "apps/v1" },
   { resource: "replicasets", kind: "ReplicaSet", groupVersion: "apps/v1" },
   { resource: "services", kind: "Service", groupVersion: "v1" },
@@ -27,7 +29,7 @@ export const STREAM_KINDS: StreamKind[] = [
   { resource: "jobs", kind: "Job", groupVersion: "batch/v1" },
   { resource: "cronjobs", kind: "CronJob", groupVersion: "batch/v1" },
   { resource: "configmaps", kind: "ConfigMap", groupVersion: "v1" },
-  { resource: "namespaces", kind: "Namespace", groupVersion: "v1" },
+  { resource: "namespaces", kind: "Namespace", groupVersion: "v1", clusterScoped: true },
   { resource: "serviceaccounts", kind: "ServiceAccount", groupVersion: "v1" },
   { resource: "events", kind: "Event", groupVersion: "v1" },
   { resource: "leases", kind: "Lease", groupVersion: "coordination.k8s.io/v1" },
@@ -81,8 +83,20 @@ export class EventStream {
   private listener: (() => void) | undefined;
   private starting: Promise<number> | undefined;
 
-  constructor(since: number | undefined) {
+  /**
+   * `namespace`: watch namespaced kinds in that namespace only (for a user
+   * who may not watch them across namespaces); "" every namespace.
+   */
+  constructor(
+    since: number | undefined,
+    readonly namespace = "",
+  ) {
     this.start = since;
+  }
+
+  /** The collection a kind is watched (and listed) at. */
+  private pathOf(k: StreamKind): string {
+    return collectionPath(k.groupVersion, k.resource, k.clusterScoped ? "" : this.namespace);
   }
 
   onChange(fn: (() => void) | undefined): void {
@@ -105,7 +119,7 @@ export class EventStream {
       let last: unknown;
       for (const k of kinds) {
         try {
-          const list = await getJson<{ metadata: { resourceVersion: string } }>(`${collectionPath(k.groupVersion, k.resource)}?limit=1`, signal);
+          const list = await getJson<{ metadata: { resourceVersion: string } }>(`${this.pathOf(k)}?limit=1`, signal);
           this.start = Number(list.metadata.resourceVersion);
           this.startError = undefined;
           this.changed();
@@ -134,7 +148,7 @@ export class EventStream {
         const from = this.lastRevision.get(k.resource) ?? (await this.startRevision(all, signal));
         if (!this.lastRevision.has(k.resource)) this.lastRevision.set(k.resource, from);
         const opened = Date.now();
-        const res = await apiFetch(`${collectionPath(k.groupVersion, k.resource)}?watch=1&allowWatchBookmarks=true&resourceVersion=${from}`, { signal });
+        const res = await apiFetch(`${this.pathOf(k)}?watch=1&allowWatchBookmarks=true&resourceVersion=${from}`, { signal });
         this.setState(k.resource, { state: "live" });
         backoff = 500;
         for await (const line of lines(res, signal)) {
@@ -187,7 +201,7 @@ export class EventStream {
 
   /** 410: the kind's changes after its last revision are no longer kept: go on from the current revision, the gap shown. */
   private async skipGone(k: StreamKind, signal: AbortSignal): Promise<void> {
-    const list = await getJson<{ metadata: { resourceVersion: string } }>(`${collectionPath(k.groupVersion, k.resource)}?limit=1`, signal);
+    const list = await getJson<{ metadata: { resourceVersion: string } }>(`${this.pathOf(k)}?limit=1`, signal);
     const to = Number(list.metadata.resourceVersion);
     const from = this.lastRevision.get(k.resource) ?? 0;
     this.gaps.push({ resource: k.resource, from, to });
