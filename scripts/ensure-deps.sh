@@ -8,6 +8,21 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+npm_deps() {
+  if [[ ! -d node_modules || package.json -nt node_modules/.package-lock.json || package-lock.json -nt node_modules/.package-lock.json ]]; then
+    echo "choreo: installing npm dependencies" >&2
+    # npm ci refuses npm 11 lock files that omit optional native bindings
+    # (unrs-resolver); install keeps the lock as the source of versions.
+    npm install --no-audit --no-fund --loglevel=error >&2
+  fi
+}
+# `--npm-only` (npm start): the npm dependencies alone, what `choreo` needs to run at all;
+# `choreo up --install` then runs the rest of this script as its first step, with progress.
+if [[ ${1:-} == --npm-only ]]; then
+  npm_deps
+  exit 0
+fi
+
 need=()
 command -v nats-server >/dev/null || need+=(nats-server)
 command -v redis-server >/dev/null || need+=(redis-server)
@@ -64,12 +79,7 @@ fi
 # Without it choreo falls back to the process runtime and the docker tests skip.
 bash scripts/ensure-docker.sh || echo "choreo: continuing without a Docker engine" >&2
 
-if [[ ! -d node_modules || package.json -nt node_modules/.package-lock.json || package-lock.json -nt node_modules/.package-lock.json ]]; then
-  echo "choreo: installing npm dependencies" >&2
-  # npm ci refuses npm 11 lock files that omit optional native bindings
-  # (unrs-resolver); install keeps the lock as the source of versions.
-  npm install --no-audit --no-fund --loglevel=error >&2
-fi
+npm_deps
 
 # The web view's bundle (services/ui/dist, not committed): built when missing or older than its sources.
 node --import tsx services/ui/src/build-cli.ts --if-stale >/dev/null

@@ -273,7 +273,7 @@ export async function up(
         service !== "node-agent"
           ? ""
           : name === "hollow-nodes"
-            ? `node agent of ${opts.hollowNodes} hollow nodes; `
+            ? `node agent of ${opts.hollowNodes} hollow node${opts.hollowNodes === 1 ? "" : "s"}; `
             : `node agent, ${runtime ?? "process"} runtime; `;
       const step = progress.begin(`${name} started`, what.replace(/; $/, ""));
       await started(

@@ -16,7 +16,7 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../.
 const USAGE = `Usage: choreo up [--nodes N] [--runtime auto|docker|process] [--hollow-nodes N] [--no-examples]
                  [--data-dir DIR] [--host H] [--nats-port P] [--redis-port P] [--http-port P]
                  [--https-port P] [--grpc-port P] [--metrics-port P] [--images-dir DIR]
-                 [--node-prefix P] [--cluster-cidr CIDR] [--service-cidr CIDR] [--ha [--api-replicas N]] [-q]
+                 [--node-prefix P] [--cluster-cidr CIDR] [--service-cidr CIDR] [--ha [--api-replicas N]] [-q] [--install]
 Brings up a local cluster in the foreground: nats-server, redis-server, the api, the scheduler,
 replication and endpoints actors, N real nodes (default 2, named node-1 …; one node agent each,
 running pods as docker containers when an engine answers, else as namespaced processes; node i
@@ -31,7 +31,9 @@ behind HAProxy on the https, http and gRPC ports (kubectl keeps working when one
 supervised. --nats-port and --redis-port are then not used.
 Shows each step as it goes (dependencies, bus and store, api, images, each actor, nodes Ready,
 examples): on a terminal one line per step redrawn in place, elsewhere one plain line per step
-with its duration; -q, --quiet shows none (the summary stays). Logs: <data-dir>/logs (up.log is
+with its duration; -q, --quiet shows none (the summary stays). --install (npm start): the first
+step runs scripts/ensure-deps.sh (OS packages, Docker, npm dependencies, local images); without
+it, only when a command choreo up needs is missing. Logs: <data-dir>/logs (up.log is
 choreo up's own; also on stderr when stderr is not a terminal).
 
 Usage: choreo down [--data-dir DIR]
@@ -89,6 +91,7 @@ export async function upCommand(
       ha: { type: "boolean" },
       "api-replicas": { type: "string" },
       quiet: { type: "boolean", short: "q" },
+      install: { type: "boolean" },
       help: { type: "boolean", short: "h" },
     },
   });
@@ -122,9 +125,13 @@ export async function upCommand(
           ha: values.ha ?? false,
           nodes,
           logFile: path.join(dataDir, "logs", "install.log"),
-          onInstall: (missing) => step.update(`installing ${missing.join(", ")} (scripts/ensure-deps.sh)`),
+          install: values.install === true,
+          onProgress: (what) => step.update(what),
         }),
-      (r) => (r.installed.length > 0 ? `installed ${r.installed.join(", ")}` : `present: ${r.present.join(", ")}`),
+      (r) =>
+        r.installed.length > 0
+          ? `installed ${r.installed.join(", ")}; present: ${r.present.join(", ")}`
+          : `present: ${r.present.join(", ")}${values.install ? "; Docker, the web view bundle and the local images checked" : ""}`,
     );
     cluster = await up(
       {

@@ -25,6 +25,8 @@ export function onPath(cmd: string, env: NodeJS.ProcessEnv = process.env): boole
   return false;
 }
 
+const NPM = "npm dependencies";
+
 /** What the step found or did. */
 export interface DependencyReport {
   /** Installed now (by ensure-deps.sh). */
@@ -34,28 +36,53 @@ export interface DependencyReport {
 }
 
 /**
- * Checks the commands and the npm dependencies; installs what is missing
- * with scripts/ensure-deps.sh (root, Debian), `onInstall` told first.
+ * Checks the commands and the npm dependencies; runs scripts/ensure-deps.sh
+ * (root, Debian) when one is missing or `install` asks for it.
  */
 export async function ensureDependencies(o: {
   ha: boolean;
   nodes: number;
   logFile: string;
-  onInstall?: (missing: string[]) => void;
+  /** Run scripts/ensure-deps.sh even when nothing is missing (`--install`: everything it sees to, Docker and images too). */
+  install?: boolean;
+  /** What the script is at (its `choreo: …` lines), or what is missing before it runs. */
+  onProgress?: (what: string) => void;
 }): Promise<DependencyReport> {
   const needed = neededCommands(o);
   const missing = needed.filter((c) => !onPath(c));
-  if (!existsSync(path.join(ROOT, "node_modules"))) missing.push("npm dependencies");
-  const present = [...needed.filter((c) => !missing.includes(c)), ...(missing.includes("npm dependencies") ? [] : ["npm dependencies"])];
-  if (missing.length === 0) return { installed: [], present };
+  if (!existsSync(path.join(ROOT, "node_modules"))) missing.push(NPM);
+  const present = [...needed.filter((c) => !missing.includes(c)), ...(missing.includes(NPM) ? [] : [NPM])];
+  if (missing.length === 0 && !o.install) return { installed: [], present };
   const script = path.join(ROOT, "scripts/ensure-deps.sh");
-  if (!existsSync(script)) throw new Error(`missing ${missing.join(", ")}; install them (Debian: apt-get install ${missing.join(" ")})`);
-  o.onInstall?.(missing);
+  if (!existsSync(script)) {
+    if (missing.length === 0) return { installed: [], present };
+    throw new Error(`missing ${missing.join(", ")}; install them (Debian: apt-get install ${missing.join(" ")})`);
+  }
+  o.onProgress?.(
+    missing.length > 0
+      ? `installing ${missing.join(", ")} (scripts/ensure-deps.sh)`
+      : "OS packages, Docker, npm dependencies, local images (scripts/ensure-deps.sh)",
+  );
+  // What the script says it installs: "choreo: installing nats-server redis-server", "choreo: installing npm dependencies".
+  const installed = new Set<string>();
   await new Promise<void>((resolve, reject) => {
     const log = createWriteStream(o.logFile, { flags: "a" });
     const child = spawn("bash", [script], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
     child.stdout.pipe(log, { end: false });
     child.stderr.pipe(log, { end: false });
+    let partial = "";
+    child.stderr.on("data", (b: Buffer) => {
+      const lines = (partial + b.toString()).split("\n");
+      partial = lines.pop() ?? "";
+      for (const line of lines) {
+        const said = /^choreo: (.+)$/.exec(line.trim())?.[1];
+        if (!said) continue;
+        o.onProgress?.(said);
+        const what = /^installing (.+)$/.exec(said)?.[1];
+        if (what === NPM) installed.add(NPM);
+        else if (what) for (const p of what.split(/\s+/).filter(Boolean)) installed.add(p);
+      }
+    });
     child.on("error", reject);
     child.on("exit", (code) => {
       log.end();
@@ -65,5 +92,5 @@ export async function ensureDependencies(o: {
   });
   const still = needed.filter((c) => !onPath(c));
   if (still.length > 0) throw new Error(`still missing after scripts/ensure-deps.sh: ${still.join(", ")} (see ${o.logFile})`);
-  return { installed: missing, present };
+  return { installed: [...installed], present: present.filter((p) => !installed.has(p)) };
 }
