@@ -12,6 +12,9 @@
 // - a web pod on each host and a Service over them; a client pod on host-a and
 //   one on host-c reach every pod by IP, fetch 200 KB from each (TCP across
 //   the overlay's smaller MTU) and reach every pod through the Service's name;
+// - the overlay's UDP port answers other nodes only: a datagram from this
+//   machine (the router, not a node) is dropped by the guard chain, while the
+//   nodes' own traffic passed it;
 // - kill -9 of host-c's agent and its device removed (a reboot's loss): the
 //   restarted agent makes the device again with the same MAC, host-a's pods
 //   reach host-c's again, and no host holds an entry twice;
@@ -21,12 +24,13 @@
 //   leaves host-a none of them.
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
+import { createSocket } from "node:dgram";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { unwrap } from "@choreo/kit";
 import type { Node, Pod } from "@choreo/kit/gen/choreo/core/v1/core";
 import { waitFor } from "@choreo/kit/testing";
-import { parseVtep, vtepMac, type VtepData } from "@choreo/node-agent/net/vxlan";
+import { VXLAN_GUARD_CHAIN, VXLAN_PORT, parseVtep, vtepMac, type VtepData } from "@choreo/node-agent/net/vxlan";
 import { startCluster, withLogsOnFailure, type TestCluster } from "./support/cluster.js";
 import { run, writeKubeconfig } from "./support/kubectl.js";
 import { service } from "./support/real-pods-scenarios.js";
@@ -279,6 +283,40 @@ describe("test hosts on two L2 segments: host-gw on one, VXLAN across, pods and 
       }
     }));
 
+  it("the overlay's UDP port answers other nodes only: a datagram from a machine that is not a node is dropped, the nodes' traffic passed", () =>
+    withLogsOnFailure(c, async () => {
+      // Per guard rule of host i: [packets, target, source].
+      const guard = (i: number): { pkts: number; target: string; source: string }[] =>
+        hosts
+          .exec(i, "iptables", ["-nvxL", VXLAN_GUARD_CHAIN])
+          .split("\n")
+          .slice(2)
+          .filter(Boolean)
+          .map((l) => l.trim().split(/\s+/))
+          .map((f) => ({ pkts: Number(f[0]), target: f[2]!, source: f[7]! }));
+      for (const i of [0, 2]) {
+        const others = [0, 1, 2].filter((j) => j !== i).map((j) => hosts.hosts[j]!.address);
+        assert.deepEqual(
+          guard(i).map((r) => `${r.target} ${r.source}`),
+          [...others.sort().map((a) => `RETURN ${a}`), "DROP 0.0.0.0/0"],
+          `${nodes[i]}: the other nodes pass, nothing else`,
+        );
+        assert.match(
+          hosts.exec(i, "iptables", ["-S", "INPUT"]).split("\n")[1] ?? "",
+          new RegExp(`--dport ${VXLAN_PORT} -j ${VXLAN_GUARD_CHAIN}$`),
+          "first in INPUT",
+        );
+      }
+      const fromC = guard(0).find((r) => r.source === hosts.hosts[2]!.address)!;
+      assert.ok(fromC.pkts > 0, "host-c's encapsulated traffic reached host-a through the guard");
+      const dropped = guard(0).find((r) => r.target === "DROP")!.pkts;
+      // This machine routes between the segments but is no node: its datagram to host-a's overlay port is dropped.
+      const sock = createSocket("udp4");
+      await new Promise<void>((res, rej) => sock.send(Buffer.alloc(64), VXLAN_PORT, hosts.hosts[0]!.address, (err) => (err ? rej(err) : res())));
+      sock.close();
+      await waitFor(() => guard(0).find((r) => r.target === "DROP")!.pkts > dropped, { timeoutMs: 5_000, message: "the stranger's datagram dropped" });
+    }));
+
   it("kill -9 of host-c's agent and its device gone: restarted, it makes the device again, host-a's pods reach host-c's, no entry twice", () =>
     withLogsOnFailure(c, async () => {
       await c.actors.get(nodes[2]!)?.kill();
@@ -336,5 +374,7 @@ describe("test hosts on two L2 segments: host-gw on one, VXLAN across, pods and 
       assert.deepEqual(routes(0), []);
       assert.throws(() => hosts.exec(0, "ip", ["link", "show", "choreo.vx"]), "the device is gone (a second removal is fine)");
       assert.deepEqual([neigh(0), fdb(0)], [[], []]);
+      assert.throws(() => hosts.exec(0, "iptables", ["-S", VXLAN_GUARD_CHAIN]), "the overlay port's guard is gone");
+      assert.doesNotMatch(hosts.exec(0, "iptables", ["-S", "INPUT"]), new RegExp(VXLAN_GUARD_CHAIN), "and its jump");
     }));
 });

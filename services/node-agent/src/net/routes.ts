@@ -24,6 +24,7 @@ import {
   parseNeigh,
   parseVtep,
   removeVxlan,
+  ensureVxlanGuard,
   underlayOf,
   vtepAddress,
   vtepAnnotations,
@@ -283,7 +284,10 @@ export class NodeRoutes implements Runnable {
     try {
       const addrJson = await run("ip", ["-j", "-4", "addr", "show"]);
       const ps = peers(this.nodes.list(), { ...this.opts, localAddresses: parseAddresses(addrJson) });
-      const overlay = await this.overlay(addrJson, ps.length > 0);
+      const overlay = await this.overlay(
+        addrJson,
+        ps.map((p) => p.ip),
+      );
       const onLink = this.backend === "auto" ? await this.onLink(ps.map((p) => p.ip)) : new Set<string>();
       const p = plan(ps, { backend: this.backend, onLink: (ip) => onLink.has(ip), overlay, vni: VXLAN_VNI, port: this.port });
       this.report(p);
@@ -309,7 +313,7 @@ export class NodeRoutes implements Runnable {
    * it (its device, its annotations); with `--backend host-gw` takes them
    * away. Returns whether the device is there to route through.
    */
-  private async overlay(addrJson: string, remotePeers: boolean): Promise<boolean> {
+  private async overlay(addrJson: string, peerIps: readonly string[]): Promise<boolean> {
     const { node, podCidr, clusterCidr, nodeIp = "", log } = this.opts;
     const underlay = nodeIp && !inCidr(nodeIp, clusterCidr) ? underlayOf(addrJson, nodeIp) : undefined;
     if (this.backend === "host-gw" || !underlay) {
@@ -317,9 +321,11 @@ export class NodeRoutes implements Runnable {
       await this.publish(undefined);
       return false;
     }
-    if (!remotePeers) return false; // agents on one machine: nothing to carry, no device
+    if (peerIps.length === 0) return false; // agents on one machine: nothing to carry, no device
     const data: VtepData = { vni: VXLAN_VNI, port: this.port, mac: vtepMac(node), vtep: vtepAddress(podCidr) };
     try {
+      // The port answers other nodes only, from before the device is up (vxlan.ts VXLAN_GUARD_CHAIN); every pass, so a flushed guard comes back.
+      await ensureVxlanGuard(this.port, peerIps);
       if (await ensureVxlanDevice({ ...data, local: nodeIp, underlay: underlay.ifname, mtu: underlay.mtu - VXLAN_OVERHEAD })) {
         log.info({ device: VXLAN_DEVICE, vni: data.vni, port: data.port, mac: data.mac, vtep: data.vtep, underlay: underlay.ifname }, "vxlan device ready");
       }

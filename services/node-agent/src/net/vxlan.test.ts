@@ -14,6 +14,9 @@ import {
   vtepAddress,
   vtepAnnotations,
   vtepMac,
+  vxlanGuardJump,
+  vxlanGuardScript,
+  VXLAN_GUARD_CHAIN,
   type VxlanSpec,
 } from "./vxlan.js";
 
@@ -98,5 +101,23 @@ describe("neighbour and FDB entries", () => {
       "fdb append 0a:00:00:00:00:04 dev choreo.vx dst 172.31.9.14 self permanent",
     ]);
     assert.deepEqual(fdbScript(parseFdb('[{"mac":"0a:00:00:00:00:03","dst":"172.31.9.13"},{"mac":"0a:00:00:00:00:04","dst":"172.31.9.14"}]'), want), []);
+  });
+});
+
+describe("the overlay port's guard", () => {
+  it("lets each peer's InternalIP through once, sorted, and drops anything else", () => {
+    assert.equal(
+      vxlanGuardScript(["10.0.0.3", "10.0.0.2", "10.0.0.3", "not-an-ip"]),
+      [
+        "*filter",
+        `:${VXLAN_GUARD_CHAIN} - [0:0]`,
+        `-A ${VXLAN_GUARD_CHAIN} -s 10.0.0.2/32 -j RETURN`,
+        `-A ${VXLAN_GUARD_CHAIN} -s 10.0.0.3/32 -j RETURN`,
+        `-A ${VXLAN_GUARD_CHAIN} -j DROP`,
+        "COMMIT",
+        "",
+      ].join("\n"),
+    );
+    assert.equal(vxlanGuardJump(4789), `-A INPUT -p udp -m udp --dport 4789 -j ${VXLAN_GUARD_CHAIN}`);
   });
 });

@@ -10,6 +10,7 @@
 import { createHash } from "node:crypto";
 import { isIPv4 } from "node:net";
 import { CommandError, run } from "../exec.js";
+import { hasRule, removalScript, restore, saveRules } from "./iptables.js";
 import { ipToNumber, numberToIp } from "../runtime/ip-pool.js";
 
 /** The overlay device (one per network namespace, as flannel's `flannel.1`). */
@@ -228,8 +229,57 @@ function vxlanAddrs(json: string): string[] {
   return (l?.addr_info ?? []).map((a) => `${a.local ?? ""}/${a.prefixlen ?? ""}`);
 }
 
-/** Removes the device (its routes, neighbour and FDB entries go with it); a missing device is fine. */
+/**
+ * The filter chain that lets the overlay's UDP port be reached only from other nodes' InternalIPs: a
+ * VXLAN packet is decapsulated straight into the pod network, so anyone who could reach the port (a
+ * pod, another machine on the underlay) could otherwise inject packets into any pod — Calico drops
+ * VXLAN from anything but its known hosts the same way. One per network namespace, as the device.
+ */
+export const VXLAN_GUARD_CHAIN = "CHO-VXLAN-IN";
+
+/** The INPUT rule sending the overlay's port to the guard (as iptables-save prints it). */
+export function vxlanGuardJump(port: number): string {
+  return `-A INPUT -p udp -m udp --dport ${port} -j ${VXLAN_GUARD_CHAIN}`;
+}
+
+/**
+ * An `iptables-restore --noflush` script (re)writing the guard: RETURN (on to the rest of INPUT) for
+ * each peer's InternalIP, DROP for any other source. Declaring the chain flushes it, so the script is
+ * the whole chain, applied atomically.
+ */
+export function vxlanGuardScript(peers: readonly string[]): string {
+  const lines = ["*filter", `:${VXLAN_GUARD_CHAIN} - [0:0]`];
+  for (const ip of [...new Set(peers)].filter((a) => isIPv4(a)).sort()) lines.push(`-A ${VXLAN_GUARD_CHAIN} -s ${ip}/32 -j RETURN`);
+  lines.push(`-A ${VXLAN_GUARD_CHAIN} -j DROP`, "COMMIT");
+  return lines.join("\n") + "\n";
+}
+
+/** Writes the guard for `peers` and, when missing, its jump from INPUT for `port` (first in INPUT). */
+export async function ensureVxlanGuard(port: number, peers: readonly string[]): Promise<void> {
+  await restore(vxlanGuardScript(peers));
+  const saved = await saveRules();
+  // Jumps for another port (a changed --vxlan-port) go; the one for `port` is put first if missing.
+  const stale = (saved.get("filter")?.rules ?? []).filter(
+    (r) => r.startsWith("-A INPUT ") && r.endsWith(`-j ${VXLAN_GUARD_CHAIN}`) && r !== vxlanGuardJump(port),
+  );
+  const script = stale.map((r) => `-D${r.slice(2)}`);
+  if (!hasRule(saved, "filter", vxlanGuardJump(port)))
+    script.push(
+      `-I${vxlanGuardJump(port)
+        .slice(2)
+        .replace(/^INPUT /, "INPUT 1 ")}`,
+    );
+  if (script.length) await restore(["*filter", ...script, "COMMIT"].join("\n") + "\n");
+}
+
+/** Removes the guard chain and its jumps; none is fine. */
+export async function removeVxlanGuard(): Promise<void> {
+  await restore(removalScript(await saveRules(), (table, chain) => table === "filter" && chain === VXLAN_GUARD_CHAIN));
+}
+
+/** Removes the device (its routes, neighbour and FDB entries go with it) and its guard; a missing device is fine. */
 export async function removeVxlan(): Promise<void> {
+  await removeVxlanGuard();
   try {
     await run("ip", ["link", "del", VXLAN_DEVICE]);
   } catch (err) {
