@@ -118,9 +118,10 @@ export function kubeconfigYaml(server: string, caPem: string, token: string, eve
 /**
  * `choreo up`'s own log (supervision, clean-up): pino JSON lines in
  * `<logs>/up.log`, and on stderr too unless stderr is a terminal (there the
- * progress lines show what happens: a log line would break them).
+ * progress lines show what happens: a JSON line would break them; a warning
+ * or an error is shown as one short line through `notice` instead).
  */
-function upLogger(logs: string): Logger {
+function upLogger(logs: string, notice: (line: string) => void): Logger {
   const fd = openSync(path.join(logs, "up.log"), "a", 0o600);
   const toStderr = !process.stderr.isTTY;
   return createLogger({
@@ -129,9 +130,25 @@ function upLogger(logs: string): Logger {
       write(line: string) {
         writeSync(fd, line);
         if (toStderr) process.stderr.write(line);
+        else notice(noticeOf(line) ?? "");
       },
     },
   });
+}
+
+/** A warning's or error's log line as a person reads it: `! process exited; restarting (process=api code=1 …)`; undefined below warn. */
+export function noticeOf(line: string): string | undefined {
+  let rec: Record<string, unknown>;
+  try {
+    rec = JSON.parse(line) as Record<string, unknown>;
+  } catch {
+    return undefined;
+  }
+  if (typeof rec["level"] !== "number" || rec["level"] < 40) return undefined;
+  const fields = Object.entries(rec)
+    .filter(([k, v]) => !["level", "time", "service", "msg"].includes(k) && v !== undefined && v !== null)
+    .map(([k, v]) => `${k}=${typeof v === "string" ? v : JSON.stringify(v)}`);
+  return `! ${String(rec["msg"] ?? "")}${fields.length ? ` (${fields.join(" ")})` : ""}`;
 }
 
 /** What a node-setup run logs (pino JSON lines): `<logs>/node-setup.log`, never the terminal. */
@@ -171,7 +188,7 @@ export async function up(
   const podCidrs = nodePodCidrs(opts.clusterCidr, opts.nodes);
   const logs = path.join(opts.dataDir, "logs");
   mkdirSync(logs, { recursive: true });
-  const logger = upLogger(logs);
+  const logger = upLogger(logs, (line) => line && progress.print(line));
   const log = setupLog(logs);
   const pidFile = path.join(opts.dataDir, "up.pid");
   if (existsSync(pidFile)) {

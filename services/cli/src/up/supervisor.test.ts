@@ -8,7 +8,7 @@ import path from "node:path";
 import { after, describe, it } from "node:test";
 import { createLogger } from "@choreo/kit/log";
 import { startProcess, waitFor, type ManagedProcess } from "@choreo/kit/process";
-import { nodePodCidrs } from "./cluster.js";
+import { nodePodCidrs, noticeOf } from "./cluster.js";
 import { processStartTime, Shutdown, supervise } from "./supervisor.js";
 
 const FAST = { initialMs: 20, maxMs: 50 };
@@ -109,5 +109,27 @@ describe("nodePodCidrs", () => {
   it("refuses what is no IPv4 CIDR of /8 to /24, or too small for the nodes", () => {
     for (const bad of ["10.244.0.0", "10.244.0.0/25", "300.1.1.0/16", "fd00::/64", "10.244.0.0/7"]) assert.throws(() => nodePodCidrs(bad, 1), /--cluster-cidr/);
     assert.throws(() => nodePodCidrs("10.244.42.0/23", 2), /no room for 2 nodes/);
+  });
+});
+
+describe("noticeOf (choreo up's warnings on a terminal)", () => {
+  it("turns a warning or an error log line into one short line; nothing below warn or for what is not JSON", () => {
+    const warn = JSON.stringify({
+      level: 40,
+      time: "t",
+      service: "choreo-up",
+      process: "api",
+      pid: 12,
+      code: 1,
+      signal: null,
+      msg: "process exited; restarting",
+    });
+    assert.equal(noticeOf(warn), "! process exited; restarting (process=api pid=12 code=1)");
+    assert.equal(
+      noticeOf(JSON.stringify({ level: 50, msg: "process restart failed", err: "spawn ENOENT", retryInMs: 2000 })),
+      "! process restart failed (err=spawn ENOENT retryInMs=2000)",
+    );
+    assert.equal(noticeOf(JSON.stringify({ level: 30, msg: "cluster up; supervising" })), undefined);
+    assert.equal(noticeOf("not json"), undefined);
   });
 });
