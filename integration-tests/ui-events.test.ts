@@ -4,7 +4,8 @@
 // created, scaled, changed and deleted through the api appear as rows in
 // revision order with their verbs and what changed — compared with the
 // revisions the writes returned; a kind filter; pause and resume; kill -9 of
-// the api: the page resumes from its last revision, no duplicate, no gap;
+// the page's api (changes written through a second api meanwhile): the page
+// resumes from its last revision, no duplicate, no gap;
 // ?since= replays from a revision; a user who may watch ConfigMaps but not
 // Deployments sees a 403 notice for Deployments and ConfigMaps still live,
 // then, allowed Deployments in default only, watches that namespace.
@@ -67,9 +68,12 @@ describe(
       console.log(`screenshot: ${file}`);
     };
     const admin = (method: string, p: string, body?: unknown, ct?: string) => http(c.httpUrl, c.token, method, p, body, ct);
-    /** A write through the api; its answer's resourceVersion is the change's revision. */
+    /** The api the page does not talk to (api 1): writes while api 0 is down. */
+    let other = false;
+    /** A write through the api (0, or 1 when `other`); its answer's resourceVersion is the change's revision. */
     const write = async (verb: string, kind: string, name: string, method: string, p: string, body?: unknown, ct?: string) => {
-      const r = await admin(method, p, body, ct);
+      const base = other ? `http://127.0.0.1:${c.apis[1]!.httpPort}` : c.httpUrl;
+      const r = await http(base, c.token, method, p, body, ct);
       assert.ok(r.status >= 200 && r.status < 300, `${method} ${p}: ${r.status} ${r.text}`);
       const revision = Number((r.json["metadata"] as { resourceVersion?: string } | undefined)?.resourceVersion);
       assert.ok(revision > 0, `${method} ${p} answered a resourceVersion: ${r.text}`);
@@ -84,7 +88,8 @@ describe(
       rows.filter((r) => r.name.startsWith("default/ev-")).map(({ revision, verb, kind, name }) => ({ revision, verb, kind, name }));
 
     before(async () => {
-      c = await startCluster();
+      // Two apis: the page talks to api 0; while it is down, changes are written through api 1.
+      c = await startCluster({ apis: 2 });
       browser = await launchChromium();
       page = await browser.newPage();
       // Signed in already (the sign-in form is the other test's).
@@ -178,7 +183,7 @@ describe(
       });
     });
 
-    it("goes on after the api is killed -9 and restarted: from its last revision, no duplicate, no gap", async () => {
+    it("goes on after its api is killed -9 and restarted: the changes made meanwhile (through another api) and after, from its last revision, no duplicate, no gap", async () => {
       await withLogsOnFailure(c, async () => {
         await c.killApi(0);
         await page.waitForFunction(textIncludes("[role=alert]", "connection lost"), { timeout: 15_000 });
@@ -186,12 +191,26 @@ describe(
         console.log(`while the api is down: ${notice}`);
         assert.match(notice, /resuming after revision \d+/);
         await shot(page, "4-api-down");
+        // While the page's api is down: changes through the other api.
+        other = true;
+        try {
+          await write("ADDED", "ConfigMap", "default/ev-cm-c", "POST", CMS, cm("ev-cm-c", { k: "1" }));
+          await write("MODIFIED", "ConfigMap", "default/ev-cm-c", "PATCH", `${CMS}/ev-cm-c`, { data: { k: "2", j: "3" } }, "application/merge-patch+json");
+          await write(
+            "MODIFIED",
+            "Deployment",
+            "default/ev-web",
+            "PATCH",
+            `${DEPLOYS}/ev-web/scale`,
+            { spec: { replicas: 1 } },
+            "application/merge-patch+json",
+          );
+        } finally {
+          other = false;
+        }
         await c.startApi(0);
         const restarted = Date.now();
-        // Written at once: before or while the page reconnects.
-        await write("ADDED", "ConfigMap", "default/ev-cm-c", "POST", CMS, cm("ev-cm-c", { k: "1" }));
-        await write("MODIFIED", "ConfigMap", "default/ev-cm-c", "PATCH", `${CMS}/ev-cm-c`, { data: { k: "2", j: "3" } }, "application/merge-patch+json");
-        await write("MODIFIED", "Deployment", "default/ev-web", "PATCH", `${DEPLOYS}/ev-web/scale`, { spec: { replicas: 1 } }, "application/merge-patch+json");
+        // And at once after its restart: before or while the page reconnects.
         await write("DELETED", "ConfigMap", "default/ev-cm-b", "DELETE", `${CMS}/ev-cm-b`);
         await write("DELETED", "Deployment", "default/ev-web", "DELETE", `${DEPLOYS}/ev-web`);
         await page.waitForFunction(rowShown(written.at(-1)!.revision), { timeout: 30_000 });
