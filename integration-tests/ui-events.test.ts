@@ -233,7 +233,7 @@ describe(
       });
     });
 
-    it("opens describe-like pages of a node and of a Deployment, from the stream's rows with the keyboard", async () => {
+    it("opens describe-like pages of a node, a Deployment (from the stream's rows, with the keyboard) and a Service", async () => {
       await withLogsOnFailure(c, async () => {
         // A Node and pods written directly (no agent, no controller here): what the pages show is what was written.
         assert.equal(
@@ -298,6 +298,40 @@ describe(
         // Live: a pod deleted (no agent here: at once) leaves the node's table without a reload.
         assert.equal((await admin("DELETE", "/api/v1/namespaces/default/pods/ev-other?gracePeriodSeconds=0")).status, 200);
         await page.waitForFunction(`document.querySelectorAll("table[aria-label='Pods on ev-node'] tbody tr").length === 1`, { timeout: 10_000 });
+        // A Service selecting the Deployment's pods, its Endpoints written by hand (no endpoints controller here).
+        const svc = await admin("POST", "/api/v1/namespaces/default/services", {
+          apiVersion: "v1",
+          kind: "Service",
+          metadata: { name: "ev-api", namespace: "default" },
+          spec: { selector: { app: "ev-api" }, ports: [{ name: "http", port: 80, targetPort: 8080 }] },
+        });
+        assert.equal(svc.status, 201, svc.text);
+        const eps = await admin("POST", "/api/v1/namespaces/default/endpoints", {
+          apiVersion: "v1",
+          kind: "Endpoints",
+          metadata: { name: "ev-api", namespace: "default" },
+          subsets: [
+            {
+              addresses: [{ ip: "10.244.0.5", targetRef: { kind: "Pod", name: "ev-api-1", namespace: "default" } }],
+              notReadyAddresses: [{ ip: "10.244.0.6" }],
+              ports: [{ name: "http", port: 8080 }],
+            },
+          ],
+        });
+        assert.equal(eps.status, 201, eps.text);
+        await page.goto(`${c.httpUrl}/ui/#/workloads`);
+        await (await page.waitForSelector("a[href='#/service/default/ev-api']", { timeout: 10_000 }))!.click();
+        await page.waitForSelector("::-p-aria(Service details)", { timeout: 10_000 });
+        assert.equal(await page.$eval("h1", (e) => e.textContent), "Service default/ev-api");
+        assert.equal(await page.$eval('dd[data-field="Ports"]', (e) => e.textContent), "http 80→8080/TCP");
+        assert.match((await page.$eval('dd[data-field="Cluster IP"]', (e) => e.textContent)) ?? "", /^\d+\.\d+\.\d+\.\d+$/);
+        await page.waitForSelector("::-p-aria(Endpoints of ev-api)", { timeout: 10_000 });
+        const epRows = (await page.$$eval("table[aria-label='Endpoints of ev-api'] tbody tr", (es) =>
+          es.map((e) => [...e.children].map((c) => c.textContent).join(" ")),
+        )) as string[];
+        assert.deepEqual(epRows, ["10.244.0.5 Yes ev-api-1 http:8080", "10.244.0.6 No — http:8080"]);
+        await page.waitForFunction(`document.querySelectorAll("table[aria-label='Pods of Service ev-api'] tbody tr").length === 1`, { timeout: 10_000 });
+        await shot(page, "11-service");
       });
     });
 

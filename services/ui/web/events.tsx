@@ -19,6 +19,7 @@ function linkOf(r: Row): string | undefined {
   if (r.verb === "DELETED") return undefined;
   if (r.resource === "pods") return `#/pod/${e(r.namespace)}/${e(r.name)}`;
   if (r.resource === "nodes") return `#/node/${e(r.name)}`;
+  if (r.resource === "services" || r.resource === "endpoints") return `#/service/${e(r.namespace)}/${e(r.name)}`;
   if (r.resource === "deployments" || r.resource === "replicationcontrollers") return `#/workload/${r.resource}/${e(r.namespace)}/${e(r.name)}`;
   return undefined;
 }

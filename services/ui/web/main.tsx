@@ -2,6 +2,7 @@
 // view chosen by the location's hash: #/ nodes × pods, #/pod/NS/NAME a
 // pod's detail, #/node/NAME a node's, #/workloads Deployments, RCs and Service
 // endpoints, #/workload/deployments|replicationcontrollers/NS/NAME one's detail,
+// #/service/NS/NAME a Service's,
 // #/events?since=REV&kinds=… the event stream.
 import { render } from "preact";
 import { useEffect, useState } from "preact/hooks";
@@ -10,6 +11,7 @@ import { EventsPage } from "./events.js";
 import { NodesGrid } from "./grid.js";
 import { NodeDetail } from "./node.js";
 import { PodDetail } from "./pod.js";
+import { ServiceDetail } from "./service.js";
 import { WorkloadDetail } from "./workload.js";
 import { Workloads } from "./workloads.js";
 
@@ -93,12 +95,13 @@ function App() {
   else if (parts[0] === "node" && parts[1]) view = <NodeDetail key={parts[1]} name={parts[1]} />;
   else if (parts[0] === "workload" && parts[1] && parts[2] && parts[3])
     view = <WorkloadDetail key={parts.join("/")} resource={parts[1]} namespace={parts[2]} name={parts[3]} />;
+  else if (parts[0] === "service" && parts[1] && parts[2]) view = <ServiceDetail key={`${parts[1]}/${parts[2]}`} namespace={parts[1]} name={parts[2]} />;
   else if (parts[0] === "workloads") view = <Workloads />;
   // A new since (a link followed): a new stream.
   else if (parts[0] === "events") view = <EventsPage key={`events/${query.get("since") ?? ""}`} query={query} />;
   else view = <NodesGrid />;
   // A detail page (pod, node, workload) is none of the menu's pages.
-  const current = ["workloads", "events", "pod", "node", "workload"].includes(parts[0]!) ? parts[0] : "nodes";
+  const current = ["workloads", "events", "pod", "node", "workload", "service"].includes(parts[0]!) ? parts[0] : "nodes";
   return (
     <>
       <header>

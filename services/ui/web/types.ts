@@ -97,6 +97,17 @@ export interface Endpoints {
   subsets?: { addresses?: { ip: string; targetRef?: { name: string } }[]; notReadyAddresses?: { ip: string }[]; ports?: { port: number; name?: string }[] }[];
 }
 
+export interface Service {
+  metadata: Meta;
+  spec?: {
+    type?: string;
+    clusterIP?: string;
+    selector?: Record<string, string>;
+    sessionAffinity?: string;
+    ports?: { name?: string; port: number; targetPort?: number | string; protocol?: string; nodePort?: number }[];
+  };
+}
+
 /** Any object with metadata. */
 export interface KObject {
   metadata: Meta;

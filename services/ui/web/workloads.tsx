@@ -105,7 +105,9 @@ export function Workloads() {
               return (
                 <tr key={`${e.metadata.namespace}/${e.metadata.name}`}>
                   <td>{e.metadata.namespace}</td>
-                  <th scope="row">{e.metadata.name}</th>
+                  <th scope="row">
+                    <a href={`#/service/${encodeURIComponent(e.metadata.namespace ?? "default")}/${encodeURIComponent(e.metadata.name)}`}>{e.metadata.name}</a>
+                  </th>
                   <td>{ready.map((a) => (a.targetRef ? `${a.ip} (${a.targetRef.name})` : a.ip)).join(", ") || "none"}</td>
                   <td>{notReady.map((a) => a.ip).join(", ") || "none"}</td>
                   <td>{ports.join(", ")}</td>
