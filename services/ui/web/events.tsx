@@ -114,9 +114,11 @@ export function EventsPage(p: { query: URLSearchParams }) {
       <p class="summary" data-testid="events-status">
         {paused
           ? `Paused at revision ${last || stream.start || "?"}`
-          : stream.start === undefined
-            ? "Starting…"
-            : `Following ${kinds.length} kinds after revision ${stream.start}`}
+          : kinds.length === 0
+            ? "No kind chosen: tick one below"
+            : stream.start === undefined
+              ? "Starting…"
+              : `Following ${kinds.length} kinds after revision ${stream.start}`}
         {stream.namespace ? ` in namespace ${stream.namespace}` : ""}
         {` · last revision ${last || "—"} · ${stream.log.received} changes received · ${rows.length} shown`}
         {dropped ? ` · ${dropped} older dropped (the last ${all.length} kept)` : ""}
