@@ -52,6 +52,8 @@ const ACK_TIMEOUT_MS = 3_000;
 export class Relay {
   readonly name = "relay";
   private batches = 0;
+  /** Batches refused from their first record in a row (the stream leaderless: JetStream answers 503 at once). */
+  private refusals = 0;
   /** The stream's last sequence as our own acks left it; undefined: ask the stream. */
   private published: number | undefined;
   private acks: { inbox: string; sub: Subscription; waiting: Map<string, (m: Msg | undefined) => void> } | undefined;
@@ -87,6 +89,12 @@ export class Relay {
           const published = this.published ?? (await streamState(this.opts.jsm)).lastRevision;
           this.published = undefined;
           const sent = await this.publishFrom(published);
+          if (sent === 0 && this.refusals > 0) {
+            // Refused outright (no stream leader yet after an outage): ask again soon, not in a tight loop — 25 ms
+            // doubling to 250 ms, so the first publish after the leader is back waits at most a quarter second.
+            await sleep(Math.min(250, 25 * 2 ** Math.min(this.refusals - 1, 4)), signal);
+            continue;
+          }
           if (sent === 0) {
             // Wait for the next record (or a second, to renew the lease).
             await blocker.xread("COUNT", 1, "BLOCK", 1_000, "STREAMS", CHANGES_KEY, `${published}-0`);
@@ -185,11 +193,14 @@ export class Relay {
     for (const [i, m] of results.entries()) {
       const refusal = ackRefusal(m, batch[i]!.rev);
       if (refusal) {
-        this.opts.log.warn({ revision: batch[i]!.rev, refusal }, "publish refused; re-reading the stream");
+        // The first of a run of refusals, then one in 100 (a leaderless stream refuses every try for seconds).
+        if (ok > 0 || this.refusals % 100 === 0)
+          this.opts.log.warn({ revision: batch[i]!.rev, refusal, refusedInARow: ok > 0 ? 0 : this.refusals }, "publish refused; re-reading the stream");
         break;
       }
       ok++;
     }
+    this.refusals = ok === 0 && batch.length > 0 ? this.refusals + 1 : 0;
     // ConfigMap and Secret notices (no body) for node agents, which may not read those events.
     for (const b of batch.slice(0, ok)) {
       const notice = noticeSubjectOf(b.subject);
