@@ -172,6 +172,9 @@ describe(
       await withLogsOnFailure(c, async () => {
         await page.click("::-p-aria(Pause)");
         await page.waitForFunction(textIncludes("[data-testid=events-status]", "Paused at revision"), { timeout: 5_000 });
+        // A link to continue later from the last revision shown, with the same kinds and filters.
+        const href = await page.$eval("[data-testid=resume-link]", (e) => e.getAttribute("href"));
+        assert.equal(href, `#/events?since=${written.at(-1)!.revision}&kinds=deployments,configmaps&ns=default`);
         const rev = await write("ADDED", "ConfigMap", "default/ev-cm-b", "POST", CMS, cm("ev-cm-b", { k: "1" }));
         // Let a live watch have delivered it, had one been open.
         await new Promise((r) => setTimeout(r, 1_000));

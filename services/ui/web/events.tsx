@@ -50,7 +50,10 @@ export function EventsPage(p: { query: URLSearchParams }) {
   const [, setVersion] = useState(0);
   const [kinds, setKinds] = useState<string[]>(() => {
     const asked = (p.query.get("kinds") ?? "").split(",").filter((k) => STREAM_KINDS.some((s) => s.resource === k));
-    return (asked.length ? asked : DEFAULT_KINDS).slice(0, MAX_WATCHES);
+    const wanted = asked.length ? asked : DEFAULT_KINDS;
+    return STREAM_KINDS.map((k) => k.resource)
+      .filter((r) => wanted.includes(r))
+      .slice(0, MAX_WATCHES);
   });
   const [ns, setNs] = useState(p.query.get("ns") ?? "");
   const [name, setName] = useState(p.query.get("name") ?? "");
@@ -89,24 +92,26 @@ export function EventsPage(p: { query: URLSearchParams }) {
     setPaused(true);
   };
   // The location says what is shown (a link to share or reload).
-  useEffect(() => {
+  const location = (from: number | undefined) => {
     const q = new URLSearchParams();
-    if (since !== undefined) q.set("since", String(since));
+    if (from !== undefined) q.set("since", String(from));
     q.set("kinds", chosenKey);
     if (ns) q.set("ns", ns);
     if (name) q.set("name", name);
     if (scoped) q.set("scope", "namespace");
-    history.replaceState(null, "", `#/events?${q.toString().replaceAll("%2C", ",")}`);
-  }, [chosenKey, ns, name, scoped]);
+    return `#/events?${q.toString().replaceAll("%2C", ",")}`;
+  };
+  useEffect(() => history.replaceState(null, "", location(since)), [chosenKey, ns, name, scoped]);
 
   const chosen = new Set(kinds);
   const all = stream.log.kept();
   const rows = all.filter((r) => chosen.has(r.resource) && (!ns || r.namespace === ns) && (!name || r.name.includes(name)));
   const last = stream.log.lastRevision;
   const dropped = stream.log.dropped + (stream.log.rows.length - all.length);
-  const resumeLink = `#/events?since=${last || (stream.start ?? 0)}&kinds=${chosenKey}`;
+  const resumeLink = location(last || (stream.start ?? 0));
 
-  const toggle = (resource: string, on: boolean) => setKinds((ks) => (on ? [...ks, resource] : ks.filter((k) => k !== resource)));
+  // Kept in the catalogue's order (the location's kinds are the same whatever order they were ticked in).
+  const toggle = (resource: string, on: boolean) => setKinds((ks) => STREAM_KINDS.map((k) => k.resource).filter((r) => (r === resource ? on : ks.includes(r))));
   return (
     <main aria-labelledby="events-page-title" class="events-page">
       <h1 id="events-page-title">Event stream</h1>
