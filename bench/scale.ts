@@ -3,6 +3,8 @@
 // bound → all Running as seen on the event log, and prints pods/s end to end,
 // pod startup latency, api writes and bus messages per pod, CPU and RSS per
 // process. npm run bench:scale -- --nodes 100 --pods 1000
+// To profile the node-agent: CHOREO_NODE_AGENT_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" (see startCluster);
+// --nodes-only also prints each process's CPU over its 20 s idle (the heartbeat alone, to take from a run's CPU per pod).
 import { existsSync, readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { jetstream, jetstreamManager, DeliverPolicy } from "@nats-io/jetstream";
@@ -78,7 +80,13 @@ try {
   if (values["nodes-only"]) {
     const redis = new Redis(c.redis.url);
     const r0 = Number(await redis.get("{choreo}:rev"));
+    const idleProcs = [...c.apis.map((a) => ["api", a.process] as const), ...[...c.actors].map(([n, p]) => [n, p] as const)];
+    const idleBefore = new Map(idleProcs.map(([n, p]) => [n, cpuAndRss(p.pid).cpuSeconds]));
     await new Promise((r) => setTimeout(r, 20_000));
+    // The heartbeat's cost alone (leases, node status checks): what a run's CPU per pod includes besides the pods.
+    console.log(
+      `idle CPU over the 20 s: ${idleProcs.map(([n, p]) => `${n} ${((cpuAndRss(p.pid).cpuSeconds - (idleBefore.get(n) ?? 0)) / 20).toFixed(3)} s/s`).join(", ")}`,
+    );
     const r1 = Number(await redis.get("{choreo}:rev"));
     redis.disconnect();
     const consumers = (await (await jetstreamManager(c.nc)).streams.info(EVENT_STREAM)).state.consumer_count;
@@ -270,6 +278,9 @@ try {
     console.log(`  RSS of all processes: ${rssTotal.toFixed(0)} MB`);
   }
 } finally {
+  // Profiled (CHOREO_NODE_AGENT_NODE_ARGS="--cpu-prof --cpu-prof-dir=…", see startCluster): the node-agent writes its profile as it exits;
+  // give it longer than the cluster's 5 s.
+  if (/--cpu-prof|--heapsnapshot/.test(process.env.CHOREO_NODE_AGENT_NODE_ARGS ?? "")) await c.actors.get("node-agent")?.stop(120_000);
   // Thousands of hollow nodes take a while to drain; do not wait forever.
   await Promise.race([c.stop(), new Promise((r) => setTimeout(r, 30_000))]);
 }

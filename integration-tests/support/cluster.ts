@@ -135,11 +135,17 @@ async function healthz(port: number): Promise<boolean> {
   }
 }
 
+/** Node flags for an actor's process: CHOREO_<NAME>_NODE_ARGS (space-separated; `node-agent` → CHOREO_NODE_AGENT_NODE_ARGS). */
+function actorNodeArgs(name: string): string[] {
+  return (process.env[`CHOREO_${name.toUpperCase().replace(/-/g, "_")}_NODE_ARGS`] ?? "").split(" ").filter(Boolean);
+}
+
 /**
  * Starts a cluster for an integration test. `env` goes to every api process.
  * CHOREO_API_NODE_ARGS (space-separated) adds node flags to every api process,
  * e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile it under a benchmark
- * (the profile is written when the api exits on its stop).
+ * (the profile is written when the api exits on its stop). CHOREO_<ACTOR>_NODE_ARGS
+ * does the same for one actor, e.g. CHOREO_NODE_AGENT_NODE_ARGS for the node-agent.
  */
 export async function startCluster(
   opts: {
@@ -259,6 +265,7 @@ async function bringUp(dir: string, opts: Parameters<typeof startCluster>[0] & o
         cmd: place ? "nsenter" : process.execPath,
         args: [
           ...(place ? [`--net=/run/netns/${place.netns}`, process.execPath] : []),
+          ...actorNodeArgs(name),
           "--import",
           "tsx",
           path.join(ROOT, `services/${name}/src/main.ts`),
