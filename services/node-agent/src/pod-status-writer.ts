@@ -76,8 +76,10 @@ export class PodStatusWriter {
     let e = this.entries.get(uid);
     if (!e) {
       if (sameStatus(pod.status, status)) return;
-      e = { pending: undefined, written: undefined, inFlight: false, timer: undefined, firstAskedMs: Date.now(), failures: 0 };
+      e = { pending: { pod, status }, written: undefined, inFlight: false, timer: undefined, firstAskedMs: Date.now(), failures: 0 };
       this.entries.set(uid, e);
+      this.kick(uid, e, true); // just compared with the pod's status: no need to again
+      return;
     }
     // The informer caught up with this writer's own write: its copy is the base again.
     if (e.written && !(revisionOf(e.written) > revisionOf(pod))) e.written = undefined;
@@ -98,12 +100,12 @@ export class PodStatusWriter {
     return [...this.entries.values()].filter((e) => e.pending || e.inFlight).length;
   }
 
-  /** Writes the pending status now, or when the hold window ends. */
-  private kick(uid: string, e: PodEntry): void {
+  /** Writes the pending status now, or when the hold window ends (`differs`: the caller found it differs from what is written). */
+  private kick(uid: string, e: PodEntry, differs = false): void {
     const p = e.pending;
     if (!p || e.inFlight) return;
     const base = e.written ?? p.pod;
-    if (sameStatus(base.status, p.status)) {
+    if (!differs && sameStatus(base.status, p.status)) {
       e.pending = undefined;
       if (e.timer) clearTimeout(e.timer);
       e.timer = undefined;

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { unwrap } from "@choreo/kit";
 import { fromKubeJson } from "@choreo/kit/kube-json";
-import type { ContainerStatus, Pod } from "@choreo/kit/gen/choreo/core/v1/core";
+import { PodStatus, type ContainerStatus, type Pod } from "@choreo/kit/gen/choreo/core/v1/core";
 import { buildPodStatus, podPhase, sameStatus } from "./pod-status.js";
 
 const running = (name: string, ready = true): ContainerStatus => ({
@@ -110,6 +110,21 @@ describe("pod status", () => {
     assert.equal(sameStatus(p.status, s), false);
     assert.equal(s.conditions.find((c) => c.type === "Ready")?.status, "False");
     assert.equal(s.conditions.find((c) => c.type === "Ready")?.lastTransitionTime, "2025-01-01T00:09:00Z");
+  });
+
+  it("compares as protobuf bytes: a status decoded from the api is the same as the one rebuilt; any field changed is not", () => {
+    const p = pod();
+    p.status = buildPodStatus(p, rt, { hostIp: "h", now: "2025-01-01T00:00:02Z" });
+    const decoded = PodStatus.decode(PodStatus.encode(p.status).finish());
+    assert.ok(sameStatus(decoded, buildPodStatus(p, rt, { hostIp: "h", now: "2025-01-01T00:09:00Z" })));
+    // Not equal as objects (an unset sub-message against an empty one), and not as bytes either.
+    const cs = decoded.containerStatuses[0]!;
+    assert.equal(cs.lastState, undefined);
+    assert.equal(sameStatus({ ...decoded, containerStatuses: [{ ...cs, lastState: {} }] }, decoded), false);
+    assert.equal(sameStatus({ ...decoded, podIp: "10.244.0.3" }, decoded), false);
+    assert.equal(sameStatus({ ...decoded, conditions: decoded.conditions.map((c) => ({ ...c, reason: c.type })) }, decoded), false);
+    assert.equal(sameStatus({ ...decoded, containerStatuses: [] }, decoded), false);
+    assert.equal(sameStatus(undefined, decoded), false);
   });
 
   it("shows a container in back-off as CrashLoopBackOff with its exit as lastState", () => {

@@ -96,10 +96,32 @@ export function buildPodStatus(pod: Pod, rt: PodRuntimeStatus, inputs: StatusInp
   };
 }
 
-/** Whether two statuses are the same (compared as their protobuf bytes). */
+/**
+ * Whether two statuses are the same (compared as their protobuf bytes). Equal
+ * values encode to equal bytes, so a status the agent rebuilt unchanged (each
+ * reconcile after the pod's own write comes back) is settled by a walk of the
+ * two objects; only what the walk finds different is encoded to be sure.
+ */
 export function sameStatus(a: PodStatus | undefined, b: PodStatus | undefined): boolean {
   if (!a || !b) return a === b;
+  if (plainEqual(a, b)) return true;
   return Buffer.from(PodStatus.encode(a).finish()).equals(PodStatus.encode(b).finish());
+}
+
+/** Deep equality of plain data (a missing key and an undefined value alike): true only when the values are the same. */
+function plainEqual(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== "object" || typeof b !== "object" || a === null || b === null) return false;
+  if (Array.isArray(a) || Array.isArray(b)) {
+    if (!Array.isArray(a) || !Array.isArray(b) || a.length !== b.length) return false;
+    for (let i = 0; i < a.length; i++) if (!plainEqual(a[i], b[i])) return false;
+    return true;
+  }
+  const x = a as Record<string, unknown>;
+  const y = b as Record<string, unknown>;
+  for (const k in x) if (!plainEqual(x[k], y[k])) return false;
+  for (const k in y) if (!(k in x) && y[k] !== undefined) return false;
+  return true;
 }
 
 /** Whether the pod's status says it is running (what an agent restart adopts). */

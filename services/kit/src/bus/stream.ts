@@ -1,5 +1,5 @@
 import { jetstreamManager, RetentionPolicy, StorageType, DiscardPolicy, type JetStreamManager } from "@nats-io/jetstream";
-import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { connect, type ConnectionOptions, type NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "../log/index.js";
 import { NATS_CA_ENV } from "../secrets/bus-tls.js";
 import { natsConnectOptions } from "../secrets/secrets.js";
@@ -93,12 +93,21 @@ export async function streamState(jsm: JetStreamManager): Promise<{ firstRevisio
  * a client without them (Authorization Violation, not retried). With
  * `caFile` (default CHOREO_NATS_CA) it speaks TLS only, verifying the
  * server's certificate against that CA (compose's nats, beyond loopback).
+ * `more` adds nats.js options (the node agent's `noAsyncTraces`).
  */
 export function connectBus(
   url: string,
   name: string,
   credentialsFile = process.env["CHOREO_NATS_CREDENTIALS"],
   caFile = process.env[NATS_CA_ENV] || undefined,
+  more: Pick<ConnectionOptions, "noAsyncTraces"> = {},
 ): Promise<NatsConnection> {
-  return connect({ ...natsConnectOptions(url, credentialsFile, caFile), name, maxReconnectAttempts: -1, reconnectTimeWait: 250, pingInterval: 10_000 });
+  return connect({
+    ...natsConnectOptions(url, credentialsFile, caFile),
+    name,
+    maxReconnectAttempts: -1,
+    reconnectTimeWait: 250,
+    pingInterval: 10_000,
+    ...more,
+  });
 }
