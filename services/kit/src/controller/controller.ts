@@ -111,7 +111,9 @@ export class Controller implements Runnable {
 
   private async worker(signal: AbortSignal): Promise<void> {
     for (;;) {
-      const key = await this.q.get(signal);
+      // No signal to get: the abort shuts the queue down (start's listener), which wakes an idle getter with undefined —
+      // one listener per controller rather than one added and removed per key (thousands of hollow nodes' controllers).
+      const key = await this.q.get();
       if (key === undefined) return;
       if (signal.aborted) {
         // Shutting down: keys still queued are dropped, not reconciled.
