@@ -138,6 +138,7 @@ export class Relay {
     this.opts.onBacklog?.(await r.xlen(CHANGES_KEY));
     if (entries.length === 0) {
       this.published = published;
+      this.refusals = 0;
       return 0;
     }
     this.batches++;
