@@ -15,6 +15,7 @@ import { after, describe, it } from "node:test";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { DeliverPolicy, jetstream } from "@nats-io/jetstream";
 import { connectBus, EVENT_STREAM } from "@choreo/kit/bus";
+import { connectClient } from "@choreo/client";
 import { readCredentials } from "@choreo/kit/secrets";
 import { freePort, waitFor } from "@choreo/kit/testing";
 import { ROOT } from "./support/cluster.js";
@@ -145,6 +146,28 @@ describe("choreo up's progress and its event-stream subscriber", () => {
       });
     } finally {
       await nc.close();
+    }
+
+    // @choreo/client from the kubeconfig alone: the https server, the gRPC door it names (grpc.choreo.dev)
+    // and the bus (events.choreo.dev) — there as the read-only subscriber: subscribe() reads, the api is not its to call.
+    assert.match(yaml, /- name: grpc\.choreo\.dev\n {6}extension:\n {8}server: "grpcs:\/\/127\.0\.0\.1:\d+"/);
+    for (const transport of ["http", "grpc"] as const) {
+      const client = await connectClient({ kubeconfig, transport });
+      try {
+        assert.equal((await client.list("nodes")).items.length, 2, `${transport}: both nodes`);
+      } finally {
+        await client.close();
+      }
+    }
+    const sub = await connectClient({ kubeconfig, transport: "nats" });
+    try {
+      for await (const ev of sub.subscribe({ resource: "nodes", fromRevision: 0 })) {
+        assert.equal(ev.kind.kind, "Node", "the first Node change, read from the log as the subscriber");
+        break;
+      }
+      await assert.rejects(sub.list("nodes"), "the subscriber may not call the api");
+    } finally {
+      await sub.close();
     }
 
     const exited = new Promise<number | null>((r) => child?.once("exit", r));

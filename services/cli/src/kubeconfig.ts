@@ -19,6 +19,8 @@ export interface KubeCluster {
  * url) and the read-only subscriber's credentials file, for `choreo events`.
  */
 export const EVENT_LOG_EXTENSION = "events.choreo.dev";
+/** The cluster extension naming the api's gRPC door (`server: grpcs://host:port`): @choreo/client's `connectClient({ kubeconfig, transport: "grpc" })` reads it. */
+export const GRPC_EXTENSION = "grpc.choreo.dev";
 
 /** Where a cluster's event log is (its kubeconfig extension {@link EVENT_LOG_EXTENSION}). */
 export interface EventLogAccess {
@@ -248,17 +250,20 @@ export function renderKubeconfig(o: {
   namespace: string;
   /** The cluster's event log (`choreo up`): a cluster extension kubectl keeps and ignores. */
   eventLog?: EventLogAccess;
+  /** The api's gRPC door, `grpcs://host:port` (`choreo up`): another such extension. */
+  grpcServer?: string;
 }): string {
   const q = (s: string): string => (/^[A-Za-z0-9._-]+$/.test(s) ? s : JSON.stringify(s));
-  const ext = o.eventLog
+  const events = o.eventLog
     ? [
-        "    extensions:",
         `    - name: ${EVENT_LOG_EXTENSION}`,
         "      extension:",
         `        nats-url: ${JSON.stringify(o.eventLog.natsUrl)}`,
         ...(o.eventLog.credentials ? [`        credentials: ${JSON.stringify(o.eventLog.credentials)}`] : []),
       ]
     : [];
+  const grpc = o.grpcServer ? [`    - name: ${GRPC_EXTENSION}`, "      extension:", `        server: ${JSON.stringify(o.grpcServer)}`] : [];
+  const ext = events.length + grpc.length > 0 ? ["    extensions:", ...events, ...grpc] : [];
   return [
     "apiVersion: v1",
     "kind: Config",

@@ -26,7 +26,11 @@ export interface ConnectOptions {
    * HTTP: `https://host:port` (default: the kubeconfig's server). gRPC: `grpcs://host:port` (the api's gRPC port).
    */
   url?: string;
-  /** A kubeconfig (what `choreo up` writes to .choreo/kubeconfig): the server, its CA, the token or client certificate (http, grpc). */
+  /**
+   * A kubeconfig (what `choreo up` writes to .choreo/kubeconfig): the server, its CA, the token or client
+   * certificate (http, grpc); the gRPC door (extension grpc.choreo.dev) and the bus with a read-only
+   * subscriber's credentials (extension events.choreo.dev) when `choreo up` wrote it.
+   */
   kubeconfig?: string;
   /** The kubeconfig's context (default its current-context). */
   context?: string;
@@ -67,13 +71,16 @@ export async function connectClient(opts: ConnectOptions = {}): Promise<ChoreoCl
   const byScheme = transportOfUrl(opts.url);
   const transport = opts.transport ?? byScheme ?? (opts.kubeconfig ? "http" : "nats");
   if (byScheme && byScheme !== transport) throw new Error(`url ${JSON.stringify(opts.url)} is not a ${transport} url`);
-  if (transport === "nats") {
-    const url = opts.url ?? process.env["CHOREO_NATS_URL"];
-    if (!url) throw new Error("no NATS url: pass url or set CHOREO_NATS_URL");
-    const nc = await connectBus(url, opts.name ?? "choreo-client", opts.credentialsFile ?? process.env["CHOREO_NATS_CREDENTIALS"], opts.caFile);
-    return new ChoreoClient(new NatsApiTransport(nc, opts, true));
-  }
   const kc: Partial<KubeconfigConnection> = opts.kubeconfig ? readKubeconfig(opts.kubeconfig, opts.context) : {};
+  if (transport === "nats") {
+    // A kubeconfig `choreo up` wrote names the bus (its events.choreo.dev extension) and the api token.
+    const url = opts.url ?? process.env["CHOREO_NATS_URL"] ?? kc.eventLog?.natsUrl;
+    if (!url) throw new Error("no NATS url: pass url, set CHOREO_NATS_URL, or a kubeconfig with the events.choreo.dev extension");
+    const credentials = opts.credentialsFile ?? process.env["CHOREO_NATS_CREDENTIALS"] ?? kc.eventLog?.credentialsFile;
+    const nc = await connectBus(url, opts.name ?? "choreo-client", credentials, opts.caFile);
+    const token = opts.token ?? kc.token;
+    return new ChoreoClient(new NatsApiTransport(nc, { ...opts, ...(token ? { token } : {}) }, true));
+  }
   const ca = opts.ca ?? (opts.caFile ? readFileSync(opts.caFile, "utf8") : kc.ca);
   const cert = opts.cert ?? kc.cert;
   const key = opts.key ?? kc.key;
@@ -96,8 +103,9 @@ export async function connectClient(opts: ConnectOptions = {}): Promise<ChoreoCl
       }),
     );
   }
-  if (!opts.url) throw new Error("no gRPC server: pass url grpcs://host:port (a kubeconfig names the HTTPS server only)");
-  const u = new URL(byScheme ? opts.url : `grpcs://${opts.url}`);
+  const grpcUrl = opts.url ?? kc.grpcServer;
+  if (!grpcUrl) throw new Error("no gRPC server: pass url grpcs://host:port, or a kubeconfig with the grpc.choreo.dev extension (choreo up writes it)");
+  const u = new URL(transportOfUrl(grpcUrl) ? grpcUrl : `grpcs://${grpcUrl}`);
   return new ChoreoClient(new GrpcTransport({ address: u.host, insecure: u.protocol === "grpc:", ...who }));
 }
 

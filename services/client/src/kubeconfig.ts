@@ -18,7 +18,16 @@ export interface KubeconfigConnection {
   key?: string;
   /** The context's namespace (default "default"). */
   namespace: string;
+  /** The api's gRPC door, `grpcs://host:port` (cluster extension `grpc.choreo.dev`, written by `choreo up`). */
+  grpcServer?: string;
+  /** The event log (cluster extension `events.choreo.dev`, written by `choreo up`): NATS url and a read-only subscriber's `user:password` file. */
+  eventLog?: { natsUrl: string; credentialsFile?: string };
 }
+
+/** The cluster extension naming the api's gRPC door. */
+export const GRPC_EXTENSION = "grpc.choreo.dev";
+/** The cluster extension naming the event log (services/cli kubeconfig.ts EVENT_LOG_EXTENSION). */
+export const EVENT_LOG_EXTENSION = "events.choreo.dev";
 
 type Raw = Record<string, unknown>;
 
@@ -49,6 +58,12 @@ export function readKubeconfig(file: string, context?: string): KubeconfigConnec
     insecureSkipTlsVerify: cluster["insecure-skip-tls-verify"] === true,
     namespace: str(ctx["namespace"]) ?? "default",
   };
+  const ext = (n: string): Raw | undefined => entry(cluster["extensions"], n, "extension");
+  const grpcServer = str(ext(GRPC_EXTENSION)?.["server"]);
+  if (grpcServer) out.grpcServer = grpcServer;
+  const natsUrl = str(ext(EVENT_LOG_EXTENSION)?.["nats-url"]);
+  const creds = str(ext(EVENT_LOG_EXTENSION)?.["credentials"]);
+  if (natsUrl) out.eventLog = { natsUrl, ...(creds ? { credentialsFile: path.resolve(dir, creds) } : {}) };
   const ca = b64(cluster["certificate-authority-data"]) ?? read(str(cluster["certificate-authority"]));
   if (ca) out.ca = ca;
   const token = str(user["token"]) ?? read(str(user["tokenFile"]))?.trim();

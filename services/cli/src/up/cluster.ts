@@ -110,9 +110,21 @@ export interface LocalCluster {
   stop(): Promise<void>;
 }
 
-/** The kubeconfig kubectl and choreo use: https, the cluster's CA, the admin token; and where `choreo events` reads the event log. */
-export function kubeconfigYaml(server: string, caPem: string, token: string, eventLog?: EventLogAccess): string {
-  return renderKubeconfig({ server, caPem, user: "choreo-admin", auth: { token }, context: "choreo", namespace: "default", ...(eventLog ? { eventLog } : {}) });
+/**
+ * The kubeconfig kubectl and choreo use: https, the cluster's CA, the admin token; where `choreo events` reads
+ * the event log; and the gRPC door (@choreo/client reads both extensions).
+ */
+export function kubeconfigYaml(server: string, caPem: string, token: string, eventLog?: EventLogAccess, grpcServer?: string): string {
+  return renderKubeconfig({
+    server,
+    caPem,
+    user: "choreo-admin",
+    auth: { token },
+    context: "choreo",
+    namespace: "default",
+    ...(eventLog ? { eventLog } : {}),
+    ...(grpcServer ? { grpcServer } : {}),
+  });
 }
 
 /**
@@ -328,10 +340,13 @@ export async function up(
     const kubeconfig = path.join(opts.dataDir, "kubeconfig");
     writeFileSync(
       kubeconfig,
-      kubeconfigYaml(`https://${opts.host}:${opts.httpsPort}`, readFileSync(cert, "utf8"), token, {
-        natsUrl: nats.address,
-        credentials: subscriberCredentials,
-      }),
+      kubeconfigYaml(
+        `https://${opts.host}:${opts.httpsPort}`,
+        readFileSync(cert, "utf8"),
+        token,
+        { natsUrl: nats.address, credentials: subscriberCredentials },
+        `grpcs://${opts.host}:${opts.grpcPort}`,
+      ),
       { mode: 0o600 },
     );
     logger.info({ dataDir: opts.dataDir, processes: [...servers, ...apis, ...actors].map((x) => `${x.name}:${x.current().pid}`) }, "cluster up; supervising");
