@@ -15,14 +15,14 @@
 // delay); while the event log is away (`stale`), the cache lists again
 // every second.
 import { timingSafeEqual } from "node:crypto";
-import { ApiError, failure, isExpired, isNotFound, Reason, unwrap } from "@choreo/kit";
-import { sleep, type Runnable } from "@choreo/kit/lifecycle";
-import type { Logger } from "@choreo/kit/log";
+import { ApiError, failure, isNotFound, Reason, unwrap } from "@choreo/kit";
+import type { Runnable } from "@choreo/kit/lifecycle";
 import type { Secret } from "@choreo/kit/gen/choreo/core/v1/core";
 import { nodeIdentity } from "@choreo/kit/secrets";
 import type { ApiHandlers } from "../handlers/api-handlers.js";
 import type { TokenAuthenticator } from "../auth/static-tokens.js";
 import { AUTHENTICATED, type UserInfo } from "../auth/types.js";
+import { ListWatchLoop, type ListWatchLoopOptions } from "../auth/list-watch-loop.js";
 import {
   credentialSecretName,
   NODE_CREDENTIAL_NAMESPACE,
@@ -36,14 +36,8 @@ import {
 /** Why a node token was refused (for the log; the client sees 401). */
 export type NodeCredentialRefusal = CredentialDefect | "no-secret" | "wrong-token" | "throttled";
 
-export interface NodeCredentialsOptions {
+export interface NodeCredentialsOptions extends ListWatchLoopOptions {
   handlers: Pick<ApiHandlers, "list" | "watch" | "get">;
-  log: Logger;
-  /** Backoff before a relist after a failure (doubles up to 5 s). */
-  retryMs?: number;
-  /** True while the watch may lag the store (the event log is away): every `stalePollMs` (default 1 s) the cache lists again. */
-  stale?: () => boolean;
-  stalePollMs?: number;
   /** Least time between two store reads of one node's Secret for tokens the cache does not accept (default 1 s). */
   missIntervalMs?: number;
   onRefused?: (node: string, why: NodeCredentialRefusal) => void;
@@ -63,33 +57,17 @@ export function nodeUser(node: string): UserInfo {
 }
 
 /** Node credential Secrets, cached from list + watch, as a token authenticator. */
-export class NodeCredentials implements TokenAuthenticator, Runnable {
+export class NodeCredentials extends ListWatchLoop implements TokenAuthenticator, Runnable {
   readonly name = "node-credentials";
   /** By Secret name. */
   private readonly entries = new Map<string, Entry>();
   /** When each Secret name was last read from the store for a token the cache did not accept. */
   private readonly misses = new Map<string, number>();
-  private listed = false;
-  private waiters: (() => void)[] = [];
-  private watchAbort = new AbortController();
-  private relistWanted = false;
-  /** Lists made (1 + relists): for tests and logs. */
-  lists = 0;
   /** Store reads for tokens the cache did not accept: for tests. */
   storeReads = 0;
 
-  constructor(private readonly opts: NodeCredentialsOptions) {}
-
-  synced(): boolean {
-    return this.listed;
-  }
-
-  waitSynced(signal?: AbortSignal): Promise<void> {
-    if (this.listed) return Promise.resolve();
-    return new Promise((resolve, reject) => {
-      this.waiters.push(resolve);
-      signal?.addEventListener("abort", () => reject(new Error("aborted before the node credentials were listed")), { once: true });
-    });
+  constructor(private readonly opts: NodeCredentialsOptions) {
+    super(opts, "node credentials");
   }
 
   /** Whether node `node` has a credential Secret (as far as this replica knows). */
@@ -139,49 +117,11 @@ export class NodeCredentials implements TokenAuthenticator, Runnable {
     this.entries.set(name, entryOf(s, rv));
   }
 
-  /** Lists and watches until `signal` aborts. */
-  async start(signal: AbortSignal): Promise<void> {
-    const base = this.opts.retryMs ?? 200;
-    const poll = this.opts.stale ? this.pollWhileStale(this.opts.stale, signal) : Promise.resolve();
-    let failures = 0;
-    let revision = "";
-    while (!signal.aborted) {
-      try {
-        if (!revision || this.relistWanted) {
-          this.relistWanted = false;
-          revision = await this.relist();
-        }
-        this.watchAbort = new AbortController();
-        revision = await this.watch(revision, AbortSignal.any([signal, this.watchAbort.signal]));
-        failures = 0;
-      } catch (err) {
-        if (signal.aborted) break;
-        revision = "";
-        if (this.relistWanted) continue;
-        failures++;
-        if (isExpired(err)) this.opts.log.info({}, "node credentials revision expired; relisting");
-        else this.opts.log.warn({ err, failures }, "node credentials list/watch failed; relisting");
-        await sleep(Math.min(5_000, base * 2 ** (failures - 1)), signal);
-      }
-    }
-    await poll;
-  }
-
-  /** Lists again now and watches from that list (the running watch ends). */
-  relistNow(): void {
-    this.relistWanted = true;
-    this.watchAbort.abort();
-  }
-
-  private async pollWhileStale(stale: () => boolean, signal: AbortSignal): Promise<void> {
-    while (await sleep(this.opts.stalePollMs ?? 1_000, signal)) if (stale()) this.relistNow();
-  }
-
   private request() {
     return { resource: "secrets", namespace: NODE_CREDENTIAL_NAMESPACE, labelSelector: "", fieldSelector: `type=${NODE_CREDENTIAL_TYPE}` };
   }
 
-  private async relist(): Promise<string> {
+  protected async list(): Promise<string> {
     const fresh = new Map<string, Entry>();
     let cont = "";
     let revision = "";
@@ -200,17 +140,12 @@ export class NodeCredentials implements TokenAuthenticator, Runnable {
     for (const [name, e] of this.entries) if (e.rv > at && (fresh.get(name)?.rv ?? 0) < e.rv) fresh.set(name, e);
     this.entries.clear();
     for (const [name, e] of fresh) this.entries.set(name, e);
-    this.lists++;
     this.opts.log.info({ credentials: [...fresh.values()].filter((e) => e.digest).length, revision }, "node credentials listed");
-    if (!this.listed) {
-      this.listed = true;
-      for (const w of this.waiters.splice(0)) w();
-    }
     return revision;
   }
 
   /** Applies changes after `revision` until the watch ends; the last revision seen. Throws on an ERROR event. */
-  private async watch(revision: string, signal: AbortSignal): Promise<string> {
+  protected async watch(revision: string, signal: AbortSignal): Promise<string> {
     const req = { ...this.request(), resourceVersion: revision, timeoutSeconds: 0, allowBookmarks: true };
     for await (const ev of this.opts.handlers.watch(req, signal)) {
       if (ev.type === "ERROR") throw new ApiError(ev.status ?? failure(500, Reason.InternalError, "watch error"));

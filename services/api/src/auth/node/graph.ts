@@ -3,12 +3,11 @@
 // Secrets, ConfigMaps, PVCs and ServiceAccounts its pods use, counted (two
 // pods of a node using one Secret: it stays readable until both are gone).
 // Kept from the api's own list and watch of pods (PodGraphWatch).
-import { ApiError, failure, isExpired, keyOf, Reason } from "@choreo/kit";
-import { sleep } from "@choreo/kit/lifecycle";
-import type { Logger } from "@choreo/kit/log";
+import { ApiError, failure, keyOf, Reason } from "@choreo/kit";
 import type { Pod } from "@choreo/kit/gen/choreo/core/v1/core";
 import type { ApiHandlers } from "../../handlers/api-handlers.js";
 import { podReferences, type ReferenceKind } from "./pod-references.js";
+import { ListWatchLoop, type ListWatchLoopOptions } from "../list-watch-loop.js";
 
 interface PodEntry {
   node: string;
@@ -84,15 +83,9 @@ export class NodeGraph {
   }
 }
 
-export interface PodGraphWatchOptions {
+export interface PodGraphWatchOptions extends ListWatchLoopOptions {
   handlers: Pick<ApiHandlers, "list" | "watch">;
   graph: NodeGraph;
-  log: Logger;
-  /** Backoff before a relist after a failure (doubles up to 5 s). */
-  retryMs?: number;
-  /** True while the watch may lag the store (the event log is away): every `stalePollMs` (default 1 s) the pods are listed again. */
-  stale?: () => boolean;
-  stalePollMs?: number;
 }
 
 /**
@@ -104,68 +97,14 @@ export interface PodGraphWatchOptions {
  * `stale()` (nats-server away: the store takes writes the watch cannot show)
  * it relists every second, as the RBAC cache does.
  */
-export class PodGraphWatch {
+export class PodGraphWatch extends ListWatchLoop {
   readonly name = "node-authorizer-graph";
-  private listed = false;
-  private waiters: (() => void)[] = [];
-  private watchAbort = new AbortController();
-  private relistWanted = false;
-  /** Lists made (1 + relists). */
-  lists = 0;
 
-  constructor(private readonly opts: PodGraphWatchOptions) {}
-
-  synced(): boolean {
-    return this.listed;
+  constructor(private readonly opts: PodGraphWatchOptions) {
+    super(opts, "node graph");
   }
 
-  waitSynced(signal?: AbortSignal): Promise<void> {
-    if (this.listed) return Promise.resolve();
-    return new Promise((resolve, reject) => {
-      this.waiters.push(resolve);
-      signal?.addEventListener("abort", () => reject(new Error("aborted before the node graph synced")), { once: true });
-    });
-  }
-
-  /** Lists and watches until `signal` aborts. */
-  async start(signal: AbortSignal): Promise<void> {
-    const base = this.opts.retryMs ?? 200;
-    const poll = this.opts.stale ? this.pollWhileStale(this.opts.stale, signal) : Promise.resolve();
-    let failures = 0;
-    let revision = "";
-    while (!signal.aborted) {
-      try {
-        if (!revision || this.relistWanted) {
-          this.relistWanted = false;
-          revision = await this.relist();
-        }
-        this.watchAbort = new AbortController();
-        revision = await this.watch(revision, AbortSignal.any([signal, this.watchAbort.signal]));
-        failures = 0;
-      } catch (err) {
-        if (signal.aborted) break;
-        revision = "";
-        if (this.relistWanted) continue;
-        failures++;
-        if (isExpired(err)) this.opts.log.info({}, "node graph revision expired; relisting");
-        else this.opts.log.warn({ err, failures }, "node graph list/watch failed; relisting");
-        await sleep(Math.min(5_000, base * 2 ** (failures - 1)), signal);
-      }
-    }
-    await poll;
-  }
-
-  /** Lists again now and watches from that list (the running watch ends): it may have missed changes. */
-  relistNow(): void {
-    this.relistWanted = true;
-    this.watchAbort.abort();
-  }
-
-  private async pollWhileStale(stale: () => boolean, signal: AbortSignal): Promise<void> {
-    while (await sleep(this.opts.stalePollMs ?? 1_000, signal)) if (stale()) this.relistNow();
-  }
-
-  private async relist(): Promise<string> {
+  protected async list(): Promise<string> {
     const pods: Pod[] = [];
     let cont = "";
     let revision = "";
@@ -175,18 +114,12 @@ export class PodGraphWatch {
       cont = page.metadata?.continue ?? "";
       if (!revision) revision = page.metadata?.resourceVersion ?? "";
     } while (cont);
-    this.lists++;
     this.opts.graph.replace(pods);
     this.opts.log.info({ pods: pods.length, revision }, "node graph listed");
-    if (!this.listed) {
-      this.listed = true;
-      for (const w of this.waiters.splice(0)) w();
-    }
     return revision;
   }
 
-  /** Applies changes after `revision` until the watch ends; the last revision seen. Throws on an ERROR event. */
-  private async watch(revision: string, signal: AbortSignal): Promise<string> {
+  protected async watch(revision: string, signal: AbortSignal): Promise<string> {
     const req = { resource: "pods", namespace: "", labelSelector: "", fieldSelector: "", resourceVersion: revision, timeoutSeconds: 0, allowBookmarks: true };
     for await (const ev of this.opts.handlers.watch(req, signal)) {
       if (ev.type === "ERROR") throw new ApiError(ev.status ?? failure(500, Reason.InternalError, "watch error"));
