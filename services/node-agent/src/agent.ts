@@ -2,7 +2,7 @@ import { PodStartLatency } from "./pod-start-latency.js";
 import type { JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Registry } from "prom-client";
-import { keyOf } from "@choreo/kit";
+import { keyOf, wrap } from "@choreo/kit";
 import { podsOnNodeFilter } from "@choreo/kit/bus";
 import type { ApiClient } from "@choreo/kit/client";
 import { Controller } from "@choreo/kit/controller";
@@ -10,7 +10,8 @@ import { Informer } from "@choreo/kit/informer";
 import { runAll, sleep, type Runnable } from "@choreo/kit/lifecycle";
 import type { EventRecorder } from "@choreo/kit/events";
 import type { Logger } from "@choreo/kit/log";
-import type { Node } from "@choreo/kit/gen/choreo/core/v1/core";
+import type { Node, Pod } from "@choreo/kit/gen/choreo/core/v1/core";
+import type { WatchEvent } from "@choreo/kit/gen/choreo/api/v1/api";
 import { refreshNodeStatus, registerNode, type NodeConfig } from "./node.js";
 import { NodeLease } from "./node-lease.js";
 import { periodic } from "./periodic.js";
@@ -93,6 +94,13 @@ export class NodeAgent implements Runnable {
   endpointsListing: ((ip: string) => boolean) | undefined;
   private readonly log: Logger;
   private readonly opts: NodeAgentOptions;
+  /**
+   * This agent's status writes by revision, as the api answered them, until the informer hears of that revision:
+   * the live message is then taken as the write (kit/bus followEvents `known`) — neither verified nor decoded.
+   * A node's own status write coming back is one of a hollow pod's two events, and verifying it (Ed25519) was
+   * the largest cost of a pod. Writes of pods being deleted are left out (such a write may delete the pod).
+   */
+  private readonly ownWrites = new Map<number, Pod>();
 
   constructor(options: NodeAgentOptions) {
     // ConfigMaps, Secrets and the downward API delivered around whichever runtime (config-sources/).
@@ -120,6 +128,7 @@ export class NodeAgent implements Runnable {
       filterSubject: podsOnNodeFilter(node),
       live: true,
       fieldSelector: `spec.nodeName=${node}`,
+      known: (revision) => this.ownWrite(revision),
     });
     this.prober = agentProber({ runtime: opts.runtime, pods: this.informer, enqueue: (k) => this.controller.enqueue(k), events: opts.events, log: this.log });
     this.controller = new Controller({
@@ -141,6 +150,7 @@ export class NodeAgent implements Runnable {
         startLatency: opts.registry && new PodStartLatency(opts.registry),
         listedInEndpoints: (ip) => this.endpointsListing?.(ip) ?? false,
         deregistrationWaitMs: opts.deregistrationWaitMs,
+        onStatusWritten: (pod) => this.wroteStatus(pod),
       }),
     });
     const enqueue = (p: { metadata?: { namespace: string; name: string } }): void => this.controller.enqueue(keyOf(p.metadata ?? { namespace: "", name: "" }));
@@ -149,6 +159,22 @@ export class NodeAgent implements Runnable {
     // Each renewal gives up within the renewal period and the next one follows (a request lost with a dying api
     // replica waited the client's 10 s, past the lifecycle's 8 s grace: the node was taken for failed).
     this.lease = new NodeLease(opts.client.withTimeout(Math.max(1_000, opts.leaseRenewMs ?? 2_000)), node, opts.leaseDurationSeconds ?? 10);
+  }
+
+  /** Remembers a status write as the api answered it, unless the informer is already past its revision. */
+  private wroteStatus(pod: Pod): void {
+    const revision = Number(pod.metadata?.resourceVersion);
+    for (const r of this.ownWrites.keys()) if (r <= this.informer.revision) this.ownWrites.delete(r);
+    if (!Number.isSafeInteger(revision) || revision <= this.informer.revision || pod.metadata?.deletionTimestamp) return;
+    this.ownWrites.set(revision, pod);
+  }
+
+  /** The change at `revision` when it is one of this agent's status writes (once). */
+  private ownWrite(revision: number): WatchEvent | undefined {
+    const pod = this.ownWrites.get(revision);
+    if (!pod) return undefined;
+    this.ownWrites.delete(revision);
+    return { type: "MODIFIED", object: wrap("pod", pod), status: undefined, revision, prevLabels: {}, prevFields: {}, hasPrev: false };
   }
 
   get runtime(): Runtime {

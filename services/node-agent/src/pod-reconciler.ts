@@ -44,6 +44,8 @@ export interface PodReconcilerDeps {
   listedInEndpoints?: ((ip: string) => boolean) | undefined;
   /** The longest a deleted pod waits to leave the Endpoints before it is stopped anyway (default `CHOREO_DEREGISTRATION_WAIT_MS`, else 15 s). */
   deregistrationWaitMs?: number | undefined;
+  /** Each pod as the api answered one of this agent's status writes (PodStatusWriter `onWritten`). */
+  onStatusWritten?: ((pod: Pod) => void) | undefined;
 }
 
 /** Default of {@link PodReconcilerDeps.deregistrationWaitMs}: a leader-elected endpoints actor's lease (15 s) — its standby takes over within it. */
@@ -101,7 +103,7 @@ export function podReconciler(d: PodReconcilerDeps): Reconcile {
     await runHooks(STOP_HOOKS, { pod, node: d.node, runtime: d.runtime, log: d.log, gracePeriodSeconds });
   };
 
-  const statuses = new PodStatusWriter({ client: d.client, log: d.log, holdMs: d.statusHoldMs });
+  const statuses = new PodStatusWriter({ client: d.client, log: d.log, holdMs: d.statusHoldMs, onWritten: d.onStatusWritten });
 
   /** Pods this agent process started or offered for adoption (a runtime may hold others from before an agent restart). */
   const seen = new Set<string>();

@@ -16,6 +16,8 @@ export interface PodStatusWriterOptions {
   log: Logger;
   /** How long the first status of a freshly started pod is held while it only says ContainerCreating (0: written at once). */
   holdMs?: number | undefined;
+  /** Called with each pod as the api answered a status write (the agent's informer takes it for the change at its revision). */
+  onWritten?: ((pod: Pod) => void) | undefined;
 }
 
 /** The hold window from the env (`CHOREO_STATUS_HOLD_MS`), else the default. */
@@ -134,6 +136,7 @@ export class PodStatusWriter {
     try {
       e.written = await this.opts.client.typed("pod").updateStatus(pod);
       e.failures = 0;
+      this.opts.onWritten?.(e.written);
     } catch (err) {
       if (isConflict(err)) {
         this.opts.log.debug({ pod: keyOf(pod.metadata ?? { namespace: "", name: "" }) }, "pod status conflict; the newer pod is reconciled again");

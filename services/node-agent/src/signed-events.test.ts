@@ -9,7 +9,17 @@ import { after, before, describe, it } from "node:test";
 import { jetstream } from "@nats-io/jetstream";
 import { headers, type NatsConnection } from "@nats-io/transport-node";
 import { unwrap } from "@choreo/kit";
-import { connectBus, EVENT_SIGNATURE_HEADER, EVENT_STREAM, encodeEvent, eventSubject, requireSignedEvents, streamState } from "@choreo/kit/bus";
+import {
+  connectBus,
+  decodeEvent,
+  EVENT_SIGNATURE_HEADER,
+  EVENT_STREAM,
+  encodeEvent,
+  eventSubject,
+  requireSignedEvents,
+  streamState,
+  type EventVerifier,
+} from "@choreo/kit/bus";
 import { fromKubeJson } from "@choreo/kit/kube-json";
 import type { Pod } from "@choreo/kit/gen/choreo/core/v1/core";
 import { silentLogger } from "@choreo/kit/log";
@@ -113,6 +123,46 @@ describe("signed events: a forged pod on the bus runs nothing", () => {
     await waitFor(() => (refused.includes("unsigned") && refused.includes("out-of-place")) || undefined, { timeoutMs: 10_000 });
     await new Promise((r) => setTimeout(r, 500));
     assert.deepEqual(names(guarded).sort(), ["genuine"], "the guarded node runs only the api's pod");
+  });
+
+  it("takes its own status write back as the api answered it: one verification per pod (the bind), not two", async () => {
+    const countingConn = await connectBus(s.nats.url, "counting-agent");
+    const verified: string[] = [];
+    // The api's verifier, counting what it is asked to check.
+    const counting = Object.create(s.verifier) as EventVerifier;
+    counting.verify = (data, signature) => (verified.push(decodeEvent(data).object?.kind?.value?.metadata?.name ?? ""), s.verifier.verify(data, signature));
+    requireSignedEvents(countingConn, { verifier: counting });
+    try {
+      const node = hollowNodeConfig(2, "node-");
+      const runtime = new HollowRuntime({ podCidr: node.podCidr, hostIp: node.internalIp, startDelayMs: 10 });
+      const agent = new NodeAgent({ client: s.client, nc: countingConn, jsm: s.jsm, log: silentLogger(), node, runtime, leaseRenewMs: 500 });
+      const ac = new AbortController();
+      agents.push({ runtime, ac, done: agent.start(ac.signal) });
+      await agent.informer.waitForSync();
+      for (const name of ["own-1", "own-2"])
+        await s.client.create(
+          fromKubeJson({
+            apiVersion: "v1",
+            kind: "Pod",
+            metadata: { name, namespace: "default" },
+            spec: { nodeName: "node-2", containers: [{ name: "app", image: "nginx" }] },
+          }),
+        );
+      // Each Running in the api and, at that same revision, in the agent's informer (its own write came back).
+      for (const name of ["own-1", "own-2"])
+        await waitFor(
+          async () => {
+            const stored = unwrap(await s.client.get("pods", "default", name)) as Pod;
+            const cached = agent.informer.get(`default/${name}`);
+            return (stored.status?.phase === "Running" && cached?.metadata?.resourceVersion === stored.metadata?.resourceVersion) || undefined;
+          },
+          { timeoutMs: 20_000, message: `${name} Running in the informer` },
+        );
+      assert.equal(agent.informer.get("default/own-1")?.status?.phase, "Running");
+      assert.deepEqual(verified.filter((n) => n.startsWith("own-")).sort(), ["own-1", "own-2"], "each pod's bind verified once, its status write not again");
+    } finally {
+      await countingConn.close();
+    }
   });
 
   it("refuses a message signed with another key", async () => {

@@ -6,16 +6,19 @@
 // messages published meanwhile come from the log), and across a kill -9 of
 // nats-server.
 import assert from "node:assert/strict";
+import { generateKeyPairSync } from "node:crypto";
 import net from "node:net";
 import { after, before, describe, it } from "node:test";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { WatchEvent } from "../gen/choreo/api/v1/api.js";
 import { isExpired } from "../api/errors.js";
+import { emptyMeta, wrap } from "../api/kinds.js";
 import { startNats, type NatsHandle } from "../process/servers.js";
 import { waitFor } from "../process/process.js";
 import { encodeEvent } from "./events.js";
 import { followEvents } from "./follow.js";
+import { EventVerifier, requireSignedEvents } from "./signing.js";
 import { connectBus, ensureEventStream } from "./stream.js";
 import { EVENT_STREAM, eventSubject, podsOnNodeFilter } from "./subjects.js";
 
@@ -182,6 +185,37 @@ describe("followEvents: pod events by node, live from the republished subjects",
     for (let i = 0; i < 24; i++) await change(i);
     await waitFor(() => revs.length >= of("node-3", start).length, { timeoutMs: 60_000, message: "node-3's events after the restart" });
     assert.deepEqual(revs, of("node-3", start));
+  });
+
+  it("a change the follower holds already (its own write): taken instead of the message, which is not verified; the others are", async () => {
+    // A connection that requires signed events: the test's messages are unsigned, so each is refused — unless known.
+    const signedNc = await connectBus(nats.url, "follow-test-signed");
+    const rejected: number[] = [];
+    requireSignedEvents(signedNc, { verifier: new EventVerifier(generateKeyPairSync("ed25519").publicKey), onRejected: (_why, _s, seq) => rejected.push(seq) });
+    try {
+      const start = revision;
+      const mine = WatchEvent.fromPartial({
+        type: "MODIFIED",
+        revision: start + 1,
+        object: wrap("pod", { apiVersion: "v1", kind: "Pod", metadata: emptyMeta({ name: "mine" }), spec: undefined, status: undefined }),
+      });
+      const got: WatchEvent[] = [];
+      const asked: number[] = [];
+      const known = (rev: number): WatchEvent | undefined => (asked.push(rev), rev === start + 1 ? mine : undefined);
+      void (async () => {
+        for await (const ev of followEvents({ nc: signedNc, jsm, filter: podsOnNodeFilter("node-1"), fromRevision: start, signal: ac.signal, known }))
+          got.push(ev);
+      })();
+      await publish(eventSubject("pods", "default", "mine", "node-1"), "node-1");
+      await publish(eventSubject("pods", "default", "other", "node-1"), "node-1");
+      await waitFor(() => got.length + rejected.length >= 2, { timeoutMs: 20_000, message: "both messages handled" });
+      assert.equal(got.length, 1);
+      assert.equal(got[0], mine, "the change as the follower holds it");
+      assert.deepEqual(rejected, [start + 2], "the other message verified, and refused (unsigned)");
+      assert.deepEqual(asked, [start + 1, start + 2]);
+    } finally {
+      await signedNc.close();
+    }
   });
 
   it("a revision the log no longer holds: 410 Expired (the informer relists)", async () => {

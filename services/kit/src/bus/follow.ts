@@ -28,6 +28,13 @@ export interface FollowOptions {
   /** Called when the connection is lost or back (`up`), and once a catch-up from the log after `after` delivered `delivered` changes. */
   onConnection?: (up: boolean) => void;
   onCaughtUp?: (after: number, delivered: number) => void;
+  /**
+   * The change at this revision when the follower already holds it — its own write, as the api answered it:
+   * a message at that sequence (live or caught up from the log) is then taken as that change, neither
+   * verified nor decoded (what is delivered is the api's answer, not the message's content). Undefined:
+   * every message is read.
+   */
+  known?: (revision: number) => WatchEvent | undefined;
 }
 
 /** Whether the stream republishes, asked once per connection (a stream's RePublish cannot change). */
@@ -173,7 +180,7 @@ export async function* followEvents(opts: FollowOptions): AsyncGenerator<WatchEv
         const seq = sequenceOf(m);
         if (seq <= seen) continue;
         seen = seq;
-        const ev = eventOfMessage(policy, m, seq);
+        const ev = opts.known?.(seq) ?? eventOfMessage(policy, m, seq);
         if (ev) yield ev;
         if (opts.signal.aborted) return;
       }
@@ -207,7 +214,7 @@ async function* catchUpFromLog(opts: FollowOptions, after: number, signal: Abort
     try {
       for await (const m of messages) {
         if (signal.aborted) return;
-        const ev = eventOfMessage(policy, m, m.seq);
+        const ev = opts.known?.(m.seq) ?? eventOfMessage(policy, m, m.seq);
         if (ev) yield ev;
         if (m.info.pending === 0) return;
       }

@@ -3,7 +3,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { isExpired } from "../api/errors.js";
 import { selectableFields } from "../api/fields.js";
 import { keyOf, kindByCase, unwrap, type KindCase, type KindInfo, type KindValue } from "../api/kinds.js";
-import { consumeEvents, followEvents, resourceFilter } from "../bus/index.js";
+import { consumeEvents, followEvents, resourceFilter, type FollowOptions } from "../bus/index.js";
 import type { ApiClient } from "../client/index.js";
 import { parseFieldSelector, parseLabelSelector, type FieldSelector, type LabelSelector } from "../apimachinery/index.js";
 import type { Logger } from "../log/index.js";
@@ -34,6 +34,8 @@ export interface InformerOptions {
    * to nats-server that does not grow with the number of nodes.
    */
   live?: boolean;
+  /** With `live`: changes the informer's owner already holds (`followEvents`' `known`: its own writes, as the api answered them). */
+  known?: FollowOptions["known"];
   /** Replays every cached object as an update this often (0: never). */
   resyncMs?: number;
   log: Logger;
@@ -220,6 +222,7 @@ export class Informer<C extends KindCase> implements Cache<KindValue<C>> {
               up ? "bus connection back; catching up from the event log" : "bus connection lost",
             ),
           onCaughtUp: (after, delivered) => this.opts.log.info({ resource: this.info.resource, filter, after, delivered }, "caught up from the event log"),
+          known: this.opts.known,
         })
       : consumeEvents({ nc: this.opts.nc, jsm: this.opts.jsm, filter, fromRevision: this.revision, signal });
     for await (const ev of events) {
