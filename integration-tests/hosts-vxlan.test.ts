@@ -34,6 +34,7 @@ import { VXLAN_GUARD_CHAIN, VXLAN_PORT, parseVtep, vtepMac, type VtepData } from
 import { startCluster, withLogsOnFailure, type TestCluster } from "./support/cluster.js";
 import { run, writeKubeconfig } from "./support/kubectl.js";
 import { service } from "./support/real-pods-scenarios.js";
+import { kubectlOf, startHostAgent } from "./support/host-agents.js";
 import { createTestHosts, type TestHosts } from "./support/test-hosts.js";
 
 const ROOT = path.resolve(import.meta.dirname, "..");
@@ -80,16 +81,10 @@ describe("test hosts on two L2 segments: host-gw on one, VXLAN across, pods and 
   let vteps: VtepData[] = [];
   let pods: Pod[] = [];
 
-  const kubectl = async (...args: string[]): Promise<string> => {
-    const r = await run("kubectl", args, kubeconfig);
-    assert.equal(r.code, 0, `kubectl ${args.join(" ")}: ${r.stderr}`);
-    return r.stdout.trim();
-  };
-  const apply = async (name: string, yaml: string): Promise<void> => {
-    const file = path.join(c.dir, name);
-    execFileSync("sh", ["-c", `cat > ${JSON.stringify(file)}`], { input: yaml });
-    await kubectl("apply", "-f", file);
-  };
+  const { kubectl, apply } = kubectlOf(
+    () => c,
+    () => kubeconfig,
+  );
   const node = async (name: string): Promise<Node> => unwrap(await c.client.get("nodes", "", name)) as Node;
   const ready = (n: Node): boolean => n.status?.conditions.some((x) => x.type === "Ready" && x.status === "True") ?? false;
   const routes = (i: number): string[] =>
@@ -115,25 +110,7 @@ describe("test hosts on two L2 segments: host-gw on one, VXLAN across, pods and 
       return [];
     }
   };
-  const startAgent = (i: number): Promise<unknown> =>
-    c.startActor(
-      "node-agent",
-      { CHOREO_RESTART_BACKOFF_MS: "1000", CHOREO_LEASE_RENEW_MS: "1000", CHOREO_STOP_PODS_ON_EXIT: "1" },
-      [
-        "--node-name",
-        nodes[i]!,
-        "--runtime",
-        "process",
-        "--node-ip",
-        hosts.hosts[i]!.address,
-        "--state-dir",
-        path.join(c.dir, "nodes"),
-        "--images-dir",
-        "/var/lib/choreo/images",
-      ],
-      nodes[i],
-      { netns: hosts.hosts[i]!.netns, address: hosts.hosts[i]!.address },
-    );
+  const startAgent = (i: number): Promise<unknown> => startHostAgent(c, hosts, i, nodes[i]!);
   /** What host i should hold toward host j: a host-gw route on one segment, an overlay route with its neighbour and FDB entry across. */
   const expected = (i: number, j: number): { route: string; neigh?: string; fdb?: string } => {
     const same = hosts.hosts[i]!.segment === hosts.hosts[j]!.segment;

@@ -32,6 +32,7 @@ import { NAMES } from "@choreo/node-agent/net/types";
 import { startCluster, withLogsOnFailure, type TestCluster } from "./support/cluster.js";
 import { run, writeKubeconfig } from "./support/kubectl.js";
 import { service, webRc } from "./support/real-pods-scenarios.js";
+import { kubectlOf, startHostAgent } from "./support/host-agents.js";
 import { createTestHosts, type TestHosts } from "./support/test-hosts.js";
 
 const ROOT = path.resolve(import.meta.dirname, "..");
@@ -59,16 +60,10 @@ describe("three test hosts: node IPAM, host-gw routes, pods and a Service across
   const users = new AbortController();
   const nodes = ["host-a", "host-b", "host-c"];
 
-  const kubectl = async (...args: string[]): Promise<string> => {
-    const r = await run("kubectl", args, kubeconfig);
-    assert.equal(r.code, 0, `kubectl ${args.join(" ")}: ${r.stderr}`);
-    return r.stdout.trim();
-  };
-  const apply = async (name: string, yaml: string): Promise<void> => {
-    const file = path.join(c.dir, name);
-    execFileSync("sh", ["-c", `cat > ${JSON.stringify(file)}`], { input: yaml });
-    await kubectl("apply", "-f", file);
-  };
+  const { kubectl, apply } = kubectlOf(
+    () => c,
+    () => kubeconfig,
+  );
   const node = async (name: string): Promise<Node> => unwrap(await c.client.get("nodes", "", name)) as Node;
   const ready = (n: Node): boolean => n.status?.conditions.some((x) => x.type === "Ready" && x.status === "True") ?? false;
   const webPods = async (): Promise<Pod[]> =>
@@ -76,25 +71,7 @@ describe("three test hosts: node IPAM, host-gw routes, pods and a Service across
       .map((o) => unwrap(o) as Pod)
       .filter((p) => !p.metadata?.deletionTimestamp);
   const routes = (i: number): string => hosts.exec(i, "ip", ["-4", "route", "show", "proto", "199"]);
-  const startAgent = (i: number): Promise<unknown> =>
-    c.startActor(
-      "node-agent",
-      { CHOREO_RESTART_BACKOFF_MS: "1000", CHOREO_LEASE_RENEW_MS: "1000", CHOREO_STOP_PODS_ON_EXIT: "1" },
-      [
-        "--node-name",
-        nodes[i]!,
-        "--runtime",
-        "process",
-        "--node-ip",
-        hosts.hosts[i]!.address,
-        "--state-dir",
-        path.join(c.dir, "nodes"),
-        "--images-dir",
-        "/var/lib/choreo/images",
-      ],
-      nodes[i],
-      { netns: hosts.hosts[i]!.netns, address: hosts.hosts[i]!.address },
-    );
+  const startAgent = (i: number): Promise<unknown> => startHostAgent(c, hosts, i, nodes[i]!);
 
   before(async () => {
     execFileSync(process.execPath, ["--import", "tsx", path.join(ROOT, "services/node-agent/src/node-setup.ts"), "prepare", "--runtime", "process"], {
