@@ -90,7 +90,19 @@ describe("docker-compose.ha.yml: the HA control plane as containers", { skip, ti
   it("comes up; kubectl through HAProxy is answered while a replica's container is killed and back; down leaves nothing", async () => {
     await compose("up", "-d", "--no-build", ...SERVICES);
     const https = env["CHOREO_COMPOSE_HA_HTTPS_PORT"]!;
-    await waitFor(async () => (await fetch(`http://127.0.0.1:${env["CHOREO_COMPOSE_HA_HTTP_PORT"]}/readyz`)).ok, {
+    // Each ask bounded by a (ref'd) 5 s timer: HAProxy accepts while no replica is up yet and may hold the request;
+    // a fetch left pending with nothing else alive ended the test file ("Promise resolution is still pending but
+    // the event loop has already resolved", seen once in CI).
+    const readyz = async (): Promise<boolean> => {
+      const ac = new AbortController();
+      const timer = setTimeout(() => ac.abort(), 5_000);
+      try {
+        return (await fetch(`http://127.0.0.1:${env["CHOREO_COMPOSE_HA_HTTP_PORT"]}/readyz`, { signal: ac.signal })).ok;
+      } finally {
+        clearTimeout(timer);
+      }
+    };
+    await waitFor(readyz, {
       timeoutMs: 180_000,
       intervalMs: 500,
       message: "the api through HAProxy's http port",
