@@ -173,6 +173,17 @@ try {
       }
     })();
 
+    // Every 10 s: how far each stage is and the rate of the last 10 s — a rate that falls as pods pile up is work that grows with the pod count.
+    let lastRunning = 0;
+    const progress = setInterval(() => {
+      const sec = ((performance.now() - t0) / 1000).toFixed(0);
+      const rss = procs.map(([n, p]) => `${n} ${cpuAndRss(p.pid).rssMb.toFixed(0)}`).join(", ");
+      console.log(
+        `  ${sec} s: created ${created.size}, bound ${bound.size}, Running ${runningAt.size} (+${((runningAt.size - lastRunning) / 10).toFixed(0)}/s); RSS MB ${rss}`,
+      );
+      lastRunning = runningAt.size;
+    }, 10_000);
+    progress.unref();
     const t0 = performance.now();
     const template = {
       metadata: { labels: { app: "bench" } },
@@ -233,6 +244,7 @@ try {
       ),
     ]);
     const t1 = performance.now();
+    clearInterval(progress);
     probing = false;
     await probe;
     await messages.close();
