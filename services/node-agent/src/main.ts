@@ -27,11 +27,8 @@ const config = loadConfig();
 const log = createLogger({ service: "node-agent" });
 const ac = signalController();
 const registry = createRegistry("node-agent");
-// No async stack traces: nats.js would otherwise build two Error objects (a stack capture each) per api request, to name the
-// caller of a request that times out — ~5% of a hollow-node process's CPU, for a trace the request's subject already gives.
-const nc = await connectBus(config.natsUrl, `node-agent-${config.hollowNodes ? config.prefix : config.nodeName}`, undefined, undefined, {
-  noAsyncTraces: true,
-});
+// (connectBus leaves nats.js' async stack traces off: two Error objects per api request, ~5% of a hollow-node process's CPU.)
+const nc = await connectBus(config.natsUrl, `node-agent-${config.hollowNodes ? config.prefix : config.nodeName}`);
 const jsm = await jetstreamManager(nc);
 const runtime = config.hollowNodes > 0 ? "hollow" : await pickRuntime();
 // Only events the api signed are acted on: a pod published on the bus by anyone else runs nothing.

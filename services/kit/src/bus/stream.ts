@@ -93,7 +93,11 @@ export async function streamState(jsm: JetStreamManager): Promise<{ firstRevisio
  * a client without them (Authorization Violation, not retried). With
  * `caFile` (default CHOREO_NATS_CA) it speaks TLS only, verifying the
  * server's certificate against that CA (compose's nats, beyond loopback).
- * `more` adds nats.js options (the node agent's `noAsyncTraces`).
+ * Async stack traces are off (nats.js would build two Error objects, a
+ * stack capture each, per request to name the caller of one that times
+ * out: 9–14 % of the scheduler's CPU under load, ~5 % of a hollow-node
+ * process's); CHOREO_NATS_ASYNC_TRACES=1 turns them back on to debug.
+ * `more` adds or overrides nats.js options.
  */
 export function connectBus(
   url: string,
@@ -108,6 +112,7 @@ export function connectBus(
     maxReconnectAttempts: -1,
     reconnectTimeWait: 250,
     pingInterval: 10_000,
+    noAsyncTraces: process.env["CHOREO_NATS_ASYNC_TRACES"] !== "1",
     ...more,
   });
 }
