@@ -2,16 +2,14 @@
 // validation, admission, allocations, conflicts — except the storage write.
 // The registry runs such a request inside `withDryRun`, and the generic
 // store's write (and the hooks with side effects) ask `isDryRun`.
-import { AsyncLocalStorage } from "node:async_hooks";
-
-const scope = new AsyncLocalStorage<true>();
+import { currentScope, withScope } from "./request-scope.js";
 
 /** Runs `fn` as a dry run when `dryRun` is set. */
 export function withDryRun<T>(dryRun: boolean | undefined, fn: () => Promise<T>): Promise<T> {
-  return dryRun ? scope.run(true, fn) : fn();
+  return dryRun ? withScope({ dryRun: true }, fn) : fn();
 }
 
 /** Whether the request in scope is a dry run: nothing may be stored or released. */
 export function isDryRun(): boolean {
-  return scope.getStore() === true;
+  return currentScope()?.dryRun === true;
 }

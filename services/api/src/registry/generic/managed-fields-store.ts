@@ -1,32 +1,22 @@
 // managedFields on the write path: the registry's verbs run with the
 // request's field manager in scope (`withManager`), and the generic store's
 // write records the Update that manager made (`trackManagedFields`).
-import { AsyncLocalStorage } from "node:async_hooks";
 import type { AnyObject, KindInfo } from "@choreo/kit";
 import { nowRfc3339 } from "@choreo/kit/apimachinery";
 import { toKubeJson } from "@choreo/kit/kube-json";
 import type { ManagedFieldsEntry } from "@choreo/kit/gen/choreo/meta/v1/meta";
 import { recordUpdate, type Json, type JsonObject, type ManagedEntry } from "./managed-fields.js";
-
-interface WriteScope {
-  manager: string;
-  /** "" (the object), "status" or "scale". */
-  subresource: string;
-  /** Only writes of this resource are recorded (a hook writing another kind is not the caller's doing). */
-  resource: string;
-}
-
-const scope = new AsyncLocalStorage<WriteScope>();
+import { currentScope, withScope } from "./request-scope.js";
 
 /** Runs `fn` with `manager` as the owner of what it writes to `resource` (no manager: nothing is recorded). */
 export function withManager<T>(manager: string | undefined, resource: string, subresource: string, fn: () => Promise<T>): Promise<T> {
   if (!manager) return fn();
-  return scope.run({ manager, subresource, resource }, fn);
+  return withScope({ manager: { manager, subresource, resource } }, fn);
 }
 
 /** Runs `fn` with no manager in scope (server-side apply computes its own managedFields). */
 export function withoutManager<T>(fn: () => Promise<T>): Promise<T> {
-  return scope.exit(fn);
+  return currentScope()?.manager ? withScope({ manager: undefined }, fn) : fn();
 }
 
 /** ManagedFieldsEntry (protobuf) → Kubernetes JSON. */
@@ -67,7 +57,7 @@ export function trackManagedFields(info: KindInfo, v: AnyObject, old: AnyObject 
   const meta = v.metadata;
   if (!meta) return;
   if (meta.managedFields.length === 0 && old?.metadata?.managedFields.length) meta.managedFields = structuredClone(old.metadata.managedFields);
-  const s = scope.getStore();
+  const s = currentScope()?.manager;
   if (!s || s.resource !== info.resource) return;
   const entries = recordUpdate(meta.managedFields.map(entryToJson), old ? asJson(info, old) : undefined, asJson(info, v), {
     manager: s.manager,

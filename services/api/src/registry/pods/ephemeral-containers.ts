@@ -1,8 +1,8 @@
 // The pods/ephemeralcontainers subresource (Kubernetes' podEphemeralContainersStrategy
 // and ValidatePodEphemeralContainersUpdate): a write through it takes only
 // spec.ephemeralContainers from the request, everything else as stored.
-import { AsyncLocalStorage } from "node:async_hooks";
 import type { EphemeralContainer, Pod, PodSpec } from "@choreo/kit/gen/choreo/core/v1/core";
+import { currentScope, withScope } from "../generic/request-scope.js";
 import { canonicalJson } from "../shared/canonical.js";
 import type { Errors } from "../shared/validation.js";
 import { WHY } from "./unenforced.js";
@@ -10,16 +10,14 @@ import { WHY } from "./unenforced.js";
 /** The subresource's name in paths and requests. */
 export const EPHEMERAL_CONTAINERS = "ephemeralcontainers";
 
-const scope = new AsyncLocalStorage<true>();
-
 /** Runs `fn` as a write through pods/ephemeralcontainers (the pod strategy reads it). */
 export function throughEphemeralContainers<T>(fn: () => Promise<T>): Promise<T> {
-  return scope.run(true, fn);
+  return withScope({ ephemeralContainers: true }, fn);
 }
 
 /** Whether the write in progress came through pods/ephemeralcontainers. */
 export function inEphemeralContainersWrite(): boolean {
-  return scope.getStore() === true;
+  return currentScope()?.ephemeralContainers === true;
 }
 
 /**
