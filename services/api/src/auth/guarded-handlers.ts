@@ -21,49 +21,63 @@ export interface DoorAudit {
   userAgent?: string;
 }
 
+/** Authorizes a call; its audit entry (decision annotated) is returned to be finished. */
+function admit(authorizer: Authorizer, user: UserInfo, audit: DoorAudit | undefined, m: Method | "watch", req: unknown): AuditEntry | undefined {
+  const attrs: Attributes = methodAttributes(user, m, req);
+  const entry = audit?.log.begin({
+    user,
+    verb: attrs.verb,
+    attrs,
+    requestURI: audit.requestURI(m),
+    sourceIP: audit.sourceIP ?? "",
+    ...(audit.userAgent ? { userAgent: audit.userAgent } : {}),
+  });
+  const d = authorizer.authorize(attrs);
+  entry?.annotate("authorization.k8s.io/decision", d.allowed ? "allow" : "forbid");
+  if (d.reason) entry?.annotate("authorization.k8s.io/reason", d.reason);
+  if (!d.allowed) {
+    const err = forbiddenError(attrs, d.reason);
+    entry?.finish({ code: 403, status: err.status });
+    throw err;
+  }
+  return entry;
+}
+
+/**
+ * One call of the unary `m` on `inner` as `user`: authorized first (403,
+ * nothing run), audited when `audit` is given, run with the user in the
+ * admission context. A door serving one call per message (NATS) calls this
+ * rather than building every method's wrapper for each message.
+ */
+export async function guardedCall(
+  inner: ApiHandlers,
+  authorizer: Authorizer,
+  user: UserInfo,
+  audit: DoorAudit | undefined,
+  m: Method,
+  req: unknown,
+): Promise<unknown> {
+  const entry = admit(authorizer, user, audit, m, req);
+  const fn = inner[m] as (r: unknown) => Promise<unknown>;
+  try {
+    // Admission sees who asks (exempt users, escalation checks); warnings have no header to go to here.
+    const res = await withAdmissionContext({ user: user.name, userInfo: user, warn: () => undefined }, () => fn.call(inner, req));
+    entry?.finish({ code: m === "create" ? 201 : 200, ...(entry.wantsRequestObject ? { requestObject: req } : {}) });
+    return res;
+  } catch (err) {
+    const st = statusOf(err);
+    entry?.finish({ code: st.code, status: st });
+    throw err;
+  }
+}
+
 /** `inner` with each call checked against `authorizer` as `user` first (403 Forbidden, nothing run). */
 export function guardedHandlers(inner: ApiHandlers, authorizer: Authorizer, user: UserInfo, audit?: DoorAudit): ApiHandlers {
-  /** Authorizes a call; its audit entry (decision annotated) is returned to be finished. */
-  const admit = (m: Method | "watch", req: unknown): AuditEntry | undefined => {
-    const attrs: Attributes = methodAttributes(user, m, req);
-    const entry = audit?.log.begin({
-      user,
-      verb: attrs.verb,
-      attrs,
-      requestURI: audit.requestURI(m),
-      sourceIP: audit.sourceIP ?? "",
-      ...(audit.userAgent ? { userAgent: audit.userAgent } : {}),
-    });
-    const d = authorizer.authorize(attrs);
-    entry?.annotate("authorization.k8s.io/decision", d.allowed ? "allow" : "forbid");
-    if (d.reason) entry?.annotate("authorization.k8s.io/reason", d.reason);
-    if (!d.allowed) {
-      const err = forbiddenError(attrs, d.reason);
-      entry?.finish({ code: 403, status: err.status });
-      throw err;
-    }
-    return entry;
-  };
   const out: Record<string, unknown> = {};
-  for (const m of UNARY) {
-    const fn = inner[m] as (r: unknown) => Promise<unknown>;
-    out[m] = async (req: unknown) => {
-      const entry = admit(m, req);
-      try {
-        // Admission sees who asks (exempt users, escalation checks); warnings have no header to go to here.
-        const res = await withAdmissionContext({ user: user.name, userInfo: user, warn: () => undefined }, () => fn.call(inner, req));
-        entry?.finish({ code: m === "create" ? 201 : 200, ...(entry.wantsRequestObject ? { requestObject: req } : {}) });
-        return res;
-      } catch (err) {
-        const st = statusOf(err);
-        entry?.finish({ code: st.code, status: st });
-        throw err;
-      }
-    };
-  }
+  for (const m of UNARY) out[m] = (req: unknown) => guardedCall(inner, authorizer, user, audit, m, req);
   out["watch"] = (req: WatchRequest, signal: AbortSignal): AsyncIterable<WatchEvent> => {
     // A watch is audited when it is admitted (its end is not waited for).
-    admit("watch", req)?.finish({ code: 200 });
+    admit(authorizer, user, audit, "watch", req)?.finish({ code: 200 });
     return inner.watch(req, signal);
   };
   return out as unknown as ApiHandlers;

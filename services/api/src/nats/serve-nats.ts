@@ -7,7 +7,7 @@ import type { Scale } from "@choreo/kit/gen/choreo/autoscaling/v1/autoscaling";
 import type { Logger } from "@choreo/kit/log";
 import type { ApiHandlers } from "../handlers/api-handlers.js";
 import { ALLOW_ALL } from "../auth/authorize.js";
-import { guardedHandlers } from "../auth/guarded-handlers.js";
+import { guardedCall } from "../auth/guarded-handlers.js";
 import { natsRequestUser, type NatsRequestAuth } from "./request-auth.js";
 
 /** The queue group every api replica joins: a request goes to one of them. */
@@ -62,17 +62,14 @@ export class NatsTransport {
     await Promise.all(subs.map((s) => s.drain().catch(() => undefined)));
   }
 
-  /** The handlers as the request's user may call them (401 for an unknown token or a missing one when headerless requests are refused). */
-  private async handlersFor(msg: Msg): Promise<ApiHandlers> {
+  /** Runs `method` as the request's user may (401 for an unknown token or a missing one when headerless requests are refused). */
+  private async call(method: Method, msg: Msg, req: unknown): Promise<Result> {
     const user = await natsRequestUser(msg, this.opts);
-    if (!user) return this.opts.handlers;
+    const handlers = this.opts.handlers;
+    if (!user) return (handlers[method] as (r: unknown) => Promise<Result>).call(handlers, req);
     const audit = this.opts.audit;
-    return guardedHandlers(
-      this.opts.handlers,
-      this.opts.authorizer ?? ALLOW_ALL,
-      user,
-      audit ? { log: audit, requestURI: () => `nats:${msg.subject}`, userAgent: "nats" } : undefined,
-    );
+    const door = audit ? { log: audit, requestURI: () => `nats:${msg.subject}`, userAgent: "nats" } : undefined;
+    return (await guardedCall(handlers, this.opts.authorizer ?? ALLOW_ALL, user, door, method, req)) as Result;
   }
 
   private async serve(method: Method, msg: Msg): Promise<void> {
@@ -81,9 +78,7 @@ export class NatsTransport {
     let code = 200;
     try {
       const req = (METHODS[method] as { decode(b: Uint8Array): unknown }).decode(msg.data);
-      const handlers = await this.handlersFor(msg);
-      const fn = handlers[method] as (r: unknown) => Promise<Result>;
-      reply = replyOf(method, await fn.call(handlers, req));
+      reply = replyOf(method, await this.call(method, msg, req));
     } catch (err) {
       const status = statusOf(err);
       code = status.code;
