@@ -3,7 +3,17 @@ import { nowRfc3339 } from "@choreo/kit/apimachinery";
 import type { BindRequest, Object as ApiObject } from "@choreo/kit/gen/choreo/api/v1/api";
 import { PodStatus, type Node, type Pod } from "@choreo/kit/gen/choreo/core/v1/core";
 import type { Current, GenericStore } from "../generic/store.js";
-import { misfit } from "./node-capacity.js";
+import type { ObjectStorage } from "../../storage/object-storage.js";
+import { misfit, podShare, PodShares } from "./node-capacity.js";
+
+/** The pod shares seen by binds, one set per storage (revisions are those of one revision line). */
+const sharesByStorage = new WeakMap<ObjectStorage, PodShares>();
+
+function sharesOf(storage: ObjectStorage): PodShares {
+  let s = sharesByStorage.get(storage);
+  if (!s) sharesByStorage.set(storage, (s = new PodShares()));
+  return s;
+}
 
 /**
  * The binding subresource: sets an unbound pod's node, under the storage's
@@ -29,8 +39,11 @@ export async function bindPod(store: GenericStore, req: BindRequest): Promise<Ap
       throw err;
     });
     if (nodeObj) {
-      const page = await store.page(info, { namespace: "", index: { name: "node", value: node }, limit: 0 });
-      const why = misfit(nodeObj.value as Node, page.items as Pod[], pod);
+      // The pods on the node as stored; each version is decoded and parsed once (PodShares).
+      const page = await store.storage.list(info.resource, { namespace: "", index: { index: "node", value: node }, limit: 0 });
+      const shares = sharesOf(store.storage);
+      const others = page.items.map((s) => shares.of(s, (x) => store.decode(info, x) as Pod));
+      const why = misfit(nodeObj.value as Node, others, podShare(pod));
       if (why) throw bindingRefused(req.name, node, BindingRefusal.nodeCannotTakePod, why);
     }
     return bindTo(store, pod, node, cur);

@@ -1,5 +1,6 @@
 import { bytes, milliCpu } from "@choreo/kit/apimachinery";
 import type { Node, Pod } from "@choreo/kit/gen/choreo/core/v1/core";
+import type { Stored } from "../../storage/object-storage.js";
 
 /** What a pod asks of its node: the sum of its containers' requests. */
 export function podRequests(pod: Pod): { cpu: bigint; memory: bigint } {
@@ -13,18 +14,76 @@ export function podRequests(pod: Pod): { cpu: bigint; memory: bigint } {
   return { cpu, memory };
 }
 
+/** What a capacity check needs of one pod: who it is, whether it terminated (its share is free again), its requests. */
+export interface PodShare {
+  uid: string | undefined;
+  terminated: boolean;
+  cpu: bigint;
+  memory: bigint;
+}
+
+/** The share of `pod`. */
+export function podShare(pod: Pod): PodShare {
+  const phase = pod.status?.phase;
+  return { uid: pod.metadata?.uid, terminated: phase === "Succeeded" || phase === "Failed", ...podRequests(pod) };
+}
+
 /**
  * Why `pod` does not fit on `node` next to `others` (the pods bound there),
  * or undefined when it fits. Nodes without allocatable resources are not
  * checked. Terminated pods free their share.
  */
-export function misfit(node: Node, others: Pod[], pod: Pod): string | undefined {
+export function misfit(node: Node, others: readonly PodShare[], pod: PodShare): string | undefined {
   const alloc = node.status?.allocatable ?? {};
-  const active = others.filter((p) => p.status?.phase !== "Succeeded" && p.status?.phase !== "Failed" && p.metadata?.uid !== pod.metadata?.uid);
-  const want = podRequests(pod);
-  const used = active.map(podRequests).reduce((a, b) => ({ cpu: a.cpu + b.cpu, memory: a.memory + b.memory }), { cpu: 0n, memory: 0n });
-  if (alloc["pods"] && BigInt(active.length + 1) > bytes(alloc["pods"])) return "Too many pods";
-  if (alloc["cpu"] && want.cpu > 0n && used.cpu + want.cpu > milliCpu(alloc["cpu"])) return "Insufficient cpu";
-  if (alloc["memory"] && want.memory > 0n && used.memory + want.memory > bytes(alloc["memory"])) return "Insufficient memory";
+  let count = 0;
+  let cpu = 0n;
+  let memory = 0n;
+  for (const p of others) {
+    if (p.terminated || p.uid === pod.uid) continue;
+    count++;
+    cpu += p.cpu;
+    memory += p.memory;
+  }
+  if (alloc["pods"] && BigInt(count + 1) > bytes(alloc["pods"])) return "Too many pods";
+  if (alloc["cpu"] && pod.cpu > 0n && cpu + pod.cpu > milliCpu(alloc["cpu"])) return "Insufficient cpu";
+  if (alloc["memory"] && pod.memory > 0n && memory + pod.memory > bytes(alloc["memory"])) return "Insufficient memory";
   return undefined;
+}
+
+/**
+ * The shares of stored pods by revision, so that a bind, which reads every
+ * pod of its node, decodes and parses only the versions it has not seen
+ * before. A revision is one write of one object on the storage's revision
+ * line, so the share it holds never changes (the stored size is kept beside
+ * it and compared, as a guard). One per storage; the oldest entries go past
+ * `max`.
+ */
+export class PodShares {
+  private readonly byRevision = new Map<number, { size: number; share: PodShare }>();
+  /** Decodes and parses done (misses). */
+  parsed = 0;
+
+  constructor(private readonly max = 131_072) {}
+
+  /** The share of the pod stored as `s`; `decode` opens it when this version was not seen. */
+  of(s: Stored, decode: (s: Stored) => Pod): PodShare {
+    const known = this.byRevision.get(s.revision);
+    if (known && known.size === s.bytes.length) return known.share;
+    const share = podShare(decode(s));
+    this.parsed++;
+    if (this.byRevision.size >= this.max) this.forgetOldest(Math.max(1, this.max >> 2));
+    this.byRevision.set(s.revision, { size: s.bytes.length, share });
+    return share;
+  }
+
+  get size(): number {
+    return this.byRevision.size;
+  }
+
+  private forgetOldest(n: number): void {
+    for (const k of this.byRevision.keys()) {
+      if (n-- <= 0) break;
+      this.byRevision.delete(k);
+    }
+  }
 }
