@@ -3,7 +3,7 @@ import { describe, it } from "node:test";
 import { fromKubeJson } from "@choreo/kit/kube-json";
 import { unwrap } from "@choreo/kit";
 import type { Endpoints, Service } from "@choreo/kit/gen/choreo/core/v1/core";
-import { backendsOf, isProxyChain, proxyJumps, renderProxyRules } from "./rules.js";
+import { backendsOf, isProxyChain, proxyJumps, renderBootstrap, renderProxyRules } from "./rules.js";
 
 const P = "CHO-abcdef-";
 const OPTS = { chainPrefix: P, clusterCidr: "10.244.0.0/16" };
@@ -104,5 +104,21 @@ describe("renderProxyRules", () => {
     assert.deepEqual(backendsOf(undefined, sp), []);
     assert.ok(!isProxyChain(P, `${P}FORWARD`), "the node network's chains are not the proxy's");
     assert.ok(!isProxyChain(P, "CHO-bbbbbb-SERVICES"));
+  });
+});
+
+describe("renderBootstrap", () => {
+  it("declares only the missing base chains and jumps: what an earlier agent left keeps serving", () => {
+    const fresh = renderBootstrap({ chainPrefix: P, existing: { filter: [], nat: [] }, jumps: proxyJumps(P) });
+    assert.deepEqual(lines(fresh, /^:/), [`:${P}SERVICES - [0:0]`, `:${P}SERVICES - [0:0]`, `:${P}NODEPORTS - [0:0]`, `:${P}PX-POST - [0:0]`]);
+    assert.equal(lines(fresh, /^-I /).length, 6, "every jump, at the top");
+    assert.equal(lines(fresh, /MASQUERADE/).length, 1);
+    const left = {
+      filter: [`${P}SERVICES`],
+      nat: [`${P}SERVICES`, `${P}NODEPORTS`, `${P}PX-POST`, `${P}SVC-0123456789ab`, `${P}SEP-0123456789ab`],
+    };
+    assert.equal(renderBootstrap({ chainPrefix: P, existing: left, jumps: [] }).trim(), "", "nothing declared (emptied), nothing deleted");
+    const oneJump = renderBootstrap({ chainPrefix: P, existing: left, jumps: proxyJumps(P).slice(0, 1) });
+    assert.equal(oneJump, `*nat\n-I PREROUTING 1 -j ${P}SERVICES\nCOMMIT\n`);
   });
 });

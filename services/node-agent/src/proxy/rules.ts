@@ -50,6 +50,35 @@ export function isProxyChain(prefix: string, chain: string): boolean {
   return chain.startsWith(prefix) && PROXY_CHAIN.test(chain.slice(prefix.length));
 }
 
+/**
+ * The script a proxy starting writes before it knows any Service: the
+ * proxy's base chains that are missing (empty, with the masquerade rule) and
+ * the jumps to them not there yet — and nothing else. Chains an earlier
+ * agent with this prefix left (kill -9 runs no clean-up) keep routing every
+ * Service as they did until the first sync rewrites them: declaring them
+ * here would empty them, and a connection opened meanwhile would leave
+ * un-DNATed and stay so (its conntrack entry outlives the rules' return).
+ */
+export function renderBootstrap(opts: {
+  chainPrefix: string;
+  existing: { filter: readonly string[]; nat: readonly string[] };
+  jumps: readonly ProxyJump[];
+}): string {
+  const p = opts.chainPrefix;
+  const missing = (table: "filter" | "nat", chains: string[]): string[] => chains.filter((c) => !opts.existing[table].includes(c));
+  const nat = missing("nat", [`${p}SERVICES`, `${p}NODEPORTS`, `${p}PX-POST`]);
+  const filter = missing("filter", [`${p}SERVICES`]);
+  const jumps = (table: string): string[] => opts.jumps.filter((j) => j.table === table).map((j) => j.rule.replace(/^-A (\S+)/, "-I $1 1"));
+  const natRules = [
+    ...nat.map((c) => `:${c} - [0:0]`),
+    ...(nat.includes(`${p}PX-POST`) ? [`-A ${p}PX-POST -m mark --mark ${MASQ_MARK} -j MASQUERADE`] : []),
+    ...(nat.includes(`${p}SERVICES`) ? [`-A ${p}SERVICES -m addrtype --dst-type LOCAL -j ${p}NODEPORTS`] : []),
+    ...jumps("nat"),
+  ];
+  const filterRules = [...filter.map((c) => `:${c} - [0:0]`), ...jumps("filter")];
+  return [...(filterRules.length ? ["*filter", ...filterRules, "COMMIT"] : []), ...(natRules.length ? ["*nat", ...natRules, "COMMIT"] : []), ""].join("\n");
+}
+
 /** One ready backend of a service port. */
 interface Backend {
   ip: string;

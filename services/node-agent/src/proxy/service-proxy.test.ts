@@ -146,4 +146,68 @@ describe("service proxy", () => {
     await second.done;
     assert.deepEqual(await leftovers(proxyChains(otherPrefix)), [], "the second proxy's chains are gone");
   });
+
+  it("a restarted proxy keeps the rules it finds until its caches are listed (kill -9 of an agent loses no request)", async () => {
+    const [ipA] = ips as [string, string];
+    // The proxy of the agent that dies: its rules stay in the kernel (kill -9 runs no clean-up; here it just stops changing them).
+    const dead = startProxy(prefix);
+    const svc = unwrap(
+      await s.client.create(
+        fromKubeJson({
+          apiVersion: "v1",
+          kind: "Service",
+          metadata: { name: "kept", namespace: "default" },
+          spec: { selector: { app: "kept" }, ports: [{ name: "http", port: 80, targetPort: 8080 }] },
+        }),
+      ),
+    ) as Service;
+    const vip = svc.spec?.clusterIp ?? "";
+    await s.client.create(
+      fromKubeJson({
+        apiVersion: "v1",
+        kind: "Endpoints",
+        metadata: { name: "kept", namespace: "default" },
+        subsets: [{ addresses: [{ ip: ipA }], ports: [{ name: "http", port: 8080, protocol: "TCP" }] }],
+      }),
+    );
+    await answeredBy(`http://${vip}:80/`, ["pod-a"], ["pod-a"], pods[2]!.netns);
+    // The restarted agent's proxy, whose first list of Services and Endpoints is held back (an api slow to answer after the restart).
+    let release = (): void => undefined;
+    const gate = new Promise<void>((r) => (release = r));
+    let listing = (): void => undefined;
+    const listed = new Promise<void>((r) => (listing = r));
+    const slow = Object.create(s.client, {
+      list: {
+        value: async (...args: Parameters<typeof s.client.list>) => {
+          listing();
+          await gate;
+          return s.client.list(...args);
+        },
+      },
+    }) as typeof s.client;
+    const proxy = new ServiceProxy({ node, client: slow, nc: s.nc, jsm: s.jsm, log: silentLogger(), chainPrefix: prefix });
+    const ac = new AbortController();
+    const restarted = { ac, done: proxy.start(ac.signal) };
+    running.push(restarted);
+    try {
+      // Its informers are listing: whatever it does before it knows the Services is done.
+      await listed;
+      assert.ok((await run("iptables-save", ["-t", "nat"])).includes(`--to-destination ${ipA}:8080`), "the Service's rules are still in place");
+      for (let i = 0; i < 5; i++) assert.equal((await wget(`http://${vip}:80/`, pods[2]!.netns)).trim(), "pod-a");
+      // A pod deleted meanwhile waits for the Endpoints too: before they are listed, any address may be named.
+      assert.ok(proxy.lists("10.250.255.254"), "unknown before the Endpoints are listed");
+    } finally {
+      release();
+    }
+    await waitFor(() => proxy.syncs > 0 && proxy.hasSynced(), { ...WAIT, message: "the restarted proxy synced" });
+    assert.ok(!proxy.lists("10.250.255.254") && proxy.lists(ipA), "listed: only the Endpoints' ready addresses");
+    for (let i = 0; i < 5; i++) assert.equal((await wget(`http://${vip}:80/`, pods[2]!.netns)).trim(), "pod-a");
+    restarted.ac.abort();
+    await restarted.done;
+    dead.ac.abort();
+    await dead.done;
+    assert.deepEqual(await leftovers(proxyChains(prefix)), [], "the chains are gone");
+    await s.client.delete("endpoints", "default", "kept");
+    await s.client.delete("services", "default", "kept");
+  });
 });

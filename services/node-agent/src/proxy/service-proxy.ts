@@ -6,7 +6,7 @@ import { runAll, sleep, type Runnable } from "@choreo/kit/lifecycle";
 import type { Logger } from "@choreo/kit/log";
 import { chainsOf, hasRule, removalScript, restore, saveRules } from "../net/iptables.js";
 import { guardLocalnet } from "../net/localnet.js";
-import { isProxyChain, proxyJumps, renderProxyRules } from "./rules.js";
+import { isProxyChain, proxyJumps, renderBootstrap, renderProxyRules } from "./rules.js";
 
 /** Options of a node's service proxy. */
 export interface ServiceProxyOptions {
@@ -58,6 +58,8 @@ export class ServiceProxy implements Runnable {
 
   /** Whether some Endpoints names `ip` as a ready address (what the rules send traffic to), as last seen. */
   lists(ip: string): boolean {
+    // Not listed yet (an agent just restarted): any address may still be named, and traffic sent to it.
+    if (!this.endpoints.hasSynced()) return true;
     if (!this.readyIps) {
       const ips = new Set<string>();
       for (const ep of this.endpoints.list()) for (const s of ep.subsets) for (const a of s.addresses) ips.add(a.ip);
@@ -77,8 +79,9 @@ export class ServiceProxy implements Runnable {
     // Chains of an earlier agent with this prefix are adopted, then rewritten or deleted.
     const pred = (c: string): boolean => isProxyChain(this.opts.chainPrefix, c);
     this.written = { filter: chainsOf(saved, "filter", pred), nat: chainsOf(saved, "nat", pred) };
+    // Only what is missing: the rules a killed agent left keep serving until the caches are listed and the first sync rewrites them.
     const jumps = proxyJumps(this.opts.chainPrefix).filter((j) => !hasRule(saved, j.table, j.rule));
-    await retrying(() => this.apply(jumps));
+    await retrying(() => restore(renderBootstrap({ chainPrefix: this.opts.chainPrefix, existing: this.written, jumps })));
     const informers = runAll([this.services, this.endpoints], signal);
     const synced = Promise.all([this.services.waitForSync(signal), this.endpoints.waitForSync(signal)]).then(
       () => this.schedule(),
@@ -117,7 +120,7 @@ export class ServiceProxy implements Runnable {
       this.dirty = true;
       return;
     }
-    this.syncing = this.apply([]).then(
+    this.syncing = this.apply().then(
       () => {
         this.failures = 0;
       },
@@ -135,12 +138,11 @@ export class ServiceProxy implements Runnable {
     }
   }
 
-  private async apply(jumps: ReturnType<typeof proxyJumps>): Promise<void> {
+  private async apply(): Promise<void> {
     const { script, chains } = renderProxyRules(this.services.list(), this.endpoints.list(), {
       chainPrefix: this.opts.chainPrefix,
       clusterCidr: this.opts.clusterCidr ?? "10.244.0.0/16",
       stale: this.written,
-      jumps,
     });
     await restore(script);
     this.written = chains;
