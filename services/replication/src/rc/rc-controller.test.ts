@@ -5,6 +5,7 @@ import { selectorFromSet } from "@choreo/kit/apimachinery";
 import type { Pod, ReplicationController } from "@choreo/kit/gen/choreo/core/v1/core";
 import { silentLogger } from "@choreo/kit/log";
 import { Expectations, slowStartBatch } from "../expectations.js";
+import { PodControl } from "../pod-control.js";
 import { FakeCache, RecordingClient, pod, rc } from "../testing.js";
 import { claimPods } from "./claim.js";
 import { podsToDelete } from "./ranking.js";
@@ -97,6 +98,65 @@ describe("expectations and slow start", () => {
     assert.equal(calls.length, 7, "batches 1+2+4, then stop");
     assert.equal(r.ok, 6);
     assert.match(String(r.error), /quota/);
+  });
+});
+
+/** Batch sizes of slow start: calls started while none is in flight open a new batch. */
+function batchRecorder(fail: (i: number) => boolean = () => false) {
+  const batches: number[] = [];
+  let inflight = 0;
+  const fn = async (i: number): Promise<void> => {
+    if (inflight === 0) batches.push(0);
+    batches[batches.length - 1]!++;
+    inflight++;
+    await new Promise((r) => setImmediate(r));
+    inflight--;
+    if (fail(i)) throw new Error(`quota (${i})`);
+  };
+  return { batches, fn };
+}
+
+describe("slow start resumed between syncs", () => {
+  it("from 1 it doubles to the burst: nine rounds for 500; resumed at 500 it probes with one call, then the rest at once", async () => {
+    const a = batchRecorder();
+    const r = await slowStartBatch(500, 500, a.fn);
+    assert.deepEqual(a.batches, [1, 2, 4, 8, 16, 32, 64, 128, 245]);
+    assert.deepEqual([r.ok, r.next], [500, 500]);
+    const b = batchRecorder();
+    const r2 = await slowStartBatch(500, 500, b.fn, r.next);
+    assert.deepEqual(b.batches, [1, 499]);
+    assert.deepEqual([r2.ok, r2.next], [500, 500]);
+  });
+  it("a refused first call is the only call, and the next resume is 1", async () => {
+    const a = batchRecorder(() => true);
+    const r = await slowStartBatch(500, 500, a.fn, 500);
+    assert.deepEqual(a.batches, [1]);
+    assert.deepEqual([r.ok, r.attempted, r.next], [0, 1, 1]);
+    assert.match(String(r.error), /quota/);
+  });
+  it("a failure inside a resumed batch stops there and starts the next sync over at 1", async () => {
+    const a = batchRecorder((i) => i >= 100);
+    const r = await slowStartBatch(500, 500, a.fn, 256);
+    assert.deepEqual(a.batches, [1, 256]);
+    assert.deepEqual([r.ok, r.attempted, r.next], [100, 257, 1]);
+  });
+  it("PodControl expects only the creations that succeeded: failed and skipped ones are observed at once", async () => {
+    const e = new Expectations();
+    const client = new RecordingClient();
+    let n = 0;
+    client.create = async (o) => {
+      const i = n++;
+      if (i === 4 || i === 5) throw new Error("quota");
+      return RecordingClient.prototype.create.call(client, o);
+    };
+    const pc = new PodControl({ client, expectations: e });
+    const owner = { kind: "ReplicationController", apiVersion: "v1", metadata: rc("web", 10).metadata };
+    const r = await pc.create("default/web", owner, 10, () => pod("x"));
+    assert.equal(r.ok, 5, "batches 1, 2, then 4 of which two failed");
+    assert.deepEqual(e.pendingOf("default/web"), { adds: 5, dels: 0 }, "waits for the 5 created pods only");
+    assert.equal(e.batchSizeOf("default/web"), 1);
+    e.forget("default/web");
+    assert.equal(e.batchSizeOf("default/web"), 1);
   });
 });
 
@@ -196,6 +256,40 @@ describe("ReplicationManager.reconcile", () => {
     const { m, client, key } = setup(r);
     await m.reconcile(key);
     assert.equal(client.of("create").length, 0);
+  });
+
+  it("resumes slow start where its last sync got to; once the api refuses, each sync makes one failing call", async () => {
+    const { m, client, key, pods } = setup(rc("web", 1200));
+    let inflight = 0;
+    const rounds: number[] = [];
+    let refuse = false;
+    client.create = async (o) => {
+      if (inflight === 0) rounds.push(0);
+      rounds[rounds.length - 1]!++;
+      inflight++;
+      await new Promise((r) => setImmediate(r));
+      inflight--;
+      if (refuse) throw conflict("pods", "x", "exceeded quota");
+      return RecordingClient.prototype.create.call(client, o);
+    };
+    const seeCreated = (): void => {
+      let i = pods.list().length;
+      while (m.expectations.pendingOf(key).adds > 0) pods.put(pod(`web-${i++}`, { owner }));
+    };
+    await m.reconcile(key);
+    assert.deepEqual(rounds.splice(0), [1, 2, 4, 8, 16, 32, 64, 128, 245], "the first 500: from 1, as Kubernetes");
+    seeCreated();
+    await m.reconcile(key);
+    assert.deepEqual(rounds.splice(0), [1, 499], "the next 500: one call, then the rest");
+    seeCreated();
+    refuse = true;
+    await assert.rejects(m.reconcile(key), /exceeded quota/);
+    assert.deepEqual(rounds.splice(0), [1], "quota: one failing call");
+    await assert.rejects(m.reconcile(key), /exceeded quota/);
+    assert.deepEqual(rounds.splice(0), [1], "and one again on the next sync");
+    refuse = false;
+    await m.reconcile(key);
+    assert.deepEqual(rounds.splice(0), [1, 2, 4, 8, 16, 32, 64, 73], "after a failure: from 1 again");
   });
 
   it("computeStatus counts fully labeled replicas by the template's labels", () => {
