@@ -1,6 +1,7 @@
 // Test doubles shared by this service's unit tests: an informer stand-in and
 // an api client that records what it was asked to do.
-import { notFound, unwrap, type ApiObject } from "@choreo/kit";
+import { keyOf, notFound, unwrap, type ApiObject } from "@choreo/kit";
+import { FakeInformer } from "@choreo/kit/testing";
 import type { ListOptions, PatchType } from "@choreo/kit/client";
 import { fromKubeJson } from "@choreo/kit/kube-json";
 import type { Pod, ReplicationController } from "@choreo/kit/gen/choreo/core/v1/core";
@@ -8,6 +9,52 @@ import type { DeleteOptions } from "@choreo/kit/gen/choreo/meta/v1/meta";
 
 /** An informer stand-in (the kit's). */
 export { FakeInformer as FakeCache } from "@choreo/kit/testing";
+
+/**
+ * The kit's stand-in with indexes kept as the informer keeps them (on put and
+ * remove), so `byIndex` hands out only the objects of that index value and
+ * reads no other object: what a test counting the objects a sync looks at needs.
+ */
+export class IndexedFakeCache<T extends { metadata?: { namespace: string; name: string } | undefined }> extends FakeInformer<T> {
+  private readonly fns = new Map<string, (o: T) => string[]>();
+  private readonly idx = new Map<string, Map<string, Set<string>>>();
+
+  override addIndexer(name: string, fn: (o: T) => string[]): void {
+    super.addIndexer(name, fn);
+    this.fns.set(name, fn);
+    const idx = new Map<string, Set<string>>();
+    this.idx.set(name, idx);
+    for (const [k, o] of this.items) for (const v of fn(o)) addTo(idx, v, k);
+  }
+  override byIndex(name: string, value: string): T[] {
+    const out: T[] = [];
+    for (const k of this.idx.get(name)?.get(value) ?? []) {
+      const o = this.items.get(k);
+      if (o !== undefined) out.push(o);
+    }
+    return out;
+  }
+  override put(o: T): void {
+    const k = keyOf(o.metadata ?? { namespace: "", name: "" });
+    this.unindex(k);
+    for (const [name, fn] of this.fns) for (const v of fn(o)) addTo(this.idx.get(name) as Map<string, Set<string>>, v, k);
+    super.put(o);
+  }
+  override remove(keyOrObject: string | T): void {
+    this.unindex(typeof keyOrObject === "string" ? keyOrObject : keyOf(keyOrObject.metadata ?? { namespace: "", name: "" }));
+    super.remove(keyOrObject);
+  }
+  private unindex(k: string): void {
+    const old = this.items.get(k);
+    if (old) for (const [name, fn] of this.fns) for (const v of fn(old)) this.idx.get(name)?.get(v)?.delete(k);
+  }
+}
+
+function addTo(idx: Map<string, Set<string>>, value: string, key: string): void {
+  let s = idx.get(value);
+  if (!s) idx.set(value, (s = new Set()));
+  s.add(key);
+}
 
 /** One call the fake client received. */
 export type Action =

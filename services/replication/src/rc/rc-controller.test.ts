@@ -6,11 +6,13 @@ import type { Pod, ReplicationController } from "@choreo/kit/gen/choreo/core/v1/
 import { silentLogger } from "@choreo/kit/log";
 import { Expectations, slowStartBatch } from "../expectations.js";
 import { PodControl } from "../pod-control.js";
-import { FakeCache, RecordingClient, pod, rc } from "../testing.js";
+import { isActive } from "../pod-template.js";
+import { FakeCache, IndexedFakeCache, RecordingClient, pod, rc } from "../testing.js";
 import { claimPods } from "./claim.js";
 import { podsToDelete } from "./ranking.js";
-import { ReplicationManager } from "./rc-controller.js";
-import { computeStatus } from "./status.js";
+import { RC_KIND, ReplicationManager } from "./rc-controller.js";
+import { computeStatus, nextAvailableInMs } from "./status.js";
+import { SetTally, tallyView } from "./tally.js";
 
 function setup(r: ReplicationController, ps: Pod[] = []) {
   const rcs = new FakeCache<ReplicationController>();
@@ -160,6 +162,62 @@ describe("slow start resumed between syncs", () => {
   });
 });
 
+describe("SetTally", () => {
+  it("counts what computeStatus counts over the claimed pods, and releases what claimPods releases, through 5,000 random pod events", () => {
+    let seed = 42;
+    const rnd = (n: number): number => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed % n;
+    };
+    const start = Date.parse("2025-01-01T00:01:00Z");
+    for (const minReadySeconds of [0, 30]) {
+      const r = rc("web", 3);
+      r.spec!.minReadySeconds = minReadySeconds;
+      r.spec!.template!.metadata!.labels = { app: "web", tier: "fe" };
+      const selector = RC_KIND.selector(r)!;
+      const tally = new SetTally("uid-web", "default", tallyView(r, selector));
+      const cache = new Map<string, Pod>();
+      for (let step = 0; step < 5_000; step++) {
+        const name = `p${rnd(40)}`;
+        const key = `default/${name}`;
+        if (rnd(6) === 0) {
+          cache.delete(key);
+          tally.remove(key);
+        } else {
+          const p = pod(name, {
+            owner: [owner, { name: "other", uid: "uid-other" }, undefined][rnd(3)],
+            labels: [{ app: "web" }, { app: "web", tier: "fe" }, { app: "debug" }][rnd(3)],
+            phase: ["Running", "Pending", "Succeeded", "Failed"][rnd(4)],
+            ready: rnd(2) === 0,
+            readySince: ["2025-01-01T00:00:00Z", "2025-01-01T00:00:45Z", "2025-01-01T00:02:00Z", "not a time"][rnd(4)],
+            deleting: rnd(5) === 0,
+          });
+          cache.set(key, p);
+          // The manager's handler: the pod is the set's while the set controls it.
+          if (p.metadata?.ownerReferences[0]?.uid === "uid-web") tally.put(key, p);
+          else tally.remove(key);
+        }
+        const nowMs = start + step * 20; // through the times pods become available
+        const claim = claimPods([...cache.values()], "uid-web", selector, false);
+        const active = claim.owned.filter(isActive);
+        const want = computeStatus(r, active, nowMs);
+        assert.deepEqual(
+          tally.counts(nowMs),
+          {
+            replicas: want.replicas,
+            fullyLabeledReplicas: want.fullyLabeledReplicas,
+            readyReplicas: want.readyReplicas,
+            availableReplicas: want.availableReplicas,
+          },
+          `step ${step}`,
+        );
+        assert.deepEqual(tally.releaseKeys().sort(), claim.release.map((p) => keyOf(p.metadata!)).sort(), `step ${step}`);
+        assert.equal(tally.nextAvailableInMs(nowMs), nextAvailableInMs(r, active, nowMs), `step ${step}`);
+      }
+    }
+  });
+});
+
 describe("ReplicationManager.reconcile", () => {
   it("creates the missing pods with a controller ownerReference, and not again before it has seen them", async () => {
     const { m, client, key, events } = setup(rc("web", 3));
@@ -290,6 +348,59 @@ describe("ReplicationManager.reconcile", () => {
     refuse = false;
     await m.reconcile(key);
     assert.deepEqual(rounds.splice(0), [1, 2, 4, 8, 16, 32, 64, 73], "after a failure: from 1 again");
+  });
+
+  it("a sync looks at none of 20,000 pods other controllers own in its namespace, nor at its own pods once counted", async () => {
+    const pods = new IndexedFakeCache<Pod>();
+    const rcs = new FakeCache<ReplicationController>();
+    const client = new RecordingClient();
+    const m = new ReplicationManager({ client, rcs, pods, log: silentLogger() });
+    const reads = { foreign: 0, own: 0 };
+    const counted = (p: Pod, which: keyof typeof reads): Pod =>
+      new Proxy(p, {
+        get: (t, prop, r) => {
+          reads[which]++;
+          return Reflect.get(t, prop, r) as unknown;
+        },
+      });
+    const base = pod("x");
+    for (let i = 0; i < 20_000; i++) {
+      // Same labels as web's pods (its selector matches them), controlled by 20 other RCs.
+      const p = structuredClone(base);
+      p.metadata!.name = `other-${i}`;
+      p.metadata!.uid = `uid-other-${i}`;
+      p.metadata!.ownerReferences = [
+        { apiVersion: "v1", kind: "ReplicationController", name: `other-${i % 20}`, uid: `uid-other-${i % 20}`, controller: true, blockOwnerDeletion: true },
+      ];
+      pods.put(counted(p, "foreign"));
+    }
+    for (let i = 0; i < 1_000; i++) pods.put(counted(pod(`web-${i}`, { owner, ready: i % 2 === 0 }), "own"));
+    pods.put(pod("orphan"));
+    const r = rc("web", 1_001);
+    rcs.put(r);
+    client.objects.set("replicationcontrollers/default/web", { kind: { $case: "replicationController", value: r } });
+    const key = keyOf(r.metadata!);
+
+    reads.foreign = 0;
+    await m.reconcile(key);
+    assert.equal(reads.foreign, 0, "no pod of another controller was read");
+    assert.equal(client.of("patch").length, 1, "the orphan adopted");
+    assert.equal(client.of("create").length, 0, "1,000 own + the adopted orphan = replicas");
+    const status = (unwrap(client.of("updateStatus")[0]!.object) as ReplicationController).status;
+    assert.deepEqual([status?.replicas, status?.readyReplicas, status?.availableReplicas], [1_001, 501, 501]);
+
+    // The adoption comes back through the informer; a pod turns ready. A sync then reads none of the set's pods.
+    const adopted = pod("orphan", { owner });
+    adopted.metadata!.resourceVersion = "8";
+    pods.put(adopted);
+    pods.put(counted(pod("web-1", { owner }), "own"));
+    rcs.put({ ...r, status });
+    reads.foreign = 0;
+    reads.own = 0;
+    await m.reconcile(key);
+    assert.deepEqual(reads, { foreign: 0, own: 0 });
+    const st2 = (unwrap(client.of("updateStatus")[1]!.object) as ReplicationController).status;
+    assert.deepEqual([st2?.replicas, st2?.readyReplicas], [1_001, 502]);
   });
 
   it("computeStatus counts fully labeled replicas by the template's labels", () => {

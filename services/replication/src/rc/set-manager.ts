@@ -5,6 +5,13 @@
 // creates or deletes pods until the active count is spec.replicas, and writes
 // status. Controller expectations keep it from acting twice on a cache that
 // has not yet seen its own writes.
+//
+// A sync looks only at the set's own pods and the orphans of its namespace,
+// never at pods other controllers own: the informer indexes pods by owner uid
+// and orphans by namespace. And it does not walk its own pods either: each
+// set's tally (tally.ts) counts them as their events arrive — what status
+// and the replica diff need — and names the pods to release; the pods
+// themselves are read only to choose which to delete when scaling down.
 import { isAlreadyExists, isConflict, isNotFound, keyOf, type ApiObject } from "@choreo/kit";
 import type { LabelSelector } from "@choreo/kit/apimachinery";
 import type { ApiClient } from "@choreo/kit/client";
@@ -14,16 +21,21 @@ import type { Pod } from "@choreo/kit/gen/choreo/core/v1/core";
 import type { Runnable } from "@choreo/kit/lifecycle";
 import type { Logger } from "@choreo/kit/log";
 import type { Registry } from "prom-client";
-import { BY_NAMESPACE, namespaceOf, type Cache } from "@choreo/kit/informer";
+import { BY_NAMESPACE, BY_OWNER, namespaceOf, ownerUidsOf, type Cache } from "@choreo/kit/informer";
 import { Expectations } from "../expectations.js";
 import { PodControl } from "../pod-control.js";
 import { controllerOf, controllerRef, isActive, podFromTemplate } from "../pod-template.js";
-import { claimPods } from "./claim.js";
 import { podsToDelete } from "./ranking.js";
-import { computeStatus, nextAvailableInMs, sameStatus, type Replicated } from "./status.js";
+import { sameStatus, statusFromCounts, type ReplicaCounts, type Replicated } from "./status.js";
+import { SetTally, tallyView } from "./tally.js";
 
 /** Kubernetes' BurstReplicas: at most this many creations or deletions per sync. */
 export const BURST_REPLICAS = 500;
+
+/** Index name: pods without a controller ownerReference (orphans), by namespace — who a set may adopt. */
+export const BY_ORPHAN_NAMESPACE = "orphan-namespace";
+/** Indexer for {@link BY_ORPHAN_NAMESPACE}. */
+export const orphanNamespaceOf = (p: Pod): string[] => (p.metadata && !controllerOf(p.metadata) ? [p.metadata.namespace] : []);
 
 /** What makes a kind a replicated set: the adapter RC and RS give the manager. */
 export interface ReplicatedKind<T extends Replicated> {
@@ -64,6 +76,8 @@ export class ReplicatedSetManager<T extends Replicated> implements Runnable {
   private readonly burst: number;
   private readonly podControl: PodControl;
   private readonly k: ReplicatedKind<T>;
+  /** Each synced set's tally, by the set's uid. */
+  private readonly tallies = new Map<string, SetTally>();
 
   constructor(private readonly opts: ReplicatedSetOptions<T>) {
     this.k = opts.kind;
@@ -79,7 +93,8 @@ export class ReplicatedSetManager<T extends Replicated> implements Runnable {
       log: opts.log,
       registry: opts.registry,
     });
-    opts.pods.addIndexer(BY_NAMESPACE, namespaceOf);
+    opts.pods.addIndexer(BY_OWNER, ownerUidsOf);
+    opts.pods.addIndexer(BY_ORPHAN_NAMESPACE, orphanNamespaceOf);
     opts.sets.addIndexer(BY_NAMESPACE, namespaceOf);
     const enqueueSet = (v: T): void => {
       if (v.metadata) this.controller.enqueue(keyOf(v.metadata));
@@ -90,19 +105,53 @@ export class ReplicatedSetManager<T extends Replicated> implements Runnable {
       onDelete: (v) => {
         if (!v.metadata) return;
         this.expectations.forget(keyOf(v.metadata));
+        this.tallies.delete(v.metadata.uid);
         enqueueSet(v);
       },
     });
     opts.pods.addEventHandler({
-      onAdd: (p) => this.podAdded(p),
-      onUpdate: (o, n) => this.podUpdated(o, n),
-      onDelete: (p) => this.podDeleted(p),
+      onAdd: (p) => {
+        this.track(undefined, p);
+        this.podAdded(p);
+      },
+      onUpdate: (o, n) => {
+        this.track(o, n);
+        this.podUpdated(o, n);
+      },
+      onDelete: (p) => {
+        this.track(p, undefined);
+        this.podDeleted(p);
+      },
     });
   }
 
   async start(signal: AbortSignal): Promise<void> {
     await Promise.all([this.opts.sets.waitForSync(signal), this.opts.pods.waitForSync(signal)]);
     await this.controller.start(signal);
+  }
+
+  /** Keeps the tallies the pod's change concerns: the old version's controller's, the new one's. */
+  private track(o: Pod | undefined, n: Pod | undefined): void {
+    const m = (n ?? o)?.metadata;
+    if (!m) return;
+    const key = keyOf(m);
+    const was = o && controllerOf(o.metadata)?.uid;
+    const is = n && controllerOf(n.metadata)?.uid;
+    if (was && was !== is) this.tallies.get(was)?.remove(key);
+    if (is && n) {
+      const t = this.tallies.get(is);
+      if (t?.namespace === m.namespace) t.put(key, n);
+    }
+  }
+
+  /** A new tally of the set `uid` in `namespace` with `view`, from the pods the informer holds for it. */
+  private buildTally(uid: string, namespace: string, view: SetTally["view"]): SetTally {
+    const t = new SetTally(uid, namespace, view);
+    for (const p of this.opts.pods.byIndex(BY_OWNER, uid)) {
+      if (p.metadata?.namespace === namespace && controllerOf(p.metadata)?.uid === uid) t.put(keyOf(p.metadata), p);
+    }
+    this.tallies.set(uid, t);
+    return t;
   }
 
   /** The key of the set controlling `p` (by name, checked against the uid), if it is in the cache. */
@@ -166,26 +215,58 @@ export class ReplicatedSetManager<T extends Replicated> implements Runnable {
       this.expectations.forget(key);
       return done();
     }
-    const uid = set.metadata.uid;
+    const { uid, namespace } = set.metadata;
     const deleting = Boolean(set.metadata.deletionTimestamp);
     const selector = this.k.selector(set);
     const needsSync = this.expectations.satisfied(key);
-    const claim = selector
-      ? claimPods(pods.byIndex(BY_NAMESPACE, set.metadata.namespace), uid, selector, deleting)
-      : { owned: pods.byIndex(BY_NAMESPACE, set.metadata.namespace).filter((p) => controllerOf(p.metadata)?.uid === uid), adopt: [], release: [] };
+    const view = tallyView(set, selector);
+    let tally = this.tallies.get(uid);
+    if (tally?.view.signature !== view.signature) tally = this.buildTally(uid, namespace, view);
 
-    const owned = [...claim.owned];
-    if (claim.adopt.length > 0 && (await this.canAdopt(set))) {
-      for (const p of claim.adopt) if (await this.setOwner(p, set, true)) owned.push(p);
+    // The claim (client-go's PodControllerRefManager): adopt matching orphans, release own pods that stopped matching.
+    const adopt: Pod[] = [];
+    if (selector && !deleting) {
+      for (const p of pods.byIndex(BY_ORPHAN_NAMESPACE, namespace)) {
+        if (!controllerOf(p.metadata) && !p.metadata?.deletionTimestamp && selector.matches(p.metadata?.labels)) adopt.push(p);
+      }
     }
-    for (const p of claim.release) await this.setOwner(p, set, false);
+    const release: Pod[] = [];
+    for (const k of tally.releaseKeys()) {
+      const p = pods.get(k);
+      if (p && controllerOf(p.metadata)?.uid === uid && !p.metadata?.deletionTimestamp && !selector?.matches(p.metadata?.labels)) release.push(p);
+    }
+    /** Adopted in this sync and not yet seen controlled by the informer (so not in the tally). */
+    const adopted: Pod[] = [];
+    if (adopt.length > 0 && (await this.canAdopt(set))) {
+      for (const p of adopt) if (await this.setOwner(p, set, true)) adopted.push(p);
+    }
+    for (const p of release) await this.setOwner(p, set, false);
 
-    const active = owned.filter(isActive);
-    let failure: { reason: string; message: string } | undefined;
-    if (needsSync && !deleting) failure = await this.manageReplicas(key, set, active);
-
+    // The counts of this moment (Kubernetes computes status from the pods it claimed, before it creates or deletes).
     const nowMs = Date.now();
-    const status = computeStatus(set, active, nowMs, failure);
+    const counts: ReplicaCounts = tally.counts(nowMs);
+    const extra = adopted.filter((p) => p.metadata && !tally.has(keyOf(p.metadata)));
+    for (const p of extra) {
+      const c = tally.countsOf(p, nowMs);
+      counts.replicas += c.replicas;
+      counts.fullyLabeledReplicas += c.fullyLabeledReplicas;
+      counts.readyReplicas += c.readyReplicas;
+      counts.availableReplicas += c.availableReplicas;
+    }
+    const wait = tally.nextAvailableInMs(nowMs);
+    const activePods = (): Pod[] => {
+      const out: Pod[] = [];
+      for (const k of tally.countedKeys()) {
+        const p = pods.get(k);
+        if (p) out.push(p);
+      }
+      return [...out, ...extra.filter(isActive)];
+    };
+
+    let failure: { reason: string; message: string } | undefined;
+    if (needsSync && !deleting) failure = await this.manageReplicas(key, set, counts.replicas, activePods);
+
+    const status = statusFromCounts(set, counts, Date.now(), failure);
     if (!sameStatus(set.status, status)) {
       try {
         await this.opts.client.updateStatus(this.k.wrap({ ...set, status }));
@@ -195,24 +276,23 @@ export class ReplicatedSetManager<T extends Replicated> implements Runnable {
       }
     }
     if (failure) throw new Error(`${key}: ${failure.message}`);
-    const wait = nextAvailableInMs(set, active, nowMs);
     return wait === undefined ? done() : requeueAfter(wait);
   }
 
-  /** Creates or deletes pods; returns the failure to report, if any. */
-  private async manageReplicas(key: string, set: T, active: Pod[]): Promise<{ reason: string; message: string } | undefined> {
+  /** Creates or deletes pods; returns the failure to report, if any. `activePods` lists the `active` pods (read only to scale down). */
+  private async manageReplicas(key: string, set: T, active: number, activePods: () => Pod[]): Promise<{ reason: string; message: string } | undefined> {
     const want = this.k.replicas(set);
-    const diff = active.length - want;
+    const diff = active - want;
     const owner = { kind: this.k.kind, apiVersion: this.k.apiVersion, metadata: set.metadata };
     const text = (e: unknown): string => (e instanceof Error ? e.message : String(e));
     if (diff < 0) {
       const { ok, error } = await this.podControl.create(key, owner, Math.min(-diff, this.burst), () => podFromTemplate(set.spec?.template, owner), this.burst);
-      this.log.info({ key, want, had: active.length, created: ok }, "pods created");
+      this.log.info({ key, want, had: active, created: ok }, "pods created");
       if (error !== undefined) return { reason: "FailedCreate", message: text(error) };
     } else if (diff > 0) {
-      const victims = podsToDelete(active, Math.min(diff, this.burst));
+      const victims = podsToDelete(activePods(), Math.min(diff, this.burst));
       const error = await this.podControl.delete(key, owner, victims);
-      this.log.info({ key, want, had: active.length, deleted: victims.length }, "pods deleted");
+      this.log.info({ key, want, had: active, deleted: victims.length }, "pods deleted");
       if (error !== undefined) return { reason: "FailedDelete", message: text(error) };
     }
     return undefined;

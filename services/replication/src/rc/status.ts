@@ -41,6 +41,31 @@ export function computeStatus(
 ): SetStatus {
   const templateLabels = selectorFromSet(rc.spec?.template?.metadata?.labels ?? {});
   const minReady = rc.spec?.minReadySeconds ?? 0;
+  const counts = {
+    replicas: active.length,
+    fullyLabeledReplicas: active.filter((p) => templateLabels.matches(p.metadata?.labels)).length,
+    readyReplicas: active.filter(isReady).length,
+    availableReplicas: active.filter((p) => isAvailable(p, minReady, nowMs)).length,
+  };
+  return statusFromCounts(rc, counts, nowMs, failure, now);
+}
+
+/** The counts a status carries (of the set's active pods). */
+export interface ReplicaCounts {
+  replicas: number;
+  fullyLabeledReplicas: number;
+  readyReplicas: number;
+  availableReplicas: number;
+}
+
+/** The status from counts already taken (the manager's tally); the conditions as {@link computeStatus}. */
+export function statusFromCounts(
+  rc: Replicated,
+  counts: ReplicaCounts,
+  nowMs: number,
+  failure?: { reason: string; message: string },
+  now = new Date(nowMs).toISOString().replace(/\.\d{3}Z$/, "Z"),
+): SetStatus {
   const prev = rc.status?.conditions ?? [];
   let conditions: SetCondition[] = prev.filter((c) => c.type !== "ReplicaFailure");
   if (failure) {
@@ -51,10 +76,10 @@ export function computeStatus(
     ];
   }
   return {
-    replicas: active.length,
-    fullyLabeledReplicas: active.filter((p) => templateLabels.matches(p.metadata?.labels)).length,
-    readyReplicas: active.filter(isReady).length,
-    availableReplicas: active.filter((p) => isAvailable(p, minReady, nowMs)).length,
+    replicas: counts.replicas,
+    fullyLabeledReplicas: counts.fullyLabeledReplicas,
+    readyReplicas: counts.readyReplicas,
+    availableReplicas: counts.availableReplicas,
     observedGeneration: rc.metadata?.generation ?? 0,
     conditions,
   };
@@ -82,7 +107,7 @@ export function nextAvailableInMs(rc: Replicated, active: readonly Pod[], nowMs:
     if (!isReady(p) || isAvailable(p, minReady, nowMs)) continue;
     const c = p.status?.conditions.find((x) => x.type === "Ready" && x.status === "True");
     const at = Date.parse(c?.lastTransitionTime ?? "") + minReady * 1000 - nowMs;
-    if (Number.isFinite(at)) next = Math.min(next ?? at, Math.max(at, 50));
+    if (Number.isFinite(at)) next = Math.min(next ?? Infinity, Math.max(at, 50));
   }
   return next;
 }
