@@ -101,7 +101,11 @@ export class ReplicatedSetManager<T extends Replicated> implements Runnable {
     };
     opts.sets.addEventHandler({
       onAdd: enqueueSet,
-      onUpdate: (_o, n) => enqueueSet(n),
+      onUpdate: (o, n) => {
+        // The same name with another uid (deleted and created again while the informer relisted): a new set.
+        if (o.metadata && o.metadata.uid !== n.metadata?.uid) this.tallies.delete(o.metadata.uid);
+        enqueueSet(n);
+      },
       onDelete: (v) => {
         if (!v.metadata) return;
         this.expectations.forget(keyOf(v.metadata));
