@@ -4,6 +4,7 @@ import { ApiError, notFound } from "@choreo/kit";
 import type { AuditEntry, AuditLog, BeginOptions, FinishOptions } from "../audit/index.js";
 import type { ApiHandlers } from "../handlers/api-handlers.js";
 import { requestUserInfo } from "../registry/generic/admission-context.js";
+import type { RequestScope } from "../registry/generic/request-scope.js";
 import { guardedCall, guardedHandlers } from "./guarded-handlers.js";
 import type { Authorizer, UserInfo } from "./types.js";
 
@@ -34,9 +35,9 @@ function memoryAudit(): { log: AuditLog; events: { begin: BeginOptions; annotati
 function handlers(): { h: ApiHandlers; calls: string[] } {
   const calls: string[] = [];
   const h = {
-    create: async () => {
+    create: async (_req: unknown, scope: RequestScope) => {
       calls.push("create");
-      return { seenBy: requestUserInfo()?.name };
+      return { seenBy: requestUserInfo({ scope })?.name };
     },
     delete: async () => {
       calls.push("delete");

@@ -6,7 +6,8 @@ import type { Method } from "@choreo/kit/client";
 import type { WatchEvent, WatchRequest } from "@choreo/kit/gen/choreo/api/v1/api";
 import type { AuditEntry, AuditLog } from "../audit/index.js";
 import type { ApiHandlers } from "../handlers/api-handlers.js";
-import { withAdmissionContext } from "../registry/generic/admission-context.js";
+import { admissionScope } from "../registry/generic/admission-context.js";
+import type { RequestScope } from "../registry/generic/request-scope.js";
 import { methodAttributes } from "./attributes.js";
 import { forbiddenError } from "./authorize.js";
 import type { Attributes, Authorizer, UserInfo } from "./types.js";
@@ -58,10 +59,10 @@ export async function guardedCall(
   req: unknown,
 ): Promise<unknown> {
   const entry = admit(authorizer, user, audit, m, req);
-  const fn = inner[m] as (r: unknown) => Promise<unknown>;
+  const fn = inner[m] as (r: unknown, scope: RequestScope) => Promise<unknown>;
   try {
     // Admission sees who asks (exempt users, escalation checks); warnings have no header to go to here.
-    const res = await withAdmissionContext({ user: user.name, userInfo: user, warn: () => undefined }, () => fn.call(inner, req));
+    const res = await fn.call(inner, req, admissionScope({ user: user.name, userInfo: user, warn: () => undefined }));
     entry?.finish({ code: m === "create" ? 201 : 200, ...(entry.wantsRequestObject ? { requestObject: req } : {}) });
     return res;
   } catch (err) {

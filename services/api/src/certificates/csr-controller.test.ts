@@ -17,7 +17,7 @@ import { silentLogger } from "@choreo/kit/log";
 import type { CertificateSigningRequest } from "@choreo/kit/gen/choreo/certificates/v1/certificates";
 import { ensureCa, type ClientCa } from "@choreo/kit/secrets";
 import type { UserInfo } from "../auth/types.js";
-import { withAdmissionContext } from "../registry/generic/admission-context.js";
+import { admissionScope } from "../registry/generic/admission-context.js";
 import { createRegistry } from "../registry/index.js";
 import type { Registry } from "../registry/registry.js";
 import { MemoryStore } from "../storage/memory-store.js";
@@ -53,8 +53,8 @@ function pemRequest(subject: string, san?: string): string {
 }
 
 async function create(r: Registry, user: UserInfo, name: string, pem: string, o: { signer?: string; usages?: string[]; username?: string } = {}) {
-  return withAdmissionContext({ user: user.name, userInfo: user, warn: () => undefined }, () =>
-    r.create({
+  return r.create(
+    {
       object: fromKubeJson({
         apiVersion: "certificates.k8s.io/v1",
         kind: "CertificateSigningRequest",
@@ -67,7 +67,8 @@ async function create(r: Registry, user: UserInfo, name: string, pem: string, o:
         },
       }),
       dryRun: false,
-    }),
+    },
+    admissionScope({ user: user.name, userInfo: user, warn: () => undefined }),
   );
 }
 

@@ -16,10 +16,13 @@ import type {
   WatchRequest,
 } from "@choreo/kit/gen/choreo/api/v1/api";
 import type { Scale } from "@choreo/kit/gen/choreo/autoscaling/v1/autoscaling";
+import type { RequestScope } from "../registry/generic/request-scope.js";
 
 /**
  * The one handler set of the api service. The NATS, gRPC and HTTP transports
- * are thin translations onto it. Every method rejects with an `ApiError`
+ * are thin translations onto it; a write's `scope` is what its door knows
+ * of the request beyond it (the admission context: who asks, where warnings
+ * go). Every method rejects with an `ApiError`
  * (from @choreo/kit) carrying a Kubernetes Status; nothing changes on error.
  */
 export interface ApiHandlers {
@@ -34,29 +37,29 @@ export interface ApiHandlers {
    * log keeps; a watcher that falls behind gets an ERROR event and the end.
    */
   watch(req: WatchRequest, signal: AbortSignal): AsyncIterable<WatchEvent>;
-  create(req: CreateRequest): Promise<ApiObject>;
+  create(req: CreateRequest, scope?: RequestScope): Promise<ApiObject>;
   /** Replaces spec and metadata; status changes here are refused (422). */
-  update(req: UpdateRequest): Promise<ApiObject>;
+  update(req: UpdateRequest, scope?: RequestScope): Promise<ApiObject>;
   /** Replaces status only. */
-  updateStatus(req: UpdateRequest): Promise<ApiObject>;
-  patch(req: PatchRequest): Promise<ApiObject>;
+  updateStatus(req: UpdateRequest, scope?: RequestScope): Promise<ApiObject>;
+  patch(req: PatchRequest, scope?: RequestScope): Promise<ApiObject>;
   /**
    * Deletes, or starts a graceful deletion (a bound pod gets a
    * deletionTimestamp; an object with finalizers waits for them). Returns the
    * object as last stored.
    */
-  delete(req: DeleteRequest): Promise<ApiObject>;
-  deleteCollection(req: DeleteCollectionRequest): Promise<ObjectList>;
+  delete(req: DeleteRequest, scope?: RequestScope): Promise<ApiObject>;
+  deleteCollection(req: DeleteCollectionRequest, scope?: RequestScope): Promise<ObjectList>;
   /** Sets spec.nodeName of an unbound pod; 409 if it is bound already. */
-  bind(req: BindRequest): Promise<ApiObject>;
+  bind(req: BindRequest, scope?: RequestScope): Promise<ApiObject>;
   /**
    * Evicts a pod (pods/NAME/eviction): deleted with the eviction's
    * deleteOptions unless its PodDisruptionBudget has no disruption left
    * (429 TooManyRequests). Returns the pod as last stored.
    */
-  evict(req: EvictRequest): Promise<ApiObject>;
+  evict(req: EvictRequest, scope?: RequestScope): Promise<ApiObject>;
   getScale(req: GetScaleRequest): Promise<Scale>;
-  updateScale(req: UpdateScaleRequest): Promise<Scale>;
+  updateScale(req: UpdateScaleRequest, scope?: RequestScope): Promise<Scale>;
 }
 
 /**

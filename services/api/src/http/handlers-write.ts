@@ -4,7 +4,8 @@ import { fromKubeJson, kindOfKubeJson, listToKubeJson, messageFromKubeJson, toKu
 import { APPLY_PATCH, decodeBody, mediaType, parseJsonText, parseYamlBody, patchTypeOf, readBody, YAML_TYPES } from "./body.js";
 import { dryRunOf, fieldManagerOf, intParam, param, type RequestContext } from "./context.js";
 import { addWarnings, duplicateJsonFields, duplicateYamlFields, fieldProblems, fieldValidationOf, reportFieldProblems } from "./field-validation.js";
-import { withAdmissionContext } from "../registry/generic/admission-context.js";
+import { admissionScope } from "../registry/generic/admission-context.js";
+import type { RequestScope } from "../registry/generic/request-scope.js";
 import { sendJson } from "./respond.js";
 
 /**
@@ -63,17 +64,18 @@ function requireNamespace(ctx: RequestContext, verb: string): void {
 }
 
 /**
- * Runs a write with an admission context: the warnings of admission (Pod
- * Security's `would violate PodSecurity …`) become Warning headers, each once.
+ * Runs a write with an admission context (the scope it hands the handlers):
+ * the warnings of admission (Pod Security's `would violate PodSecurity …`)
+ * become Warning headers, each once.
  */
-function admitted<T>(ctx: RequestContext, write: () => Promise<T>): Promise<T> {
+function admitted<T>(ctx: RequestContext, write: (scope: RequestScope) => Promise<T>): Promise<T> {
   const seen = new Set<string>();
   const warn = (text: string): void => {
     if (seen.has(text)) return;
     seen.add(text);
     addWarnings(ctx.res, [text]);
   };
-  return withAdmissionContext({ warn, user: ctx.user.name, userInfo: ctx.user }, write);
+  return write(admissionScope({ warn, user: ctx.user.name, userInfo: ctx.user }));
 }
 
 /** POST .../pods → 201 with the created object. */
@@ -82,7 +84,7 @@ export async function createObject(ctx: RequestContext): Promise<void> {
   const dryRun = dryRunOf(ctx.url);
   const obj = await readObject(ctx, ctx.route.info);
   placeNamespace(ctx, obj);
-  const created = await admitted(ctx, () => ctx.handlers.create({ object: obj, dryRun, fieldManager: fieldManagerOf(ctx) }));
+  const created = await admitted(ctx, (scope) => ctx.handlers.create({ object: obj, dryRun, fieldManager: fieldManagerOf(ctx) }, scope));
   sendJson(ctx.res, 201, toKubeJson(created));
 }
 
@@ -98,11 +100,11 @@ export async function updateObject(ctx: RequestContext): Promise<void> {
   }
   const req = { object: obj, dryRun, fieldManager: fieldManagerOf(ctx), subresource: "" };
   // ephemeralcontainers (pods): the handlers take only spec.ephemeralContainers from the object.
-  const stored = await admitted(ctx, () =>
+  const stored = await admitted(ctx, (scope) =>
     // A CSR's approval (kubectl certificate approve|deny) writes its conditions, as its status does.
     ctx.route.subresource === "status" || ctx.route.subresource === "approval"
-      ? ctx.handlers.updateStatus(req)
-      : ctx.handlers.update({ ...req, subresource: ctx.route.subresource }),
+      ? ctx.handlers.updateStatus(req, scope)
+      : ctx.handlers.update({ ...req, subresource: ctx.route.subresource }, scope),
   );
   sendJson(ctx.res, 200, toKubeJson(stored));
 }
@@ -156,18 +158,21 @@ export async function patchObject(ctx: RequestContext): Promise<void> {
         (err: unknown) => statusOf(err).code !== 404,
       )
     : true;
-  const patched = await admitted(ctx, () =>
-    ctx.handlers.patch({
-      resource: info.resource,
-      namespace,
-      name,
-      patchType,
-      patch: apply ? JSON.stringify(doc) : text,
-      subresource,
-      fieldManager: fieldManagerOf(ctx),
-      force: apply ? force === "true" : undefined,
-      dryRun,
-    }),
+  const patched = await admitted(ctx, (scope) =>
+    ctx.handlers.patch(
+      {
+        resource: info.resource,
+        namespace,
+        name,
+        patchType,
+        patch: apply ? JSON.stringify(doc) : text,
+        subresource,
+        fieldManager: fieldManagerOf(ctx),
+        force: apply ? force === "true" : undefined,
+        dryRun,
+      },
+      scope,
+    ),
   );
   sendJson(ctx.res, existed ? 200 : 201, toKubeJson(patched));
 }

@@ -19,15 +19,16 @@ import type {
 import type { Scale } from "@choreo/kit/gen/choreo/autoscaling/v1/autoscaling";
 import type { ApiHandlers } from "../handlers/api-handlers.js";
 import { patchObject } from "./generic/patch.js";
-import { withManager } from "./generic/managed-fields-store.js";
+import { dryRunScope } from "./generic/dry-run.js";
+import { managerScope } from "./generic/managed-fields-store.js";
+import { NO_SCOPE, type RequestScope } from "./generic/request-scope.js";
 import type { GenericStore } from "./generic/store.js";
 import { watchObjects, type WatchSource } from "./generic/watch.js";
 import { purgeNamespace } from "./namespaces/purge.js";
 import { bindPod } from "./pods/binding.js";
 import { evictPod } from "./pods/eviction.js";
-import { EPHEMERAL_CONTAINERS, throughEphemeralContainers } from "./pods/ephemeral-containers.js";
+import { EPHEMERAL_CONTAINERS, EPHEMERAL_CONTAINERS_SCOPE } from "./pods/ephemeral-containers.js";
 import { getScale, updateScale } from "./workloads/scale.js";
-import { withDryRun } from "./generic/dry-run.js";
 
 /**
  * The api's verbs: the one implementation of ApiHandlers, served by every
@@ -57,61 +58,67 @@ export class Registry implements ApiHandlers {
     return watchObjects(this.store, this.source, req, signal);
   }
 
-  create(req: CreateRequest): Promise<ApiObject> {
-    return withDryRun(req.dryRun, () => withManager(req.fieldManager, kindOfRequest(req), "", () => this.store.create(req)));
+  /** The store as the request sees it: the door's scope (`scope`: its admission context) with the request's own parts. */
+  private as(scope: RequestScope, ...parts: RequestScope[]): GenericStore {
+    let s = scope;
+    for (const p of parts) if (Object.keys(p).length) s = { ...s, ...p };
+    return s === NO_SCOPE ? this.store : this.store.withScope(s);
   }
 
-  update(req: UpdateRequest): Promise<ApiObject> {
-    if (req.subresource === EPHEMERAL_CONTAINERS) return this.updateEphemeralContainers(req);
+  create(req: CreateRequest, scope: RequestScope = NO_SCOPE): Promise<ApiObject> {
+    return this.as(scope, dryRunScope(req.dryRun), managerScope(req.fieldManager, kindOfRequest(req), "")).create(req);
+  }
+
+  update(req: UpdateRequest, scope: RequestScope = NO_SCOPE): Promise<ApiObject> {
+    if (req.subresource === EPHEMERAL_CONTAINERS) return this.updateEphemeralContainers(req, scope);
     if (req.subresource && req.subresource !== "status") throw notFound(`${kindOfRequest(req)}/${req.subresource}`, "");
-    return withDryRun(req.dryRun, () => withManager(req.fieldManager, kindOfRequest(req), "", () => this.store.update(req)));
+    return this.as(scope, dryRunScope(req.dryRun), managerScope(req.fieldManager, kindOfRequest(req), "")).update(req);
   }
 
-  updateStatus(req: UpdateRequest): Promise<ApiObject> {
-    return withDryRun(req.dryRun, () => withManager(req.fieldManager, kindOfRequest(req), "status", () => this.store.updateStatus(req)));
+  updateStatus(req: UpdateRequest, scope: RequestScope = NO_SCOPE): Promise<ApiObject> {
+    return this.as(scope, dryRunScope(req.dryRun), managerScope(req.fieldManager, kindOfRequest(req), "status")).updateStatus(req);
   }
 
-  patch(req: PatchRequest): Promise<ApiObject> {
+  patch(req: PatchRequest, scope: RequestScope = NO_SCOPE): Promise<ApiObject> {
     if (req.subresource === EPHEMERAL_CONTAINERS) {
       if (req.resource !== "pods") throw notFound(`${req.resource}/${req.subresource}`, req.name);
       // The pod strategy takes only spec.ephemeralContainers from the patched pod (pods/ephemeral-containers.ts).
-      return withDryRun(req.dryRun, () => throughEphemeralContainers(() => patchObject(this.store, req)));
+      return patchObject(this.as(scope, dryRunScope(req.dryRun), EPHEMERAL_CONTAINERS_SCOPE), req);
     }
-    return withDryRun(req.dryRun, () => patchObject(this.store, req));
+    return patchObject(this.as(scope, dryRunScope(req.dryRun)), req);
   }
 
   /** PUT pods/NAME/ephemeralcontainers: the pod's spec.ephemeralContainers replaced, nothing else. */
-  private updateEphemeralContainers(req: UpdateRequest): Promise<ApiObject> {
+  private updateEphemeralContainers(req: UpdateRequest, scope: RequestScope): Promise<ApiObject> {
     if (req.object?.kind?.$case !== "pod") throw notFound(`${kindOfRequest(req)}/${req.subresource}`, "");
     // Its status is the stored one whatever the body says (the strategy keeps only the ephemeral containers).
     const object = { ...req.object, kind: { $case: "pod" as const, value: { ...req.object.kind.value, status: undefined } } };
-    return withDryRun(req.dryRun, () =>
-      withManager(req.fieldManager, "pods", EPHEMERAL_CONTAINERS, () => throughEphemeralContainers(() => this.store.update({ ...req, object }))),
-    );
+    const store = this.as(scope, dryRunScope(req.dryRun), managerScope(req.fieldManager, "pods", EPHEMERAL_CONTAINERS), EPHEMERAL_CONTAINERS_SCOPE);
+    return store.update({ ...req, object });
   }
 
-  delete(req: DeleteRequest): Promise<ApiObject> {
-    return withDryRun(req.options?.dryRun.includes("All"), () => this.store.delete(req));
+  delete(req: DeleteRequest, scope: RequestScope = NO_SCOPE): Promise<ApiObject> {
+    return this.as(scope, dryRunScope(req.options?.dryRun.includes("All"))).delete(req);
   }
 
-  deleteCollection(req: DeleteCollectionRequest): Promise<ObjectList> {
-    return withDryRun(req.options?.dryRun.includes("All"), () => this.store.deleteCollection(req));
+  deleteCollection(req: DeleteCollectionRequest, scope: RequestScope = NO_SCOPE): Promise<ObjectList> {
+    return this.as(scope, dryRunScope(req.options?.dryRun.includes("All"))).deleteCollection(req);
   }
 
-  bind(req: BindRequest): Promise<ApiObject> {
-    return bindPod(this.store, req);
+  bind(req: BindRequest, scope: RequestScope = NO_SCOPE): Promise<ApiObject> {
+    return bindPod(this.as(scope), req);
   }
 
-  evict(req: EvictRequest): Promise<ApiObject> {
-    return withDryRun(req.eviction?.deleteOptions?.dryRun.includes("All"), () => evictPod(this.store, req));
+  evict(req: EvictRequest, scope: RequestScope = NO_SCOPE): Promise<ApiObject> {
+    return evictPod(this.as(scope, dryRunScope(req.eviction?.deleteOptions?.dryRun.includes("All"))), req);
   }
 
   getScale(req: GetScaleRequest): Promise<Scale> {
     return getScale(this.store, req);
   }
 
-  updateScale(req: UpdateScaleRequest): Promise<Scale> {
-    return withManager(req.fieldManager, req.resource, "scale", () => updateScale(this.store, req));
+  updateScale(req: UpdateScaleRequest, scope: RequestScope = NO_SCOPE): Promise<Scale> {
+    return updateScale(this.as(scope, managerScope(req.fieldManager, req.resource, "scale")), req);
   }
 
   /** Creates with fresh metadata, skipping the request decoding (bootstrap). */

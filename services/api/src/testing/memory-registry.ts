@@ -7,6 +7,7 @@ import { emptyMeta } from "@choreo/kit";
 import { silentLogger } from "@choreo/kit/log";
 import { bootstrap, createRegistry, SecretSealer, type Registry } from "../registry/index.js";
 import { MemoryStore } from "../storage/memory-store.js";
+import { NO_SCOPE, type RequestScope } from "../registry/generic/request-scope.js";
 
 /** A registry over the in-memory storage: no server, no transport. */
 export interface MemoryRegistry {
@@ -31,7 +32,16 @@ export async function startMemoryRegistry(opts: { serviceCidr?: string } = {}): 
  * through a protobuf round trip as the transport would send it.
  */
 export class LocalClient {
-  constructor(private readonly registry: Registry) {}
+  constructor(
+    private readonly registry: Registry,
+    /** What each write hands the registry beside its request (a door's admission context). */
+    private readonly scope: RequestScope = NO_SCOPE,
+  ) {}
+
+  /** This client writing with `scope`, as a door with that admission context would. */
+  as(scope: RequestScope): LocalClient {
+    return new LocalClient(this.registry, scope);
+  }
 
   async get(resource: string, namespace: string, name: string): Promise<ApiObject> {
     return object(await this.registry.get({ resource, namespace, name }));
@@ -51,38 +61,41 @@ export class LocalClient {
   }
 
   async create(o: ApiObject, dryRun = false): Promise<ApiObject> {
-    return object(await this.registry.create({ object: object(o), dryRun }));
+    return object(await this.registry.create({ object: object(o), dryRun }, this.scope));
   }
 
   async update(o: ApiObject): Promise<ApiObject> {
-    return object(await this.registry.update({ object: object(o), dryRun: false }));
+    return object(await this.registry.update({ object: object(o), dryRun: false }, this.scope));
   }
 
   async updateStatus(o: ApiObject): Promise<ApiObject> {
-    return object(await this.registry.updateStatus({ object: object(o), dryRun: false }));
+    return object(await this.registry.updateStatus({ object: object(o), dryRun: false }, this.scope));
   }
 
   async patch(resource: string, namespace: string, name: string, patchType: PatchType, patch: unknown, subresource = ""): Promise<ApiObject> {
-    return object(await this.registry.patch({ resource, namespace, name, patchType, patch: JSON.stringify(patch), subresource }));
+    return object(await this.registry.patch({ resource, namespace, name, patchType, patch: JSON.stringify(patch), subresource }, this.scope));
   }
 
   async delete(resource: string, namespace: string, name: string, options?: Partial<DeleteOptions>): Promise<ApiObject> {
     const opts = options ? { gracePeriodSeconds: undefined, preconditions: undefined, propagationPolicy: "", dryRun: [], ...options } : undefined;
-    return object(await this.registry.delete({ resource, namespace, name, options: opts }));
+    return object(await this.registry.delete({ resource, namespace, name, options: opts }, this.scope));
   }
 
   async bind(namespace: string, name: string, node: string, uid = ""): Promise<ApiObject> {
     return object(
-      await this.registry.bind({
-        namespace,
-        name,
-        binding: {
-          apiVersion: "v1",
-          kind: "Binding",
-          metadata: emptyMeta({ name, namespace, uid }),
-          target: { kind: "Node", name: node, namespace: "", uid: "", apiVersion: "v1", resourceVersion: "", fieldPath: "" },
+      await this.registry.bind(
+        {
+          namespace,
+          name,
+          binding: {
+            apiVersion: "v1",
+            kind: "Binding",
+            metadata: emptyMeta({ name, namespace, uid }),
+            target: { kind: "Node", name: node, namespace: "", uid: "", apiVersion: "v1", resourceVersion: "", fieldPath: "" },
+          },
         },
-      }),
+        this.scope,
+      ),
     );
   }
 
@@ -92,18 +105,21 @@ export class LocalClient {
 
   async updateScale(resource: string, namespace: string, name: string, replicas: number, resourceVersion = ""): Promise<Scale> {
     return scale(
-      await this.registry.updateScale({
-        resource,
-        namespace,
-        name,
-        scale: {
-          apiVersion: "autoscaling/v1",
-          kind: "Scale",
-          metadata: emptyMeta({ name, namespace, resourceVersion }),
-          spec: { replicas },
-          status: undefined,
+      await this.registry.updateScale(
+        {
+          resource,
+          namespace,
+          name,
+          scale: {
+            apiVersion: "autoscaling/v1",
+            kind: "Scale",
+            metadata: emptyMeta({ name, namespace, resourceVersion }),
+            spec: { replicas },
+            status: undefined,
+          },
         },
-      }),
+        this.scope,
+      ),
     );
   }
 }

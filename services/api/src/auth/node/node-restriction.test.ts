@@ -8,7 +8,8 @@ import { fromKubeJson } from "@choreo/kit/kube-json";
 import { silentLogger } from "@choreo/kit/log";
 import type { Node } from "@choreo/kit/gen/choreo/core/v1/core";
 import { createRegistry } from "../../registry/index.js";
-import { withAdmissionContext } from "../../registry/generic/admission-context.js";
+import { admissionScope } from "../../registry/generic/admission-context.js";
+import type { RequestScope } from "../../registry/generic/request-scope.js";
 import { MemoryStore } from "../../storage/memory-store.js";
 import type { UserInfo } from "../types.js";
 import { nodeWriteRefusal } from "./node-restriction.js";
@@ -45,19 +46,24 @@ describe("nodeWriteRefusal", () => {
 describe("withNodeRestriction in the registry", () => {
   it("a node's update that adds a restricted label or drops a taint is 403 and stores nothing; the agent's own label update and an admin's taint pass", async () => {
     const r = createRegistry({ store: new MemoryStore(), serviceCidr: "10.96.0.0/16", log: silentLogger() });
-    const asUser = <T>(user: UserInfo, fn: () => Promise<T>): Promise<T> =>
-      withAdmissionContext({ user: user.name, userInfo: user, warn: () => undefined }, fn);
-    const created = unwrap(await asUser(node1, () => r.create({ dryRun: false, object: wrap("node", node({ "kubernetes.io/hostname": "node-1" })) }))) as Node;
+    const asUser = <T>(user: UserInfo, fn: (scope: RequestScope) => Promise<T>): Promise<T> =>
+      fn(admissionScope({ user: user.name, userInfo: user, warn: () => undefined }));
+    const created = unwrap(
+      await asUser(node1, (scope) => r.create({ dryRun: false, object: wrap("node", node({ "kubernetes.io/hostname": "node-1" })) }, scope)),
+    ) as Node;
     const tainted = unwrap(
-      await asUser(admin, () =>
-        r.update({
-          dryRun: false,
-          object: wrap("node", { ...created, spec: { ...created.spec!, taints: [{ key: "dedicated", value: "", effect: "NoSchedule", timeAdded: "" }] } }),
-        }),
+      await asUser(admin, (scope) =>
+        r.update(
+          {
+            dryRun: false,
+            object: wrap("node", { ...created, spec: { ...created.spec!, taints: [{ key: "dedicated", value: "", effect: "NoSchedule", timeAdded: "" }] } }),
+          },
+          scope,
+        ),
       ),
     ) as Node;
     const refused = async (n: Node, want: RegExp): Promise<void> => {
-      const err = await asUser(node1, () => r.update({ dryRun: false, object: wrap("node", n) })).then(
+      const err = await asUser(node1, (scope) => r.update({ dryRun: false, object: wrap("node", n) }, scope)).then(
         () => assert.fail("expected 403"),
         (e: unknown) => e,
       );
@@ -73,11 +79,14 @@ describe("withNodeRestriction in the registry", () => {
     const now = unwrap(await r.get({ resource: "nodes", namespace: "", name: "node-1" })) as Node;
     assert.equal(now.metadata?.resourceVersion, tainted.metadata?.resourceVersion, "nothing changed");
     const relabelled = unwrap(
-      await asUser(node1, () =>
-        r.update({
-          dryRun: false,
-          object: wrap("node", { ...now, metadata: { ...now.metadata!, labels: { ...now.metadata!.labels, "choreo.dev/runtime": "process" } } }),
-        }),
+      await asUser(node1, (scope) =>
+        r.update(
+          {
+            dryRun: false,
+            object: wrap("node", { ...now, metadata: { ...now.metadata!, labels: { ...now.metadata!.labels, "choreo.dev/runtime": "process" } } }),
+          },
+          scope,
+        ),
       ),
     ) as Node;
     assert.equal(relabelled.metadata?.labels["choreo.dev/runtime"], "process");

@@ -59,7 +59,7 @@ export function withNodeRestriction(strategies: Strategies): Strategies {
     ...inner,
     async admit(store, obj, old) {
       await inner.admit?.(store, obj, old);
-      const user = requestUserInfo();
+      const user = requestUserInfo(store);
       const node = user ? nodeOfUser({ user }) : undefined;
       if (node === undefined) return;
       const why = nodeWriteRefusal(node, obj, old);

@@ -51,9 +51,9 @@ export function csrDer(request: Uint8Array): Buffer | undefined {
 }
 
 export const certificateSigningRequestStrategy: Strategy<CertificateSigningRequest> = {
-  prepareCreate(csr) {
+  prepareCreate(csr, store) {
     const spec = (csr.spec ??= { request: new Uint8Array(), signerName: "", usages: [], username: "", uid: "", groups: [] });
-    const user = requestUserInfo();
+    const user = store ? requestUserInfo(store) : undefined;
     spec.username = user?.name ?? "";
     spec.uid = user?.uid ?? "";
     spec.groups = [...(user?.groups ?? [])];

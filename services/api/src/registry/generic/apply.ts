@@ -8,7 +8,7 @@ import { nowRfc3339 } from "@choreo/kit/apimachinery";
 import { fromKubeJson, kindOfKubeJson, toKubeJson } from "@choreo/kit/kube-json";
 import type { Object as ApiObject, PatchRequest } from "@choreo/kit/gen/choreo/api/v1/api";
 import { applyConfig, pathString, printManager, conflictMessage, same, type Json, type JsonObject } from "./managed-fields.js";
-import { entryFromJson, entryToJson, withoutManager } from "./managed-fields-store.js";
+import { entryFromJson, entryToJson } from "./managed-fields-store.js";
 import type { Current, GenericStore } from "./store.js";
 
 export const APPLY_PATCH = "application/apply-patch+yaml";
@@ -86,12 +86,12 @@ export async function applyPatch(store: GenericStore, req: PatchRequest): Promis
     meta.namespace = info.namespaced ? req.namespace : "";
     meta.managedFields = r.managedFields.map(entryFromJson);
     try {
-      if (!cur) return store.wrapValue(info, await withoutManager(() => store.createObject(info, v)));
+      if (!cur) return store.wrapValue(info, await store.withScope({ manager: undefined }).createObject(info, v));
       // Apply to the object never writes its status.
       (v as { status?: unknown }).status = (cur.value as { status?: unknown }).status;
       meta.resourceVersion = userVersion;
       const current = asDecoded(store, info, cur);
-      return store.wrapValue(info, await withoutManager(() => store.replace(info, v, false, current)));
+      return store.wrapValue(info, await store.withScope({ manager: undefined }).replace(info, v, false, current));
     } catch (err) {
       // A concurrent create or write: apply again to what is there now (unless the config pinned a resourceVersion).
       const reason = err instanceof ApiError ? err.reason : "";

@@ -1,22 +1,16 @@
-// managedFields on the write path: the registry's verbs run with the
-// request's field manager in scope (`withManager`), and the generic store's
-// write records the Update that manager made (`trackManagedFields`).
+// managedFields on the write path: the registry's verbs give the store the
+// request's field manager in its scope (`managerScope`), and the generic
+// store's write records the Update that manager made (`trackManagedFields`).
 import type { AnyObject, KindInfo } from "@choreo/kit";
 import { nowRfc3339 } from "@choreo/kit/apimachinery";
 import { toKubeJson } from "@choreo/kit/kube-json";
 import type { ManagedFieldsEntry } from "@choreo/kit/gen/choreo/meta/v1/meta";
 import { recordUpdate, type Json, type JsonObject, type ManagedEntry } from "./managed-fields.js";
-import { currentScope, withScope } from "./request-scope.js";
+import type { RequestScope, WriteScope } from "./request-scope.js";
 
-/** Runs `fn` with `manager` as the owner of what it writes to `resource` (no manager: nothing is recorded). */
-export function withManager<T>(manager: string | undefined, resource: string, subresource: string, fn: () => Promise<T>): Promise<T> {
-  if (!manager) return fn();
-  return withScope({ manager: { manager, subresource, resource } }, fn);
-}
-
-/** Runs `fn` with no manager in scope (server-side apply computes its own managedFields). */
-export function withoutManager<T>(fn: () => Promise<T>): Promise<T> {
-  return currentScope()?.manager ? withScope({ manager: undefined }, fn) : fn();
+/** The scope part of a request whose writes to `resource` `manager` owns (no manager: nothing is recorded). */
+export function managerScope(manager: string | undefined, resource: string, subresource: string): RequestScope {
+  return manager ? { manager: { manager, subresource, resource } } : {};
 }
 
 /** ManagedFieldsEntry (protobuf) → Kubernetes JSON. */
@@ -53,11 +47,10 @@ const asJson = (info: KindInfo, v: AnyObject): Json => toKubeJson({ kind: { $cas
  * without managedFields keeps the stored ones; with a manager in scope, its
  * Update (`old` → `v`) is recorded.
  */
-export function trackManagedFields(info: KindInfo, v: AnyObject, old: AnyObject | undefined): void {
+export function trackManagedFields(info: KindInfo, v: AnyObject, old: AnyObject | undefined, s: WriteScope | undefined): void {
   const meta = v.metadata;
   if (!meta) return;
   if (meta.managedFields.length === 0 && old?.metadata?.managedFields.length) meta.managedFields = structuredClone(old.metadata.managedFields);
-  const s = currentScope()?.manager;
   if (!s || s.resource !== info.resource) return;
   const entries = recordUpdate(meta.managedFields.map(entryToJson), old ? asJson(info, old) : undefined, asJson(info, v), {
     manager: s.manager,

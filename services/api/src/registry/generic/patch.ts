@@ -3,7 +3,7 @@ import { applyJsonPatch, applyMergePatch, applyStrategicMergePatch, kubeStrategi
 import { fromKubeJson, toKubeJson } from "@choreo/kit/kube-json";
 import type { Object as ApiObject, PatchRequest } from "@choreo/kit/gen/choreo/api/v1/api";
 import { applyPatch, APPLY_PATCH, asDecoded } from "./apply.js";
-import { withManager } from "./managed-fields-store.js";
+import { managerScope } from "./managed-fields-store.js";
 import type { GenericStore } from "./store.js";
 
 const PATCH_TYPES = ["application/merge-patch+json", "application/json-patch+json", "application/strategic-merge-patch+json", APPLY_PATCH];
@@ -15,7 +15,7 @@ const PATCH_TYPES = ["application/merge-patch+json", "application/json-patch+jso
  */
 export async function patchObject(store: GenericStore, req: PatchRequest): Promise<ApiObject> {
   if (req.patchType === APPLY_PATCH) return applyPatch(store, req);
-  return withManager(req.fieldManager, req.resource, req.subresource === "status" ? "status" : "", () => patchOnce(store, req));
+  return patchOnce(store.withScope(managerScope(req.fieldManager, req.resource, req.subresource === "status" ? "status" : "")), req);
 }
 
 async function patchOnce(store: GenericStore, req: PatchRequest): Promise<ApiObject> {

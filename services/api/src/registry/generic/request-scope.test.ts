@@ -1,56 +1,52 @@
 import assert from "node:assert/strict";
-import { describe, it } from "node:test";
-import { callSignal, withCallSignal } from "../../handlers/call-signal.js";
-import { inEphemeralContainersWrite, throughEphemeralContainers } from "../pods/ephemeral-containers.js";
-import { requestUser, withAdmissionContext } from "./admission-context.js";
-import { isDryRun, withDryRun } from "./dry-run.js";
-import { currentScope } from "./request-scope.js";
-import { withManager, withoutManager } from "./managed-fields-store.js";
+import { before, describe, it } from "node:test";
+import { unwrap } from "@choreo/kit";
+import { fromKubeJson } from "@choreo/kit/kube-json";
+import type { Pod } from "@choreo/kit/gen/choreo/core/v1/core";
+import { startMemoryRegistry, type MemoryRegistry } from "../../testing/memory-registry.js";
+import { testPod } from "../../testing/objects.js";
+import { admissionScope, requestUser } from "./admission-context.js";
+import { isDryRun } from "./dry-run.js";
+import { NO_SCOPE } from "./request-scope.js";
 
-const tick = () => new Promise<void>((r) => setImmediate(r));
+describe("the request scope, passed with the request", () => {
+  let s: MemoryRegistry;
+  before(async () => {
+    s = await startMemoryRegistry();
+  });
 
-describe("the request scope", () => {
-  it("nests: a part set inside another scope keeps the other parts, and each ends with its call", async () => {
-    const ac = new AbortController();
-    const seen = await withCallSignal(ac.signal, () =>
-      withAdmissionContext({ user: "alice", warn: () => undefined }, () =>
-        withDryRun(true, () =>
-          withManager("kubectl", "pods", "", async () => {
-            await tick();
-            const inner = await throughEphemeralContainers(async () => {
-              await tick();
-              return { eph: inEphemeralContainersWrite(), manager: currentScope()?.manager?.manager };
-            });
-            const without = await withoutManager(async () => ({ manager: currentScope()?.manager, dryRun: isDryRun(), user: requestUser() }));
-            return { inner, without, signal: callSignal() === ac.signal, user: requestUser(), dryRun: isDryRun(), eph: inEphemeralContainersWrite() };
-          }),
-        ),
-      ),
+  it("a request's view of the store carries its scope, the store itself none; views nest keeping the other parts", () => {
+    const store = s.registry.store;
+    const alice = store.withScope(admissionScope({ user: "alice", warn: () => undefined }));
+    const dry = alice.withScope({ dryRun: true });
+    assert.equal(store.scope, NO_SCOPE);
+    assert.equal(requestUser(store), "");
+    assert.equal(requestUser(alice), "alice");
+    assert.equal(isDryRun(alice), false);
+    assert.equal(requestUser(dry), "alice", "a part set inside another scope keeps the others");
+    assert.equal(isDryRun(dry), true);
+    assert.equal(isDryRun(dry.withScope({ manager: undefined })), true);
+    assert.equal(dry.storage, store.storage, "the view shares everything else");
+    assert.equal(dry.strategies, store.strategies);
+  });
+
+  it("concurrent requests keep their own scope through the registry: warnings go to the request that caused them", async () => {
+    await s.client.create(
+      fromKubeJson({ apiVersion: "v1", kind: "Namespace", metadata: { name: "warned", labels: { "pod-security.kubernetes.io/warn": "restricted" } } }),
     );
-    assert.deepEqual(seen, {
-      inner: { eph: true, manager: "kubectl" },
-      without: { manager: undefined, dryRun: true, user: "alice" },
-      signal: true,
-      user: "alice",
-      dryRun: true,
-      eph: false,
-    });
-    assert.equal(currentScope(), undefined, "nothing in scope after the call");
-  });
-
-  it("keeps concurrent requests apart", async () => {
-    const one = (user: string, dry: boolean) =>
-      withAdmissionContext({ user, warn: () => undefined }, () =>
-        withDryRun(dry, async () => {
-          await tick();
-          return `${requestUser()}:${isDryRun()}`;
-        }),
-      );
-    assert.deepEqual(await Promise.all([one("a", true), one("b", false), one("c", true)]), ["a:true", "b:false", "c:true"]);
-  });
-
-  it("a false dry run or an absent manager changes nothing in scope", async () => {
-    const r = await withDryRun(true, () => withDryRun(false, () => withManager(undefined, "pods", "", async () => isDryRun())));
-    assert.equal(r, true);
+    const warned: Record<string, string[]> = { a: [], b: [] };
+    const as = (who: "a" | "b") => s.client.as(admissionScope({ user: who, warn: (t) => warned[who].push(t) }));
+    const created = await Promise.all([
+      as("a").create(testPod("pa", {}, "warned")),
+      as("b").create(testPod("pb", {}, "default")),
+      as("a").create(testPod("pa-dry", {}, "warned"), true),
+    ]);
+    assert.deepEqual(
+      created.map((o) => (unwrap(o) as Pod).metadata?.name),
+      ["pa", "pb", "pa-dry"],
+    );
+    assert.equal(warned.a.length, 2, "both of a's pods in the warned namespace are warned about");
+    assert.deepEqual(warned.b, [], "b's pod, in a namespace without a warn level, is not");
+    assert.match(warned.a[0]!, /would violate PodSecurity "restricted:latest"/);
   });
 });

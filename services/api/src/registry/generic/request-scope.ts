@@ -1,12 +1,11 @@
-// The one AsyncLocalStorage of the api: what a request carries down to the
-// code it calls without passing it — the call's abort signal
-// (handlers/call-signal.ts), its admission context (admission-context.ts),
-// dry run (dry-run.ts), field manager (managed-fields-store.ts) and whether
-// it writes through pods/ephemeralcontainers. Each of those modules keeps its
-// own functions; they share this scope so that a promise made anywhere in the
-// process carries one store, not one per module: on Node 20 every enabled
-// AsyncLocalStorage copies its store onto every new promise.
-import { AsyncLocalStorage } from "node:async_hooks";
+// What a request carries down to the code it calls: its admission context
+// (admission-context.ts), dry run (dry-run.ts), field manager
+// (managed-fields-store.ts) and whether it writes through
+// pods/ephemeralcontainers. Passed explicitly — a door hands it to the
+// registry's verb, the registry to a view of the generic store
+// (`GenericStore.withScope`), the store to the strategy hooks — rather than
+// through an AsyncLocalStorage: on Node 20 an enabled AsyncLocalStorage puts
+// promise hooks on every promise the process makes (issue 15).
 import type { UserInfo } from "../../auth/types.js";
 
 /** What a request's admission says back beside its answer, and who asks. */
@@ -32,22 +31,21 @@ export interface WriteScope {
 
 /** Everything a request may have in scope; each part is set by its own `with…` and read by its own module. */
 export interface RequestScope {
-  readonly signal?: AbortSignal | undefined;
   readonly admission?: AdmissionContext | undefined;
   readonly dryRun?: true | undefined;
   readonly manager?: WriteScope | undefined;
   readonly ephemeralContainers?: true | undefined;
 }
 
-const scope = new AsyncLocalStorage<RequestScope>();
+/** No request in scope: the api's own writes (controllers, bootstrap). */
+export const NO_SCOPE: RequestScope = Object.freeze({});
 
-/** The request scope in effect (undefined outside any). */
-export function currentScope(): RequestScope | undefined {
-  return scope.getStore();
+/** Something a request scope is read from: the generic store (a request's view of it) or the scope itself. */
+export interface Scoped {
+  readonly scope: RequestScope;
 }
 
-/** Runs `fn` with the scope in effect changed by `part` (the rest kept). */
-export function withScope<T>(part: RequestScope, fn: () => Promise<T>): Promise<T> {
-  const cur = scope.getStore();
-  return scope.run(cur ? { ...cur, ...part } : part, fn);
+/** `scope` with `part` changed (the rest kept). */
+export function within(scope: RequestScope, part: RequestScope): RequestScope {
+  return { ...scope, ...part };
 }

@@ -40,6 +40,7 @@ import type { ObjectCache } from "../../storage/object-cache.js";
 import { StoreError, type IndexEntry, type ObjectStorage, type Stored } from "../../storage/object-storage.js";
 import { canonicalJson } from "../shared/canonical.js";
 import { isDryRun } from "./dry-run.js";
+import { NO_SCOPE, within, type RequestScope } from "./request-scope.js";
 import { Errors, validateMeta } from "../shared/validation.js";
 import { trackManagedFields } from "./managed-fields-store.js";
 import { parseSelection, selects, selectsObject, type Selection } from "./selection.js";
@@ -74,12 +75,29 @@ export class GenericStore {
   consistentListFromCache = false;
   /** How long a read waits for the cache to reach a revision (Kubernetes: 3 s). */
   cacheWaitMs = 3_000;
+  /**
+   * The request this store serves: none on the store itself (the api's own
+   * writes); a request's view of the store (`withScope`) carries its
+   * admission context, dry run, field manager, subresource.
+   */
+  scope: RequestScope = NO_SCOPE;
 
   constructor(
     readonly storage: ObjectStorage,
     readonly strategies: Strategies,
     readonly log: Logger,
   ) {}
+
+  /**
+   * This store as a request with `part` in its scope (the rest of this
+   * store's scope kept) sees it: everything else — storage, strategies,
+   * object cache — is this store's.
+   */
+  withScope(part: RequestScope): GenericStore {
+    const view = Object.create(this) as GenericStore;
+    view.scope = within(this.scope, part);
+    return view;
+  }
 
   strategy(info: KindInfo): Strategy | undefined {
     return this.strategies[info.case];
@@ -141,7 +159,7 @@ export class GenericStore {
   validate(info: KindInfo, v: AnyObject, old?: AnyObject): void {
     const e = new Errors();
     validateMeta(e, v.metadata ?? emptyMeta(), info.namespaced, this.strategy(info)?.nameRule ?? "subdomain");
-    e.causes.push(...(this.strategy(info)?.validate(v, old) ?? []));
+    e.causes.push(...(this.strategy(info)?.validate(v, old, this.scope) ?? []));
     if (e.causes.length) throw invalid(info.kind, v.metadata?.name ?? "", e.causes, info.group);
   }
 
@@ -156,13 +174,13 @@ export class GenericStore {
     meta.resourceVersion = "";
     v.apiVersion = info.apiVersion;
     v.kind = info.kind;
-    if (mode !== "delete") trackManagedFields(info, v, old?.value);
+    if (mode !== "delete") trackManagedFields(info, v, old?.value, this.scope.manager);
     let object = ObjectMsg.encode(this.wrapValue(info, v)).finish();
     if (object.length > MAX_OBJECT_BYTES) throw tooLarge(`Request entity too large: the object is ${object.length} bytes; limit is ${MAX_OBJECT_BYTES}`);
     // What Redis and the event log hold (a sealed Secret): never the plaintext of a kind with a storage form.
     const stored = strategy?.toStorage?.(v) ?? v;
     if (stored !== v) object = ObjectMsg.encode(this.wrapValue(info, stored)).finish();
-    if (isDryRun()) {
+    if (isDryRun(this)) {
       // Everything but the write: a create still meets an object of that name, an update keeps the stored version.
       if (mode === "create" && (await this.storage.get(info.resource, namespace, meta.name))) throw alreadyExists(info.resource, meta.name, info.group);
       meta.resourceVersion = old ? String(old.revision) : "";
@@ -238,7 +256,7 @@ export class GenericStore {
         try {
           const created = await this.write("create", info, v);
           // A dry run gives back what it allocated (a ClusterIP, node ports): the answer shows them, nothing keeps them.
-          if (isDryRun()) await strategy?.abortCreate?.(v);
+          if (isDryRun(this)) await strategy?.abortCreate?.(v);
           return created;
         } catch (err) {
           // A generated name that collided: draw another.
@@ -279,7 +297,7 @@ export class GenericStore {
   async remove(info: KindInfo, current: Current): Promise<AnyObject> {
     const v = structuredClone(current.value);
     const gone = await this.write("delete", info, v, current);
-    if (isDryRun()) return gone;
+    if (isDryRun(this)) return gone;
     await this.strategy(info)
       ?.afterDelete?.(current.value)
       .catch((err: unknown) => this.log.warn({ err }, "after-delete hook failed"));
@@ -463,7 +481,7 @@ export class GenericStore {
         generation: om.generation,
         generateName: om.generateName,
       });
-      this.strategy(info)?.prepareUpdate?.(next, old);
+      this.strategy(info)?.prepareUpdate?.(next, old, this.scope);
       // Compared as Kubernetes JSON, as the status is: a spec read and written back unchanged (a label edit by
       // kubectl) decodes with empty messages where the stored one had none, and is the same spec.
       const spec = (o: AnyObject): unknown => {

@@ -1,5 +1,6 @@
 import type { AnyObject, KindInfo, StatusCause } from "@choreo/kit";
 import type { NameRule } from "../shared/validation.js";
+import type { RequestScope } from "./request-scope.js";
 import type { Current, GenericStore } from "./store.js";
 
 /**
@@ -13,10 +14,10 @@ export interface Strategy<T extends AnyObject = AnyObject> {
   nameRule?: NameRule;
   /** Fills defaults of a new object (after metadata is set); mutating admission may look other objects up in `store`. */
   prepareCreate?(obj: T, store?: GenericStore): void | Promise<void>;
-  /** Carries over what an update may not change, fills defaults. */
-  prepareUpdate?(obj: T, old: T): void;
+  /** Carries over what an update may not change, fills defaults (`scope`: the request's, e.g. the subresource it came through). */
+  prepareUpdate?(obj: T, old: T, scope?: RequestScope): void;
   /** Field errors of an object (create, or update when `old` is given). */
-  validate(obj: T, old?: T): StatusCause[];
+  validate(obj: T, old?: T, scope?: RequestScope): StatusCause[];
   /**
    * Validating admission after validation, before the write (create, or an
    * update of spec and metadata when `old` is given; not status updates):

@@ -7,6 +7,7 @@ import type { PodDisruptionBudget } from "@choreo/kit/gen/choreo/policy/v1/polic
 import { fromKubeJson, toKubeJson } from "@choreo/kit/kube-json";
 import { rejects } from "../../testing/api-assert.js";
 import { startMemoryRegistry, type MemoryRegistry } from "../../testing/memory-registry.js";
+import type { GenericStore } from "../generic/store.js";
 
 const pdb = (name: string, spec: Record<string, unknown>) =>
   fromKubeJson({ apiVersion: "policy/v1", kind: "PodDisruptionBudget", metadata: { name, namespace: "default" }, spec });
@@ -137,16 +138,18 @@ describe("poddisruptionbudgets", () => {
     await s.client.create(pdb("retry", { maxUnavailable: 2, selector: { matchLabels: { app: "retry" } } }));
     for (const n of ["retry-1", "retry-2"]) await runningPod(n, { app: "retry" }, true);
     const store = s.registry.store;
-    const replace = store.replace.bind(store);
-    /** Before the eviction's status write, another one lands: disruptionsAllowed → `left`, "elsewhere" recorded. */
+    /**
+     * Before the eviction's status write, another one lands: disruptionsAllowed → `left`, "elsewhere" recorded.
+     * Called on the request's view of the store (its `this`), then the class's own replace is back.
+     */
     const interleave = (left: number): void => {
-      store.replace = async (...args: Parameters<typeof replace>) => {
-        store.replace = replace;
+      store.replace = async function (this: GenericStore, ...args: Parameters<GenericStore["replace"]>) {
+        Reflect.deleteProperty(store, "replace");
         const cur = toKubeJson(await s.client.get("poddisruptionbudgets", "default", "retry"));
         const status = cur["status"] as Record<string, unknown>;
         const disruptedPods = { ...(status["disruptedPods"] as Record<string, string>), elsewhere: "2026-11-26T01:00:00Z" };
         await s.client.updateStatus(fromKubeJson({ ...cur, status: { ...status, disruptionsAllowed: left, disruptedPods } }));
-        return replace(...args);
+        return this.replace(...args);
       };
     };
     await setStatus("retry", { disruptionsAllowed: 2, currentHealthy: 2, desiredHealthy: 0, expectedPods: 2 });

@@ -2,7 +2,7 @@
 // and ValidatePodEphemeralContainersUpdate): a write through it takes only
 // spec.ephemeralContainers from the request, everything else as stored.
 import type { EphemeralContainer, Pod, PodSpec } from "@choreo/kit/gen/choreo/core/v1/core";
-import { currentScope, withScope } from "../generic/request-scope.js";
+import type { RequestScope } from "../generic/request-scope.js";
 import { canonicalJson } from "../shared/canonical.js";
 import type { Errors } from "../shared/validation.js";
 import { WHY } from "./unenforced.js";
@@ -10,14 +10,12 @@ import { WHY } from "./unenforced.js";
 /** The subresource's name in paths and requests. */
 export const EPHEMERAL_CONTAINERS = "ephemeralcontainers";
 
-/** Runs `fn` as a write through pods/ephemeralcontainers (the pod strategy reads it). */
-export function throughEphemeralContainers<T>(fn: () => Promise<T>): Promise<T> {
-  return withScope({ ephemeralContainers: true }, fn);
-}
+/** The scope part of a write through pods/ephemeralcontainers (the pod strategy reads it). */
+export const EPHEMERAL_CONTAINERS_SCOPE: RequestScope = { ephemeralContainers: true };
 
 /** Whether the write in progress came through pods/ephemeralcontainers. */
-export function inEphemeralContainersWrite(): boolean {
-  return currentScope()?.ephemeralContainers === true;
+export function inEphemeralContainersWrite(scope: RequestScope | undefined): boolean {
+  return scope?.ephemeralContainers === true;
 }
 
 /**

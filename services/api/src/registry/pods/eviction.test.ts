@@ -6,6 +6,7 @@ import type { Pod, PodCondition } from "@choreo/kit/gen/choreo/core/v1/core";
 import { DeleteOptions } from "@choreo/kit/gen/choreo/meta/v1/meta";
 import { fromKubeJson, toKubeJson } from "@choreo/kit/kube-json";
 import { rejects } from "../../testing/api-assert.js";
+import type { GenericStore } from "../generic/store.js";
 import { startMemoryRegistry, type MemoryRegistry } from "../../testing/memory-registry.js";
 
 // The DisruptionTarget condition the eviction subresource puts on a pod before
@@ -146,13 +147,13 @@ describe("eviction marks the pod DisruptionTarget", () => {
   it("a status written by another writer meanwhile is kept: the condition goes on the newer pod", async () => {
     await makePod("race-1", { app: "race" });
     const store = s.registry.store;
-    const replace = store.replace.bind(store);
-    // Before the eviction's condition write lands, the node agent reports a pod IP.
-    store.replace = async (...args: Parameters<typeof replace>) => {
-      store.replace = replace;
+    // Before the eviction's condition write lands, the node agent reports a pod IP. Called on the request's view
+    // of the store (its `this`); then the class's own replace is back.
+    store.replace = async function (this: GenericStore, ...args: Parameters<GenericStore["replace"]>) {
+      Reflect.deleteProperty(store, "replace");
       const cur = toKubeJson(await s.client.get("pods", "default", "race-1"));
       await s.client.updateStatus(fromKubeJson({ ...cur, status: { ...(cur["status"] as object), podIP: "10.244.1.9" } }));
-      return replace(...args);
+      return this.replace(...args);
     };
     await evict("race-1");
     const pod = await get("race-1");
@@ -167,13 +168,12 @@ describe("eviction marks the pod DisruptionTarget", () => {
     await makePod("flap-1", { app: "flap" }, { ready: false });
     await setBudgetStatus("flap", { disruptionsAllowed: 0, currentHealthy: 1, desiredHealthy: 1, expectedPods: 2 });
     const store = s.registry.store;
-    const page = store.page.bind(store);
     // After the eviction read the pod (not ready) and while it looks for budgets, the pod becomes ready.
-    store.page = async (...args: Parameters<typeof page>) => {
-      store.page = page;
+    store.page = async function (this: GenericStore, ...args: Parameters<GenericStore["page"]>) {
+      Reflect.deleteProperty(store, "page");
       const cur = toKubeJson(await s.client.get("pods", "default", "flap-1"));
       await s.client.updateStatus(fromKubeJson({ ...cur, status: { phase: "Running", conditions: [{ type: "Ready", status: "True" }] } }));
-      return page(...args);
+      return this.page(...args);
     };
     const err = await rejects(evict("flap-1"), 429, "TooManyRequests");
     assert.match(err.status.details?.causes[0]?.message ?? "", /The disruption budget flap is still being processed by the server\./);

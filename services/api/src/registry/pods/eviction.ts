@@ -127,7 +127,7 @@ async function spend(store: GenericStore, pdb: PodDisruptionBudget, podName: str
 async function markAndDelete(store: GenericStore, namespace: string, name: string, options: DeleteOptions): Promise<ApiObject> {
   const podInfo = kindByCase("pod");
   const pre = options.preconditions;
-  for (let attempt = 1; !isDryRun(); attempt++) {
+  for (let attempt = 1; !isDryRun(store); attempt++) {
     const cur = await store.read(podInfo, namespace, name);
     const pod = cur.value as Pod;
     const uid = pod.metadata?.uid ?? "";

@@ -53,18 +53,18 @@ export const podStrategy: Strategy<Pod> = {
       qosClass: pod.spec ? qosClass(pod.spec) : "BestEffort",
     });
   },
-  prepareUpdate(pod, old) {
-    if (inEphemeralContainersWrite()) keepOnlyEphemeralContainers(pod, old);
+  prepareUpdate(pod, old, scope) {
+    if (inEphemeralContainersWrite(scope)) keepOnlyEphemeralContainers(pod, old);
     if (pod.spec) defaultPodSpec(pod.spec);
     // nodeName is set by binding only.
     if (pod.spec && old.spec && !pod.spec.nodeName) pod.spec.nodeName = old.spec.nodeName;
   },
-  validate(pod, old) {
+  validate(pod, old, scope) {
     const e = new Errors();
     validatePodSpec(e, pod.spec, "spec");
     validatePodIps(e, pod);
     if (!old) refuseEphemeralContainers(e, pod.spec, "spec", "cannot be set on create");
-    const viaSubresource = inEphemeralContainersWrite();
+    const viaSubresource = inEphemeralContainersWrite(scope);
     if (old && viaSubresource) validateEphemeralContainersUpdate(e, pod, old);
     if (old && comparableSpec(pod, !viaSubresource) !== comparableSpec(old, !viaSubresource)) {
       e.forbidden(

@@ -39,7 +39,7 @@ function guarded<T extends AnyObject>(s: Strategy<T>, guard: EscalationGuard, re
     ...s,
     async admit(store, obj, old) {
       await s.admit?.(store, obj, old);
-      const user = requestUserInfo();
+      const user = requestUserInfo(store);
       if (!guard.check || !user || onlyGcFields(obj, old)) return;
       guard.check(user, req(obj));
     },

@@ -3,7 +3,8 @@ import { before, describe, it } from "node:test";
 import { isNotFound } from "@choreo/kit";
 import { fromKubeJson } from "@choreo/kit/kube-json";
 import { silentLogger } from "@choreo/kit/log";
-import { withAdmissionContext } from "../../generic/admission-context.js";
+import { admissionScope } from "../../generic/admission-context.js";
+import type { RequestScope } from "../../generic/request-scope.js";
 import { bootstrap, createRegistry, type Registry } from "../../index.js";
 import { MemoryStore } from "../../../storage/memory-store.js";
 import { rejects } from "../../../testing/api-assert.js";
@@ -19,11 +20,11 @@ const pod = (namespace: string, name: string, spec: Record<string, unknown> = {}
   fromKubeJson({ apiVersion: "v1", kind: "Pod", metadata: { name, namespace }, spec: { containers: [{ name: "c", image: "busybox" }], ...spec } });
 const HOSTPATH = { volumes: [{ name: "data", hostPath: { path: "/srv" } }] };
 
-/** Runs `fn` with an admission context; gives back its warnings and audit annotations. */
-async function admitted<T>(fn: () => Promise<T>, user = ""): Promise<{ result: T; warnings: string[]; audit: Record<string, string> }> {
+/** Runs `fn` with an admission context (the scope it writes with); gives back its warnings and audit annotations. */
+async function admitted<T>(fn: (scope: RequestScope) => Promise<T>, user = ""): Promise<{ result: T; warnings: string[]; audit: Record<string, string> }> {
   const warnings: string[] = [];
   const audit: Record<string, string> = {};
-  const result = await withAdmissionContext({ user, warn: (t) => warnings.push(t), annotate: (k, v) => (audit[k] = v) }, fn);
+  const result = await fn(admissionScope({ user, warn: (t) => warnings.push(t), annotate: (k, v) => (audit[k] = v) }));
   return { result, warnings, audit };
 }
 
@@ -65,7 +66,7 @@ describe("pod security admission", () => {
   });
 
   it("warns and audits at the warn and audit levels, without refusing", async () => {
-    const { warnings, audit } = await admitted(() => s.client.create(pod("warned", "plain")));
+    const { warnings, audit } = await admitted((scope) => s.client.as(scope).create(pod("warned", "plain")));
     const want =
       'would violate PodSecurity "restricted:latest": allowPrivilegeEscalation != false (container "c" must set securityContext.allowPrivilegeEscalation=false), ' +
       'unrestricted capabilities (container "c" must set securityContext.capabilities.drop=["ALL"]), runAsNonRoot != true (pod or container "c" must set securityContext.runAsNonRoot=true), ' +
@@ -77,11 +78,7 @@ describe("pod security admission", () => {
 
   it("a refused pod gets no warning beside its 403", async () => {
     const warnings: string[] = [];
-    await rejects(
-      withAdmissionContext({ warn: (t) => warnings.push(t) }, () => s.client.create(pod("warned", "p2", HOSTPATH))),
-      403,
-      "Forbidden",
-    );
+    await rejects(s.client.as(admissionScope({ warn: (t) => warnings.push(t) })).create(pod("warned", "p2", HOSTPATH)), 403, "Forbidden");
     assert.deepEqual(warnings, []);
   });
 
@@ -111,7 +108,7 @@ describe("pod security admission", () => {
         template: { metadata: { labels: { app: "d" } }, spec: { hostPID: true, containers: [{ name: "c", image: "i" }] } },
       },
     });
-    const { warnings } = await admitted(() => s.client.create(deployment));
+    const { warnings } = await admitted((scope) => s.client.as(scope).create(deployment));
     assert.deepEqual(warnings, ['would violate PodSecurity "baseline:latest": host namespaces (hostPID=true)']);
     const cron = fromKubeJson({
       apiVersion: "batch/v1",
@@ -119,14 +116,15 @@ describe("pod security admission", () => {
       metadata: { name: "cj", namespace: "warned" },
       spec: { schedule: "* * * * *", jobTemplate: { spec: { template: { spec: { restartPolicy: "Never", containers: [{ name: "c", image: "i" }] } } } } },
     });
-    assert.deepEqual((await admitted(() => s.client.create(cron))).warnings, [
+    assert.deepEqual((await admitted((scope) => s.client.as(scope).create(cron))).warnings, [
       'would violate PodSecurity "restricted:latest": allowPrivilegeEscalation != false (container "c" must set securityContext.allowPrivilegeEscalation=false), ' +
         'unrestricted capabilities (container "c" must set securityContext.capabilities.drop=["ALL"]), runAsNonRoot != true (pod or container "c" must set securityContext.runAsNonRoot=true), ' +
         'seccompProfile (pod or container "c" must set securityContext.seccompProfile.type to "RuntimeDefault" or "Localhost")',
     ]);
     // An update that leaves the template alone (a label) warns no more.
     assert.deepEqual(
-      (await admitted(() => s.client.patch("cronjobs", "warned", "cj", "application/merge-patch+json", { metadata: { labels: { a: "b" } } }))).warnings,
+      (await admitted((scope) => s.client.as(scope).patch("cronjobs", "warned", "cj", "application/merge-patch+json", { metadata: { labels: { a: "b" } } })))
+        .warnings,
       [],
     );
   });
@@ -154,8 +152,10 @@ describe("pod security admission", () => {
     for (const name of ["b", "a", "c"]) await s.client.create(pod("raise", name, HOSTPATH));
     await s.client.create(pod("raise", "net", { hostPID: true }));
     await s.client.create(pod("raise", "fine"));
-    const { warnings } = await admitted(() =>
-      s.client.patch("namespaces", "", "raise", "application/merge-patch+json", { metadata: { labels: { "pod-security.kubernetes.io/enforce": "baseline" } } }),
+    const { warnings } = await admitted((scope) =>
+      s.client
+        .as(scope)
+        .patch("namespaces", "", "raise", "application/merge-patch+json", { metadata: { labels: { "pod-security.kubernetes.io/enforce": "baseline" } } }),
     );
     assert.deepEqual(warnings, [
       'existing pods in namespace "raise" violate the new PodSecurity enforce level "baseline:latest"',
@@ -163,8 +163,8 @@ describe("pod security admission", () => {
       "net: host namespaces",
     ]);
     // Lowering it, or another label, says nothing.
-    const lowered = await admitted(() =>
-      s.client.patch("namespaces", "", "raise", "application/merge-patch+json", {
+    const lowered = await admitted((scope) =>
+      s.client.as(scope).patch("namespaces", "", "raise", "application/merge-patch+json", {
         metadata: { labels: { "pod-security.kubernetes.io/enforce": "privileged", x: "y" } },
       }),
     );
@@ -187,6 +187,6 @@ describe("pod security admission configuration", () => {
   it("the default enforce level applies to namespaces without labels; exempt users pass", async () => {
     const plain = pod("default", "plain");
     await rejects(registry.create({ object: plain, dryRun: false, fieldManager: "" }), 403, "Forbidden", /violates PodSecurity "restricted:latest"/);
-    await admitted(() => registry.create({ object: plain, dryRun: false, fieldManager: "" }), "ops");
+    await admitted((scope) => registry.create({ object: plain, dryRun: false, fieldManager: "" }, scope), "ops");
   });
 });

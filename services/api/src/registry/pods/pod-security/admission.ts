@@ -68,8 +68,8 @@ export class PodSecurityAdmission {
     return hooks;
   }
 
-  private exemptUser(): boolean {
-    const user = requestUser();
+  private exemptUser(store: GenericStore): boolean {
+    const user = requestUser(store);
     return user !== "" && this.config.exemptUsernames.includes(user);
   }
 
@@ -96,8 +96,8 @@ export class PodSecurityAdmission {
   /** A pod's create, or an update that can change what it runs: enforce (403), audit, warn. */
   async admitPod(store: GenericStore, pod: Pod, old?: Pod): Promise<void> {
     const meta = pod.metadata ?? emptyMeta();
-    if (this.config.exemptNamespaces.includes(meta.namespace)) return addAuditAnnotation(EXEMPT, "namespace");
-    if (this.exemptUser()) return addAuditAnnotation(EXEMPT, "user");
+    if (this.config.exemptNamespaces.includes(meta.namespace)) return addAuditAnnotation(store, EXEMPT, "namespace");
+    if (this.exemptUser(store)) return addAuditAnnotation(store, EXEMPT, "user");
     if (old && !isSignificantPodUpdate(pod, old)) return;
     const policy = await this.policyIn(store, meta.namespace);
     if (MODES.every((m) => policy[m].level === "privileged")) return;
@@ -105,31 +105,31 @@ export class PodSecurityAdmission {
     const refused = evaluate(policy.enforce);
     this.audit(store, "pods", meta, policy.audit, evaluate(policy.audit));
     if (refused.length) {
-      addAuditAnnotation(ENFORCE_POLICY, policyName(policy.enforce));
+      addAuditAnnotation(store, ENFORCE_POLICY, policyName(policy.enforce));
       throw forbidden(`pods "${meta.name}" is forbidden: violates PodSecurity "${policyName(policy.enforce)}": ${forbiddenDetail(refused)}`);
     }
     const warned = evaluate(policy.warn);
-    if (warned.length) addWarning(`would violate PodSecurity "${policyName(policy.warn)}": ${forbiddenDetail(warned)}`);
+    if (warned.length) addWarning(store, `would violate PodSecurity "${policyName(policy.warn)}": ${forbiddenDetail(warned)}`);
   }
 
   /** A workload's pod template: audit and warn, never refused (as Kubernetes). */
   async admitTemplate(store: GenericStore, kind: KindInfo["case"], obj: AnyObject, old?: AnyObject): Promise<void> {
     const template = templateOf(kind, obj);
     const meta = obj.metadata ?? emptyMeta();
-    if (!template?.spec || this.config.exemptNamespaces.includes(meta.namespace) || this.exemptUser()) return;
+    if (!template?.spec || this.config.exemptNamespaces.includes(meta.namespace) || this.exemptUser(store)) return;
     if (old && canonicalJson(templateOf(kind, old) ?? null) === canonicalJson(template)) return;
     const policy = await this.policyIn(store, meta.namespace);
     if (policy.warn.level === "privileged" && policy.audit.level === "privileged") return;
     const evaluate = this.evaluator(template.metadata ?? emptyMeta(), template.spec);
     this.audit(store, kindByCase(kind).resource, meta, policy.audit, evaluate(policy.audit));
     const warned = evaluate(policy.warn);
-    if (warned.length) addWarning(`would violate PodSecurity "${policyName(policy.warn)}": ${forbiddenDetail(warned)}`);
+    if (warned.length) addWarning(store, `would violate PodSecurity "${policyName(policy.warn)}": ${forbiddenDetail(warned)}`);
   }
 
   private audit(store: GenericStore, resource: string, meta: ObjectMeta, lv: LevelVersion, results: CheckResult[]): void {
     if (results.length === 0) return;
     const violations = `would violate PodSecurity "${policyName(lv)}": ${forbiddenDetail(results)}`;
-    addAuditAnnotation(AUDIT_VIOLATIONS, violations);
+    addAuditAnnotation(store, AUDIT_VIOLATIONS, violations);
     store.log.info({ resource, namespace: meta.namespace, name: meta.name, policy: policyName(lv), violations }, "pod security audit violation");
   }
 
@@ -145,7 +145,7 @@ export class PodSecurityAdmission {
       const labelled = MODES.filter((m) => meta.labels[`pod-security.kubernetes.io/${m}`] !== undefined && policy[m].level !== "privileged");
       if (labelled.length) {
         const set = labelled.map((m) => `${m}=${policyName(policy[m])}`).join(", ");
-        addWarning(`namespace "${meta.name}" is exempt from Pod Security, and the policy (${set}) will be ignored`);
+        addWarning(store, `namespace "${meta.name}" is exempt from Pod Security, and the policy (${set}) will be ignored`);
       }
       return;
     }
@@ -155,8 +155,8 @@ export class PodSecurityAdmission {
     if (now.level === was.enforce.level && now.version === was.enforce.version) return;
     if (now.level === "privileged") return;
     if (now.version === was.enforce.version && compareLevels(now.level, was.enforce.level) < 1) return;
-    if (this.exemptUser()) return;
-    for (const w of await this.violationsInNamespace(store, meta.name, now)) addWarning(w);
+    if (this.exemptUser(store)) return;
+    for (const w of await this.violationsInNamespace(store, meta.name, now)) addWarning(store, w);
   }
 
   private async violationsInNamespace(store: GenericStore, namespace: string, lv: LevelVersion): Promise<string[]> {
