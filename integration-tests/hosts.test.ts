@@ -9,7 +9,12 @@
 // - an RC of 3 web pods spreads over the 3 hosts; a client pod on one host
 //   reaches every pod by its IP and through the Service's name (cluster DNS and
 //   the service proxy on its host, the pods on the others);
-// - a host cut off (link down) → its pod is replaced on another host; the
+// - kill -9 of a node agent (three times) while a client on its host asks the
+//   Service: no request lost (the restarted proxy keeps the rules it finds);
+// - a host cut off (link down) → within seconds the other hosts' peer probes
+//   find it silent and their proxies give its pod no new connections, while
+//   the api still has it Ready and in the Endpoints; the cut-off host, every
+//   peer silent, leaves nobody out; its pod is replaced on another host; the
 //   Service answers from the 3 live pods; plugged back, its agent removes the
 //   stale pod (its namespace is gone) and the node is Ready again;
 // - the endpoints actor down while the RC scales down → the deleted pod keeps
@@ -34,6 +39,7 @@ import { run, writeKubeconfig } from "./support/kubectl.js";
 import { service, webRc } from "./support/real-pods-scenarios.js";
 import { kubectlOf, startHostAgent } from "./support/host-agents.js";
 import { createTestHosts, type TestHosts } from "./support/test-hosts.js";
+import { ServiceClient } from "./chaos/service-client.js";
 
 const ROOT = path.resolve(import.meta.dirname, "..");
 const CHOREO_BIN = path.join(ROOT, "services/cli/bin/choreo.js");
@@ -179,29 +185,87 @@ describe("three test hosts: node IPAM, host-gw routes, pods and a Service across
       await kubectl("delete", "pod", "client", "--wait=false");
     }));
 
-  it("a host cut off → its pod replaced on another host, the Service answering from 3 pods; back → its stale pod removed, Ready again", () =>
+  it("kill -9 of host-a's agent (three times) while a client on host-a asks the Service: no request lost", () =>
+    withLogsOnFailure(c, async () => {
+      const client = new ServiceClient(hosts, 0, `http://${await kubectl("get", "svc", "web", "-o", "jsonpath={.spec.clusterIP}")}:80/`);
+      const t0 = Date.now();
+      client.start();
+      try {
+        await waitFor(() => client.between(t0, Date.now()).some((a) => a.ok), { ...WAIT, message: "the client answered" });
+        for (let k = 0; k < 3; k++) {
+          await c.actors.get(nodes[0]!)?.kill();
+          await new Promise((r) => setTimeout(r, 1_000));
+          await startAgent(0);
+          // The restarted agent lists the Services and rewrites its rules meanwhile; the client goes on asking.
+          const from = Date.now();
+          await waitFor(() => client.between(from, Date.now()).length >= 30, { ...WAIT, message: "30 more requests" });
+        }
+      } finally {
+        await client.stop();
+      }
+      const asked = client.between(t0, Date.now());
+      const failed = asked.filter((a) => !a.ok);
+      process.stdout.write(`# kill -9 of host-a's agent ×3: ${failed.length} of ${asked.length} requests failed\n`);
+      assert.deepEqual(
+        failed.map((a) => a.detail),
+        [],
+        "no request failed",
+      );
+    }));
+
+  it("a host cut off → the other hosts leave its pod out before the api acts; its pod replaced on another host, the Service answering from 3 pods; back → its stale pod removed, Ready again", () =>
     withLogsOnFailure(c, async () => {
       const before = await webPods();
       const lost = before.find((p) => p.spec?.nodeName === nodes[2]);
       assert.ok(lost, "a web pod on host-c");
+      const lostIp = lost.status!.podIp;
+      const client = new ServiceClient(hosts, 0, `http://${await kubectl("get", "svc", "web", "-o", "jsonpath={.spec.clusterIP}")}:80/`);
+      client.start();
       const cutAt = Date.now();
+      let replacedAfter = 0;
       hosts.cut(2);
-      const replaced = await waitFor(
-        async () => {
-          const ps = (await webPods()).filter((p) => p.metadata?.uid !== lost.metadata?.uid && p.status?.phase === "Running");
-          return ps.length === 3 && ps.every((p) => p.spec?.nodeName !== nodes[2]) ? ps : undefined;
-        },
-        { ...WAIT, message: "3 web pods Running on the two hosts left" },
-      );
-      const replacedAfter = Date.now() - cutAt;
-      assert.equal(replaced.length, 3);
-      // The Service answers from live pods only (the endpoints follow the replacement).
-      await waitFor(
-        async () => {
-          const eps = (await kubectl("get", "endpoints", "web", "-o", "jsonpath={.subsets[*].addresses[*].ip}")).split(/\s+/).filter(Boolean).sort();
-          return JSON.stringify(eps) === JSON.stringify(replaced.map((p) => p.status!.podIp).sort());
-        },
-        { ...WAIT, message: "the endpoints hold the 3 live pods" },
+      try {
+        // host-a's probes find host-c silent: its proxy gives host-c's pod no new connections, without waiting for the control plane.
+        await waitFor(() => !hosts.exec(0, "iptables-save", ["-t", "nat"]).includes(`--to-destination ${lostIp}:8080`), {
+          ...WAIT,
+          message: "host-a's rules leave host-c's pod out",
+        });
+        assert.ok(ready(await node(nodes[2]!)), "host-c still Ready in the api");
+        const listed = (await kubectl("get", "endpoints", "web", "-o", "jsonpath={.subsets[*].addresses[*].ip}")).split(/\s+/);
+        assert.ok(listed.includes(lostIp), "the Endpoints still list host-c's pod");
+        assert.match(c.actors.get(nodes[0]!)!.output(), /"peer":"host-c".*"msg":"peer unreachable/);
+        // host-c, every peer silent, takes it for its own side: it leaves nobody out (nothing to undo when it returns).
+        await waitFor(() => c.actors.get(nodes[2]!)!.output().includes("most peers unreachable at once"), {
+          ...WAIT,
+          message: "host-c finds every peer silent",
+        });
+        const natC = hosts.exec(2, "iptables-save", ["-t", "nat"]);
+        for (const p of before.filter((x) => x.spec?.nodeName !== nodes[2])) {
+          assert.ok(natC.includes(`--to-destination ${p.status!.podIp}:8080`), `host-c still sends to ${p.spec?.nodeName}'s pod`);
+        }
+        const replaced = await waitFor(
+          async () => {
+            const ps = (await webPods()).filter((p) => p.metadata?.uid !== lost.metadata?.uid && p.status?.phase === "Running");
+            return ps.length === 3 && ps.every((p) => p.spec?.nodeName !== nodes[2]) ? ps : undefined;
+          },
+          { ...WAIT, message: "3 web pods Running on the two hosts left" },
+        );
+        replacedAfter = Date.now() - cutAt;
+        assert.equal(replaced.length, 3);
+        // The Service answers from live pods only (the endpoints follow the replacement).
+        await waitFor(
+          async () => {
+            const eps = (await kubectl("get", "endpoints", "web", "-o", "jsonpath={.subsets[*].addresses[*].ip}")).split(/\s+/).filter(Boolean).sort();
+            return JSON.stringify(eps) === JSON.stringify(replaced.map((p) => p.status!.podIp).sort());
+          },
+          { ...WAIT, message: "the endpoints hold the 3 live pods" },
+        );
+      } finally {
+        await client.stop();
+      }
+      const asked = client.between(cutAt, Date.now());
+      process.stdout.write(
+        `# host cut off → ${asked.filter((a) => !a.ok).length} of ${asked.length} requests from host-a failed until the endpoints dropped its pod\n`,
       );
       hosts.restore(2);
       await waitFor(async () => ready(await node(nodes[2]!)), { ...WAIT, message: "host-c Ready again" });

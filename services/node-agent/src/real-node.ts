@@ -15,6 +15,7 @@ import { ExecServer } from "./streams/exec-server.js";
 import { PortForwardServer } from "./streams/port-forward-server.js";
 import { BridgeNetwork } from "./net/bridge-network.js";
 import { NodeRoutes } from "./net/routes.js";
+import { PeerProbe, type ProbeTarget } from "./net/peer-probe.js";
 import { allocatedPodCidr } from "./node.js";
 import { NAMES } from "./net/types.js";
 import { ServiceProxy } from "./proxy/service-proxy.js";
@@ -51,7 +52,8 @@ export interface RealNode {
  *
  *   BridgeNetwork (cb-<node>, gateway = first address of --pod-cidr)
  *     └ runtime (docker | process) ─ pods get IPs on the bridge, resolv.conf → gateway
- *   NodeAgent ─ extras: ServiceProxy (iptables), ClusterDns (gateway:53), NodeRoutes (host-gw / vxlan), LogServer (NATS), StatsServer (NATS, cgroups)
+ *   NodeAgent ─ extras: ServiceProxy (iptables), ClusterDns (gateway:53), NodeRoutes (host-gw / vxlan),
+ *               PeerProbe (TCP to the routed peers hosting endpoints → the proxy leaves out the unreachable), LogServer (NATS), StatsServer (NATS, cgroups)
  */
 export async function realNode(cfg: AgentConfig, runtimeName: "docker" | "process", d: RealNodeDeps): Promise<RealNode> {
   const node = cfg.nodeName;
@@ -95,7 +97,29 @@ export async function realNode(cfg: AgentConfig, runtimeName: "docker" | "proces
       runtimeVersion: runtimeName === "docker" ? "docker://20.10" : "process://1",
     },
     extras: (a): Runnable[] => {
-      const proxy = new ServiceProxy({ node, client: d.client, nc: d.nc, jsm: d.jsm, log, chainPrefix: NAMES.chainPrefix(node), clusterCidr: cfg.clusterCidr });
+      // Peers on other machines hosting endpoints, probed every 500 ms: the proxy leaves out those that stop answering.
+      const probeMs = peerProbeIntervalMs();
+      const probe: PeerProbe = new PeerProbe({
+        node,
+        log,
+        registry: d.registry,
+        intervalMs: probeMs || 500,
+        targets: (): ProbeTarget[] => {
+          const hosting = proxy.endpointNodes();
+          return routes.routed().filter((p) => hosting.has(p.node));
+        },
+      });
+      const proxy: ServiceProxy = new ServiceProxy({
+        node,
+        client: d.client,
+        nc: d.nc,
+        jsm: d.jsm,
+        log,
+        chainPrefix: NAMES.chainPrefix(node),
+        clusterCidr: cfg.clusterCidr,
+        ...(probeMs > 0 ? { peers: probe } : {}),
+        registry: d.registry,
+      });
       // A deleted pod keeps serving until the Endpoints no longer send it traffic (pod-reconciler deregistrationWait).
       a.endpointsListing = (ip) => proxy.lists(ip);
       // One Services and one Endpoints informer per node: DNS reads the proxy's caches.
@@ -126,6 +150,7 @@ export async function realNode(cfg: AgentConfig, runtimeName: "docker" | "proces
         proxy,
         dns,
         routes,
+        ...(probeMs > 0 ? [probe] : []),
         new LogServer({ nc: d.nc, node, runtime, pods: a.informer, log }),
         new ExecServer({ nc: d.nc, node, runtime, pods: a.informer, log }),
         new PortForwardServer({ nc: d.nc, node, runtime, pods: a.informer, log }),
@@ -134,4 +159,11 @@ export async function realNode(cfg: AgentConfig, runtimeName: "docker" | "proces
     },
   });
   return { agent, network };
+}
+
+/** `CHOREO_PEER_PROBE_MS`: between probes of the peer nodes (default 500); 0 turns the probing off (the proxy then follows the Endpoints only, as kube-proxy). */
+export function peerProbeIntervalMs(env: NodeJS.ProcessEnv = process.env): number {
+  const v = env["CHOREO_PEER_PROBE_MS"];
+  const n = v === undefined || v === "" ? 500 : Number(v);
+  return Number.isFinite(n) && n >= 0 ? n : 500;
 }

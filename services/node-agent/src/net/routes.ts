@@ -231,6 +231,7 @@ export class NodeRoutes implements Runnable {
   private readonly port: number;
   private backends: Record<string, string> = {};
   private unreachable = "";
+  private routedPeers: { node: string; ip: string }[] = [];
   /** Rewrites applied (tests wait on it). */
   syncs = 0;
 
@@ -267,6 +268,11 @@ export class NodeRoutes implements Runnable {
     }
   }
 
+  /** The peers the last pass routed to (on other machines), with their InternalIPs: what the peer probe asks. */
+  routed(): readonly { node: string; ip: string }[] {
+    return this.routedPeers;
+  }
+
   private schedule(): void {
     this.dirty = true;
     if (this.timer) return;
@@ -291,6 +297,7 @@ export class NodeRoutes implements Runnable {
       const onLink = this.backend === "auto" ? await this.onLink(ps.map((p) => p.ip)) : new Set<string>();
       const p = plan(ps, { backend: this.backend, onLink: (ip) => onLink.has(ip), overlay, vni: VXLAN_VNI, port: this.port });
       this.report(p);
+      this.routedPeers = ps.filter((x) => p.backends[x.node]).map((x) => ({ node: x.node, ip: x.ip }));
       // The overlay's entries failing (no `bridge` tool, a refused entry) does not keep the host-gw routes from being written.
       const overlayChanges = overlay
         ? await this.writeOverlay(p.vxlan).catch((err: unknown) => {

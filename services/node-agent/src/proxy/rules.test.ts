@@ -3,7 +3,7 @@ import { describe, it } from "node:test";
 import { fromKubeJson } from "@choreo/kit/kube-json";
 import { unwrap } from "@choreo/kit";
 import type { Endpoints, Service } from "@choreo/kit/gen/choreo/core/v1/core";
-import { backendsOf, isProxyChain, proxyJumps, renderBootstrap, renderProxyRules } from "./rules.js";
+import { backendsOf, isProxyChain, proxyJumps, reachableBackends, renderBootstrap, renderProxyRules } from "./rules.js";
 
 const P = "CHO-abcdef-";
 const OPTS = { chainPrefix: P, clusterCidr: "10.244.0.0/16" };
@@ -120,5 +120,39 @@ describe("renderBootstrap", () => {
     assert.equal(renderBootstrap({ chainPrefix: P, existing: left, jumps: [] }).trim(), "", "nothing declared (emptied), nothing deleted");
     const oneJump = renderBootstrap({ chainPrefix: P, existing: left, jumps: proxyJumps(P).slice(0, 1) });
     assert.equal(oneJump, `*nat\n-I PREROUTING 1 -j ${P}SERVICES\nCOMMIT\n`);
+  });
+});
+
+describe("leaving out unreachable peers' endpoints", () => {
+  const web = service("web", { clusterIP: "10.96.0.10", ports: [{ name: "http", port: 80, targetPort: 8080 }] });
+  const ep = endpoints("web", [
+    {
+      addresses: [
+        { ip: "10.244.1.2", nodeName: "a" },
+        { ip: "10.244.2.2", nodeName: "b" },
+        { ip: "10.244.3.2", nodeName: "c" },
+      ],
+      ports: [{ name: "http", port: 8080, protocol: "TCP" }],
+    },
+  ]);
+  const dnat = (script: string): string[] => lines(script, /DNAT/).map((l) => l.split("--to-destination ")[1]!);
+
+  it("gives an unreachable node's endpoints no new connections; keeps them all when none would be left (fail open)", () => {
+    const all = renderProxyRules([web], [ep], OPTS);
+    assert.deepEqual(dnat(all.script), ["10.244.1.2:8080", "10.244.2.2:8080", "10.244.3.2:8080"]);
+    assert.equal(all.leftOut, 0);
+    const withoutC = renderProxyRules([web], [ep], { ...OPTS, leaveOut: new Set(["c"]) });
+    assert.deepEqual(dnat(withoutC.script), ["10.244.1.2:8080", "10.244.2.2:8080"]);
+    assert.equal(withoutC.leftOut, 1);
+    assert.equal(lines(withoutC.script, /--probability 0\.5000000000/).length, 1, "the spread is over the two left");
+    const none = renderProxyRules([web], [ep], { ...OPTS, leaveOut: new Set(["a", "b", "c"]) });
+    assert.deepEqual(dnat(none.script), dnat(all.script), "fail open");
+    assert.equal(none.leftOut, 0);
+    assert.equal(lines(none.script, /REJECT/).length, 0);
+  });
+
+  it("keeps an address without a node name", () => {
+    const kept = reachableBackends([{ ip: "1", node: "c" }, { ip: "2" }], new Set(["c"]));
+    assert.deepEqual(kept, [{ ip: "2" }]);
   });
 });

@@ -21,6 +21,12 @@ export interface RenderOptions {
   stale?: { filter?: readonly string[]; nat?: readonly string[] };
   /** Jumps from builtin chains to add (those not present yet), from `proxyJumps`. */
   jumps?: readonly ProxyJump[];
+  /**
+   * Nodes this node cannot reach now (net/peer-probe.ts): their endpoints
+   * (an address's `nodeName`) get no new connections — unless that would
+   * leave a service port none, when all are kept (fail open).
+   */
+  leaveOut?: ReadonlySet<string>;
 }
 
 /** A jump from a builtin chain into the proxy's chains. */
@@ -83,6 +89,8 @@ export function renderBootstrap(opts: {
 interface Backend {
   ip: string;
   port: number;
+  /** The node it runs on, as the Endpoints say. */
+  node?: string;
 }
 
 /** The ready addresses serving `sp`: endpoint ports are matched to service ports by name and protocol. */
@@ -91,7 +99,7 @@ export function backendsOf(ep: Endpoints | undefined, sp: ServicePort): Backend[
   for (const subset of ep?.subsets ?? []) {
     const port = subset.ports.find((p) => p.name === sp.name && (p.protocol || "TCP") === (sp.protocol || "TCP"));
     if (!port) continue;
-    for (const a of subset.addresses) out.push({ ip: a.ip, port: port.port });
+    for (const a of subset.addresses) out.push({ ip: a.ip, port: port.port, ...(a.nodeName ? { node: a.nodeName } : {}) });
   }
   const seen = new Set<string>();
   return out
@@ -103,6 +111,15 @@ export function backendsOf(ep: Endpoints | undefined, sp: ServicePort): Backend[
 export interface RenderedRules {
   script: string;
   chains: { filter: string[]; nat: string[] };
+  /** Backends (per service port) left out for their node's sake (`leaveOut`). */
+  leftOut: number;
+}
+
+/** `backends` without those on a node of `leaveOut`, unless none would be left (then all of them). */
+export function reachableBackends<B extends { node?: string }>(backends: readonly B[], leaveOut: ReadonlySet<string> | undefined): B[] {
+  if (!leaveOut || leaveOut.size === 0) return [...backends];
+  const kept = backends.filter((b) => !b.node || !leaveOut.has(b.node));
+  return kept.length > 0 ? kept : [...backends];
 }
 
 /**
@@ -120,6 +137,7 @@ export function renderProxyRules(services: readonly Service[], endpoints: readon
   const nat: string[] = [`-A ${post} -m mark --mark ${MASQ_MARK} -j MASQUERADE`];
   const filter: string[] = [];
   const mark = `-j MARK --set-xmark ${MASQ_MARK}`;
+  let leftOut = 0;
 
   const sorted = [...services].sort((a, b) => key(a).localeCompare(key(b)));
   for (const svc of sorted) {
@@ -130,7 +148,9 @@ export function renderProxyRules(services: readonly Service[], endpoints: readon
       const proto = (sp.protocol || "TCP").toLowerCase();
       const match = `-p ${proto} -m ${proto}`;
       const id = `${key(svc)}:${sp.name}:${proto}`;
-      const backends = backendsOf(byKey.get(key(svc)), sp);
+      const all = backendsOf(byKey.get(key(svc)), sp);
+      const backends = reachableBackends(all, opts.leaveOut);
+      leftOut += all.length - backends.length;
       const nodePort = isNodePort && sp.nodePort > 0 ? sp.nodePort : 0;
       if (backends.length === 0) {
         // Fail fast: a refused connection instead of a SYN into the void.
@@ -180,7 +200,7 @@ export function renderProxyRules(services: readonly Service[], endpoints: readon
     "COMMIT",
     "",
   ].join("\n");
-  return { script, chains: { filter: filterChains, nat: natChains } };
+  return { script, chains: { filter: filterChains, nat: natChains }, leftOut };
 }
 
 function key(svc: Service): string {

@@ -1,9 +1,11 @@
 import type { JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
+import type { Registry } from "prom-client";
 import type { ApiClient } from "@choreo/kit/client";
 import { Informer } from "@choreo/kit/informer";
 import { runAll, sleep, type Runnable } from "@choreo/kit/lifecycle";
 import type { Logger } from "@choreo/kit/log";
+import { getOrCreateGauge } from "@choreo/kit/metrics";
 import { chainsOf, hasRule, removalScript, restore, saveRules } from "../net/iptables.js";
 import { guardLocalnet } from "../net/localnet.js";
 import { isProxyChain, proxyJumps, renderBootstrap, renderProxyRules } from "./rules.js";
@@ -21,6 +23,15 @@ export interface ServiceProxyOptions {
   clusterCidr?: string;
   /** How long changes are gathered before one rewrite (default 50 ms). */
   debounceMs?: number;
+  /** The peers this node cannot reach (net/peer-probe.ts): their endpoints get no new connections while another endpoint is left. */
+  peers?: PeerReachability;
+  registry?: Registry;
+}
+
+/** Which peer nodes to leave out, and a way to hear when that changes. */
+export interface PeerReachability {
+  unreachable(): ReadonlySet<string>;
+  onChange(fn: () => void): void;
 }
 
 /**
@@ -44,6 +55,11 @@ export class ServiceProxy implements Runnable {
   syncs = 0;
   /** Every ready address of every Endpoints, rebuilt on the first question after a change (undefined: stale). */
   private readyIps: Set<string> | undefined;
+  /** The nodes the ready addresses run on, likewise. */
+  private readyNodes: Set<string> | undefined;
+  /** Backends left out for an unreachable peer's sake at the last rewrite. */
+  leftOut = 0;
+  private readonly leftOutGauge?: (n: number) => void;
 
   constructor(private readonly opts: ServiceProxyOptions) {
     const common = { client: opts.client, nc: opts.nc, jsm: opts.jsm, log: opts.log };
@@ -52,8 +68,32 @@ export class ServiceProxy implements Runnable {
     const changed = { onAdd: () => this.schedule(), onUpdate: () => this.schedule(), onDelete: () => this.schedule() };
     this.services.addEventHandler(changed);
     this.endpoints.addEventHandler(changed);
-    const stale = (): void => void (this.readyIps = undefined);
+    const stale = (): void => {
+      this.readyIps = undefined;
+      this.readyNodes = undefined;
+    };
     this.endpoints.addEventHandler({ onAdd: stale, onUpdate: stale, onDelete: stale });
+    opts.peers?.onChange(() => this.schedule());
+    if (opts.registry) {
+      const g = getOrCreateGauge(
+        opts.registry,
+        "choreo_service_proxy_endpoints_left_out",
+        "Service endpoints (per service port) given no new connections because their node is unreachable from this one",
+        ["node"],
+      );
+      this.leftOutGauge = (n) => g.set({ node: opts.node }, n);
+    }
+  }
+
+  /** The nodes some ready endpoint runs on (`nodeName`), this one aside: the peers worth probing. */
+  endpointNodes(): ReadonlySet<string> {
+    if (!this.readyNodes) {
+      const nodes = new Set<string>();
+      for (const ep of this.endpoints.list()) for (const s of ep.subsets) for (const a of s.addresses) if (a.nodeName) nodes.add(a.nodeName);
+      nodes.delete(this.opts.node);
+      this.readyNodes = nodes;
+    }
+    return this.readyNodes;
   }
 
   /** Whether some Endpoints names `ip` as a ready address (what the rules send traffic to), as last seen. */
@@ -139,15 +179,21 @@ export class ServiceProxy implements Runnable {
   }
 
   private async apply(): Promise<void> {
-    const { script, chains } = renderProxyRules(this.services.list(), this.endpoints.list(), {
+    const leaveOut = this.opts.peers?.unreachable();
+    const { script, chains, leftOut } = renderProxyRules(this.services.list(), this.endpoints.list(), {
       chainPrefix: this.opts.chainPrefix,
       clusterCidr: this.opts.clusterCidr ?? "10.244.0.0/16",
       stale: this.written,
+      ...(leaveOut ? { leaveOut } : {}),
     });
     await restore(script);
     this.written = chains;
     this.syncs++;
-    this.opts.log.debug({ node: this.opts.node, natChains: chains.nat.length, syncs: this.syncs }, "service rules applied");
+    if (leftOut !== this.leftOut)
+      this.opts.log.info({ node: this.opts.node, leftOut, peers: [...(leaveOut ?? [])] }, "endpoints on unreachable peers left out");
+    this.leftOut = leftOut;
+    this.leftOutGauge?.(leftOut);
+    this.opts.log.debug({ node: this.opts.node, natChains: chains.nat.length, syncs: this.syncs, leftOut }, "service rules applied");
   }
 
   private async removeRules(): Promise<void> {
