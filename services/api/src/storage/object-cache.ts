@@ -189,17 +189,16 @@ export class ObjectCache {
 
   private apply(c: CachedEvent): void {
     const t = this.tables.get(c.resource);
-    const o = c.event.object;
-    if (!t || c.revision <= t.listedAt || !o?.kind) return;
-    const m = member(c.namespace, o.kind.value.metadata?.name ?? "");
+    if (!t || c.revision <= t.listedAt) return;
+    const m = member(c.namespace, c.name);
     const prev = t.entries.get(m);
-    const deleted = c.event.type === "DELETED";
+    const deleted = c.type === "DELETED";
     if (!prev) {
       if (deleted) return;
       t.added.push(m);
     }
-    const encoded = deleted ? undefined : ObjectMsg.encode(o).finish();
-    const bytes = encoded && Buffer.from(encoded.buffer, encoded.byteOffset, encoded.byteLength);
+    // The watch cache's bytes of the object (encoded once there, shared).
+    const bytes = deleted ? undefined : c.bytes;
     // The version before stays only while a snapshot may read it (it is dropped at compaction).
     t.entries.set(m, { revision: c.revision, bytes, labels: c.labels, fields: c.fields, prev });
     if (prev || deleted) t.history.add(m);
