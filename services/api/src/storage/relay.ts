@@ -5,6 +5,7 @@ import { headers } from "@nats-io/transport-node";
 import { decodeEvent, encodeEvent, EVENT_SIGNATURE_HEADER, newInbox, noticeSubjectOf, streamState, type EventSigner } from "@choreo/kit/bus";
 import type { Logger } from "@choreo/kit/log";
 import { sleep } from "@choreo/kit/lifecycle";
+import { withRevision } from "./event-revision.js";
 import { CHANGES_KEY, RELAY_LOCK_KEY } from "./keys.js";
 
 /** Options of the relay. */
@@ -160,11 +161,9 @@ export class Relay {
         if (k === "s") subject = (fields[i + 1] as Buffer).toString();
         else if (k === "e") data = fields[i + 1] as Buffer;
       }
-      const ev = decodeEvent(data ?? Buffer.alloc(0));
-      ev.revision = rev;
-      const meta = ev.object?.kind?.value.metadata;
-      if (meta) meta.resourceVersion = String(rev);
-      batch.push({ rev, subject, bytes: encodeEvent(ev) });
+      // The revision written into the record's bytes (event-revision.ts); decoded and encoded only if they are not as the store writes them.
+      const bytes = (data && withRevision(data, rev)) ?? reencode(data ?? Buffer.alloc(0), rev);
+      batch.push({ rev, subject, bytes });
       expected = rev;
     }
     const signatures = this.opts.signer ? await Promise.all(batch.map((b) => this.opts.signer!.signAsync(b.bytes))) : undefined;
@@ -234,6 +233,15 @@ export class Relay {
     this.acks = { inbox, sub, waiting };
     return this.acks;
   }
+}
+
+/** The event of a change record with its revision and its object's resourceVersion set, by decoding and encoding it. */
+function reencode(data: Uint8Array, rev: number): Uint8Array {
+  const ev = decodeEvent(data);
+  ev.revision = rev;
+  const meta = ev.object?.kind?.value.metadata;
+  if (meta) meta.resourceVersion = String(rev);
+  return encodeEvent(ev);
 }
 
 const utf8 = new TextDecoder();

@@ -1,0 +1,174 @@
+/**
+ * A change record's event with its revision written in, without decoding it.
+ *
+ * The store writes each change record before Redis assigns its revision: an
+ * encoded WatchEvent whose `revision` (field 4) is 0 and whose object's
+ * `metadata.resourceVersion` is "" (the object's bytes appended as field 2
+ * after the other fields, store.ts). The relay publishes the event with both
+ * set. `withRevision` does that on the wire: it walks the event → Object (one
+ * oneof field: the kind) → the kind (`metadata`, field 3 of every kind) →
+ * ObjectMeta, inserts `resource_version` (field 5) and the event's
+ * `revision`, fixes the three enclosing lengths and puts the event's fields
+ * in field-number order — the bytes ts-proto's encoder gives for the decoded
+ * event with both set (event-revision.test.ts checks it for every kind),
+ * without building the object.
+ */
+
+/** The wire type of length-delimited fields. */
+const LEN = 2;
+/** WatchEvent: object = 2, status = 3, revision = 4 (varint). */
+const EVENT_OBJECT = 2;
+const EVENT_REVISION = 4;
+/** Every kind's message: metadata = 3. */
+const KIND_METADATA = 3;
+/** ObjectMeta: resource_version = 5. */
+const META_RESOURCE_VERSION = 5;
+
+/** A field's extent: where its tag starts and ends, where its value's bytes start (after a length, if any), where it ends. */
+interface Span {
+  num: number;
+  wire: number;
+  start: number;
+  tagEnd: number;
+  data: number;
+  end: number;
+}
+
+/** Thrown inside the walk when the bytes are not as expected; withRevision answers undefined. */
+const MALFORMED = new Error("malformed");
+
+function readVarint(b: Uint8Array, pos: number, end: number): [value: number, next: number] {
+  let value = 0;
+  let mul = 1;
+  for (let i = pos; i < end && i < pos + 10; i++) {
+    const byte = b[i] as number;
+    value += (byte & 0x7f) * mul;
+    if (byte < 0x80) return [value, i + 1];
+    mul *= 128;
+  }
+  throw MALFORMED;
+}
+
+/** The fields of a message between `pos` and `end`, in the order they appear. */
+function fields(b: Uint8Array, pos: number, end: number): Span[] {
+  const out: Span[] = [];
+  while (pos < end) {
+    const start = pos;
+    const [tag, afterTag] = readVarint(b, pos, end);
+    const num = Math.floor(tag / 8);
+    const wire = tag & 7;
+    let data = afterTag;
+    switch (wire) {
+      case 0:
+        pos = readVarint(b, afterTag, end)[1];
+        break;
+      case 1:
+        pos = afterTag + 8;
+        break;
+      case LEN: {
+        const [len, afterLen] = readVarint(b, afterTag, end);
+        data = afterLen;
+        pos = afterLen + len;
+        break;
+      }
+      case 5:
+        pos = afterTag + 4;
+        break;
+      default:
+        throw MALFORMED; // groups: none of our messages has them
+    }
+    if (num === 0 || pos > end) throw MALFORMED;
+    out.push({ num, wire, start, tagEnd: afterTag, data, end: pos });
+  }
+  return out;
+}
+
+function varintSize(v: number): number {
+  let n = 1;
+  while (v >= 128) {
+    v = Math.floor(v / 128);
+    n++;
+  }
+  return n;
+}
+
+/** Writes `v` as a varint at `pos`; returns the position after it. */
+function writeVarint(out: Uint8Array, pos: number, v: number): number {
+  while (v >= 128) {
+    out[pos++] = (v % 128) | 0x80;
+    v = Math.floor(v / 128);
+  }
+  out[pos++] = v;
+  return pos;
+}
+
+/** The one length-delimited field numbered `num` among `fs`, or a MALFORMED throw. */
+function only(fs: Span[], num: number): Span {
+  const found = fs.filter((f) => f.num === num);
+  if (found.length !== 1 || found[0]!.wire !== LEN) throw MALFORMED;
+  return found[0]!;
+}
+
+/**
+ * The event's bytes with `revision` set and its object's
+ * `metadata.resourceVersion` = String(revision), in the encoder's field
+ * order; undefined when the bytes are not a change record as the store
+ * writes it (no object or metadata, a revision or resourceVersion already
+ * set, unreadable): the caller then decodes and encodes.
+ */
+export function withRevision(event: Uint8Array, revision: number): Uint8Array | undefined {
+  if (!Number.isSafeInteger(revision) || revision <= 0) return undefined;
+  try {
+    const top = fields(event, 0, event.length);
+    if (top.some((f) => f.num === EVENT_REVISION)) return undefined;
+    const obj = only(top, EVENT_OBJECT);
+    // Object: exactly one field, the kind (the oneof).
+    const objFields = fields(event, obj.data, obj.end);
+    if (objFields.length !== 1 || objFields[0]!.wire !== LEN) return undefined;
+    const kind = objFields[0]!;
+    const meta = only(fields(event, kind.data, kind.end), KIND_METADATA);
+    const metaFields = fields(event, meta.data, meta.end);
+    if (metaFields.some((f) => f.num === META_RESOURCE_VERSION)) return undefined;
+    const at = metaFields.find((f) => f.num > META_RESOURCE_VERSION)?.start ?? meta.end;
+
+    const rv = String(revision);
+    const rvField = 1 + varintSize(rv.length) + rv.length;
+    // The new lengths of ObjectMeta, the kind and the Object (each grows by the field and by its child's longer length).
+    const metaLen = meta.end - meta.data + rvField;
+    const kindLen = kind.end - kind.data + (meta.tagEnd - meta.start) + varintSize(metaLen) + metaLen - (meta.end - meta.start);
+    const objLen = kind.tagEnd - kind.start + varintSize(kindLen) + kindLen;
+    if (kind.start !== obj.data || kind.end !== obj.end) return undefined;
+    const total = event.length - (obj.end - obj.start) + (obj.tagEnd - obj.start) + varintSize(objLen) + objLen + 1 + varintSize(revision);
+
+    const out = new Uint8Array(total);
+    let p = 0;
+    const copy = (from: number, to: number): void => {
+      out.set(event.subarray(from, to), p);
+      p += to - from;
+    };
+    for (const f of top) if (f.num < EVENT_OBJECT) copy(f.start, f.end);
+    // The object's tag and new length, the kind's tag and new length, the kind's fields before the metadata, its tag and new length …
+    copy(obj.start, obj.tagEnd);
+    p = writeVarint(out, p, objLen);
+    copy(kind.start, kind.tagEnd);
+    p = writeVarint(out, p, kindLen);
+    copy(kind.data, meta.tagEnd);
+    p = writeVarint(out, p, metaLen);
+    // … ObjectMeta up to field 5, resource_version, the rest of ObjectMeta and of the kind.
+    copy(meta.data, at);
+    out[p++] = (META_RESOURCE_VERSION << 3) | LEN;
+    p = writeVarint(out, p, rv.length);
+    for (let i = 0; i < rv.length; i++) out[p++] = rv.charCodeAt(i);
+    copy(at, kind.end);
+    // Then the event's status (none in a change record), revision, and the rest in field order.
+    for (const f of top) if (f.num > EVENT_OBJECT && f.num < EVENT_REVISION) copy(f.start, f.end);
+    out[p++] = EVENT_REVISION << 3;
+    p = writeVarint(out, p, revision);
+    for (const f of top) if (f.num > EVENT_REVISION) copy(f.start, f.end);
+    if (p !== total) return undefined;
+    return out;
+  } catch (err) {
+    if (err === MALFORMED) return undefined;
+    throw err;
+  }
+}
