@@ -59,6 +59,21 @@ export interface Current {
 }
 
 /**
+ * A deep copy of `v`, an object of `info`'s kind: its message's fromPartial,
+ * which copies every field, ~20× cheaper than structuredClone on these plain
+ * messages (a pod: 1 µs against 20). Bytes fields are shared — nothing
+ * writes into one.
+ */
+export function copyOf<T extends AnyObject>(info: KindInfo, v: T): T {
+  return unwrap(ObjectMsg.fromPartial({ kind: { $case: info.case, value: v } } as ApiObject)) as T;
+}
+
+/** The object of a request, copied (the store fills and changes it). */
+function requestObject(info: KindInfo, o: ApiObject | undefined): AnyObject {
+  return copyOf(info, unwrap(o as ApiObject));
+}
+
+/**
  * The generic store (Kubernetes' registry/generic Store): the verbs every
  * kind shares — get, list, create, update, delete — with metadata,
  * preconditions, finalizers and optimistic concurrency, over the object
@@ -295,7 +310,7 @@ export class GenericStore {
 
   /** Removes an object now (bypassing graceful deletion); returns its last state. */
   async remove(info: KindInfo, current: Current): Promise<AnyObject> {
-    const v = structuredClone(current.value);
+    const v = copyOf(info, current.value);
     const gone = await this.write("delete", info, v, current);
     if (isDryRun(this)) return gone;
     await this.strategy(info)
@@ -427,18 +442,17 @@ export class GenericStore {
 
   async create(req: CreateRequest): Promise<ApiObject> {
     const info = this.info(req.object);
-    const v = structuredClone(unwrap(req.object as ApiObject));
-    return this.wrapValue(info, await this.createObject(info, v));
+    return this.wrapValue(info, await this.createObject(info, requestObject(info, req.object)));
   }
 
   async update(req: UpdateRequest): Promise<ApiObject> {
     const info = this.info(req.object);
-    return this.wrapValue(info, await this.replace(info, structuredClone(unwrap(req.object as ApiObject)), false));
+    return this.wrapValue(info, await this.replace(info, requestObject(info, req.object), false));
   }
 
   async updateStatus(req: UpdateRequest): Promise<ApiObject> {
     const info = this.info(req.object);
-    return this.wrapValue(info, await this.replace(info, structuredClone(unwrap(req.object as ApiObject)), true));
+    return this.wrapValue(info, await this.replace(info, requestObject(info, req.object), true));
   }
 
   private info(o: ApiObject | undefined): KindInfo {
@@ -456,7 +470,7 @@ export class GenericStore {
     const old = cur.value;
     let next: AnyObject;
     if (statusOnly) {
-      next = structuredClone(old);
+      next = copyOf(info, old);
       (next as { status?: unknown }).status = (v as { status?: unknown }).status;
     } else {
       // Compared as Kubernetes JSON: a zero Go struct and an absent one are the same status (the JSON
@@ -542,7 +556,7 @@ export class GenericStore {
   }
 
   private async deleteCurrent(info: KindInfo, req: DeleteRequest, cur: Current): Promise<ApiObject> {
-    const v = structuredClone(cur.value);
+    const v = copyOf(info, cur.value);
     const meta = v.metadata ?? emptyMeta();
     const opts = req.options;
     if (opts?.propagationPolicy && !["Orphan", "Background", "Foreground"].includes(opts.propagationPolicy)) {

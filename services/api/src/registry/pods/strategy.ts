@@ -1,4 +1,4 @@
-import { PodStatus, type Pod } from "@choreo/kit/gen/choreo/core/v1/core";
+import { PodSpec, PodStatus, type Pod } from "@choreo/kit/gen/choreo/core/v1/core";
 import { canonicalJson } from "../shared/canonical.js";
 import { nowRfc3339 } from "@choreo/kit/apimachinery";
 import type { Strategy } from "../generic/strategy.js";
@@ -14,7 +14,8 @@ import {
 } from "./ephemeral-containers.js";
 
 function comparableSpec(p: Pod, withEphemeral: boolean): string {
-  const spec = structuredClone(p.spec);
+  // A copy to blank what may change (PodSpec's fromPartial copies every field).
+  const spec = p.spec ? PodSpec.fromPartial(p.spec) : undefined;
   if (!spec) return "";
   // Changed through pods/ephemeralcontainers only.
   if (!withEphemeral) spec.ephemeralContainers = [];
