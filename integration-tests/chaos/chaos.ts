@@ -52,7 +52,9 @@ export const hostNode = (i: number): string => `host-${i}`;
 export async function startChaosCluster(opts: { nodes?: number; hosts?: boolean } = {}): Promise<ChaosCluster> {
   const nodes = opts.nodes ?? 3;
   const hosts = opts.hosts ? createTestHosts(nodes) : undefined;
-  const ha = await startRedisHa({ replicas: 2, sentinels: 3 }).catch((err: unknown) => {
+  // min-replicas-to-write 1: a killed primary restarted as a primary (before the sentinels demote it) refuses writes instead of
+  // taking them on a branch the failover throws away — as `choreo up --ha` runs it.
+  const ha = await startRedisHa({ replicas: 2, sentinels: 3, minReplicasToWrite: 1 }).catch((err: unknown) => {
     hosts?.destroy();
     throw err;
   });

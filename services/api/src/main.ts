@@ -86,7 +86,7 @@ const redisStore = new RedisStore(redis, {
     unreplicatedAt = Date.now();
     log.warn({ acknowledged, wanted: config.durabilityReplicas }, "writes answered without their replicas' acknowledgement (WAIT timed out)");
   },
-  ...(config.writeDurability === "log" ? { durable: (rev: number) => fence.watermark?.reached(rev) ?? Promise.resolve() } : {}),
+  ...(config.writeDurability === "log" ? { durable: (rev: number, written: Uint8Array) => fence.watermark?.reached(rev, written) ?? Promise.resolve() } : {}),
 });
 // Every store operation timed (choreo_api_store_request_duration_seconds).
 const store = instrumentStorage(redisStore, m.storeLatency);

@@ -1,25 +1,55 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { ApiError } from "@choreo/kit";
-import { LogWatermark } from "./log-watermark.js";
+import { Object as ObjectMsg, WatchEvent } from "@choreo/kit/gen/choreo/api/v1/api";
+import { fromKubeJson } from "@choreo/kit/kube-json";
+import { LogWatermark, sameChange } from "./log-watermark.js";
+
+/** A ConfigMap as the store writes it (resourceVersion ""), with `data`. */
+function configMap(name: string, data: Record<string, string>): ObjectMsg {
+  return fromKubeJson({ apiVersion: "v1", kind: "ConfigMap", metadata: { name, namespace: "default", uid: `uid-${name}`, resourceVersion: "" }, data });
+}
+
+/** The change record's event as the generic store writes it: the other fields, then the object's bytes as field 2. */
+function written(o: ObjectMsg, type = "ADDED"): Uint8Array {
+  return WatchEvent.encode({ type, object: undefined, status: undefined, revision: 0, prevLabels: {}, prevFields: {}, hasPrev: false })
+    .uint32(18)
+    .bytes(ObjectMsg.encode(o).finish())
+    .finish();
+}
+
+/** The event as the log holds it at `rev` (the relay writes the revision and the resourceVersion in), decoded as the watch cache reads it. */
+function logged(record: Uint8Array, rev: number): WatchEvent {
+  const ev = WatchEvent.decode(record);
+  ev.revision = rev;
+  const meta = ev.object?.kind?.value.metadata;
+  if (meta) meta.resourceVersion = String(rev);
+  return WatchEvent.decode(WatchEvent.encode(ev).finish());
+}
 
 /** A watch cache reduced to what the watermark reads: revisions appended by the test. */
 function fakeCache() {
   let last = 0;
   let wake: (() => void) | undefined;
+  const events = new Map<number, WatchEvent>();
+  const filler = logged(written(configMap("filler", {})), 0);
   return {
     ready: Promise.resolve(),
     get lastRevision() {
       return last;
     },
-    append(rev: number) {
+    append(rev: number, event?: WatchEvent) {
+      if (event) events.set(rev, event);
       last = rev;
       wake?.();
     },
-    async *since(from: number, signal: AbortSignal): AsyncGenerator<{ revision: number }, "expired" | "aborted"> {
+    async *since(from: number, signal: AbortSignal): AsyncGenerator<{ revision: number; event: WatchEvent }, "expired" | "aborted"> {
       let cursor = from;
       while (!signal.aborted) {
-        while (cursor < last) yield { revision: ++cursor };
+        while (cursor < last) {
+          cursor++;
+          yield { revision: cursor, event: events.get(cursor) ?? filler };
+        }
         await new Promise<void>((r) => {
           wake = r;
           signal.addEventListener("abort", () => r(), { once: true });
@@ -72,5 +102,44 @@ describe("LogWatermark", () => {
     await running2;
     ac.abort();
     await running;
+  });
+
+  it("a write whose revision the log holds for another change (two Redis primaries in a split brain) → 503, not acknowledged", async () => {
+    const cache = fakeCache();
+    const w = new LogWatermark(cache as never, 5_000);
+    const ac = new AbortController();
+    const running = w.start(ac.signal);
+    await new Promise((r) => setImmediate(r));
+    const mine = written(configMap("mine", { a: "1" }));
+    const theirs = written(configMap("theirs", { a: "1" }));
+    const notRecorded = (e: unknown) => e instanceof ApiError && e.status.code === 503 && /another change at its revision 7/.test(e.status.message);
+    // Waiting: the log's 7 is another object's create.
+    const p = w.reached(7, mine);
+    cache.append(7, logged(theirs, 7));
+    await assert.rejects(p, notRecorded);
+    // Already in the log when asked: checked against the cache's change at that revision.
+    await assert.rejects(w.reached(7, mine), notRecorded);
+    // The same object, other content (two primaries updating one object at one revision).
+    cache.append(8, logged(written(configMap("mine", { a: "2" }), "MODIFIED"), 8));
+    await assert.rejects(w.reached(8, written(configMap("mine", { a: "3" }), "MODIFIED")), (e: unknown) => e instanceof ApiError && e.status.code === 503);
+    // The same object and content but another type (a delete logged where an update was written).
+    cache.append(9, logged(written(configMap("mine", { a: "2" }), "DELETED"), 9));
+    await assert.rejects(w.reached(9, written(configMap("mine", { a: "2" }), "MODIFIED")), (e: unknown) => e instanceof ApiError && e.status.code === 503);
+    // This write at its revision: answered, waiting or not.
+    const ok = written(configMap("mine", { a: "4" }), "MODIFIED");
+    const q = w.reached(10, ok);
+    cache.append(10, logged(ok, 10));
+    await q;
+    await w.reached(10, ok);
+    ac.abort();
+    await running;
+  });
+
+  it("sameChange: a written record and its logged form match for every change type; the resourceVersion the relay writes in is not a difference", () => {
+    for (const type of ["ADDED", "MODIFIED", "DELETED"]) {
+      const rec = written(configMap("x", { k: "v" }), type);
+      assert.equal(sameChange(rec, logged(rec, 12345)), true, type);
+      assert.equal(sameChange(rec, logged(written(configMap("x", { k: "w" }), type), 12345)), false, type);
+    }
   });
 });

@@ -3,15 +3,33 @@
 // once its revision is in the log — JetStream's copy, which survives the
 // loss of Redis (recovery.ts puts it back) and, on a NATS cluster with an R3
 // stream, the loss of a NATS server.
+//
+// The log must hold *this* write at its revision, not merely some write: in a
+// Redis split brain (a killed primary restarted as a primary before Sentinel
+// demotes it, with another api replica still writing to it) two primaries
+// hand out the same revision, one relay's publish wins, and the other write —
+// at a revision the log already has — used to be answered as durable and then
+// vanished with the demoted primary (the chaos suite's "acknowledged scale
+// never acted on"). A write whose revision the log holds for another change is
+// refused (503): it was not recorded.
 import { ApiError, failure } from "@choreo/kit";
+import { Object as ObjectMsg, WatchEvent } from "@choreo/kit/gen/choreo/api/v1/api";
 import type { Runnable } from "@choreo/kit/lifecycle";
 import type { WatchCache } from "./watch-cache.js";
 
 interface Waiter {
   revision: number;
+  /** The change record's event as the store wrote it (revision 0, resourceVersion ""), to check the log's change is this one. */
+  written: Uint8Array | undefined;
   resolve(): void;
   reject(err: unknown): void;
   timer: NodeJS.Timeout;
+}
+
+/** What the watermark reads of a change in the log. */
+interface LogChange {
+  revision: number;
+  readonly event: WatchEvent;
 }
 
 export class LogWatermark implements Runnable {
@@ -20,7 +38,9 @@ export class LogWatermark implements Runnable {
   private waiters: Waiter[] = [];
 
   constructor(
-    private readonly cache: Pick<WatchCache, "ready" | "lastRevision" | "since">,
+    private readonly cache: Pick<WatchCache, "ready" | "lastRevision"> & {
+      since(from: number, signal: AbortSignal): AsyncGenerator<LogChange, "expired" | "aborted">;
+    },
     private readonly timeoutMs = 10_000,
   ) {}
 
@@ -38,7 +58,7 @@ export class LogWatermark implements Runnable {
     while (!signal.aborted) {
       this.advance(this.cache.lastRevision);
       // "expired": this follower fell behind the cache's ring (it cannot, unless starved): start again from its newest.
-      for await (const ev of this.cache.since(Math.max(this.seen, 0), signal)) this.advance(ev.revision);
+      for await (const ev of this.cache.since(Math.max(this.seen, 0), signal)) this.advance(ev.revision, ev);
     }
     this.running = false;
     for (const w of this.waiters.splice(0)) {
@@ -51,13 +71,20 @@ export class LogWatermark implements Runnable {
    * Resolves once `revision` is in the log (at once while not running: the
    * api's own bootstrap writes, before its watch cache and relay start); a
    * 504 Timeout after the timeout (the write is stored; the log has not
-   * confirmed it).
+   * confirmed it). With `written` (the change record's event as the store
+   * wrote it), the log's change at that revision must be this write: another
+   * change there → 503, the write was not recorded.
    */
-  reached(revision: number): Promise<void> {
-    if (revision <= this.seen || !this.running) return Promise.resolve();
+  async reached(revision: number, written?: Uint8Array): Promise<void> {
+    if (!this.running) return;
+    if (revision <= this.seen) {
+      if (written) this.check(revision, written, await this.changeAt(revision));
+      return;
+    }
     return new Promise((resolve, reject) => {
       const w: Waiter = {
         revision,
+        written,
         resolve,
         reject,
         timer: setTimeout(() => {
@@ -75,7 +102,31 @@ export class LogWatermark implements Runnable {
     });
   }
 
-  private advance(revision: number): void {
+  /** The log's change at `revision`, from the watch cache (undefined: no longer held — not checked). */
+  private async changeAt(revision: number): Promise<LogChange | undefined> {
+    const ac = new AbortController();
+    try {
+      for await (const ev of this.cache.since(revision - 1, ac.signal)) return ev.revision === revision ? ev : undefined;
+      return undefined;
+    } finally {
+      ac.abort();
+    }
+  }
+
+  /** Throws the 503 when the log's change at `revision` is not the write. */
+  private check(revision: number, written: Uint8Array, change: LogChange | undefined): void {
+    if (!change || sameChange(written, change.event)) return;
+    throw new ApiError(
+      failure(
+        503,
+        "ServiceUnavailable",
+        `the write was not recorded: the event log holds another change at its revision ${revision} (the store failed over); read the object and try again`,
+        { retryAfterSeconds: 1 },
+      ),
+    );
+  }
+
+  private advance(revision: number, change?: LogChange): void {
     if (revision <= this.seen) return;
     this.seen = revision;
     if (this.waiters.length === 0) return;
@@ -83,9 +134,32 @@ export class LogWatermark implements Runnable {
     for (const w of this.waiters) {
       if (w.revision <= revision) {
         clearTimeout(w.timer);
-        w.resolve();
+        try {
+          // The change at the waiter's own revision is the one to compare (revisions come one by one, in order).
+          if (w.written && change && change.revision === w.revision) this.check(w.revision, w.written, change);
+          w.resolve();
+        } catch (err) {
+          w.reject(err);
+        }
       } else still.push(w);
     }
     this.waiters = still;
   }
+}
+
+/**
+ * Whether the log's event is the change the store wrote: the same type and
+ * the same object, byte for byte, once the log's resourceVersion (which the
+ * relay writes in) is blanked as the store wrote it.
+ */
+export function sameChange(written: Uint8Array, logged: WatchEvent): boolean {
+  const w = WatchEvent.decode(written);
+  if (w.type !== logged.type || !w.object?.kind || !logged.object?.kind) return w.type === logged.type && !w.object?.kind === !logged.object?.kind;
+  const value = logged.object.kind.value;
+  // A copy with resourceVersion "" (the decoded event is shared with watchers: not changed in place).
+  const blanked = {
+    ...logged.object,
+    kind: { ...logged.object.kind, value: { ...value, metadata: value.metadata && { ...value.metadata, resourceVersion: "" } } },
+  } as ObjectMsg;
+  return Buffer.from(ObjectMsg.encode(w.object).finish()).equals(ObjectMsg.encode(blanked).finish());
 }

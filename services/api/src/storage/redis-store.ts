@@ -56,7 +56,7 @@ export interface RedisStoreOptions {
   waitReplicas?: number;
   onUnreplicated?: (acknowledged: number) => void;
   /** Write durability "log": a write is answered once this resolves for its revision (LogWatermark.reached). */
-  durable?: (revision: number) => Promise<void>;
+  durable?: (revision: number, written: Uint8Array) => Promise<void>;
 }
 
 /** How long a batch waits for its replicas (durability "replica"). */
@@ -149,7 +149,7 @@ export class RedisStore implements ObjectStorage {
       this.opts.onBehind?.(current, floor);
       throw storeBehind(current, floor);
     }
-    await this.opts.durable?.(rev);
+    await this.opts.durable?.(rev, op.event);
     return rev;
   }
 

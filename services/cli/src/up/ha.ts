@@ -31,7 +31,9 @@ export interface ReplicaPorts {
 export async function startHaServers(dataDir: string, logs: string, adopt: Adopt): Promise<{ nats: NatsClusterHandle; redis: RedisHaHandle }> {
   const nats = await startNatsCluster({ size: 3, dir: path.join(dataDir, "nats-cluster"), logDir: logs });
   for (const m of nats.members) await adopt(m.name, m.process(), async () => (await m.restart(), m.process()));
-  const redis = await startRedisHa({ replicas: 2, sentinels: 3, dir: path.join(dataDir, "redis-ha") });
+  // A primary without a connected replica refuses writes (min-replicas-to-write 1): a killed primary back as a primary before the
+  // sentinels demote it takes no write the failover would throw away (a split brain); one replica may be lost.
+  const redis = await startRedisHa({ replicas: 2, sentinels: 3, minReplicasToWrite: 1, dir: path.join(dataDir, "redis-ha") });
   for (const [i, m] of redis.nodes.entries()) await adopt(`redis-${i}`, m.process(), async () => (await m.restart(), m.process()));
   for (const [i, m] of redis.sentinels.entries()) await adopt(`sentinel-${i}`, m.process(), async () => (await m.restart(), m.process()));
   return { nats, redis };
