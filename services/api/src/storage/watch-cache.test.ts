@@ -13,7 +13,16 @@ import { DECODED_WINDOW, WatchCache, type CachedEvent } from "./watch-cache.js";
 /** A change at `rev` of a ConfigMap (or a Secret) whose data is `size` bytes, as the log delivers it (decoded from its message). */
 function change(
   rev: number,
-  opts: { name?: string; namespace?: string; kind?: "ConfigMap" | "Secret"; size?: number; type?: string; labels?: Record<string, string> } = {},
+  opts: {
+    name?: string;
+    namespace?: string;
+    kind?: "ConfigMap" | "Secret";
+    size?: number;
+    type?: string;
+    labels?: Record<string, string>;
+    prevLabels?: Record<string, string>;
+    prevFields?: Record<string, string>;
+  } = {},
 ): WatchEvent {
   const object = fromKubeJson({
     apiVersion: "v1",
@@ -26,8 +35,8 @@ function change(
     object,
     status: undefined,
     revision: rev,
-    prevLabels: { app: "before" },
-    prevFields: {},
+    prevLabels: opts.prevLabels ?? { app: "before" },
+    prevFields: opts.prevFields ?? {},
     hasPrev: opts.type === "MODIFIED",
   };
   return WatchEvent.decode(WatchEvent.encode(ev).finish());
@@ -67,7 +76,13 @@ describe("watch cache entries", () => {
     const n = DECODED_WINDOW + 50;
     const sent: WatchEvent[] = [];
     for (let rev = 1; rev <= n; rev++) {
-      const ev = change(rev, { type: rev % 3 === 0 ? "MODIFIED" : "ADDED" });
+      // Updates whose labels and fields before are the object's own, others', or none.
+      const same = rev % 2 === 0;
+      const fields = { "metadata.name": `cm-${rev}`, "metadata.namespace": "default" };
+      const ev =
+        rev % 3 === 0
+          ? change(rev, { type: "MODIFIED", prevLabels: same ? { app: "a" } : { app: "b" }, prevFields: same ? fields : { ...fields, "metadata.name": "old" } })
+          : change(rev, { type: "ADDED", prevLabels: {} });
       sent.push(ev);
       cache.append(ev);
     }

@@ -43,8 +43,9 @@ export class CachedEvent {
     const encoded = ObjectMsg.encode(ev.object).finish();
     this.bytes = Buffer.from(encoded.buffer, encoded.byteOffset, encoded.byteLength);
     this.status = ev.status;
-    this.prevLabels = ev.prevLabels;
-    this.prevFields = ev.prevFields;
+    // Records equal to the object's own (labels unchanged by an update) or empty are kept once, not per change.
+    this.prevLabels = compactRecord(ev.prevLabels, this.labels);
+    this.prevFields = compactRecord(ev.prevFields, this.fields);
     this.hasPrev = ev.hasPrev;
     this.decoded = ev;
   }
@@ -78,6 +79,20 @@ export class CachedEvent {
   get size(): number {
     return this.bytes.byteLength + ENTRY_OVERHEAD;
   }
+}
+
+const EMPTY: Record<string, string> = Object.freeze({}) as Record<string, string>;
+
+/** `r`, or `same` when it holds the same entries, or one shared empty record. */
+function compactRecord(r: Record<string, string>, same: Record<string, string>): Record<string, string> {
+  let n = 0;
+  for (const k in r) {
+    if (r[k] !== same[k]) return r;
+    n++;
+  }
+  if (n === 0) return EMPTY;
+  for (const _k in same) if (--n < 0) return r;
+  return n === 0 ? same : r;
 }
 
 /** The memory an entry holds besides the object's bytes (the entry, labels and fields records, the Buffer), an estimate. */
