@@ -290,7 +290,13 @@ export class ReplicatedSetManager<T extends Replicated> implements Runnable {
     const owner = { kind: this.k.kind, apiVersion: this.k.apiVersion, metadata: set.metadata };
     const text = (e: unknown): string => (e instanceof Error ? e.message : String(e));
     if (diff < 0) {
-      const { ok, error } = await this.podControl.create(key, owner, Math.min(-diff, this.burst), () => podFromTemplate(set.spec?.template, owner), this.burst);
+      // One copy of the template per sync: the pods differ only by the name the api generates, and a create only reads its pod.
+      let proto: Pod | undefined;
+      const make = (): Pod => {
+        proto ??= podFromTemplate(set.spec?.template, owner);
+        return { ...proto, metadata: proto.metadata && { ...proto.metadata } };
+      };
+      const { ok, error } = await this.podControl.create(key, owner, Math.min(-diff, this.burst), make, this.burst);
       this.log.info({ key, want, had: active, created: ok }, "pods created");
       if (error !== undefined) return { reason: "FailedCreate", message: text(error) };
     } else if (diff > 0) {
