@@ -8,6 +8,7 @@ import type { Logger } from "@choreo/kit/log";
 import type { ApiHandlers } from "../handlers/api-handlers.js";
 import { ALLOW_ALL } from "../auth/authorize.js";
 import { guardedCall } from "../auth/guarded-handlers.js";
+import { encode } from "../registry/shared/encode.js";
 import { natsRequestUser, type NatsRequestAuth } from "./request-auth.js";
 
 /** The queue group every api replica joins: a request goes to one of them. */
@@ -86,6 +87,6 @@ export class NatsTransport {
       reply = { result: { $case: "status", value: status } };
     }
     this.opts.onRequest?.(method, code, (performance.now() - started) / 1000);
-    if (msg.reply) msg.respond(Reply.encode(reply).finish());
+    if (msg.reply) msg.respond(encode(Reply, reply));
   }
 }

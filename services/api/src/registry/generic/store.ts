@@ -40,6 +40,7 @@ import type { ObjectCache } from "../../storage/object-cache.js";
 import { StoreError, type IndexEntry, type ObjectStorage, type Stored } from "../../storage/object-storage.js";
 import { canonicalJson } from "../shared/canonical.js";
 import { isDryRun } from "./dry-run.js";
+import { encode, encodeWith } from "../shared/encode.js";
 import { NO_SCOPE, within, type RequestScope } from "./request-scope.js";
 import { Errors, validateMeta } from "../shared/validation.js";
 import { trackManagedFields } from "./managed-fields-store.js";
@@ -190,11 +191,11 @@ export class GenericStore {
     v.apiVersion = info.apiVersion;
     v.kind = info.kind;
     if (mode !== "delete") trackManagedFields(info, v, old?.value, this.scope.manager);
-    let object = ObjectMsg.encode(this.wrapValue(info, v)).finish();
+    let object = encode(ObjectMsg, this.wrapValue(info, v));
     if (object.length > MAX_OBJECT_BYTES) throw tooLarge(`Request entity too large: the object is ${object.length} bytes; limit is ${MAX_OBJECT_BYTES}`);
     // What Redis and the event log hold (a sealed Secret): never the plaintext of a kind with a storage form.
     const stored = strategy?.toStorage?.(v) ?? v;
-    if (stored !== v) object = ObjectMsg.encode(this.wrapValue(info, stored)).finish();
+    if (stored !== v) object = encode(ObjectMsg, this.wrapValue(info, stored));
     if (isDryRun(this)) {
       // Everything but the write: a create still meets an object of that name, an update keeps the stored version.
       if (mode === "create" && (await this.storage.get(info.resource, namespace, meta.name))) throw alreadyExists(info.resource, meta.name, info.group);
@@ -211,7 +212,7 @@ export class GenericStore {
       .map(([index, value]) => ({ index, value }));
     const prev = mode === "update" && old ? old.value : undefined;
     // The object's bytes encoded above, appended as the event's field 2 (`object`), instead of encoding it a second time.
-    const event = WatchEvent.encode({
+    const head: WatchEvent = {
       type: mode === "create" ? "ADDED" : mode === "update" ? "MODIFIED" : "DELETED",
       object: undefined,
       status: undefined,
@@ -219,10 +220,8 @@ export class GenericStore {
       prevLabels: prev?.metadata?.labels ?? {},
       prevFields: prev ? selectableFields(info, prev) : {},
       hasPrev: Boolean(prev),
-    })
-      .uint32(WATCH_EVENT_OBJECT_TAG)
-      .bytes(object)
-      .finish();
+    };
+    const event = encodeWith((w) => WatchEvent.encode(head, w).uint32(WATCH_EVENT_OBJECT_TAG).bytes(object));
     const node = strategy?.node?.(v) ?? "";
     try {
       const rev = await this.storage.write({
