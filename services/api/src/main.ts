@@ -1,6 +1,7 @@
 // The api service: config → Redis + NATS → registry, relay, watch cache →
 // NATS, gRPC and HTTP transports, until SIGTERM; then drain and exit.
 import path from "node:path";
+import { ApiError } from "@choreo/kit";
 import { connectBus, ensureEventKeys, ensureEventStream, eventKeyPaths, loadEventSigner, requestNatsUser } from "@choreo/kit/bus";
 import { runAll, signalController, sleep, type Runnable } from "@choreo/kit/lifecycle";
 import { createLogger } from "@choreo/kit/log";
@@ -142,7 +143,18 @@ redis.on("ready", () => {
   redisWasDown = false;
   recovery.repairSoon(ac.signal);
 });
-await bootstrap(registry);
+// The system namespaces and default policy (idempotent): retried while the store refuses writes (a primary without its
+// replicas under min-replicas-to-write, a failover) rather than exiting.
+for (let attempt = 0; ; attempt++) {
+  try {
+    await bootstrap(registry);
+    break;
+  } catch (err) {
+    if (ac.signal.aborted || !(err instanceof ApiError && (err.status.code === 503 || err.status.code === 504))) throw err;
+    log.warn({ err, attempt }, "bootstrap objects not written: the store is unavailable; retrying");
+    await sleep(Math.min(5_000, 250 * 2 ** attempt), ac.signal);
+  }
+}
 
 // Who asks: a client certificate of the cluster's client CA, else a token of the token file.
 // Re-read when it changes: a node agent provisioned after the api starts (its line appended) is known at its first request.

@@ -204,6 +204,25 @@ export async function startRedisHa(opts: RedisHaOptions = {}): Promise<RedisHaHa
       },
       { timeoutMs: 30_000, message: "sentinels know every replica and each other" },
     );
+    // With min-replicas-to-write the primary refuses writes until enough replicas are in sync (state=online): the first writes
+    // (the api's bootstrap objects) would meet NOREPLICAS otherwise.
+    const minGood = opts.minReplicasToWrite ?? 0;
+    if (minGood > 0)
+      await waitFor(
+        async () => {
+          const r = new Redis({ port: nodes[0]!.port, host: "127.0.0.1", username: credentials.user, password: credentials.password, maxRetriesPerRequest: 0 });
+          r.on("error", () => undefined);
+          try {
+            const info = await r.info("replication");
+            return (info.match(/^slave\d+:.*state=online/gm) ?? []).length >= minGood;
+          } catch {
+            return false;
+          } finally {
+            r.disconnect();
+          }
+        },
+        { timeoutMs: 30_000, message: `the primary has ${minGood} replica(s) online (min-replicas-to-write)` },
+      );
     const byPort = (port: number): RedisHaMember => {
       const m = nodes.find((n) => n.port === port);
       if (!m) throw new Error(`no data node on port ${port}`);
