@@ -67,7 +67,9 @@ async function* watchFrom(store: GenericStore, source: WatchSource, sel: Selecti
 
 async function* changesAfter(source: WatchSource, sel: Selection, from: number, stop: AbortSignal): AsyncGenerator<WatchEvent> {
   if (source.cache.canServe(from)) {
-    const it = source.cache.since(from, stop);
+    // Only this resource's changes (and namespace's, when the watch has one) are handed over: the other kinds'
+    // are skipped in the cache's loop instead of going through this generator, each a promise, for every watcher.
+    const it = source.cache.since(from, stop, { resource: sel.info.resource, ...(sel.namespace ? { namespace: sel.namespace } : {}) });
     for (;;) {
       const r = await it.next();
       if (r.done) {
