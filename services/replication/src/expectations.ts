@@ -16,8 +16,6 @@ interface Pending {
 /** Per controller key: creations still to observe, and uids whose deletion is still to observe. */
 export class Expectations {
   private readonly pending = new Map<string, Pending>();
-  /** Slow start's batch size to resume at, per key (absent: 1). */
-  private readonly batches = new Map<string, number>();
 
   constructor(
     private readonly ttlMs = EXPECTATIONS_TTL_MS,
@@ -61,18 +59,6 @@ export class Expectations {
   /** Forget `key` (its controller was deleted). */
   forget(key: string): void {
     this.pending.delete(key);
-    this.batches.delete(key);
-  }
-
-  /** The batch size slow start resumes at for `key` once its first call succeeded (1: from the start). */
-  batchSizeOf(key: string): number {
-    return this.batches.get(key) ?? 1;
-  }
-
-  /** Remembers where slow start got to for `key` (1 after a failure: start over). */
-  rememberBatchSize(key: string, size: number): void {
-    if (size > 1) this.batches.set(key, size);
-    else this.batches.delete(key);
   }
 
   /** Creations and deletions still pending for `key` (for logs and tests). */
@@ -100,23 +86,17 @@ export interface SlowStartResult {
   attempted: number;
   /** The first error. */
   error?: unknown;
-  /** The batch size to resume at next time: 1 after a failure, else the size it would have used next (≤ burst). */
-  next: number;
 }
 
 /**
  * Slow start (Kubernetes' slowStartBatch): run `count` calls in batches of 1,
  * 2, 4, … capped at `burst`, stopping at the first batch with a failure, so a
- * quota or validation error costs one call instead of `count`.
- *
- * `resume` (choreo): once the first call — always alone, as in Kubernetes —
- * succeeded, the batches go on at `resume` (where the controller's previous
- * syncs got to) instead of 2. A controller creating thousands of pods 500 per
- * sync then makes two rounds of calls per sync instead of nine; an api that
- * refuses (quota exhausted) still sees one failing call per sync, and a
- * failure starts the next sync over at 1.
+ * quota or validation error costs one call instead of `count`. Every sync
+ * starts over at 1, as in Kubernetes (resuming at the previous sync's size was
+ * measured: no faster on the api-bound benchmark, and pods created 500 at once
+ * waited 2–3× longer to start — bench/RESULTS.md, issue 15).
  */
-export async function slowStartBatch(count: number, burst: number, fn: (i: number) => Promise<void>, resume = 1): Promise<SlowStartResult> {
+export async function slowStartBatch(count: number, burst: number, fn: (i: number) => Promise<void>): Promise<SlowStartResult> {
   let ok = 0;
   let size = 1;
   let i = 0;
@@ -128,9 +108,9 @@ export async function slowStartBatch(count: number, burst: number, fn: (i: numbe
       if (r.status === "fulfilled") ok++;
       else error ??= r.reason;
     }
-    size = i === 0 ? Math.max(2, resume) : size * 2;
     i += n;
-    if (error !== undefined) return { ok, attempted: i, error, next: 1 };
+    if (error !== undefined) return { ok, attempted: i, error };
+    size *= 2;
   }
-  return { ok, attempted: i, next: Math.max(1, Math.min(size, burst)) };
+  return { ok, attempted: i };
 }

@@ -21,29 +21,20 @@ export interface PodControlOptions {
 export class PodControl {
   constructor(private readonly o: PodControlOptions) {}
 
-  /**
-   * Creates `n` pods (`make(i)`) for the controller `key` by slow start, resumed at the batch size the
-   * key's previous creations got to; stops at the first failing batch. How many were made, and the error.
-   */
+  /** Creates `n` pods (`make(i)`) for the controller `key` by slow start; stops at the first failing batch. How many were made, and the error. */
   async create(key: string, owner: Owner, n: number, make: (i: number) => Pod, burst = 500): Promise<{ ok: number; error?: unknown }> {
     if (n <= 0) return { ok: 0 };
     const ref = objectRef(owner.kind, owner.apiVersion, owner);
     this.o.expectations.expectCreations(key, n);
-    const result = await slowStartBatch(
-      n,
-      burst,
-      async (i) => {
-        const created = await this.o.client.create({ kind: { $case: "pod", value: make(i) } });
-        this.o.recorder?.emit(
-          ref,
-          "Normal",
-          "SuccessfulCreate",
-          `Created pod: ${created.kind?.$case === "pod" ? (created.kind.value.metadata?.name ?? "") : ""}`,
-        );
-      },
-      this.o.expectations.batchSizeOf(key),
-    );
-    this.o.expectations.rememberBatchSize(key, result.next);
+    const result = await slowStartBatch(n, burst, async (i) => {
+      const created = await this.o.client.create({ kind: { $case: "pod", value: make(i) } });
+      this.o.recorder?.emit(
+        ref,
+        "Normal",
+        "SuccessfulCreate",
+        `Created pod: ${created.kind?.$case === "pod" ? (created.kind.value.metadata?.name ?? "") : ""}`,
+      );
+    });
     // Failed creations and batches that never ran will not be observed (Kubernetes' skippedPods).
     for (let i = result.ok; i < n; i++) this.o.expectations.creationObserved(key);
     if (result.error !== undefined)

@@ -118,29 +118,19 @@ function batchRecorder(fail: (i: number) => boolean = () => false) {
   return { batches, fn };
 }
 
-describe("slow start resumed between syncs", () => {
-  it("from 1 it doubles to the burst: nine rounds for 500; resumed at 500 it probes with one call, then the rest at once", async () => {
+describe("slow start", () => {
+  it("doubles from 1 to the burst: nine rounds for 500", async () => {
     const a = batchRecorder();
     const r = await slowStartBatch(500, 500, a.fn);
     assert.deepEqual(a.batches, [1, 2, 4, 8, 16, 32, 64, 128, 245]);
-    assert.deepEqual([r.ok, r.next], [500, 500]);
-    const b = batchRecorder();
-    const r2 = await slowStartBatch(500, 500, b.fn, r.next);
-    assert.deepEqual(b.batches, [1, 499]);
-    assert.deepEqual([r2.ok, r2.next], [500, 500]);
+    assert.deepEqual([r.ok, r.attempted], [500, 500]);
   });
-  it("a refused first call is the only call, and the next resume is 1", async () => {
-    const a = batchRecorder(() => true);
-    const r = await slowStartBatch(500, 500, a.fn, 500);
-    assert.deepEqual(a.batches, [1]);
-    assert.deepEqual([r.ok, r.attempted, r.next], [0, 1, 1]);
-    assert.match(String(r.error), /quota/);
-  });
-  it("a failure inside a resumed batch stops there and starts the next sync over at 1", async () => {
+  it("a failing batch is the last: what succeeded, what was tried, the first error", async () => {
     const a = batchRecorder((i) => i >= 100);
-    const r = await slowStartBatch(500, 500, a.fn, 256);
-    assert.deepEqual(a.batches, [1, 256]);
-    assert.deepEqual([r.ok, r.attempted, r.next], [100, 257, 1]);
+    const r = await slowStartBatch(500, 500, a.fn);
+    assert.deepEqual(a.batches, [1, 2, 4, 8, 16, 32, 64]);
+    assert.deepEqual([r.ok, r.attempted], [100, 127]);
+    assert.match(String(r.error), /quota \(100\)/);
   });
   it("PodControl expects only the creations that succeeded: failed and skipped ones are observed at once", async () => {
     const e = new Expectations();
@@ -156,9 +146,6 @@ describe("slow start resumed between syncs", () => {
     const r = await pc.create("default/web", owner, 10, () => pod("x"));
     assert.equal(r.ok, 5, "batches 1, 2, then 4 of which two failed");
     assert.deepEqual(e.pendingOf("default/web"), { adds: 5, dels: 0 }, "waits for the 5 created pods only");
-    assert.equal(e.batchSizeOf("default/web"), 1);
-    e.forget("default/web");
-    assert.equal(e.batchSizeOf("default/web"), 1);
   });
 });
 
@@ -316,7 +303,7 @@ describe("ReplicationManager.reconcile", () => {
     assert.equal(client.of("create").length, 0);
   });
 
-  it("resumes slow start where its last sync got to; once the api refuses, each sync makes one failing call", async () => {
+  it("every sync starts slow start over at 1, as Kubernetes; once the api refuses, each sync makes one failing call", async () => {
     const { m, client, key, pods } = setup(rc("web", 1200));
     let inflight = 0;
     const rounds: number[] = [];
@@ -335,19 +322,16 @@ describe("ReplicationManager.reconcile", () => {
       while (m.expectations.pendingOf(key).adds > 0) pods.put(pod(`web-${i++}`, { owner }));
     };
     await m.reconcile(key);
-    assert.deepEqual(rounds.splice(0), [1, 2, 4, 8, 16, 32, 64, 128, 245], "the first 500: from 1, as Kubernetes");
+    assert.deepEqual(rounds.splice(0), [1, 2, 4, 8, 16, 32, 64, 128, 245], "the first 500");
     seeCreated();
     await m.reconcile(key);
-    assert.deepEqual(rounds.splice(0), [1, 499], "the next 500: one call, then the rest");
+    assert.deepEqual(rounds.splice(0), [1, 2, 4, 8, 16, 32, 64, 128, 245], "the next 500: from 1 again");
     seeCreated();
     refuse = true;
     await assert.rejects(m.reconcile(key), /exceeded quota/);
     assert.deepEqual(rounds.splice(0), [1], "quota: one failing call");
     await assert.rejects(m.reconcile(key), /exceeded quota/);
     assert.deepEqual(rounds.splice(0), [1], "and one again on the next sync");
-    refuse = false;
-    await m.reconcile(key);
-    assert.deepEqual(rounds.splice(0), [1, 2, 4, 8, 16, 32, 64, 73], "after a failure: from 1 again");
   });
 
   it("a sync looks at none of 20,000 pods other controllers own in its namespace, nor at its own pods once counted", async () => {
