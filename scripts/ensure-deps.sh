@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what a fresh Debian 12 machine lacks to run choreo and its tests:
 # OS packages (nats-server, redis-server, haproxy, kubectl, python3-kubernetes, openssl, the Docker engine
-# and docker-compose, static busybox for the local images, iptables, iproute2,
+# and docker-compose, static busybox for the local images, iptables, conntrack, iproute2,
 # debootstrap for the offline base image, …) and npm deps; then starts dockerd
 # when it is installed but not running (scripts/ensure-docker.sh).
 # Idempotent and quiet when everything is present.
@@ -32,6 +32,8 @@ command -v ip >/dev/null || need+=(iproute2)
 command -v pkill >/dev/null || need+=(procps)
 command -v curl >/dev/null || need+=(curl)
 command -v iptables >/dev/null || need+=(iptables)
+# The service proxy forgets unanswered connections to an unreachable peer's endpoints (conntrack -D).
+command -v conntrack >/dev/null || need+=(conntrack)
 # One address in front of the api replicas (choreo up --ha, the HA compose file, the api-ha test).
 command -v haproxy >/dev/null || need+=(haproxy)
 # Prometheus (the prometheus integration test runs the binary itself; the monitoring compose profile builds its image from the package).

@@ -97,13 +97,13 @@ export async function realNode(cfg: AgentConfig, runtimeName: "docker" | "proces
       runtimeVersion: runtimeName === "docker" ? "docker://20.10" : "process://1",
     },
     extras: (a): Runnable[] => {
-      // Peers on other machines hosting endpoints, probed every 500 ms: the proxy leaves out those that stop answering.
+      // Peers on other machines hosting endpoints, probed every 250 ms: the proxy leaves out those that stop answering.
       const probeMs = peerProbeIntervalMs();
       const probe: PeerProbe = new PeerProbe({
         node,
         log,
         registry: d.registry,
-        intervalMs: probeMs || 500,
+        intervalMs: probeMs || 250,
         targets: (): ProbeTarget[] => {
           const hosting = proxy.endpointNodes();
           return routes.routed().filter((p) => hosting.has(p.node));
@@ -161,9 +161,9 @@ export async function realNode(cfg: AgentConfig, runtimeName: "docker" | "proces
   return { agent, network };
 }
 
-/** `CHOREO_PEER_PROBE_MS`: between probes of the peer nodes (default 500); 0 turns the probing off (the proxy then follows the Endpoints only, as kube-proxy). */
+/** `CHOREO_PEER_PROBE_MS`: between probes of the peer nodes (default 250); 0 turns the probing off (the proxy then follows the Endpoints only, as kube-proxy). */
 export function peerProbeIntervalMs(env: NodeJS.ProcessEnv = process.env): number {
   const v = env["CHOREO_PEER_PROBE_MS"];
-  const n = v === undefined || v === "" ? 500 : Number(v);
-  return Number.isFinite(n) && n >= 0 ? n : 500;
+  const n = v === undefined || v === "" ? 250 : Number(v);
+  return Number.isFinite(n) && n >= 0 ? n : 250;
 }

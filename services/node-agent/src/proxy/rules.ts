@@ -113,6 +113,8 @@ export interface RenderedRules {
   chains: { filter: string[]; nat: string[] };
   /** Backends (per service port) left out for their node's sake (`leaveOut`). */
   leftOut: number;
+  /** Their addresses. */
+  leftOutIps: string[];
 }
 
 /** `backends` without those on a node of `leaveOut`, unless none would be left (then all of them). */
@@ -138,6 +140,7 @@ export function renderProxyRules(services: readonly Service[], endpoints: readon
   const filter: string[] = [];
   const mark = `-j MARK --set-xmark ${MASQ_MARK}`;
   let leftOut = 0;
+  const leftOutIps = new Set<string>();
 
   const sorted = [...services].sort((a, b) => key(a).localeCompare(key(b)));
   for (const svc of sorted) {
@@ -151,6 +154,7 @@ export function renderProxyRules(services: readonly Service[], endpoints: readon
       const all = backendsOf(byKey.get(key(svc)), sp);
       const backends = reachableBackends(all, opts.leaveOut);
       leftOut += all.length - backends.length;
+      for (const b of all) if (!backends.includes(b)) leftOutIps.add(b.ip);
       const nodePort = isNodePort && sp.nodePort > 0 ? sp.nodePort : 0;
       if (backends.length === 0) {
         // Fail fast: a refused connection instead of a SYN into the void.
@@ -200,7 +204,7 @@ export function renderProxyRules(services: readonly Service[], endpoints: readon
     "COMMIT",
     "",
   ].join("\n");
-  return { script, chains: { filter: filterChains, nat: natChains }, leftOut };
+  return { script, chains: { filter: filterChains, nat: natChains }, leftOut, leftOutIps: [...leftOutIps].sort() };
 }
 
 function key(svc: Service): string {

@@ -147,6 +147,76 @@ describe("service proxy", () => {
     assert.deepEqual(await leftovers(proxyChains(otherPrefix)), [], "the second proxy's chains are gone");
   });
 
+  it("leaves an unreachable peer's endpoints out and forgets the unanswered connections sent there: their next SYN reaches a live endpoint", async () => {
+    const [ipA, dead] = ips as [string, string];
+    // Pod b stands for an endpoint on a node gone silent: its SYNs are dropped, nothing answers.
+    const silence = ["netns", "exec", pods[1]!.netns, "iptables", "-I", "INPUT", "-p", "tcp", "--dport", "8080", "-j", "DROP"];
+    await run("ip", silence);
+    const left = new Set<string>(["here"]);
+    const listeners: (() => void)[] = [];
+    const peers = { unreachable: () => left, onChange: (fn: () => void) => void listeners.push(fn) };
+    const proxy = new ServiceProxy({ node, client: s.client, nc: s.nc, jsm: s.jsm, log: silentLogger(), chainPrefix: prefix, peers });
+    const ac = new AbortController();
+    const r = { ac, done: proxy.start(ac.signal) };
+    running.push(r);
+    const svc = unwrap(
+      await s.client.create(
+        fromKubeJson({
+          apiVersion: "v1",
+          kind: "Service",
+          metadata: { name: "peers", namespace: "default" },
+          spec: { selector: { app: "peers" }, ports: [{ name: "http", port: 80, targetPort: 8080 }] },
+        }),
+      ),
+    ) as Service;
+    const vip = svc.spec?.clusterIp ?? "";
+    await s.client.create(
+      fromKubeJson({
+        apiVersion: "v1",
+        kind: "Endpoints",
+        metadata: { name: "peers", namespace: "default" },
+        subsets: [
+          {
+            addresses: [
+              { ip: dead, nodeName: "gone" },
+              { ip: ipA, nodeName: "here" },
+            ],
+            ports: [{ name: "http", port: 8080, protocol: "TCP" }],
+          },
+        ],
+      }),
+    );
+    // First "here" is the one left out: every new connection goes to the silent address.
+    await waitFor(async () => (await run("iptables-save", ["-t", "nat"])).includes(`--to-destination ${dead}:8080`), { ...WAIT, message: "rules written" });
+    assert.equal(proxy.leftOut, 1);
+    assert.ok(!(await run("iptables-save", ["-t", "nat"])).includes(`--to-destination ${ipA}:8080`), "pod a left out");
+    const asked = run("ip", ["netns", "exec", pods[2]!.netns, "timeout", "6", "busybox", "wget", "-q", "-O", "-", `http://${vip}:80/`]).then(
+      (out) => out.trim(),
+      (err: unknown) => `failed: ${String(err)}`,
+    );
+    await waitFor(async () => (await run("conntrack", ["-L", "-p", "tcp", "--reply-src", dead])).includes("SYN_SENT"), {
+      ...WAIT,
+      message: "a SYN sent to the silent endpoint",
+    });
+    // The probes change their mind: "gone" is silent, "here" answers.
+    left.clear();
+    left.add("gone");
+    for (const fn of listeners) fn();
+    assert.equal(await asked, "pod-a", "the request started toward the silent endpoint was answered by a live one");
+    assert.ok(!(await run("iptables-save", ["-t", "nat"])).includes(`--to-destination ${dead}:8080`), "the silent endpoint left out");
+    // None left but the silent one: fail open, it keeps its rules.
+    left.add("here");
+    for (const fn of listeners) fn();
+    await waitFor(async () => (await run("iptables-save", ["-t", "nat"])).includes(`--to-destination ${dead}:8080`), { ...WAIT, message: "fail open" });
+    assert.equal(proxy.leftOut, 0);
+    ac.abort();
+    await r.done;
+    silence[4] = "-D";
+    await run("ip", silence);
+    await s.client.delete("endpoints", "default", "peers");
+    await s.client.delete("services", "default", "peers");
+  });
+
   it("a restarted proxy keeps the rules it finds until its caches are listed (kill -9 of an agent loses no request)", async () => {
     const [ipA] = ips as [string, string];
     // The proxy of the agent that dies: its rules stay in the kernel (kill -9 runs no clean-up; here it just stops changing them).

@@ -6,6 +6,7 @@ import { Informer } from "@choreo/kit/informer";
 import { runAll, sleep, type Runnable } from "@choreo/kit/lifecycle";
 import type { Logger } from "@choreo/kit/log";
 import { getOrCreateGauge } from "@choreo/kit/metrics";
+import { CommandError, run } from "../exec.js";
 import { chainsOf, hasRule, removalScript, restore, saveRules } from "../net/iptables.js";
 import { guardLocalnet } from "../net/localnet.js";
 import { isProxyChain, proxyJumps, renderBootstrap, renderProxyRules } from "./rules.js";
@@ -60,6 +61,8 @@ export class ServiceProxy implements Runnable {
   /** Backends left out for an unreachable peer's sake at the last rewrite. */
   leftOut = 0;
   private readonly leftOutGauge?: (n: number) => void;
+  private leftOutIps = new Set<string>();
+  private conntrackMissing = false;
 
   constructor(private readonly opts: ServiceProxyOptions) {
     const common = { client: opts.client, nc: opts.nc, jsm: opts.jsm, log: opts.log };
@@ -180,7 +183,7 @@ export class ServiceProxy implements Runnable {
 
   private async apply(): Promise<void> {
     const leaveOut = this.opts.peers?.unreachable();
-    const { script, chains, leftOut } = renderProxyRules(this.services.list(), this.endpoints.list(), {
+    const { script, chains, leftOut, leftOutIps } = renderProxyRules(this.services.list(), this.endpoints.list(), {
       chainPrefix: this.opts.chainPrefix,
       clusterCidr: this.opts.clusterCidr ?? "10.244.0.0/16",
       stale: this.written,
@@ -193,7 +196,40 @@ export class ServiceProxy implements Runnable {
       this.opts.log.info({ node: this.opts.node, leftOut, peers: [...(leaveOut ?? [])] }, "endpoints on unreachable peers left out");
     this.leftOut = leftOut;
     this.leftOutGauge?.(leftOut);
+    const newlyLeft = leftOutIps.filter((ip) => !this.leftOutIps.has(ip));
+    this.leftOutIps = new Set(leftOutIps);
+    if (newlyLeft.length > 0) await this.forgetUnanswered(newlyLeft);
     this.opts.log.debug({ node: this.opts.node, natChains: chains.nat.length, syncs: this.syncs, leftOut }, "service rules applied");
+  }
+
+  /**
+   * Deletes the conntrack entries of connections to `ips` that never got an
+   * answer (TCP SYN_SENT; UDP): a SYN sent before the peer was found silent
+   * keeps its DNAT to the silent endpoint in its entry, and its retransmits
+   * follow it there. Without the entry the next retransmit is a new
+   * connection, DNATed by the rules just written to a live endpoint: the
+   * client waits a second more instead of failing. Answered connections
+   * are left alone. Needs the `conntrack` tool; without it, nothing.
+   */
+  private async forgetUnanswered(ips: readonly string[]): Promise<void> {
+    if (this.conntrackMissing) return;
+    for (const ip of ips) {
+      for (const args of [
+        ["-D", "-p", "tcp", "--reply-src", ip, "--state", "SYN_SENT"],
+        ["-D", "-p", "udp", "--reply-src", ip],
+      ]) {
+        try {
+          await run("conntrack", args);
+        } catch (err) {
+          // Exit 1 is "0 flow entries have been deleted": nothing to forget.
+          if (err instanceof CommandError && err.code !== "ENOENT") continue;
+          this.opts.log.warn({ err, node: this.opts.node }, "conntrack unavailable: connections already sent to a silent peer's endpoints stay there");
+          this.conntrackMissing = true;
+          return;
+        }
+      }
+    }
+    this.opts.log.info({ node: this.opts.node, endpoints: ips }, "unanswered connections to left-out endpoints forgotten");
   }
 
   private async removeRules(): Promise<void> {
