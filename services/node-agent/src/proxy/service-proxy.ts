@@ -208,8 +208,10 @@ export class ServiceProxy implements Runnable {
    * keeps its DNAT to the silent endpoint in its entry, and its retransmits
    * follow it there. Without the entry the next retransmit is a new
    * connection, DNATed by the rules just written to a live endpoint: the
-   * client waits a second more instead of failing. Answered connections
-   * are left alone. Needs the `conntrack` tool; without it, nothing.
+   * client waits a second more instead of failing. Answered TCP
+   * connections are left alone; UDP flows to the endpoint all go (as
+   * kube-proxy does for stale UDP endpoints: their next datagram is
+   * DNATed anew). Needs the `conntrack` tool; without it, nothing.
    */
   private async forgetUnanswered(ips: readonly string[]): Promise<void> {
     if (this.conntrackMissing) return;
