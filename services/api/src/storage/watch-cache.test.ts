@@ -131,6 +131,11 @@ describe("watch cache bounds", () => {
       changes.map((c) => c.revision),
       [16, 17, 18, 19, 20, 21, 22, 23, 24, 25],
     );
+    // Each entry's bytes are its own (the encoder's buffer is reused, the bytes are not): each object larger than the one before.
+    for (const c of changes) {
+      const cm = unwrap(ObjectMsg.decode(c.bytes)) as { data?: Record<string, string> };
+      assert.equal(cm.data?.["k"], "x".repeat(c.revision * 7));
+    }
     assert.equal(
       cache.heldBytes,
       changes.reduce((s, c) => s + c.size, 0),

@@ -1,3 +1,4 @@
+import { BinaryWriter } from "@bufbuild/protobuf/wire";
 import type { JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { kindOf, selectableFields } from "@choreo/kit";
@@ -40,7 +41,7 @@ export class CachedEvent {
     this.type = ev.type;
     this.labels = meta?.labels ?? {};
     this.fields = selectableFields(info, ev.object.kind.value);
-    const encoded = ObjectMsg.encode(ev.object).finish();
+    const encoded = encodeObject(ev.object);
     this.bytes = Buffer.from(encoded.buffer, encoded.byteOffset, encoded.byteLength);
     this.status = ev.status;
     // Records equal to the object's own (labels unchanged by an update) or empty are kept once, not per change.
@@ -78,6 +79,22 @@ export class CachedEvent {
   /** What the change costs the cache in memory, roughly: its bytes and the records beside them. */
   get size(): number {
     return this.bytes.byteLength + ENTRY_OVERHEAD;
+  }
+}
+
+/**
+ * One writer for every entry's encode (encode is synchronous): its buffer, grown once to the largest object,
+ * is reused, where a new writer starts empty and doubles from 128 bytes, zero-filling and copying each time.
+ * `finish` hands out a copy of what was written.
+ */
+let writer = new BinaryWriter();
+
+function encodeObject(o: ObjectMsg): Uint8Array {
+  try {
+    return ObjectMsg.encode(o, writer).finish();
+  } catch (err) {
+    writer = new BinaryWriter(); // left half-written
+    throw err;
   }
 }
 
