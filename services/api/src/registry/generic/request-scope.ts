@@ -29,7 +29,7 @@ export interface WriteScope {
   resource: string;
 }
 
-/** Everything a request may have in scope; each part is set by its own `with…` and read by its own module. */
+/** Everything a request may have in scope; each part is made and read by its own module (dryRunScope and isDryRun, …). */
 export interface RequestScope {
   readonly admission?: AdmissionContext | undefined;
   readonly dryRun?: true | undefined;
