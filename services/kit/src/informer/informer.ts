@@ -250,7 +250,7 @@ export class Informer<C extends KindCase> implements Cache<KindValue<C>> {
     this.items.set(key, v);
     for (const [name, fn] of this.indexers) {
       const idx = this.indexes.get(name) as Map<string, Set<string>>;
-      if (old) for (const x of fn(old)) idx.get(x)?.delete(key);
+      if (old) for (const x of fn(old)) removeFrom(idx, x, key);
       for (const x of fn(v)) addTo(idx, x, key);
     }
     for (const h of this.handlers) {
@@ -264,10 +264,18 @@ export class Informer<C extends KindCase> implements Cache<KindValue<C>> {
     this.items.delete(key);
     for (const [name, fn] of this.indexers) {
       const idx = this.indexes.get(name) as Map<string, Set<string>>;
-      if (old) for (const x of fn(old)) idx.get(x)?.delete(key);
+      if (old) for (const x of fn(old)) removeFrom(idx, x, key);
     }
     for (const h of this.handlers) h.onDelete?.(last);
   }
+}
+
+/** Takes `key` out of the index entry `value`, and the entry out once empty (an index by owner uid would otherwise keep one per owner ever seen). */
+function removeFrom(idx: Map<string, Set<string>>, value: string, key: string): void {
+  const s = idx.get(value);
+  if (!s) return;
+  s.delete(key);
+  if (s.size === 0) idx.delete(value);
 }
 
 function addTo(idx: Map<string, Set<string>>, value: string, key: string): void {
