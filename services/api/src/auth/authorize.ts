@@ -2,6 +2,7 @@
 // privileged-group authorizer), then each authorizer in turn until one
 // allows or denies; nobody's opinion is a 403.
 import { ApiError, failure, Reason } from "@choreo/kit";
+import type { AuditEntry } from "../audit/index.js";
 import { MASTERS, type Attributes, type Authorizer, type Decision } from "./types.js";
 
 /** Allows everything: a gateway made without an authorizer (tests, embedded use). */
@@ -50,4 +51,20 @@ export function forbiddenError(a: Attributes, reason: string): ApiError {
 export function authorizeOrThrow(authorizer: Authorizer, a: Attributes): void {
   const d = authorizer.authorize(a);
   if (!d.allowed) throw forbiddenError(a, d.reason);
+}
+
+/**
+ * Authorizes `attrs` for a door, noting the decision on its audit entry
+ * (Kubernetes' `authorization.k8s.io/decision` and `/reason`); a denial
+ * finishes the entry with 403 and is thrown.
+ */
+export function authorizeAudited(authorizer: Authorizer, attrs: Attributes, entry: AuditEntry | undefined): void {
+  const d = authorizer.authorize(attrs);
+  entry?.annotate("authorization.k8s.io/decision", d.allowed ? "allow" : "forbid");
+  if (d.reason) entry?.annotate("authorization.k8s.io/reason", d.reason);
+  if (!d.allowed) {
+    const err = forbiddenError(attrs, d.reason);
+    entry?.finish({ code: 403, status: err.status });
+    throw err;
+  }
 }

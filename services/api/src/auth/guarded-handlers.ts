@@ -9,7 +9,7 @@ import type { ApiHandlers } from "../handlers/api-handlers.js";
 import { admissionScope } from "../registry/generic/admission-context.js";
 import type { RequestScope } from "../registry/generic/request-scope.js";
 import { methodAttributes } from "./attributes.js";
-import { forbiddenError } from "./authorize.js";
+import { authorizeAudited } from "./authorize.js";
 import type { Attributes, Authorizer, UserInfo } from "./types.js";
 
 const UNARY: Method[] = ["get", "list", "create", "update", "updateStatus", "patch", "delete", "deleteCollection", "bind", "evict", "getScale", "updateScale"];
@@ -33,14 +33,7 @@ function admit(authorizer: Authorizer, user: UserInfo, audit: DoorAudit | undefi
     sourceIP: audit.sourceIP ?? "",
     ...(audit.userAgent ? { userAgent: audit.userAgent } : {}),
   });
-  const d = authorizer.authorize(attrs);
-  entry?.annotate("authorization.k8s.io/decision", d.allowed ? "allow" : "forbid");
-  if (d.reason) entry?.annotate("authorization.k8s.io/reason", d.reason);
-  if (!d.allowed) {
-    const err = forbiddenError(attrs, d.reason);
-    entry?.finish({ code: 403, status: err.status });
-    throw err;
-  }
+  authorizeAudited(authorizer, attrs, entry);
   return entry;
 }
 

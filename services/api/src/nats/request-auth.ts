@@ -5,7 +5,7 @@
 import type { Msg } from "@nats-io/transport-node";
 import type { AuditEntry, AuditLog } from "../audit/index.js";
 import type { Authenticator } from "../auth/authenticate.js";
-import { forbiddenError } from "../auth/authorize.js";
+import { authorizeAudited } from "../auth/authorize.js";
 import type { Attributes, Authorizer, UserInfo } from "../auth/types.js";
 
 /** How a NATS door checks its requests (each part optional, as the api's main and the tests give them). */
@@ -49,13 +49,6 @@ export async function admitNatsRequest(
   const attrs = attributes(user);
   const entry = auth.audit?.begin({ user, verb: attrs.verb, attrs, requestURI: `nats:${msg.subject}`, sourceIP: "", userAgent: "nats" });
   if (!auth.authorizer) return { user, entry };
-  const d = auth.authorizer.authorize(attrs);
-  entry?.annotate("authorization.k8s.io/decision", d.allowed ? "allow" : "forbid");
-  if (d.reason) entry?.annotate("authorization.k8s.io/reason", d.reason);
-  if (!d.allowed) {
-    const err = forbiddenError(attrs, d.reason);
-    entry?.finish({ code: 403, status: err.status });
-    throw err;
-  }
+  authorizeAudited(auth.authorizer, attrs, entry);
   return { user, entry };
 }
