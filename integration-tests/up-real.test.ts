@@ -5,7 +5,7 @@
 // nodes; Ctrl-C leaves no containers, namespaces, veths or firewall rules.
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, describe, it } from "node:test";
@@ -121,7 +121,13 @@ describe("choreo up with real nodes", () => {
     for (const n of ["node-1", "node-2"]) {
       const pods = path.join(stateDir, n, "pods");
       const uids = existsSync(pods) ? readdirSync(pods) : [];
-      assert.deepEqual(uids, [], `no pod state left on ${n}`);
+      // The agents remove their pods' directories as they stop them; node-setup's clean-up removes what an agent left.
+      const setupLog = path.join(dir, "data", "logs", "node-setup.log");
+      assert.deepEqual(
+        uids,
+        [],
+        `no pod state left on ${n}; node-setup's log:\n${existsSync(setupLog) ? readFileSync(setupLog, "utf8").slice(-3000) : "(none)"}`,
+      );
     }
     const namespaces = existsSync("/run/netns") ? readdirSync("/run/netns") : [];
     for (const uid of uids) {

@@ -6,8 +6,9 @@
 //       removes everything choreo made on this machine (or, with --node, of
 //       those nodes only): labelled containers, processes in choreo network
 //       namespaces, the namespaces, bridges, firewall chains, mounts and
-//       cgroups under the state dir.
-import { existsSync, readdirSync, readFileSync, rmdirSync } from "node:fs";
+//       cgroups under the state dir, and (with --node) the pod directories
+//       the nodes' agents left.
+import { existsSync, readdirSync, readFileSync, rmdirSync, rmSync } from "node:fs";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import Docker from "dockerode";
@@ -63,6 +64,31 @@ async function unmountBelow(dir: string): Promise<void> {
   for (const m of mounts.sort((a, b) => b.length - a.length)) await run("umount", ["-l", m]).catch(() => undefined);
 }
 
+/**
+ * Removes the pod directories a node's agent left (`<state>/<node>/pods/<uid>`:
+ * killed before it stopped its pods, or while it was making one). Called
+ * after {@link unmountBelow}; a directory with something still mounted
+ * below it is kept (`rm -r` would descend into a hostPath bind) and named.
+ */
+function removePodDirs(stateDir: string, node: string): { removed: number; kept: string[] } {
+  const pods = path.join(path.resolve(stateDir), node, "pods");
+  if (!existsSync(pods)) return { removed: 0, kept: [] };
+  const mounted = readFileSync("/proc/self/mounts", "utf8")
+    .split("\n")
+    .map((l) => (l.split(" ")[1] ?? "").replace(/\\040/g, " "));
+  const kept: string[] = [];
+  let removed = 0;
+  for (const uid of readdirSync(pods)) {
+    const dir = path.join(pods, uid);
+    if (mounted.some((m) => m === dir || m.startsWith(`${dir}/`))) kept.push(dir);
+    else {
+      rmSync(dir, { recursive: true, force: true });
+      removed++;
+    }
+  }
+  return { removed, kept };
+}
+
 /** Removes choreo's cgroups (leaf first); they are empty once the processes are gone. */
 function removeCgroups(node?: string): void {
   const roots = ["/sys/fs/cgroup", ...(existsSync("/sys/fs/cgroup") ? readdirSync("/sys/fs/cgroup").map((c) => path.join("/sys/fs/cgroup", c)) : [])];
@@ -94,9 +120,11 @@ async function cleanup(stateDir: string | undefined, nodes: string[]): Promise<v
     const containers = await removeContainers(node);
     const processes = stateDir ? await removeNamespaces(podNamespaces(stateDir, node)) : 0;
     if (stateDir) await unmountBelow(path.resolve(stateDir, node));
+    const dirs = stateDir ? removePodDirs(stateDir, node) : { removed: 0, kept: [] };
+    if (dirs.kept.length > 0) log.warn({ node, dirs: dirs.kept }, "pod directories kept: something is still mounted below them");
     await cleanupNode(node);
     removeCgroups(node);
-    log.info({ node, containers, processes }, "node clean-up done");
+    log.info({ node, containers, processes, podDirs: dirs.removed }, "node clean-up done");
   }
 }
 
