@@ -3,7 +3,7 @@ import { describe, it } from "node:test";
 import { KINDS, selectableFields, unwrap } from "@choreo/kit";
 import { Object as ObjectMsg, WatchEvent } from "@choreo/kit/gen/choreo/api/v1/api";
 import { fromKubeJson } from "@choreo/kit/kube-json";
-import { withRevision } from "./event-revision.js";
+import { eventParts, withRevision } from "./event-revision.js";
 
 /** What the relay did before withRevision, and still does when it answers undefined: decode, set, encode. */
 function reference(record: Uint8Array, rev: number): Uint8Array {
@@ -118,5 +118,47 @@ describe("withRevision", () => {
     assert.equal(withRevision(new Uint8Array([0xff, 0xff, 0xff]), 6), undefined, "not protobuf");
     assert.equal(withRevision(new Uint8Array(0), 6), undefined, "empty");
     assert.equal(withRevision(rec, 0), undefined, "revision 0");
+  });
+});
+
+describe("eventParts", () => {
+  it("gives the type and the object's encoded bytes of an event, as views, whatever the other fields", () => {
+    for (const [i, rev] of [0, 1, 128, 2 ** 40 + 3].entries()) {
+      const p = pod(`p-${i}`);
+      const ev = WatchEvent.encode({
+        type: "MODIFIED",
+        object: p,
+        status: undefined,
+        revision: rev,
+        prevLabels: { app: "old" },
+        prevFields: { "spec.nodeName": "n" },
+        hasPrev: true,
+      }).finish();
+      const parts = eventParts(ev);
+      assert.ok(parts);
+      assert.equal(Buffer.from(parts.type).toString(), "MODIFIED");
+      assert.deepEqual(Buffer.from(parts.object), Buffer.from(ObjectMsg.encode(p).finish()));
+      assert.equal(parts.object.buffer, ev.buffer, "a view of the event's bytes");
+    }
+    // The relay's publish (withRevision): its object is the encoder's bytes of the object with its resourceVersion.
+    const published = withRevision(record(pod("q"), "ADDED"), 42)!;
+    const decoded = WatchEvent.decode(published);
+    assert.deepEqual(Buffer.from(eventParts(published)!.object), Buffer.from(ObjectMsg.encode(decoded.object!).finish()));
+    assert.equal(unwrap(ObjectMsg.decode(eventParts(published)!.object)).metadata?.resourceVersion, "42");
+    const noObject = WatchEvent.encode({
+      type: "ADDED",
+      object: undefined,
+      status: undefined,
+      revision: 1,
+      prevLabels: {},
+      prevFields: {},
+      hasPrev: false,
+    }).finish();
+    assert.equal(eventParts(noObject), undefined, "no object");
+    const rec = record(pod("p"));
+    assert.equal(eventParts(rec.subarray(0, rec.length - 3)), undefined, "cut short");
+    assert.equal(eventParts(new Uint8Array([0xff, 0xff, 0xff])), undefined, "not protobuf");
+    const twice = new Uint8Array([...rec, ...rec.subarray(rec.indexOf(18))]);
+    assert.equal(eventParts(twice), undefined, "two objects");
   });
 });

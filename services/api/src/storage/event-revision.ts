@@ -16,7 +16,8 @@
 
 /** The wire type of length-delimited fields. */
 const LEN = 2;
-/** WatchEvent: object = 2, status = 3, revision = 4 (varint). */
+/** WatchEvent: type = 1, object = 2, status = 3, revision = 4 (varint). */
+const EVENT_TYPE = 1;
 const EVENT_OBJECT = 2;
 const EVENT_REVISION = 4;
 /** Every kind's message: metadata = 3. */
@@ -167,6 +168,38 @@ export function withRevision(event: Uint8Array, revision: number): Uint8Array | 
     for (const f of top) if (f.num > EVENT_REVISION) copy(f.start, f.end);
     if (p !== total) return undefined;
     return out;
+  } catch (err) {
+    if (err === MALFORMED) return undefined;
+    throw err;
+  }
+}
+
+/** An encoded event's type and its object's bytes (views of the event's bytes), read without decoding. */
+export interface EventParts {
+  /** The `type` field's UTF-8 bytes (empty when unset). */
+  type: Uint8Array;
+  /** The encoded Object (field 2). */
+  object: Uint8Array;
+}
+
+/**
+ * The type and the encoded object of an encoded WatchEvent, as views of
+ * `event` (no copy); undefined when it has no object, more than one, or is
+ * unreadable. The object's bytes are what ObjectMsg.encode gave the writer
+ * (the store's, or withRevision's for the relay's publish).
+ */
+export function eventParts(event: Uint8Array): EventParts | undefined {
+  try {
+    let type: Uint8Array = event.subarray(0, 0);
+    let object: Uint8Array | undefined;
+    for (const f of fields(event, 0, event.length)) {
+      if (f.num === EVENT_TYPE && f.wire === LEN) type = event.subarray(f.data, f.end);
+      else if (f.num === EVENT_OBJECT) {
+        if (object || f.wire !== LEN) return undefined;
+        object = event.subarray(f.data, f.end);
+      }
+    }
+    return object && { type, object };
   } catch (err) {
     if (err === MALFORMED) return undefined;
     throw err;

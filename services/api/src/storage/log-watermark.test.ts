@@ -3,7 +3,9 @@ import { describe, it } from "node:test";
 import { ApiError } from "@choreo/kit";
 import { Object as ObjectMsg, WatchEvent } from "@choreo/kit/gen/choreo/api/v1/api";
 import { fromKubeJson } from "@choreo/kit/kube-json";
-import { LogWatermark, sameChange } from "./log-watermark.js";
+import { eventParts } from "./event-revision.js";
+import { LogWatermark, sameChange, type LogChange } from "./log-watermark.js";
+import { CachedEvent } from "./watch-cache.js";
 
 /** A ConfigMap as the store writes it (resourceVersion ""), with `data`. */
 function configMap(name: string, data: Record<string, string>): ObjectMsg {
@@ -18,37 +20,42 @@ function written(o: ObjectMsg, type = "ADDED"): Uint8Array {
     .finish();
 }
 
-/** The event as the log holds it at `rev` (the relay writes the revision and the resourceVersion in), decoded as the watch cache reads it. */
-function logged(record: Uint8Array, rev: number): WatchEvent {
+/**
+ * The change as the log holds it at `rev` (the relay writes the revision and the resourceVersion in; encoded here by
+ * ts-proto, not by the relay's withRevision), as the watch cache holds it: decoded, with the object's bytes taken from
+ * the message.
+ */
+function logged(record: Uint8Array, rev: number): LogChange {
   const ev = WatchEvent.decode(record);
   ev.revision = rev;
   const meta = ev.object?.kind?.value.metadata;
   if (meta) meta.resourceVersion = String(rev);
-  return WatchEvent.decode(WatchEvent.encode(ev).finish());
+  const message = WatchEvent.encode(ev).finish();
+  return new CachedEvent(rev, WatchEvent.decode(message) as ConstructorParameters<typeof CachedEvent>[1], eventParts(message)?.object);
 }
 
 /** A watch cache reduced to what the watermark reads: revisions appended by the test. */
 function fakeCache() {
   let last = 0;
   let wake: (() => void) | undefined;
-  const events = new Map<number, WatchEvent>();
+  const events = new Map<number, LogChange>();
   const filler = logged(written(configMap("filler", {})), 0);
   return {
     ready: Promise.resolve(),
     get lastRevision() {
       return last;
     },
-    append(rev: number, event?: WatchEvent) {
+    append(rev: number, event?: LogChange) {
       if (event) events.set(rev, event);
       last = rev;
       wake?.();
     },
-    async *since(from: number, signal: AbortSignal): AsyncGenerator<{ revision: number; event: WatchEvent }, "expired" | "aborted"> {
+    async *since(from: number, signal: AbortSignal): AsyncGenerator<LogChange, "expired" | "aborted"> {
       let cursor = from;
       while (!signal.aborted) {
         while (cursor < last) {
           cursor++;
-          yield { revision: cursor, event: events.get(cursor) ?? filler };
+          yield events.get(cursor) ?? { revision: cursor, type: filler.type, bytes: filler.bytes, event: filler.event };
         }
         await new Promise<void>((r) => {
           wake = r;
@@ -140,6 +147,33 @@ describe("LogWatermark", () => {
       const rec = written(configMap("x", { k: "v" }), type);
       assert.equal(sameChange(rec, logged(rec, 12345)), true, type);
       assert.equal(sameChange(rec, logged(written(configMap("x", { k: "w" }), type), 12345)), false, type);
+      // Another revision's resourceVersion in the log's object (the same object logged at another revision) is a difference.
+      const at = logged(rec, 12345);
+      assert.equal(sameChange(rec, { revision: 12346, type: at.type, bytes: at.bytes, event: at.event }), false, type);
+      // The same object under another type; a type that is a prefix of the written one.
+      assert.equal(sameChange(rec, { ...at, type: type === "ADDED" ? "MODIFIED" : "ADDED", bytes: at.bytes, event: at.event, revision: 12345 }), false, type);
+      assert.equal(sameChange(rec, { ...at, type: type.slice(0, 3), bytes: at.bytes, event: at.event, revision: 12345 }), false, type);
     }
+    // The watch cache's bytes when it encoded the decoded object itself (no message bytes): the same answers.
+    const rec = written(configMap("y", { k: "v" }));
+    const own = (l: LogChange): LogChange => new CachedEvent(l.revision, l.event as ConstructorParameters<typeof CachedEvent>[1]);
+    assert.equal(sameChange(rec, own(logged(rec, 77))), true);
+    assert.equal(sameChange(rec, own(logged(written(configMap("y", { k: "w" })), 77))), false);
+  });
+
+  it("sameChange: a record the wire walk cannot read (no metadata; a resourceVersion already set) is compared decoded", () => {
+    const bare = (v: string): ObjectMsg => fromKubeJson({ apiVersion: "v1", kind: "ConfigMap", data: { k: v } });
+    assert.equal(bare("v").kind?.value.metadata, undefined);
+    const rec = written(bare("v"));
+    assert.equal(sameChange(rec, logged(rec, 5)), true);
+    assert.equal(sameChange(rec, logged(written(bare("w")), 5)), false);
+    // A written resourceVersion "9" is not the store's "" (the log's is blanked before comparing): no match.
+    const set = fromKubeJson({
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      metadata: { name: "z", namespace: "default", uid: "u", resourceVersion: "9" },
+      data: { k: "v" },
+    });
+    assert.equal(sameChange(written(set), logged(written(set), 9)), false);
   });
 });

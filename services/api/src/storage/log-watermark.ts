@@ -16,6 +16,7 @@ import { ApiError, failure } from "@choreo/kit";
 import { Object as ObjectMsg, WatchEvent } from "@choreo/kit/gen/choreo/api/v1/api";
 import type { Runnable } from "@choreo/kit/lifecycle";
 import type { WatchCache } from "./watch-cache.js";
+import { eventParts, withRevision } from "./event-revision.js";
 
 interface Waiter {
   revision: number;
@@ -26,9 +27,14 @@ interface Waiter {
   timer: NodeJS.Timeout;
 }
 
-/** What the watermark reads of a change in the log. */
-interface LogChange {
-  revision: number;
+/** What the watermark reads of a change in the log (a watch cache entry). */
+export interface LogChange {
+  readonly revision: number;
+  /** The change's type. */
+  readonly type: string;
+  /** The object encoded (ObjectMsg) as the log holds it: with its resourceVersion. */
+  readonly bytes: Uint8Array;
+  /** The change decoded (read only when the written record is not as the store writes it). */
   readonly event: WatchEvent;
 }
 
@@ -115,7 +121,7 @@ export class LogWatermark implements Runnable {
 
   /** Throws the 503 when the log's change at `revision` is not the write. */
   private check(revision: number, written: Uint8Array, change: LogChange | undefined): void {
-    if (!change || sameChange(written, change.event)) return;
+    if (!change || sameChange(written, change)) return;
     throw new ApiError(
       failure(
         503,
@@ -148,11 +154,33 @@ export class LogWatermark implements Runnable {
 }
 
 /**
- * Whether the log's event is the change the store wrote: the same type and
- * the same object, byte for byte, once the log's resourceVersion (which the
- * relay writes in) is blanked as the store wrote it.
+ * Whether the log's change is the one the store wrote: the same type and the
+ * same object, byte for byte, once the written record has the log's revision
+ * as the relay writes it in (withRevision: the object's resourceVersion; the
+ * log's bytes are the relay's publish, from withRevision or ts-proto's
+ * encoder, which give the same bytes). Compared on the wire, without decoding
+ * or encoding either; a record withRevision cannot read is compared decoded.
  */
-export function sameChange(written: Uint8Array, logged: WatchEvent): boolean {
+export function sameChange(written: Uint8Array, logged: LogChange): boolean {
+  const stamped = withRevision(written, logged.revision);
+  const parts = stamped && eventParts(stamped);
+  if (!parts) return sameDecoded(written, logged.event);
+  return sameAscii(parts.type, logged.type) && Buffer.from(parts.object.buffer, parts.object.byteOffset, parts.object.byteLength).equals(logged.bytes);
+}
+
+/** Whether UTF-8 bytes spell `s` (a change type: ASCII; any other character is no match). */
+function sameAscii(b: Uint8Array, s: string): boolean {
+  if (b.length !== s.length) return false;
+  for (let i = 0; i < b.length; i++) if (b[i] !== s.charCodeAt(i) || b[i]! >= 0x80) return false;
+  return true;
+}
+
+/**
+ * sameChange on the decoded forms: the same type and the same object, byte
+ * for byte, once the log's resourceVersion (which the relay writes in) is
+ * blanked as the store wrote it.
+ */
+export function sameDecoded(written: Uint8Array, logged: WatchEvent): boolean {
   const w = WatchEvent.decode(written);
   if (w.type !== logged.type || !w.object?.kind || !logged.object?.kind) return w.type === logged.type && !w.object?.kind === !logged.object?.kind;
   const value = logged.object.kind.value;

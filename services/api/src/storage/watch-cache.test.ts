@@ -107,6 +107,25 @@ describe("watch cache entries", () => {
     assert.notEqual(old.event, old.event, "an old change is decoded on each read, not kept decoded");
   });
 
+  it("keep the object's bytes from the log's message when given it (a copy of their own, not a view of the message), else encode the object", async () => {
+    const cache = emptyCache({ capacity: 8 });
+    const ev = change(1, { type: "MODIFIED", prevLabels: { app: "b" } });
+    const message = WatchEvent.encode(ev).finish();
+    // The message as the connection hands it: a view inside a larger read buffer.
+    const read = new Uint8Array(message.length + 64);
+    read.set(message, 32);
+    const data = read.subarray(32, 32 + message.length);
+    cache.append(WatchEvent.decode(data), data);
+    cache.append(change(2));
+    const [fromMessage, encoded] = (await held(cache, 0)).changes as [CachedEvent, CachedEvent];
+    assert.deepEqual(fromMessage.bytes, Buffer.from(ObjectMsg.encode(ev.object as ObjectMsg).finish()));
+    assert.notEqual(fromMessage.bytes.buffer, read.buffer, "copied out of the read buffer");
+    assert.equal(fromMessage.bytes.buffer.byteLength, fromMessage.bytes.byteLength, "a buffer of its own size");
+    read.fill(0); // the connection reuses its buffer
+    assert.deepEqual(ObjectMsg.decode(fromMessage.bytes), ev.object);
+    assert.deepEqual(encoded.bytes, Buffer.from(ObjectMsg.encode(change(2).object as ObjectMsg).finish()));
+  });
+
   it("a change without an object is skipped and frees the slot it lands on", async () => {
     const cache = emptyCache({ capacity: 4 });
     for (let rev = 1; rev <= 4; rev++) cache.append(change(rev));

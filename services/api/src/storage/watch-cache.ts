@@ -2,15 +2,18 @@ import { BinaryWriter } from "@bufbuild/protobuf/wire";
 import type { JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { kindOf, selectableFields } from "@choreo/kit";
-import { ALL_EVENTS, consumeEvents, streamState } from "@choreo/kit/bus";
+import { ALL_EVENTS, consumeEventRecords, streamState } from "@choreo/kit/bus";
 import { Object as ObjectMsg, type WatchEvent } from "@choreo/kit/gen/choreo/api/v1/api";
 import type { Logger } from "@choreo/kit/log";
 import { sleep } from "@choreo/kit/lifecycle";
+import { eventParts } from "./event-revision.js";
 
 /**
  * One change as the cache holds it, with what selection needs (resource,
  * namespace, labels, selectable fields). The object is kept encoded (its
- * stored bytes, which the object cache keeps too); the decoded event is kept
+ * stored bytes, which the object cache keeps too: a copy of the object's
+ * bytes in the log's message, or encoded from the decoded event when there
+ * is no message, as in tests); the decoded event is kept
  * only while the change is among the newest `DECODED_WINDOW` (the watchers
  * that keep up share it), after that `event` decodes it again on each read.
  */
@@ -29,9 +32,11 @@ export class CachedEvent {
   private readonly prevFields: Record<string, string>;
   private readonly hasPrev: boolean;
 
+  /** `objectBytes`: the object's bytes in the log's message (copied here; a view of the message is not kept), else the decoded object is encoded. */
   constructor(
     readonly revision: number,
     ev: WatchEvent & { object: ObjectMsg & { kind: NonNullable<ObjectMsg["kind"]> } },
+    objectBytes?: Uint8Array,
   ) {
     const info = kindOf(ev.object);
     const meta = ev.object.kind.value.metadata;
@@ -41,7 +46,8 @@ export class CachedEvent {
     this.type = ev.type;
     this.labels = meta?.labels ?? {};
     this.fields = selectableFields(info, ev.object.kind.value);
-    const encoded = encodeObject(ev.object);
+    // A copy of its own size (new Uint8Array copies): a view would hold the connection's whole read buffer, and Buffer.from's pool its 8 KiB slab.
+    const encoded = objectBytes ? new Uint8Array(objectBytes) : encodeObject(ev.object);
     this.bytes = Buffer.from(encoded.buffer, encoded.byteOffset, encoded.byteLength);
     this.status = ev.status;
     // Records equal to the object's own (labels unchanged by an update) or empty are kept once, not per change.
@@ -201,8 +207,8 @@ export class WatchCache {
       from = this.last; // resume after a consumer failure
     else this.reset(from);
     if (this.last >= lastRevision) this.readyResolve();
-    for await (const ev of consumeEvents({ nc: this.opts.nc, jsm: this.opts.jsm, filter: ALL_EVENTS, fromRevision: from, signal })) {
-      this.append(ev);
+    for await (const { event, data } of consumeEventRecords({ nc: this.opts.nc, jsm: this.opts.jsm, filter: ALL_EVENTS, fromRevision: from, signal })) {
+      this.append(event, data);
       if (this.last >= lastRevision) this.readyResolve();
     }
   }
@@ -214,8 +220,12 @@ export class WatchCache {
     this.last = from;
   }
 
-  /** Adds the change at the next revision (exported for tests: the consumer calls it). */
-  append(ev: WatchEvent): void {
+  /**
+   * Adds the change at the next revision (exported for tests: the consumer
+   * calls it). `data`: the log message's bytes (the encoded event), whose
+   * object's bytes are kept instead of encoding the decoded object again.
+   */
+  append(ev: WatchEvent, data?: Uint8Array): void {
     const revision = ev.revision;
     if (revision !== this.last + 1) {
       // Not contiguous (the log was recreated): start over from here.
@@ -230,7 +240,7 @@ export class WatchCache {
     this.ring[slot] = undefined;
     const obj = ev.object;
     if (obj?.kind) {
-      const c = new CachedEvent(revision, ev as ConstructorParameters<typeof CachedEvent>[1]);
+      const c = new CachedEvent(revision, ev as ConstructorParameters<typeof CachedEvent>[1], data && eventParts(data)?.object);
       this.ring[slot] = c;
       this.held += c.size;
     }

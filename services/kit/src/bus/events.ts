@@ -92,7 +92,28 @@ export const CONSUMER_HEARTBEAT_MS = 2_000;
  * heartbeats stop. Two missed (every CONSUMER_HEARTBEAT_MS) start it again
  * the same way, on a server that runs.
  */
-export async function* consumeEvents(opts: ConsumeOptions): AsyncGenerator<WatchEvent> {
+export function consumeEvents(opts: ConsumeOptions): AsyncGenerator<WatchEvent> {
+  return consume(opts, (event) => event);
+}
+
+/** A change of the log with its message's bytes: the encoded WatchEvent as published (the payload; a view, not a copy). */
+export interface EventRecord {
+  event: WatchEvent;
+  data: Uint8Array;
+}
+
+/**
+ * `consumeEvents`, each change handed out with its message's bytes: a reader
+ * that keeps the object encoded (the api's watch cache) takes its bytes from
+ * the message instead of encoding the decoded object again. `data` is the
+ * message's payload, which may be a view of a larger buffer of the
+ * connection: copy what is kept.
+ */
+export function consumeEventRecords(opts: ConsumeOptions): AsyncGenerator<EventRecord> {
+  return consume(opts, (event, data) => ({ event, data }));
+}
+
+async function* consume<T>(opts: ConsumeOptions, pick: (event: WatchEvent, data: Uint8Array) => T): AsyncGenerator<T> {
   await checkAnswerable(opts.jsm, opts.fromRevision);
   const js = jetstream(opts.nc);
   const policy = signedEventsPolicy(opts.nc);
@@ -133,7 +154,7 @@ export async function* consumeEvents(opts: ConsumeOptions): AsyncGenerator<Watch
         if (opts.signal.aborted) break;
         seen = m.seq;
         const ev = eventOfMessage(policy, m, m.seq);
-        if (ev) yield ev;
+        if (ev) yield pick(ev, m.data);
       }
     } finally {
       stopWatching();

@@ -24,8 +24,8 @@ export {
 } from "./subjects.js";
 export { ensureEventStream, hasPodRepublish, streamState, connectBus } from "./stream.js";
 export type { EventStreamOptions } from "./stream.js";
-export { encodeEvent, decodeEvent, consumeEvents } from "./events.js";
-export type { ConsumeOptions } from "./events.js";
+export { encodeEvent, decodeEvent, consumeEvents, consumeEventRecords } from "./events.js";
+export type { ConsumeOptions, EventRecord } from "./events.js";
 export { followEvents } from "./follow.js";
 export type { FollowOptions } from "./follow.js";
 export {
