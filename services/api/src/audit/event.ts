@@ -128,12 +128,19 @@ function withoutManagedFields(o: unknown): unknown {
   return out;
 }
 
+/** The second microTime last formatted, and its text up to the seconds (2026-11-26T06:44:23): two stamps per request, most in the same second. */
+let cachedSecond = Number.NaN;
+let cachedPrefix = "";
+
 /** RFC 3339 with microseconds, as Kubernetes' MicroTime: 2026-11-26T06:44:23.123456Z. */
 export function microTime(epochMicros: number): string {
-  const ms = Math.floor(epochMicros / 1000);
-  const iso = new Date(ms).toISOString(); // …T06:44:23.123Z
-  const micros = String(Math.floor(epochMicros % 1_000_000)).padStart(6, "0");
-  return `${iso.slice(0, 19)}.${micros}Z`;
+  const second = Math.floor(epochMicros / 1_000_000);
+  if (second !== cachedSecond) {
+    cachedPrefix = new Date(second * 1000).toISOString().slice(0, 19); // …T06:44:23.000Z
+    cachedSecond = second;
+  }
+  const micros = String(Math.floor(epochMicros - second * 1_000_000)).padStart(6, "0");
+  return `${cachedPrefix}.${micros}Z`;
 }
 
 /** Microseconds since the epoch, from the monotonic high-resolution clock. */

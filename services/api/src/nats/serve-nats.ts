@@ -1,13 +1,14 @@
 import type { NatsConnection, Msg, Subscription } from "@nats-io/transport-node";
 import { statusOf } from "@choreo/kit";
-import { apiSubject } from "@choreo/kit/bus";
+import { apiSubject, drainSubscriptions } from "@choreo/kit/bus";
 import { METHODS, type Method } from "@choreo/kit/client";
 import { Reply, type Object as ApiObject, type ObjectList } from "@choreo/kit/gen/choreo/api/v1/api";
 import type { Scale } from "@choreo/kit/gen/choreo/autoscaling/v1/autoscaling";
 import type { Logger } from "@choreo/kit/log";
+import type { AuditLog } from "../audit/index.js";
 import type { ApiHandlers } from "../handlers/api-handlers.js";
 import { ALLOW_ALL } from "../auth/authorize.js";
-import { guardedCall } from "../auth/guarded-handlers.js";
+import { guardedCall, type DoorAudit } from "../auth/guarded-handlers.js";
 import { encode } from "../registry/shared/encode.js";
 import { natsRequestUser, type NatsRequestAuth } from "./request-auth.js";
 
@@ -20,6 +21,23 @@ function replyOf(method: Method, result: Result): Reply {
   if (method === "list" || method === "deleteCollection") return { result: { $case: "list", value: result as ObjectList } };
   if (method === "getScale" || method === "updateScale") return { result: { $case: "scale", value: result as Scale } };
   return { result: { $case: "object", value: result as ApiObject } };
+}
+
+/**
+ * How the NATS door names a call in the audit log: `nats:` and its message's
+ * subject. A class rather than an object literal with an arrow made per
+ * message, which tsx's keepNames wraps in __name (a defineProperty) each time.
+ */
+class NatsDoorAudit implements DoorAudit {
+  readonly userAgent = "nats";
+  constructor(
+    readonly log: AuditLog,
+    private readonly subject: string,
+  ) {}
+
+  requestURI(): string {
+    return `nats:${this.subject}`;
+  }
 }
 
 /**
@@ -60,7 +78,7 @@ export class NatsTransport {
       signal.addEventListener("abort", () => resolve(), { once: true });
     });
     // Drain: stop taking requests, finish the ones in flight.
-    await Promise.all(subs.map((s) => s.drain().catch(() => undefined)));
+    await drainSubscriptions(subs);
   }
 
   /** Runs `method` as the request's user may (401 for an unknown token or a missing one when headerless requests are refused). */
@@ -69,7 +87,7 @@ export class NatsTransport {
     const handlers = this.opts.handlers;
     if (!user) return (handlers[method] as (r: unknown) => Promise<Result>).call(handlers, req);
     const audit = this.opts.audit;
-    const door = audit ? { log: audit, requestURI: () => `nats:${msg.subject}`, userAgent: "nats" } : undefined;
+    const door = audit ? new NatsDoorAudit(audit, msg.subject) : undefined;
     return (await guardedCall(handlers, this.opts.authorizer ?? ALLOW_ALL, user, door, method, req)) as Result;
   }
 

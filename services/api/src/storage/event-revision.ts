@@ -103,6 +103,15 @@ function writeVarint(out: Uint8Array, pos: number, v: number): number {
   return pos;
 }
 
+/**
+ * Copies `event[from, to)` into `out` at `p`; returns the position after it. A module function, not a closure made
+ * per call: tsx's keepNames wraps a named closure in __name (a defineProperty) each time it is made.
+ */
+function copyInto(out: Uint8Array, p: number, event: Uint8Array, from: number, to: number): number {
+  out.set(event.subarray(from, to), p);
+  return p + to - from;
+}
+
 /** The one length-delimited field numbered `num` among `fs`, or a MALFORMED throw. */
 function only(fs: Span[], num: number): Span {
   const found = fs.filter((f) => f.num === num);
@@ -143,29 +152,25 @@ export function withRevision(event: Uint8Array, revision: number): Uint8Array | 
 
     const out = new Uint8Array(total);
     let p = 0;
-    const copy = (from: number, to: number): void => {
-      out.set(event.subarray(from, to), p);
-      p += to - from;
-    };
-    for (const f of top) if (f.num < EVENT_OBJECT) copy(f.start, f.end);
+    for (const f of top) if (f.num < EVENT_OBJECT) p = copyInto(out, p, event, f.start, f.end);
     // The object's tag and new length, the kind's tag and new length, the kind's fields before the metadata, its tag and new length …
-    copy(obj.start, obj.tagEnd);
+    p = copyInto(out, p, event, obj.start, obj.tagEnd);
     p = writeVarint(out, p, objLen);
-    copy(kind.start, kind.tagEnd);
+    p = copyInto(out, p, event, kind.start, kind.tagEnd);
     p = writeVarint(out, p, kindLen);
-    copy(kind.data, meta.tagEnd);
+    p = copyInto(out, p, event, kind.data, meta.tagEnd);
     p = writeVarint(out, p, metaLen);
     // … ObjectMeta up to field 5, resource_version, the rest of ObjectMeta and of the kind.
-    copy(meta.data, at);
+    p = copyInto(out, p, event, meta.data, at);
     out[p++] = (META_RESOURCE_VERSION << 3) | LEN;
     p = writeVarint(out, p, rv.length);
     for (let i = 0; i < rv.length; i++) out[p++] = rv.charCodeAt(i);
-    copy(at, kind.end);
+    p = copyInto(out, p, event, at, kind.end);
     // Then the event's status (none in a change record), revision, and the rest in field order.
-    for (const f of top) if (f.num > EVENT_OBJECT && f.num < EVENT_REVISION) copy(f.start, f.end);
+    for (const f of top) if (f.num > EVENT_OBJECT && f.num < EVENT_REVISION) p = copyInto(out, p, event, f.start, f.end);
     out[p++] = EVENT_REVISION << 3;
     p = writeVarint(out, p, revision);
-    for (const f of top) if (f.num > EVENT_REVISION) copy(f.start, f.end);
+    for (const f of top) if (f.num > EVENT_REVISION) p = copyInto(out, p, event, f.start, f.end);
     if (p !== total) return undefined;
     return out;
   } catch (err) {

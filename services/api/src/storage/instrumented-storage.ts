@@ -36,9 +36,12 @@ export function instrumentStorage<S extends ObjectStorage>(store: S, timings: St
               ? ""
               : String(op === "write" || op === "restore" ? ((args[0] as { resource?: string } | undefined)?.resource ?? "") : args[0]),
         };
-        const done = () => timings.observe(labels, (performance.now() - started) / 1000);
         const result = (value as (...a: unknown[]) => Promise<unknown>).apply(target, args);
-        void result.then(done, done);
+        // Inline closures: one held in a named const is wrapped in tsx's __name (a defineProperty per call: 0.55 % of the api's busy time).
+        void result.then(
+          () => timings.observe(labels, (performance.now() - started) / 1000),
+          () => timings.observe(labels, (performance.now() - started) / 1000),
+        );
         return result;
       };
     },

@@ -69,6 +69,20 @@ export function copyOf<T extends AnyObject>(info: KindInfo, v: T): T {
   return unwrap(ObjectMsg.fromPartial({ kind: { $case: info.case, value: v } } as ApiObject)) as T;
 }
 
+/**
+ * An object's status as Kubernetes JSON. Module functions, not closures made per update: tsx's keepNames wraps a
+ * named closure in __name (a defineProperty) each time it is made.
+ */
+function statusJson(info: KindInfo, o: AnyObject): unknown {
+  return messageToKubeJson(info.protoType, o)["status"];
+}
+
+/** An object's spec (an Endpoints' subsets) as Kubernetes JSON. */
+function specJson(info: KindInfo, o: AnyObject): unknown {
+  const json = messageToKubeJson(info.protoType, o);
+  return json["spec"] ?? json["subsets"];
+}
+
 /** The object of a request, copied (the store fills and changes it). */
 function requestObject(info: KindInfo, o: ApiObject | undefined): AnyObject {
   return copyOf(info, unwrap(o as ApiObject));
@@ -474,8 +488,7 @@ export class GenericStore {
     } else {
       // Compared as Kubernetes JSON: a zero Go struct and an absent one are the same status (the JSON
       // always writes fields Kubernetes never omits, so a status read back may decode to zeros where none were stored).
-      const statusJson = (o: AnyObject): unknown => messageToKubeJson(info.protoType, o)["status"];
-      if (info.hasStatus && (v as { status?: unknown }).status !== undefined && !GenericStore.same(statusJson(v), statusJson(old))) {
+      if (info.hasStatus && (v as { status?: unknown }).status !== undefined && !GenericStore.same(statusJson(info, v), statusJson(info, old))) {
         throw invalid(
           info.kind,
           meta.name,
@@ -497,11 +510,7 @@ export class GenericStore {
       this.strategy(info)?.prepareUpdate?.(next, old, this.scope);
       // Compared as Kubernetes JSON, as the status is: a spec read and written back unchanged (a label edit by
       // kubectl) decodes with empty messages where the stored one had none, and is the same spec.
-      const spec = (o: AnyObject): unknown => {
-        const json = messageToKubeJson(info.protoType, o);
-        return json["spec"] ?? json["subsets"];
-      };
-      if (!GenericStore.same(spec(next), spec(old))) meta.generation = om.generation + 1;
+      if (!GenericStore.same(specJson(info, next), specJson(info, old))) meta.generation = om.generation + 1;
       this.validate(info, next, old);
       await this.strategy(info)?.admit?.(this, next, old);
     }
