@@ -2,8 +2,8 @@
 // NATS, gRPC and HTTP transports, until SIGTERM; then drain and exit.
 import path from "node:path";
 import { ApiError } from "@choreo/kit";
-import { connectBus, ensureEventKeys, ensureEventStream, eventKeyPaths, loadEventSigner, requestNatsUser } from "@choreo/kit/bus";
-import { runAll, signalController, sleep, type Runnable } from "@choreo/kit/lifecycle";
+import { closeBus, connectBus, ensureEventKeys, ensureEventStream, eventKeyPaths, loadEventSigner, requestNatsUser } from "@choreo/kit/bus";
+import { runAll, signalController, sleep, stopTimeoutMs, type Runnable } from "@choreo/kit/lifecycle";
 import { createLogger } from "@choreo/kit/log";
 import { createRegistry as createMetricsRegistry, metricsServer } from "@choreo/kit/metrics";
 import { ensureClientCa, NATS_CA_ENV, redactUrl, stripCredentials } from "@choreo/kit/secrets";
@@ -52,7 +52,8 @@ import { CsrController } from "./certificates/csr-controller.js";
 
 const config = loadConfig();
 const log = createLogger({ service: "api" });
-const ac = signalController();
+// A stop bounded: with nats-server or redis-server gone, in-flight requests would wait for good (kill -9 loses nothing).
+const ac = signalController({ stopTimeoutMs: stopTimeoutMs(15_000), onTimeout: () => log.error({}, "stop timed out; exiting") });
 const metrics = createMetricsRegistry("api");
 const m = apiMetrics(metrics);
 
@@ -429,12 +430,13 @@ try {
       metricsServer({ registry: metrics, port: config.metricsPort, host: config.metricsHost }),
     ],
     ac.signal,
+    { log },
   );
 } catch (err) {
   log.fatal({ err }, "api failed");
   process.exitCode = 1;
 } finally {
-  await nc.drain().catch(() => undefined);
+  await closeBus(nc);
   redis.disconnect();
   await audit?.close();
   log.info({}, "api stopped");

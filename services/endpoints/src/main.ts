@@ -1,10 +1,10 @@
 // The endpoints actor: config → NATS → ApiClient → informers (services,
 // pods, endpoints) → the endpoints reconciler → runAll until SIGTERM.
 import { jetstreamManager } from "@nats-io/jetstream";
-import { connectBus } from "@choreo/kit/bus";
+import { closeBus, connectBus } from "@choreo/kit/bus";
 import { ApiClient } from "@choreo/kit/client";
 import { Informer } from "@choreo/kit/informer";
-import { runAll, signalController, type Runnable } from "@choreo/kit/lifecycle";
+import { runAll, signalController, stopTimeoutMs, type Runnable } from "@choreo/kit/lifecycle";
 import { createLogger } from "@choreo/kit/log";
 import { actorToken, redactUrl } from "@choreo/kit/secrets";
 import { createRegistry, metricsServer, processHealth } from "@choreo/kit/metrics";
@@ -15,7 +15,8 @@ const metricsPort = process.env["CHOREO_METRICS_PORT"] ? Number(process.env["CHO
 const workers = Number(process.env["CHOREO_ENDPOINTS_WORKERS"] ?? 4) || 4;
 
 const log = createLogger({ service: "endpoints" });
-const ac = signalController();
+// A stop bounded: with nats-server or redis-server gone, in-flight requests would wait for good (kill -9 loses nothing).
+const ac = signalController({ stopTimeoutMs: stopTimeoutMs(15_000), onTimeout: () => log.error({}, "stop timed out; exiting") });
 const registry = createRegistry("endpoints");
 const nc = await connectBus(natsUrl, "endpoints");
 const jsm = await jetstreamManager(nc);
@@ -33,11 +34,11 @@ if (metricsPort !== undefined) runnables.push(metricsServer({ registry, port: me
 
 log.info({ nats: redactUrl(natsUrl), workers }, "endpoints actor starting");
 try {
-  await runAll(runnables, ac.signal);
+  await runAll(runnables, ac.signal, { log });
 } catch (err) {
   log.fatal({ err }, "endpoints actor failed");
   process.exitCode = 1;
 } finally {
-  await nc.drain().catch(() => undefined);
+  await closeBus(nc);
   log.info({}, "endpoints actor stopped");
 }

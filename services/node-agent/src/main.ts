@@ -6,10 +6,10 @@
 // network down.
 import { jetstreamManager } from "@nats-io/jetstream";
 import Docker from "dockerode";
-import { connectBus, loadEventVerifier, requireSignedEvents } from "@choreo/kit/bus";
+import { closeBus, connectBus, loadEventVerifier, requireSignedEvents } from "@choreo/kit/bus";
 import { ApiClient } from "@choreo/kit/client";
 import { EventRecorder } from "@choreo/kit/events";
-import { runAll, signalController, type Runnable } from "@choreo/kit/lifecycle";
+import { runAll, signalController, stopTimeoutMs, type Runnable } from "@choreo/kit/lifecycle";
 import { createLogger } from "@choreo/kit/log";
 import { actorToken, redactUrl } from "@choreo/kit/secrets";
 import { createRegistry, getOrCreateCounter, metricsServer, processHealth } from "@choreo/kit/metrics";
@@ -25,7 +25,8 @@ import { StatsServer } from "./stats/stats-server.js";
 
 const config = loadConfig();
 const log = createLogger({ service: "node-agent" });
-const ac = signalController();
+// A stop bounded: with nats-server or redis-server gone, in-flight requests would wait for good (kill -9 loses nothing).
+const ac = signalController({ stopTimeoutMs: stopTimeoutMs(30_000), onTimeout: () => log.error({}, "stop timed out; exiting") });
 const registry = createRegistry("node-agent");
 // (connectBus leaves nats.js' async stack traces off: two Error objects per api request, ~5% of a hollow-node process's CPU.)
 const nc = await connectBus(config.natsUrl, `node-agent-${config.hollowNodes ? config.prefix : config.nodeName}`);
@@ -112,13 +113,13 @@ log.info(
   "node agent starting",
 );
 try {
-  await runAll(runnables, ac.signal);
+  await runAll(runnables, ac.signal, { log });
   // Pods stopped on exit: the node's bridge and rules go too (choreo down leaves nothing).
   if (real && config.stopPodsOnExit) await real.network.destroy();
 } catch (err) {
   log.fatal({ err }, "node agent failed");
   process.exitCode = 1;
 } finally {
-  await nc.drain().catch(() => undefined);
+  await closeBus(nc);
   log.info({}, "node agent stopped");
 }

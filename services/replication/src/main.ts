@@ -5,11 +5,11 @@
 // service accounts controllers and the garbage collector → runAll until SIGTERM.
 import { jetstreamManager } from "@nats-io/jetstream";
 import { GC_OWNER_KINDS, type KindCase } from "@choreo/kit";
-import { connectBus } from "@choreo/kit/bus";
+import { closeBus, connectBus } from "@choreo/kit/bus";
 import { ApiClient } from "@choreo/kit/client";
 import { EventRecorder } from "@choreo/kit/events";
 import { Informer } from "@choreo/kit/informer";
-import { runAll, signalController, type Runnable } from "@choreo/kit/lifecycle";
+import { runAll, signalController, stopTimeoutMs, type Runnable } from "@choreo/kit/lifecycle";
 import { createLogger } from "@choreo/kit/log";
 import { actorToken, redactUrl } from "@choreo/kit/secrets";
 import { createRegistry, metricsServer, processHealth } from "@choreo/kit/metrics";
@@ -28,7 +28,8 @@ import { ServiceAccountsController } from "./serviceaccounts/serviceaccounts-con
 
 const config = loadConfig();
 const log = createLogger({ service: "replication" });
-const ac = signalController();
+// A stop bounded: with nats-server or redis-server gone, in-flight requests would wait for good (kill -9 loses nothing).
+const ac = signalController({ stopTimeoutMs: stopTimeoutMs(15_000), onTimeout: () => log.error({}, "stop timed out; exiting") });
 const registry = createRegistry("replication");
 const nc = await connectBus(config.natsUrl, "replication");
 const jsm = await jetstreamManager(nc);
@@ -154,11 +155,11 @@ if (config.metricsPort !== undefined) runnables.push(metricsServer({ registry, p
 
 log.info({ nats: redactUrl(config.natsUrl), workers: config.workers, burst: config.burst }, "replication actor starting");
 try {
-  await runAll(runnables, ac.signal);
+  await runAll(runnables, ac.signal, { log });
 } catch (err) {
   log.fatal({ err }, "replication actor failed");
   process.exitCode = 1;
 } finally {
-  await nc.drain().catch(() => undefined);
+  await closeBus(nc);
   log.info({}, "replication actor stopped");
 }

@@ -2,9 +2,9 @@
 // scheduler and (under leader election) the node lifecycle → runAll until
 // SIGTERM.
 import { jetstreamManager } from "@nats-io/jetstream";
-import { connectBus } from "@choreo/kit/bus";
+import { closeBus, connectBus } from "@choreo/kit/bus";
 import { ApiClient } from "@choreo/kit/client";
-import { runAll, signalController } from "@choreo/kit/lifecycle";
+import { runAll, signalController, stopTimeoutMs } from "@choreo/kit/lifecycle";
 import { createLogger } from "@choreo/kit/log";
 import { actorToken, redactUrl } from "@choreo/kit/secrets";
 import { createRegistry, metricsServer, processHealth } from "@choreo/kit/metrics";
@@ -13,7 +13,8 @@ import { loadConfig } from "./config.js";
 
 const config = loadConfig();
 const log = createLogger({ service: "scheduler" });
-const ac = signalController();
+// A stop bounded: with nats-server or redis-server gone, in-flight requests would wait for good (kill -9 loses nothing).
+const ac = signalController({ stopTimeoutMs: stopTimeoutMs(15_000), onTimeout: () => log.error({}, "stop timed out; exiting") });
 const nc = await connectBus(config.natsUrl, `scheduler-${config.identity}`);
 const jsm = await jetstreamManager(nc);
 // Its own identity: the bearer token in CHOREO_API_TOKEN_FILE (0600), sent with every api request.
@@ -25,11 +26,11 @@ if (config.metricsPort !== undefined) runnables.push(metricsServer({ registry, p
 
 log.info({ scheduler: config.schedulerName, workers: config.workers, nats: redactUrl(config.natsUrl), lifecycle: config.nodeLifecycle }, "scheduler starting");
 try {
-  await runAll(runnables, ac.signal);
+  await runAll(runnables, ac.signal, { log });
 } catch (err) {
   log.fatal({ err }, "scheduler failed");
   process.exitCode = 1;
 } finally {
-  await nc.drain().catch(() => undefined);
+  await closeBus(nc);
   log.info({}, "scheduler stopped");
 }

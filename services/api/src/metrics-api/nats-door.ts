@@ -1,6 +1,6 @@
 import type { Msg, NatsConnection, Subscription } from "@nats-io/transport-node";
 import { statusOf } from "@choreo/kit";
-import { apiSubject } from "@choreo/kit/bus";
+import { apiSubject, drainSubscriptions } from "@choreo/kit/bus";
 import { onAbort, type Runnable } from "@choreo/kit/lifecycle";
 import type { Logger } from "@choreo/kit/log";
 import { MetricsReply, NodeMetricsRequest, PodMetricsRequest } from "@choreo/kit/gen/choreo/metrics/v1beta1/metrics";
@@ -71,6 +71,6 @@ export class MetricsNatsDoor implements Runnable {
       }),
     ];
     await new Promise<void>((resolve) => onAbort(signal, resolve));
-    await Promise.all(subs.map((s) => s.drain().catch(() => undefined)));
+    await drainSubscriptions(subs);
   }
 }

@@ -1,6 +1,6 @@
 import type { Msg, NatsConnection, Subscription } from "@nats-io/transport-node";
 import { badRequest, statusOf } from "@choreo/kit";
-import { apiSubject } from "@choreo/kit/bus";
+import { apiSubject, drainSubscriptions } from "@choreo/kit/bus";
 import { CREATE_TOKEN, type CreateTokenReply, type CreateTokenRequest, type TokenRequestJson } from "@choreo/kit/client";
 import { onAbort, type Runnable } from "@choreo/kit/lifecycle";
 import type { Logger } from "@choreo/kit/log";
@@ -48,7 +48,7 @@ export class TokenNatsDoor implements Runnable {
     });
     await this.o.nc.flush();
     await new Promise<void>((resolve) => onAbort(signal, resolve));
-    await sub.drain().catch(() => undefined);
+    await drainSubscriptions([sub]);
   }
 
   private async serve(msg: Msg): Promise<void> {

@@ -1,5 +1,5 @@
 import { jetstreamManager, RetentionPolicy, StorageType, DiscardPolicy, type JetStreamManager } from "@nats-io/jetstream";
-import { connect, type ConnectionOptions, type NatsConnection } from "@nats-io/transport-node";
+import { connect, type ConnectionOptions, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import type { Logger } from "../log/index.js";
 import { NATS_CA_ENV } from "../secrets/bus-tls.js";
 import { natsConnectOptions } from "../secrets/secrets.js";
@@ -80,6 +80,38 @@ export async function hasPodRepublish(jsm: JetStreamManager): Promise<boolean> {
 export async function streamState(jsm: JetStreamManager): Promise<{ firstRevision: number; lastRevision: number; messages: number }> {
   const info = await jsm.streams.info(EVENT_STREAM);
   return { firstRevision: info.state.first_seq, lastRevision: info.state.last_seq, messages: info.state.messages };
+}
+
+/**
+ * Closes a process's NATS connection on its way out: drains it (pending
+ * messages handled, subscriptions unsubscribed, publishes flushed) for at
+ * most `timeoutMs`, then closes it whatever happened. nats.js's drain ends
+ * with a flush; with the server stopped or unreachable that flush never
+ * answers or rejects, drain then neither finishes nor closes, and the
+ * connection's reconnect timers keep the process alive for good (a SIGTERM
+ * during a NATS outage left every actor running). Never rejects.
+ */
+export async function closeBus(nc: NatsConnection, timeoutMs = 3_000): Promise<void> {
+  if (nc.isClosed()) return;
+  let timer: NodeJS.Timeout | undefined;
+  const drained = nc.isDraining() ? Promise.resolve() : nc.drain().catch(() => undefined);
+  await Promise.race([drained, new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
+  clearTimeout(timer);
+  if (!nc.isClosed()) await nc.close().catch(() => undefined);
+}
+
+/**
+ * Drains subscriptions on a server's way out (in-flight messages handled,
+ * then unsubscribed) for at most `timeoutMs`, then unsubscribes what is
+ * left: a drain ends with a flush that a stopped nats-server never answers.
+ * Never rejects.
+ */
+export async function drainSubscriptions(subs: readonly Subscription[], timeoutMs = 2_000): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const drained = Promise.all(subs.map((s) => (s.isClosed() ? undefined : s.drain().catch(() => undefined))));
+  await Promise.race([drained, new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
+  clearTimeout(timer);
+  for (const s of subs) if (!s.isClosed()) s.unsubscribe();
 }
 
 /**

@@ -118,12 +118,13 @@ export class LeaderElector {
   async start(signal: AbortSignal): Promise<void> {
     const retry = this.opts.retryPeriodMs ?? 2_000;
     const deadline = this.opts.renewDeadlineMs ?? 10_000;
+    let led = false;
     while (!signal.aborted) {
       if (!(await this.attempt())) {
         await sleep(retry, signal);
         continue;
       }
-      this.leading = true;
+      this.leading = led = true;
       this.renewedAt = Date.now();
       this.opts.log.info({ lease: this.opts.name, identity: this.opts.identity }, "started leading");
       const lead = new AbortController();
@@ -144,7 +145,9 @@ export class LeaderElector {
       this.opts.log.info({ lease: this.opts.name, identity: this.opts.identity }, "stopped leading");
       this.opts.onStoppedLeading?.();
     }
-    await this.release().catch(() => undefined);
+    // Released on the way out, for at most RELEASE_MS: with the api or the bus down, a stopping
+    // process does not wait out two request timeouts (the others then wait the lease's duration).
+    if (led) await withinMs(this.release(), RELEASE_MS);
   }
 
   private async attempt(): Promise<boolean> {
@@ -165,7 +168,7 @@ export class LeaderElector {
     }
   }
 
-  /** Gives the lease up so another candidate need not wait a full duration. */
+  /** Gives the lease up so another candidate need not wait a full duration (an unanswered release is left to expire). */
   private async release(): Promise<void> {
     const lease = this.opts.client.typed("lease");
     const cur = await lease.get(this.opts.namespace, this.opts.name);
@@ -177,4 +180,14 @@ export class LeaderElector {
     }
     await lease.update(next);
   }
+}
+
+/** How long a stopping candidate tries to release its lease. */
+const RELEASE_MS = 2_000;
+
+/** Waits for `p` at most `ms`; never rejects. */
+async function withinMs(p: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([p.catch(() => undefined), new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
+  clearTimeout(timer);
 }

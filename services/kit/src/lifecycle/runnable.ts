@@ -8,13 +8,22 @@ export interface Runnable {
   start(signal: AbortSignal): Promise<void>;
 }
 
+/** Options of {@link runAll}. */
+export interface RunAllOptions {
+  /** Told, every `stoppingWarnMs` once `signal` aborted, which runnables have not returned yet. */
+  log?: { warn(fields: object, msg: string): void };
+  /** Default 5 s. */
+  stoppingWarnMs?: number;
+}
+
 /**
  * Runs all runnables concurrently until `signal` aborts. If one rejects (or
  * throws synchronously), the others are aborted through an internal
  * AbortController chained to `signal`, and the first error is rethrown once
- * every runnable has settled.
+ * every runnable has settled. With `log`, a stop that takes long names the
+ * runnables still stopping.
  */
-export async function runAll(runnables: readonly Runnable[], signal: AbortSignal): Promise<void> {
+export async function runAll(runnables: readonly Runnable[], signal: AbortSignal, opts: RunAllOptions = {}): Promise<void> {
   const inner = new AbortController();
   // Each runnable (and what it starts) listens to this one signal: however many there are is not a leak.
   setMaxListeners(0, inner.signal);
@@ -23,12 +32,22 @@ export async function runAll(runnables: readonly Runnable[], signal: AbortSignal
   else signal.addEventListener("abort", stop, { once: true });
   let failed = false;
   let first: unknown;
+  const running = new Set(runnables.map((r) => r.name));
+  let warner: NodeJS.Timeout | undefined;
+  const { log } = opts;
+  if (log)
+    onAbort(inner.signal, () => {
+      warner = setInterval(() => log.warn({ runnables: [...running] }, "still stopping"), opts.stoppingWarnMs ?? 5_000);
+      warner.unref();
+    });
   try {
     await Promise.all(
       runnables.map(async (r) => {
         try {
           await r.start(inner.signal);
+          running.delete(r.name);
         } catch (err: unknown) {
+          running.delete(r.name);
           if (!failed) {
             failed = true;
             first = err instanceof Error ? err : new Error(`${r.name} failed: ${String(err)}`, { cause: err });
@@ -39,6 +58,7 @@ export async function runAll(runnables: readonly Runnable[], signal: AbortSignal
     );
   } finally {
     signal.removeEventListener("abort", stop);
+    clearInterval(warner);
   }
   if (failed) throw first;
 }
@@ -51,11 +71,22 @@ export interface SignalControllerOptions {
   exit?: (code: number) => void;
   /** The signals to listen to (default SIGTERM and SIGINT). */
   signals?: readonly NodeJS.Signals[];
+  /**
+   * The most a stop may take, from the first signal: then `onTimeout` is
+   * called and the process exits with 1. A process whose server went away
+   * can otherwise wait for good on a request nobody answers (a Redis command
+   * has no timeout; a stopped nats-server never answers a drain's flush).
+   * Nothing is lost by it: every process survives kill -9. Default none.
+   */
+  stopTimeoutMs?: number;
+  /** Called before the exit of `stopTimeoutMs`. */
+  onTimeout?: () => void;
 }
 
 /**
  * An AbortController aborted by the first SIGTERM/SIGINT; a second signal
- * calls `onSecond` and exits the process with 130.
+ * calls `onSecond` and exits the process with 130. With `stopTimeoutMs`, a
+ * stop still running that long after the first signal exits with 1.
  */
 export function signalController(opts: SignalControllerOptions = {}): AbortController {
   const ac = new AbortController();
@@ -64,6 +95,11 @@ export function signalController(opts: SignalControllerOptions = {}): AbortContr
   const onSignal = (sig: NodeJS.Signals): void => {
     if (!ac.signal.aborted) {
       ac.abort(new Error(`received ${sig}`));
+      if (opts.stopTimeoutMs !== undefined)
+        setTimeout(() => {
+          opts.onTimeout?.();
+          exit(1);
+        }, opts.stopTimeoutMs).unref();
       return;
     }
     for (const s of signals) process.off(s, onSignal);
@@ -72,6 +108,15 @@ export function signalController(opts: SignalControllerOptions = {}): AbortContr
   };
   for (const s of signals) process.on(s, onSignal);
   return ac;
+}
+
+/** A process's stop timeout: CHOREO_STOP_TIMEOUT_MS when set (0: none), else `defaultMs`. */
+export function stopTimeoutMs(defaultMs: number, env: NodeJS.ProcessEnv = process.env): number | undefined {
+  const v = env["CHOREO_STOP_TIMEOUT_MS"];
+  if (v === undefined || v === "") return defaultMs;
+  const n = Number(v);
+  if (!Number.isFinite(n) || n < 0) throw new Error(`CHOREO_STOP_TIMEOUT_MS: "${v}" is not a number of milliseconds`);
+  return n === 0 ? undefined : n;
 }
 
 /** Resolves true after `ms`, or false as soon as `signal` aborts (never rejects). */
