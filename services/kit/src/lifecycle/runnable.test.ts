@@ -1,6 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { backoff, DisposableGroup, runAll, shutdownWithTimeout, signalController, sleep, type Runnable } from "./index.js";
+import { backoff, DisposableGroup, runAll, shutdownWithTimeout, signalController, sleep, stopTimeoutMs, type Runnable } from "./index.js";
 
 /** A runnable that runs until aborted, recording when it stopped. */
 function idle(name: string, log: string[]): Runnable {
@@ -90,6 +90,62 @@ describe("signalController", () => {
     } finally {
       process.removeAllListeners("SIGUSR2");
     }
+  });
+});
+
+describe("a bounded stop", () => {
+  it("stopTimeoutMs: exits with 1 that long after the first signal when the process is still there, after onTimeout", async () => {
+    const codes: number[] = [];
+    const told: string[] = [];
+    const ac = signalController({ signals: ["SIGUSR2"], exit: (c) => codes.push(c), stopTimeoutMs: 50, onTimeout: () => told.push("timeout") });
+    try {
+      await sleep(80);
+      assert.deepEqual(codes, [], "no timer before the signal");
+      process.emit("SIGUSR2", "SIGUSR2");
+      assert.equal(ac.signal.aborted, true);
+      assert.deepEqual(codes, []);
+      await sleep(120);
+      assert.deepEqual(told, ["timeout"]);
+      assert.deepEqual(codes, [1]);
+    } finally {
+      process.removeAllListeners("SIGUSR2");
+    }
+  });
+
+  it("stopTimeoutMs reads CHOREO_STOP_TIMEOUT_MS (0: none) and refuses a non-number", () => {
+    assert.equal(stopTimeoutMs(15_000, {}), 15_000);
+    assert.equal(stopTimeoutMs(15_000, { CHOREO_STOP_TIMEOUT_MS: "2500" }), 2_500);
+    assert.equal(stopTimeoutMs(15_000, { CHOREO_STOP_TIMEOUT_MS: "0" }), undefined);
+    assert.throws(() => stopTimeoutMs(15_000, { CHOREO_STOP_TIMEOUT_MS: "soon" }), /CHOREO_STOP_TIMEOUT_MS: "soon" is not a number/);
+  });
+
+  it("runAll with a log names the runnables still stopping, and stops telling once all returned", async () => {
+    const warned: string[][] = [];
+    const log = { warn: (f: object) => warned.push((f as { runnables: string[] }).runnables) };
+    let release = (): void => undefined;
+    const slow: Runnable = {
+      name: "slow",
+      start: (signal) =>
+        new Promise<void>((resolve) => {
+          signal.addEventListener("abort", () => (release = resolve), { once: true });
+        }),
+    };
+    const ac = new AbortController();
+    const done = runAll([idle("quick", []), slow], ac.signal, { log, stoppingWarnMs: 30 });
+    await sleep(50);
+    assert.deepEqual(warned, [], "nothing told before the abort");
+    ac.abort();
+    await sleep(100);
+    assert.ok(warned.length >= 2, `told ${warned.length} times`);
+    assert.ok(
+      warned.every((w) => w.length === 1 && w[0] === "slow"),
+      JSON.stringify(warned),
+    );
+    release();
+    await done;
+    const after = warned.length;
+    await sleep(80);
+    assert.equal(warned.length, after, "no more once every runnable returned");
   });
 });
 
