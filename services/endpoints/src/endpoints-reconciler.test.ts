@@ -7,6 +7,7 @@ import { FakeInformer } from "@choreo/kit/testing";
 import { EndpointsReconciler } from "./endpoints-reconciler.js";
 import { desiredSubsets } from "./subsets.js";
 import { pod, service } from "./testing.js";
+import { podCacheTransform } from "./pod-cache.js";
 
 const FakeCache = FakeInformer;
 
@@ -51,7 +52,7 @@ function recorder(
 
 function setup(opts: { stored?: Map<string, Endpoints>; failWith?: Record<string, ApiError> } = {}) {
   const services = new FakeCache<Service>();
-  const pods = new FakeCache<Pod>();
+  const pods = new FakeCache<Pod>(podCacheTransform());
   const endpoints = new FakeCache<Endpoints>();
   const { client, actions } = recorder(opts.stored, opts.failWith);
   const r = new EndpointsReconciler({ client, services, pods, endpoints, log: silentLogger() });

@@ -9,6 +9,7 @@ import { createLogger } from "@choreo/kit/log";
 import { actorToken, redactUrl } from "@choreo/kit/secrets";
 import { createRegistry, metricsServer, processHealth } from "@choreo/kit/metrics";
 import { EndpointsReconciler } from "./endpoints-reconciler.js";
+import { podCacheTransform } from "./pod-cache.js";
 
 const natsUrl = process.env["CHOREO_NATS_URL"] ?? "nats://127.0.0.1:14222";
 const metricsPort = process.env["CHOREO_METRICS_PORT"] ? Number(process.env["CHOREO_METRICS_PORT"]) : undefined;
@@ -23,9 +24,10 @@ const jsm = await jetstreamManager(nc);
 // Its own identity: the bearer token in CHOREO_API_TOKEN_FILE (0600), sent with every api request.
 const client = new ApiClient(nc, { token: actorToken() });
 
-const informer = <C extends "service" | "pod" | "endpoints">(kind: C): Informer<C> => new Informer({ client, nc, jsm, kind, resyncMs: 5 * 60_000, log });
+const informer = <C extends "service" | "endpoints">(kind: C): Informer<C> => new Informer({ client, nc, jsm, kind, resyncMs: 5 * 60_000, log });
 const services = informer("service");
-const pods = informer("pod");
+// Pods as the reconciler reads them (pod-cache.ts): labels, IPs, readiness, ports.
+const pods = new Informer({ client, nc, jsm, kind: "pod", resyncMs: 5 * 60_000, transform: podCacheTransform(), log });
 const endpoints = informer("endpoints");
 const reconciler = new EndpointsReconciler({ client, services, pods, endpoints, log, workers, registry });
 

@@ -23,6 +23,7 @@ import { JobController } from "./jobs/job-controller.js";
 import { DeploymentController } from "./deploy/deployment-controller.js";
 import { ReplicationManager } from "./rc/rc-controller.js";
 import { ReplicaSetManager } from "./rs/replicaset-controller.js";
+import { podCacheTransform } from "./pod-cache.js";
 import { AggregationController } from "./rbac/aggregation-controller.js";
 import { ServiceAccountsController } from "./serviceaccounts/serviceaccounts-controller.js";
 
@@ -38,7 +39,8 @@ const client = new ApiClient(nc, { token: actorToken() });
 const recorder = config.events ? new EventRecorder(client, "replication-controller", log) : undefined;
 
 const informer = <C extends KindCase>(kind: C): Informer<C> => new Informer({ client, nc, jsm, kind, resyncMs: 5 * 60_000, log });
-const pods = informer("pod");
+// Pods as the controllers read them (pod-cache.ts): no managedFields, env, probes... for each of 150,000 pods.
+const pods = new Informer({ client, nc, jsm, kind: "pod", resyncMs: 5 * 60_000, transform: podCacheTransform(), log });
 const rcs = informer("replicationController");
 const replicasets = informer("replicaSet");
 const deployments = informer("deployment");

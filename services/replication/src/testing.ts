@@ -37,7 +37,9 @@ export class IndexedFakeCache<T extends { metadata?: { namespace: string; name: 
   override put(o: T): void {
     const k = keyOf(o.metadata ?? { namespace: "", name: "" });
     this.unindex(k);
-    for (const [name, fn] of this.fns) for (const v of fn(o)) addTo(this.idx.get(name) as Map<string, Set<string>>, v, k);
+    // Indexed as stored: transformed, as the informer's indexers see it.
+    const kept = this.transform(o);
+    for (const [name, fn] of this.fns) for (const v of fn(kept)) addTo(this.idx.get(name) as Map<string, Set<string>>, v, k);
     super.put(o);
   }
   override remove(keyOrObject: string | T): void {

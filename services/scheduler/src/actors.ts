@@ -10,6 +10,7 @@ import type { Registry } from "prom-client";
 import type { Config } from "./config.js";
 import { EventRecorder } from "@choreo/kit/events";
 import { BY_NODE, NODE_LEASE_NAMESPACE, NodeLifecycle, nodeNameOf } from "./node-lifecycle.js";
+import { podCacheTransform } from "./pod-cache.js";
 import { Scheduler } from "./scheduler.js";
 
 export interface Actors {
@@ -20,7 +21,7 @@ export interface Actors {
 
 export function buildActors(deps: { client: ApiClient; nc: NatsConnection; jsm: JetStreamManager; log: Logger; registry?: Registry }, config: Config): Actors {
   const { client, nc, jsm, log, registry } = deps;
-  const pods = new Informer<"pod">({ client, nc, jsm, kind: "pod", log });
+  const pods = new Informer<"pod">({ client, nc, jsm, kind: "pod", transform: podCacheTransform(), log });
   pods.addIndexer(BY_NODE, nodeNameOf);
   const nodes = new Informer<"node">({ client, nc, jsm, kind: "node", log });
   const recorder = new EventRecorder(client, config.schedulerName, log);

@@ -4,7 +4,9 @@ import { alreadyExists, conflict, emptyMeta, keyOf, kindByCase, notFound, unwrap
 import { TypedClient, type ApiClient, type PatchType } from "@choreo/kit/client";
 import type { Node, Pod, Taint, Toleration } from "@choreo/kit/gen/choreo/core/v1/core";
 import type { DeleteOptions } from "@choreo/kit/gen/choreo/meta/v1/meta";
+import type { Transform } from "@choreo/kit/informer";
 import { FakeInformer } from "@choreo/kit/testing";
+import { podCacheTransform } from "./pod-cache.js";
 
 export function fakeNode(
   name: string,
@@ -130,10 +132,10 @@ export class FakeApi {
   /** `resource ns/name` of each delete, in order. */
   readonly deletes: string[] = [];
 
-  /** An informer of `kind` fed by this api: what is stored now, then every change (each on a later tick). */
+  /** An informer of `kind` fed by this api: what is stored now, then every change (each on a later tick); pods stripped as the scheduler's informer strips them. */
   informer<C extends KindCase>(kind: C): FakeInformer<KindValue<C>> {
     const resource = kindByCase(kind).resource;
-    const inf = new FakeInformer<Meta>();
+    const inf = new FakeInformer<Meta>(kind === "pod" ? (podCacheTransform() as Transform<unknown> as Transform<Meta>) : undefined);
     // The first list arrives on a later tick too, once the actor added its handlers.
     const seed = [...this.objects(resource).values()].map((o) => structuredClone(unwrap(o)) as Meta);
     setImmediate(() => {

@@ -9,6 +9,7 @@ import { parseFieldSelector, parseLabelSelector, type FieldSelector, type LabelS
 import type { Logger } from "../log/index.js";
 import { sleep } from "../lifecycle/index.js";
 import type { Cache } from "./cache.js";
+import type { Transform } from "./transform.js";
 
 /** Callbacks of an informer. They must only enqueue keys, never block. */
 export interface EventHandler<T> {
@@ -18,11 +19,11 @@ export interface EventHandler<T> {
 }
 
 /** Options of an informer. */
-export interface InformerOptions {
+export interface InformerOptions<C extends KindCase = KindCase> {
   client: ApiClient;
   nc: NatsConnection;
   jsm: JetStreamManager;
-  kind: KindCase;
+  kind: C;
   namespace?: string;
   labelSelector?: string;
   fieldSelector?: string;
@@ -38,6 +39,13 @@ export interface InformerOptions {
   known?: FollowOptions["known"];
   /** Replays every cached object as an update this often (0: never). */
   resyncMs?: number;
+  /**
+   * What the cache keeps of each object (e.g. `stripPod()`): applied to every
+   * listed and watched object (deletions too) before the cache, the indexes
+   * and the handlers see it; selectors match the whole object. Cached objects
+   * are then not whole: a write must not be built from one (see transform.ts).
+   */
+  transform?: Transform<KindValue<C>>;
   log: Logger;
 }
 
@@ -56,6 +64,7 @@ export class Informer<C extends KindCase> implements Cache<KindValue<C>> {
   private readonly indexes = new Map<string, Map<string, Set<string>>>();
   private readonly labels: LabelSelector;
   private readonly fields: FieldSelector;
+  private readonly keep: (obj: KindValue<C>) => KindValue<C>;
   private synced = false;
   private syncWaiters: (() => void)[] = [];
   /** How many times the informer listed (1 + relists). */
@@ -67,11 +76,12 @@ export class Informer<C extends KindCase> implements Cache<KindValue<C>> {
   /** Failed list/watch attempts in a row (the retry's back-off). */
   private failures = 0;
 
-  constructor(private readonly opts: InformerOptions) {
+  constructor(private readonly opts: InformerOptions<C>) {
     this.info = kindByCase(opts.kind);
     this.name = `informer-${this.info.resource}`;
     this.labels = parseLabelSelector(opts.labelSelector ?? "");
     this.fields = parseFieldSelector(opts.fieldSelector ?? "");
+    this.keep = opts.transform ?? ((o) => o);
   }
 
   addEventHandler(h: EventHandler<KindValue<C>>): void {
@@ -185,7 +195,8 @@ export class Informer<C extends KindCase> implements Cache<KindValue<C>> {
       });
       for (const o of page.items) {
         const v = unwrap(o) as KindValue<C>;
-        fresh.set(keyOf(v.metadata ?? { namespace: "", name: "" }), v);
+        // Transformed page by page: a relist of 150,000 pods never holds them all whole.
+        fresh.set(keyOf(v.metadata ?? { namespace: "", name: "" }), this.keep(v));
       }
       cont = page.metadata?.continue ?? "";
       revision = Math.max(revision, Number(page.metadata?.resourceVersion ?? 0));
@@ -237,9 +248,9 @@ export class Informer<C extends KindCase> implements Cache<KindValue<C>> {
       const matches = this.labels.matches(meta.labels) && this.fields.matches((f) => selectableFields(this.info, v)[f]);
       if (ev.type === "DELETED" || !matches) {
         const old = this.items.get(key);
-        if (old) this.remove(key, ev.type === "DELETED" ? v : old);
-      } else {
-        this.put(key, v);
+        if (old) this.remove(key, ev.type === "DELETED" ? this.keep(v) : old);
+      } else if (this.items.get(key)?.metadata?.resourceVersion !== meta.resourceVersion) {
+        this.put(key, this.keep(v));
       }
     }
   }

@@ -8,6 +8,7 @@ import { silentLogger } from "@choreo/kit/log";
 import { FakeCache, RecordingClient } from "../testing.js";
 import { DeploymentController } from "./deployment-controller.js";
 import { HASH_LABEL, REVISION, podTemplateHash } from "./util.js";
+import { podCacheTransform } from "../pod-cache.js";
 
 const template = { metadata: { labels: { app: "web" } }, spec: { containers: [{ name: "app", image: "nginx:1" }] } };
 
@@ -49,7 +50,7 @@ function setup(rss: ReplicaSet[]) {
     client,
     deployments,
     replicasets,
-    pods: new FakeCache<Pod>(),
+    pods: new FakeCache<Pod>(podCacheTransform()),
     log: silentLogger(),
     recorder: { emit: (_r, _t, reason, msg) => events.push(`${reason} ${msg}`) },
   });

@@ -8,6 +8,7 @@ import { fromKubeJson } from "@choreo/kit/kube-json";
 import { silentLogger } from "@choreo/kit/log";
 import { FakeCache, pod, rc, RecordingClient } from "../testing.js";
 import { DisruptionController } from "./disruption-controller.js";
+import { podCacheTransform } from "../pod-cache.js";
 
 const NOW = Date.parse("2026-11-26T01:00:00Z");
 
@@ -26,7 +27,7 @@ function budget(spec: Record<string, unknown>, status: Record<string, unknown> =
 function setup() {
   const client = new RecordingClient();
   const pdbs = new FakeCache<PodDisruptionBudget>();
-  const pods = new FakeCache<Pod>();
+  const pods = new FakeCache<Pod>(podCacheTransform());
   const rcs = new FakeCache<ReplicationController>();
   const replicasets = new FakeCache<ReplicaSet>();
   const deployments = new FakeCache<Deployment>();

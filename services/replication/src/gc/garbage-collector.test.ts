@@ -4,10 +4,11 @@ import type { Pod, ReplicationController } from "@choreo/kit/gen/choreo/core/v1/
 import { silentLogger } from "@choreo/kit/log";
 import { FakeCache, RecordingClient, pod, rc } from "../testing.js";
 import { FINALIZER_FOREGROUND, FINALIZER_ORPHAN, GarbageCollector } from "./garbage-collector.js";
+import { podCacheTransform } from "../pod-cache.js";
 
 function setup() {
   const rcs = new FakeCache<ReplicationController>();
-  const pods = new FakeCache<Pod>();
+  const pods = new FakeCache<Pod>(podCacheTransform());
   const client = new RecordingClient();
   const gc = new GarbageCollector({
     client,
@@ -123,7 +124,7 @@ describe("GarbageCollector: ReplicaSets of Deployments", () => {
     const client = new RecordingClient();
     const gc = new GarbageCollector({
       client,
-      pods: new FakeCache<Pod>(),
+      pods: new FakeCache<Pod>(podCacheTransform()),
       dependents: [{ resource: "replicasets", cache: replicasets }],
       log: silentLogger(),
       owners: [{ kind: "Deployment", resource: "deployments", cache: deployments }],

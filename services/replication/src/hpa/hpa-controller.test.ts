@@ -13,6 +13,7 @@ import { fromKubeJson } from "@choreo/kit/kube-json";
 import { silentLogger } from "@choreo/kit/log";
 import { FakeCache } from "../testing.js";
 import { HpaController, goDurationMs } from "./hpa-controller.js";
+import { podCacheTransform } from "../pod-cache.js";
 
 const T0 = Date.parse("2026-11-26T01:00:00Z");
 const LONG_AGO = "2026-11-26T00:00:00Z";
@@ -113,7 +114,7 @@ describe("HpaController", () => {
   beforeEach(() => {
     api = new FakeApi();
     hpas = new FakeCache<HorizontalPodAutoscaler>();
-    pods = new FakeCache<Pod>();
+    pods = new FakeCache<Pod>(podCacheTransform());
     events = [];
     c = new HpaController({
       client: api,

@@ -10,6 +10,7 @@ import { MAX_POD_FAILURE_BACKOFF_MS, backoffDelay, remainingBackoff } from "./ba
 import { COMPLETION_INDEX, formatIndexes, parseIndexes, pendingIndexes, withCompletionIndex } from "./indexed.js";
 import { JobController } from "./job-controller.js";
 import { assessJob, jobStatus } from "./job-status.js";
+import { podCacheTransform } from "../pod-cache.js";
 
 const at = (iso: string): number => Date.parse(iso);
 
@@ -48,7 +49,7 @@ function finished(name: string, phase: "Succeeded" | "Failed", finishedAt: strin
 
 function setup(j: Job, pods: Pod[], now: string) {
   const jobs = new FakeCache<Job>();
-  const podCache = new FakeCache<Pod>();
+  const podCache = new FakeCache<Pod>(podCacheTransform());
   const client = new RecordingClient();
   const c = new JobController({ client, jobs, pods: podCache, log: silentLogger(), now: () => at(now) });
   jobs.put(j);

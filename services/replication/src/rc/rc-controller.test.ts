@@ -13,10 +13,11 @@ import { podsToDelete } from "./ranking.js";
 import { RC_KIND, ReplicationManager } from "./rc-controller.js";
 import { computeStatus, nextAvailableInMs } from "./status.js";
 import { SetTally, tallyView } from "./tally.js";
+import { podCacheTransform } from "../pod-cache.js";
 
 function setup(r: ReplicationController, ps: Pod[] = []) {
   const rcs = new FakeCache<ReplicationController>();
-  const pods = new FakeCache<Pod>();
+  const pods = new FakeCache<Pod>(podCacheTransform());
   const client = new RecordingClient();
   const events: string[] = [];
   const m = new ReplicationManager({ client, rcs, pods, log: silentLogger(), recorder: { emit: (_r, _t, reason, msg) => events.push(`${reason} ${msg}`) } });
@@ -335,7 +336,7 @@ describe("ReplicationManager.reconcile", () => {
   });
 
   it("a sync looks at none of 20,000 pods other controllers own in its namespace, nor at its own pods once counted", async () => {
-    const pods = new IndexedFakeCache<Pod>();
+    const pods = new IndexedFakeCache<Pod>(podCacheTransform());
     const rcs = new FakeCache<ReplicationController>();
     const client = new RecordingClient();
     const m = new ReplicationManager({ client, rcs, pods, log: silentLogger() });

@@ -7,6 +7,7 @@ import { fromKubeJson } from "@choreo/kit/kube-json";
 import { silentLogger } from "@choreo/kit/log";
 import { FakeCache, RecordingClient, pod } from "../testing.js";
 import { ReplicaSetManager, setSelector } from "./replicaset-controller.js";
+import { podCacheTransform } from "../pod-cache.js";
 
 function rs(replicas: number): ReplicaSet {
   return unwrap(
@@ -25,7 +26,7 @@ function rs(replicas: number): ReplicaSet {
 
 function setup(r: ReplicaSet, ps: Pod[]) {
   const replicasets = new FakeCache<ReplicaSet>();
-  const pods = new FakeCache<Pod>();
+  const pods = new FakeCache<Pod>(podCacheTransform());
   const client = new RecordingClient();
   const m = new ReplicaSetManager({ client, replicasets, pods, log: silentLogger() });
   replicasets.put(r);
