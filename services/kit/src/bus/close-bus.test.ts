@@ -31,7 +31,11 @@ describe("closeBus", () => {
   it("drains a connection whose server answers: messages published before it are delivered, then it is closed", async () => {
     const nc = await connectBus(nats.url, "close-bus-live");
     const got: string[] = [];
-    const sub = nc.subscribe("close-bus.live", { callback: (_e, m) => got.push(m.string()) });
+    const sub = nc.subscribe("close-bus.live", {
+      callback: (_e, m) => {
+        got.push(m.string());
+      },
+    });
     await nc.flush();
     for (let i = 0; i < 20; i++) nc.publish("close-bus.live", String(i));
     await closeBus(nc);
