@@ -1,11 +1,23 @@
 import type { Runnable } from "@choreo/kit/lifecycle";
-import { sleep } from "@choreo/kit/lifecycle";
+import { onAbort } from "@choreo/kit/lifecycle";
 import type { Logger } from "@choreo/kit/log";
+import { slottedTimeout } from "./clock.js";
+
+/**
+ * The slot a period's wake-ups are rounded up to (clock `slottedTimeout`): 1/50 of the period, at most 100 ms —
+ * a Lease renewed every 10 s is renewed 10–10.1 s apart, and the renewals of the hollow nodes due in one slot
+ * leave in one socket write.
+ */
+export function periodSlotMs(everyMs: number): number {
+  return Math.max(1, Math.min(100, Math.floor(everyMs / 50)));
+}
 
 /**
  * A Runnable that calls `fn` every `everyMs` (after a random first delay up
  * to `everyMs` when `jitterFirst`, so that many hollow nodes do not beat in
- * step). A failing call is logged and tried again next period.
+ * step). A failing call is logged and tried again next period. The waits
+ * share Node timers with the other periodic tasks of the process due in the
+ * same slot ({@link periodSlotMs}).
  */
 export function periodic(
   name: string,
@@ -14,18 +26,37 @@ export function periodic(
   log: Logger,
   opts: { jitterFirst?: boolean } = {},
 ): Runnable {
+  const slotMs = periodSlotMs(everyMs);
   return {
     name,
     async start(signal) {
-      if (opts.jitterFirst && !(await sleep(Math.random() * everyMs, signal))) return;
-      while (!signal.aborted) {
-        try {
-          await fn(signal);
-        } catch (err) {
-          if (signal.aborted) break;
-          log.warn({ err, task: name }, "periodic task failed");
+      // One abort listener for the task's life (not one per wait): it ends the wait under way.
+      let cancel: (() => void) | undefined;
+      let wake: ((ok: boolean) => void) | undefined;
+      const unlisten = onAbort(signal, () => {
+        cancel?.();
+        wake?.(false);
+      });
+      const pause = (ms: number): Promise<boolean> =>
+        signal.aborted
+          ? Promise.resolve(false)
+          : new Promise((resolve) => {
+              wake = resolve;
+              cancel = slottedTimeout(() => resolve(true), ms, slotMs);
+            });
+      try {
+        if (opts.jitterFirst && !(await pause(Math.random() * everyMs))) return;
+        while (!signal.aborted) {
+          try {
+            await fn(signal);
+          } catch (err) {
+            if (signal.aborted) break;
+            log.warn({ err, task: name }, "periodic task failed");
+          }
+          if (!(await pause(everyMs))) break;
         }
-        if (!(await sleep(everyMs, signal))) break;
+      } finally {
+        unlisten();
       }
     },
   };

@@ -1,20 +1,20 @@
 import { emptyMeta, isNotFound, keyOf } from "@choreo/kit";
 import type { ApiClient } from "@choreo/kit/client";
 import { done, requeueAfter, type Reconcile, type Result } from "@choreo/kit/controller";
-import { nowRfc3339 } from "@choreo/kit/apimachinery";
 import type { Pod } from "@choreo/kit/gen/choreo/core/v1/core";
 import { objectRef, type EventRecorder } from "@choreo/kit/events";
 import type { Logger } from "@choreo/kit/log";
 import { START_HOOKS, STOP_HOOKS, runHooks } from "./hooks/index.js";
 import { buildPodStatus, isTerminal, reportsRunning } from "./pod-status.js";
 import { PodStatusWriter } from "./pod-status-writer.js";
+import { nowRfc3339Cached } from "./clock.js";
 import { planRestarts, type RestartBackoff } from "./restart-policy.js";
 import { advanceContainers } from "./init-runner.js";
 import { notStarted } from "./init-containers.js";
 import { startEphemeralContainers } from "./ephemeral-containers.js";
 import { isHeldBack } from "./config-sources/config-runtime.js";
 import type { Prober } from "./probes/prober.js";
-import type { PodRuntimeStatus, Runtime, RuntimePod } from "./runtime/runtime.js";
+import { heldPod, type PodRuntimeStatus, type Runtime, type RuntimePod } from "./runtime/runtime.js";
 import type { PodStartLatency } from "./pod-start-latency.js";
 
 /** What the pod reconciler works with. */
@@ -114,7 +114,7 @@ export function podReconciler(d: PodReconcilerDeps): Reconcile {
 
   return async (key): Promise<Result> => {
     const pod = d.pods.get(key);
-    const held = d.runtime.listPods().find((p) => keyOf(p) === key);
+    const held = heldPod(d.runtime, key);
     if (!pod || pod.spec?.nodeName !== d.node) {
       // Gone from the api (or force-deleted): nothing may keep running.
       if (held) await stop(stubPod(held), 0);
@@ -183,7 +183,7 @@ export function podReconciler(d: PodReconcilerDeps): Reconcile {
       rt = d.prober.apply(rt);
     }
     // Written by the per-pod writer: coalesced, the latest status only (a conflict is retried on the newer pod the informer delivers).
-    const status = buildPodStatus(pod, rt, { hostIp: d.hostIp, now: nowRfc3339(), backingOff: plan.backingOff });
+    const status = buildPodStatus(pod, rt, { hostIp: d.hostIp, now: nowRfc3339Cached(), backingOff: plan.backingOff });
     d.startLatency?.reported(pod, status);
     statuses.set(pod, status);
     return plan.recheckMs !== undefined ? requeueAfter(plan.recheckMs) : done();

@@ -9,7 +9,7 @@ import { objectRef, type EventRecorder } from "@choreo/kit/events";
 import { ContainerStatus, type Pod, type ServiceAccountTokenProjection } from "@choreo/kit/gen/choreo/core/v1/core";
 import type { Logger } from "@choreo/kit/log";
 import { configVolumePath, isConfigVolume } from "../runtime/pod-spec.js";
-import type { PodRuntimeStatus, Runtime, RuntimeListener, RuntimePod } from "../runtime/runtime.js";
+import { findHeld, type PodRuntimeStatus, type Runtime, type RuntimeListener, type RuntimePod } from "../runtime/runtime.js";
 import { apiLookup } from "./api-lookup.js";
 import { KubernetesEnv, withEnv } from "./kubernetes-env.js";
 import { PodTokens } from "./pod-tokens.js";
@@ -68,6 +68,7 @@ export function withConfigSources(inner: Runtime, d: ConfigSourcesDeps): Runtime
     adoptPod: async (pod: Pod) => cs.adoptPod(await cs.withKubernetesEnv(pod)),
     podStatus: (uid: string) => cs.waiting.get(uid)?.status ?? inner.podStatus(uid),
     listPods: () => cs.listPods(),
+    findPod: (namespace: string, name: string) => cs.findPod(namespace, name),
     restartContainer: (uid: string, c: string) => (cs.waiting.has(uid) ? Promise.resolve() : inner.restartContainer(uid, c)),
     startContainer: (uid: string, c: string) => cs.startContainer(uid, c),
     onChange: (l: RuntimeListener) => {
@@ -143,6 +144,17 @@ class ConfigSources {
       if (!uids.has(m.uid)) held.push({ uid: m.uid, namespace: m.namespace, name: m.name });
     }
     return held;
+  }
+
+  /** The first pod `listPods` names `namespace/name`: the inner runtime's, else a waiting one. */
+  findPod(namespace: string, name: string): RuntimePod | undefined {
+    const held = findHeld(this.inner, namespace, name);
+    if (held) return held;
+    for (const w of this.waiting.values()) {
+      const m = w.pod.metadata!;
+      if (m.namespace === namespace && m.name === name) return { uid: m.uid, namespace: m.namespace, name: m.name };
+    }
+    return undefined;
   }
 
   startPod(pod: Pod): Promise<PodRuntimeStatus> {

@@ -1,5 +1,4 @@
 import type { ContainerStateTerminated, ContainerStatus, EphemeralContainer, Pod } from "@choreo/kit/gen/choreo/core/v1/core";
-import { nowRfc3339 } from "@choreo/kit/apimachinery";
 import { sleep } from "@choreo/kit/lifecycle";
 import { IpPool } from "./ip-pool.js";
 import {
@@ -12,6 +11,7 @@ import {
   type RuntimePod,
 } from "./runtime.js";
 import { POD_INITIALIZING } from "../init-containers.js";
+import { nowRfc3339Cached as nowRfc3339, slottedTimeout } from "../clock.js";
 
 /**
  * Pod annotations the hollow runtime obeys, so that tests running the agent
@@ -28,6 +28,9 @@ export const HOLLOW_ANNOTATIONS = {
   /** The exit code of every init container run (default 0: each completes `startDelayMs` after it starts). */
   initExitCode: "hollow.choreo.dev/init-exit-code",
 } as const;
+
+/** Pods start `startDelayMs` to `startDelayMs` + this after the agent asks (clock `slottedTimeout`). */
+export const HOLLOW_START_SLOT_MS = 20;
 
 /** Options of {@link HollowRuntime}. */
 export interface HollowRuntimeOptions {
@@ -125,7 +128,8 @@ export class HollowRuntime implements Runtime {
     // With init containers nothing starts here: the agent starts them in turn (startContainer).
     if (hp.containers.some((c) => c.init)) for (const c of hp.containers) c.state = "pending";
     this.pods.set(uid, hp);
-    await new Promise((r) => setTimeout(r, this.startDelayMs));
+    // In a slot shared with every pod of the process due then: their status writes and Started Events leave in one socket write.
+    await new Promise<void>((r) => slottedTimeout(r, this.startDelayMs, HOLLOW_START_SLOT_MS));
     if (this.pods.get(uid) !== hp) throw new Error(`pod ${uid} was stopped while starting`);
     for (const c of hp.containers) if (c.state !== "pending") this.run(hp, c);
     return this.statusOf(hp);
@@ -263,6 +267,11 @@ export class HollowRuntime implements Runtime {
     return [...this.pods.values()].map((p) => ({ ...p.ref }));
   }
 
+  findPod(namespace: string, name: string): RuntimePod | undefined {
+    for (const p of this.pods.values()) if (p.ref.name === name && p.ref.namespace === namespace) return { ...p.ref };
+    return undefined;
+  }
+
   onChange(listener: RuntimeListener): void {
     this.listeners.push(listener);
   }
@@ -371,7 +380,7 @@ export class HollowRuntime implements Runtime {
 
 /** Now as RFC 3339 with nanoseconds, as kubectl's --timestamps prints. */
 function nowRfc3339Nano(): string {
-  return new Date().toISOString().replace(/\.(\d{3})Z$/, ".$1000000Z");
+  return `${new Date().toISOString().slice(0, -1)}000000Z`;
 }
 
 function newContainer(name: string, image: string, init = false): HollowContainer {

@@ -17,6 +17,19 @@ export interface PodRuntimeStatus {
   ephemeralContainerStatuses?: ContainerStatus[] | undefined;
 }
 
+/** The pod `runtime` holds under the work-queue key `namespace/name` (the first `listPods` names), if any. */
+export function heldPod(runtime: Pick<Runtime, "listPods" | "findPod">, key: string): RuntimePod | undefined {
+  const i = key.indexOf("/");
+  const namespace = i < 0 ? "" : key.slice(0, i);
+  return findHeld(runtime, namespace, i < 0 ? key : key.slice(i + 1));
+}
+
+/** The pod `runtime` holds as `namespace/name` (the first `listPods` names), if any: `findPod`, else through `listPods`. */
+export function findHeld(runtime: Pick<Runtime, "listPods" | "findPod">, namespace: string, name: string): RuntimePod | undefined {
+  if (runtime.findPod) return runtime.findPod(namespace, name);
+  return runtime.listPods().find((p) => p.namespace === namespace && p.name === name);
+}
+
 /** A pod the runtime holds, with enough identity to find its api object. */
 export interface RuntimePod {
   uid: string;
@@ -148,6 +161,11 @@ export interface Runtime {
   adoptPod(pod: Pod): Promise<PodRuntimeStatus | undefined>;
   podStatus(uid: string): PodRuntimeStatus | undefined;
   listPods(): RuntimePod[];
+  /**
+   * The first pod `listPods` would name `namespace/name`, without listing them all (optional: {@link heldPod}
+   * falls back to `listPods`). The agent asks at every reconcile, and a hollow node holds up to hundreds.
+   */
+  findPod?(namespace: string, name: string): RuntimePod | undefined;
   /** Runs a command in a running container (exec probes); resolves with a non-zero exit code on timeout (the process is killed). */
   exec(uid: string, container: string, command: readonly string[], timeoutMs: number): Promise<ExecResult>;
   /** Runs a command in a running container with its streams connected (pods/exec); throws RuntimeRequestError when it cannot. */
