@@ -16,6 +16,7 @@ import { refreshNodeStatus, registerNode, type NodeConfig } from "./node.js";
 import { NodeLease } from "./node-lease.js";
 import { periodic } from "./periodic.js";
 import { podReconciler } from "./pod-reconciler.js";
+import { PodStatusWriter } from "./pod-status-writer.js";
 import { agentProber } from "./probes/agent-prober.js";
 import type { Prober } from "./probes/prober.js";
 import { KUBELET_BACKOFF, type RestartBackoff } from "./restart-policy.js";
@@ -101,6 +102,15 @@ export class NodeAgent implements Runnable {
    * the largest cost of a pod. Writes of pods being deleted are left out (such a write may delete the pod).
    */
   private readonly ownWrites = new Map<number, Pod>();
+  /**
+   * Own writes handed to the informer (above) and not yet seen in its update callback. Such an update changes
+   * only the status, to what this agent computed and wrote: it is not reconciled again (the kubelet's pod config
+   * does not sync a pod for a status-only update either); the status writer is told its write arrived. Changes
+   * to the runtime meanwhile are queued by `runtime.onChange`, newer statuses by the writer itself.
+   */
+  private readonly ownPods = new WeakSet<Pod>();
+  /** The pods' status writer (pod-reconciler). */
+  readonly statuses: PodStatusWriter;
 
   constructor(options: NodeAgentOptions) {
     // ConfigMaps, Secrets and the downward API delivered around whichever runtime (config-sources/).
@@ -130,6 +140,7 @@ export class NodeAgent implements Runnable {
       fieldSelector: `spec.nodeName=${node}`,
       known: (revision) => this.ownWrite(revision),
     });
+    this.statuses = new PodStatusWriter({ client: opts.client, log: this.log, holdMs: opts.statusHoldMs, onWritten: (pod) => this.wroteStatus(pod) });
     this.prober = agentProber({ runtime: opts.runtime, pods: this.informer, enqueue: (k) => this.controller.enqueue(k), events: opts.events, log: this.log });
     this.controller = new Controller({
       name: "node-agent-pods",
@@ -146,15 +157,19 @@ export class NodeAgent implements Runnable {
         log: this.log,
         events: opts.events,
         prober: this.prober,
-        statusHoldMs: opts.statusHoldMs,
+        statuses: this.statuses,
         startLatency: opts.registry && new PodStartLatency(opts.registry),
         listedInEndpoints: (ip) => this.endpointsListing?.(ip) ?? false,
         deregistrationWaitMs: opts.deregistrationWaitMs,
-        onStatusWritten: (pod) => this.wroteStatus(pod),
       }),
     });
     const enqueue = (p: { metadata?: { namespace: string; name: string } }): void => this.controller.enqueue(keyOf(p.metadata ?? { namespace: "", name: "" }));
-    this.informer.addEventHandler({ onAdd: enqueue, onUpdate: (_o, n) => enqueue(n), onDelete: enqueue });
+    const onUpdate = (_o: Pod, n: Pod): void => {
+      if (!this.ownPods.has(n)) return enqueue(n);
+      this.ownPods.delete(n);
+      this.statuses.caughtUp(n);
+    };
+    this.informer.addEventHandler({ onAdd: enqueue, onUpdate, onDelete: enqueue });
     opts.runtime.onChange((p) => this.controller.enqueue(keyOf(p)));
     // Each renewal gives up within the renewal period and the next one follows (a request lost with a dying api
     // replica waited the client's 10 s, past the lifecycle's 8 s grace: the node was taken for failed).
@@ -174,6 +189,7 @@ export class NodeAgent implements Runnable {
     const pod = this.ownWrites.get(revision);
     if (!pod) return undefined;
     this.ownWrites.delete(revision);
+    this.ownPods.add(pod);
     return { type: "MODIFIED", object: wrap("pod", pod), status: undefined, revision, prevLabels: {}, prevFields: {}, hasPrev: false };
   }
 

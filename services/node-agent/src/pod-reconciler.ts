@@ -46,6 +46,8 @@ export interface PodReconcilerDeps {
   deregistrationWaitMs?: number | undefined;
   /** Each pod as the api answered one of this agent's status writes (PodStatusWriter `onWritten`). */
   onStatusWritten?: ((pod: Pod) => void) | undefined;
+  /** The status writer to use (the agent's, which it tells when its own writes come back); else one of its own, with `statusHoldMs` and `onStatusWritten`. */
+  statuses?: PodStatusWriter | undefined;
 }
 
 /** Default of {@link PodReconcilerDeps.deregistrationWaitMs}: a leader-elected endpoints actor's lease (15 s) — its standby takes over within it. */
@@ -103,7 +105,7 @@ export function podReconciler(d: PodReconcilerDeps): Reconcile {
     await runHooks(STOP_HOOKS, { pod, node: d.node, runtime: d.runtime, log: d.log, gracePeriodSeconds });
   };
 
-  const statuses = new PodStatusWriter({ client: d.client, log: d.log, holdMs: d.statusHoldMs, onWritten: d.onStatusWritten });
+  const statuses = d.statuses ?? new PodStatusWriter({ client: d.client, log: d.log, holdMs: d.statusHoldMs, onWritten: d.onStatusWritten });
 
   /** Pods this agent process started or offered for adoption (a runtime may hold others from before an agent restart). */
   const seen = new Set<string>();

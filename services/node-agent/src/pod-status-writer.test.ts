@@ -129,6 +129,21 @@ describe("PodStatusWriter", () => {
     assert.equal(pods.writes.length, 2);
   });
 
+  it("keeps its own write as the base until told the informer holds it (caughtUp), then forgets the pod", async () => {
+    const { w, pods } = writer(0);
+    w.set(pod("5"), running());
+    await waitFor(() => (w.pendingCount === 0 && pods.writes.length === 1) || undefined, { message: "written" });
+    assert.equal(w.size, 1, "its write is newer than the informer's pod: kept as the base");
+    w.caughtUp(pod("5", running()));
+    assert.equal(w.size, 1, "an older pod is not its write");
+    w.caughtUp(structuredClone(pods.stored));
+    assert.equal(w.size, 0);
+    // A later status of that pod is written on the informer's copy, as any.
+    w.set(structuredClone(pods.stored), running("10.0.0.2"));
+    await waitFor(() => pods.writes.length === 2 || undefined, { message: "written again" });
+    assert.equal(pods.stored.status?.podIp, "10.0.0.2");
+  });
+
   it("reads the hold window from CHOREO_STATUS_HOLD_MS", () => {
     assert.equal(statusHoldMsFromEnv({ CHOREO_STATUS_HOLD_MS: "0" }), 0);
     assert.equal(statusHoldMsFromEnv({ CHOREO_STATUS_HOLD_MS: "500" }), 500);

@@ -90,6 +90,24 @@ export class PodStatusWriter {
     if (e.failures === 0) this.kick(uid, e);
   }
 
+  /**
+   * The informer now holds `pod`, which is this writer's own write as the api answered it (the agent hands it
+   * over without a reconcile, as the kubelet does not sync a pod for a status-only update): the informer's copy
+   * is the base again, and an entry with nothing left to do goes.
+   */
+  caughtUp(pod: Pod): void {
+    const uid = pod.metadata?.uid ?? "";
+    const e = this.entries.get(uid);
+    if (!e?.written || revisionOf(e.written) > revisionOf(pod)) return;
+    e.written = undefined;
+    this.settle(uid, e);
+  }
+
+  /** Pods this writer keeps an entry for (tests). */
+  get size(): number {
+    return this.entries.size;
+  }
+
   /** Forgets a pod (stopped, deleted): nothing more is written for it. */
   forget(uid: string): void {
     const e = this.entries.get(uid);

@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { jetstream } from "@nats-io/jetstream";
 import { headers, type NatsConnection } from "@nats-io/transport-node";
+import { Registry } from "prom-client";
 import { unwrap } from "@choreo/kit";
 import {
   connectBus,
@@ -135,7 +136,8 @@ describe("signed events: a forged pod on the bus runs nothing", () => {
     try {
       const node = hollowNodeConfig(2, "node-");
       const runtime = new HollowRuntime({ podCidr: node.podCidr, hostIp: node.internalIp, startDelayMs: 10 });
-      const agent = new NodeAgent({ client: s.client, nc: countingConn, jsm: s.jsm, log: silentLogger(), node, runtime, leaseRenewMs: 500 });
+      const registry = new Registry();
+      const agent = new NodeAgent({ client: s.client, nc: countingConn, jsm: s.jsm, log: silentLogger(), node, runtime, leaseRenewMs: 500, registry });
       const ac = new AbortController();
       agents.push({ runtime, ac, done: agent.start(ac.signal) });
       await agent.informer.waitForSync();
@@ -160,6 +162,11 @@ describe("signed events: a forged pod on the bus runs nothing", () => {
         );
       assert.equal(agent.informer.get("default/own-1")?.status?.phase, "Running");
       assert.deepEqual(verified.filter((n) => n.startsWith("own-")).sort(), ["own-1", "own-2"], "each pod's bind verified once, its status write not again");
+      // The write coming back changes only the status, to what the agent wrote: not reconciled again (the kubelet's
+      // pod config does not sync a pod for a status-only update); the status writer forgot each pod.
+      const reconciles = (await registry.getSingleMetric("controller_runtime_reconcile_total")?.get())?.values.reduce((n, v) => n + v.value, 0);
+      assert.equal(reconciles, 2, "one reconcile per pod: its bind");
+      assert.equal(agent.statuses.size, 0);
     } finally {
       await countingConn.close();
     }
