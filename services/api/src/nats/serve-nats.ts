@@ -10,12 +10,16 @@ import type { ApiHandlers } from "../handlers/api-handlers.js";
 import { ALLOW_ALL } from "../auth/authorize.js";
 import { guardedCall, type DoorAudit } from "../auth/guarded-handlers.js";
 import { encode } from "../registry/shared/encode.js";
+import { writtenReply } from "../registry/shared/written.js";
 import { natsRequestUser, type NatsRequestAuth } from "./request-auth.js";
 
 /** The queue group every api replica joins: a request goes to one of them. */
 export const API_QUEUE = "choreo-api";
 
 type Result = ApiObject | ObjectList | Scale;
+
+/** The verbs whose answer is the object their last write wrote, unchanged (registry/shared/written.ts): answered from its bytes. */
+const ANSWERED_FROM_WRITE: ReadonlySet<Method> = new Set<Method>(["create", "update", "updateStatus", "bind"]);
 
 function replyOf(method: Method, result: Result): Reply {
   if (method === "list" || method === "deleteCollection") return { result: { $case: "list", value: result as ObjectList } };
@@ -105,6 +109,8 @@ export class NatsTransport {
       reply = { result: { $case: "status", value: status } };
     }
     this.opts.onRequest?.(method, code, (performance.now() - started) / 1000);
-    if (msg.reply) msg.respond(encode(Reply, reply));
+    if (!msg.reply) return;
+    const written = reply.result?.$case === "object" && ANSWERED_FROM_WRITE.has(method) ? writtenReply(reply.result.value) : undefined;
+    msg.respond(written ?? encode(Reply, reply));
   }
 }

@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { KINDS, selectableFields, unwrap } from "@choreo/kit";
-import { Object as ObjectMsg, WatchEvent } from "@choreo/kit/gen/choreo/api/v1/api";
+import { Object as ObjectMsg, Reply, WatchEvent } from "@choreo/kit/gen/choreo/api/v1/api";
 import { fromKubeJson } from "@choreo/kit/kube-json";
-import { eventParts, withRevision } from "./event-revision.js";
+import { eventParts, replyWithWrittenObject, withRevision } from "./event-revision.js";
 
 /** What the relay did before withRevision, and still does when it answers undefined: decode, set, encode. */
 function reference(record: Uint8Array, rev: number): Uint8Array {
@@ -160,5 +160,46 @@ describe("eventParts", () => {
     assert.equal(eventParts(new Uint8Array([0xff, 0xff, 0xff])), undefined, "not protobuf");
     const twice = new Uint8Array([...rec, ...rec.subarray(rec.indexOf(18))]);
     assert.equal(eventParts(twice), undefined, "two objects");
+  });
+});
+
+describe("replyWithWrittenObject", () => {
+  /** What the NATS door encoded before: Reply { object } with the resourceVersion set on the decoded object. */
+  function replyReference(object: Uint8Array, rev: number): Uint8Array {
+    const o = ObjectMsg.decode(object);
+    const m = o.kind?.value.metadata;
+    if (m) m.resourceVersion = String(rev);
+    return Reply.encode({ result: { $case: "object", value: o } }).finish();
+  }
+
+  it("gives the bytes of Reply { object } with the resourceVersion written in, for every kind, across varint sizes and lengths that grow by a byte", () => {
+    for (const info of KINDS) {
+      const o = ObjectMsg.encode(fromKubeJson({ apiVersion: info.apiVersion, kind: info.kind, metadata: meta(`x-${info.resource}`) })).finish();
+      for (const rev of REVISIONS) assert.deepEqual(replyWithWrittenObject(o, rev), replyReference(o, rev), `${info.kind} at ${rev}`);
+    }
+    const bare = ObjectMsg.encode(fromKubeJson({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "bare" } })).finish();
+    const p = ObjectMsg.encode(pod("p")).finish();
+    for (const o of [bare, p]) for (const rev of REVISIONS) assert.deepEqual(replyWithWrittenObject(o, rev), replyReference(o, rev));
+    for (const n of [60, 100, 110, 118, 119, 120, 121, 122, 125, 130, 16_370, 16_371, 16_372, 16_373, 16_374, 16_375, 16_380, 16_400]) {
+      const o = ObjectMsg.encode(
+        fromKubeJson({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "a".repeat(Math.min(n, 200)) }, data: { k: "v".repeat(n) } }),
+      ).finish();
+      for (const rev of [5, 123_456]) assert.deepEqual(replyWithWrittenObject(o, rev), replyReference(o, rev), `${n} at ${rev}`);
+    }
+    const decoded = Reply.decode(replyWithWrittenObject(p, 4242)!);
+    assert.equal(decoded.result?.$case, "object");
+    assert.equal(unwrap(decoded.result.value as ObjectMsg).metadata?.resourceVersion, "4242");
+  });
+
+  it("answers undefined (the door encodes) for what is not an object as the store writes it", () => {
+    const rv = ObjectMsg.encode(fromKubeJson({ apiVersion: "v1", kind: "ConfigMap", metadata: { name: "c", resourceVersion: "5" } })).finish();
+    const noMeta = ObjectMsg.encode(fromKubeJson({ apiVersion: "v1", kind: "ConfigMap", data: { k: "v" } })).finish();
+    const p = ObjectMsg.encode(pod("p")).finish();
+    assert.equal(replyWithWrittenObject(rv, 6), undefined, "a resourceVersion already set");
+    assert.equal(replyWithWrittenObject(noMeta, 6), undefined, "no metadata");
+    assert.equal(replyWithWrittenObject(p.subarray(0, p.length - 3), 6), undefined, "cut short");
+    assert.equal(replyWithWrittenObject(new Uint8Array([0xff, 0xff, 0xff]), 6), undefined, "not protobuf");
+    assert.equal(replyWithWrittenObject(new Uint8Array(0), 6), undefined, "empty");
+    assert.equal(replyWithWrittenObject(p, 0), undefined, "revision 0");
   });
 });

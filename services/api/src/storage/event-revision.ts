@@ -210,3 +210,54 @@ export function eventParts(event: Uint8Array): EventParts | undefined {
     throw err;
   }
 }
+
+/** Reply (the NATS door's answer): object = 1. */
+const REPLY_OBJECT = 1;
+
+/**
+ * The NATS door's Reply carrying an object the store just wrote: `object` is
+ * the Object as the store encoded it (its `metadata.resourceVersion` ""), and
+ * the answer has `String(revision)` written in — the bytes ts-proto's encoder
+ * gives for Reply { object } with the decoded object and that
+ * resourceVersion, without encoding the object again. Undefined when the
+ * bytes are not an object as the store writes it (no metadata, a
+ * resourceVersion already set, unreadable): the caller then encodes.
+ */
+export function replyWithWrittenObject(object: Uint8Array, revision: number): Uint8Array | undefined {
+  if (!Number.isSafeInteger(revision) || revision <= 0) return undefined;
+  try {
+    // Object: exactly one field, the kind (the oneof), spanning it.
+    const objFields = fields(object, 0, object.length);
+    if (objFields.length !== 1 || objFields[0]!.wire !== LEN) return undefined;
+    const kind = objFields[0]!;
+    const meta = only(fields(object, kind.data, kind.end), KIND_METADATA);
+    const metaFields = fields(object, meta.data, meta.end);
+    if (metaFields.some((f) => f.num === META_RESOURCE_VERSION)) return undefined;
+    const at = metaFields.find((f) => f.num > META_RESOURCE_VERSION)?.start ?? meta.end;
+
+    const rv = String(revision);
+    const rvField = 1 + varintSize(rv.length) + rv.length;
+    const metaLen = meta.end - meta.data + rvField;
+    const kindLen = kind.end - kind.data + (meta.tagEnd - meta.start) + varintSize(metaLen) + metaLen - (meta.end - meta.start);
+    const objLen = kind.tagEnd - kind.start + varintSize(kindLen) + kindLen;
+    const total = 1 + varintSize(objLen) + objLen;
+
+    const out = new Uint8Array(total);
+    let p = 0;
+    out[p++] = (REPLY_OBJECT << 3) | LEN;
+    p = writeVarint(out, p, objLen);
+    p = copyInto(out, p, object, kind.start, kind.tagEnd);
+    p = writeVarint(out, p, kindLen);
+    p = copyInto(out, p, object, kind.data, meta.tagEnd);
+    p = writeVarint(out, p, metaLen);
+    p = copyInto(out, p, object, meta.data, at);
+    out[p++] = (META_RESOURCE_VERSION << 3) | LEN;
+    p = writeVarint(out, p, rv.length);
+    for (let i = 0; i < rv.length; i++) out[p++] = rv.charCodeAt(i);
+    p = copyInto(out, p, object, at, kind.end);
+    return p === total ? out : undefined;
+  } catch (err) {
+    if (err === MALFORMED) return undefined;
+    throw err;
+  }
+}

@@ -41,6 +41,7 @@ import { StoreError, type IndexEntry, type ObjectStorage, type Stored } from "..
 import { canonicalJson } from "../shared/canonical.js";
 import { isDryRun } from "./dry-run.js";
 import { encode, encodeWith } from "../shared/encode.js";
+import { noteWritten } from "../shared/written.js";
 import { NO_SCOPE, within, type RequestScope } from "./request-scope.js";
 import { Errors, validateMeta } from "../shared/validation.js";
 import { trackManagedFields } from "./managed-fields-store.js";
@@ -251,6 +252,8 @@ export class GenericStore {
         indexRemove,
       });
       meta.resourceVersion = String(rev);
+      // The bytes written, for the NATS door's answer (not for a kind whose stored form is not the object).
+      if (stored === v && mode !== "delete") noteWritten(v, object, rev);
       return v;
     } catch (err) {
       if (!(err instanceof StoreError)) throw err;
