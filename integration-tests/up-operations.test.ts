@@ -5,7 +5,8 @@
 // (SIGINT to the whole process group) stops everything, restarting nothing,
 // and leaves nothing; after a kill -9 of `choreo up` (alone, or with its
 // children) `choreo down` removes what the cluster left and says what, and a
-// second `choreo down` finds nothing.
+// second `choreo down` finds nothing; with nats-server and redis-server not
+// answering, every process still stops by itself.
 import assert from "node:assert/strict";
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
@@ -282,9 +283,32 @@ describe("operating choreo up", () => {
       message: "pod after Running",
     });
 
+    // A control-plane outage as the operator stops: both servers stop answering (SIGSTOP keeps their
+    // connections open, so nothing fails fast), then SIGTERM. Every process still exits by itself:
+    // its own log ends with its "stopped" line, or with "stop timed out; exiting" (its bounded stop),
+    // never cut short by choreo up's SIGKILL. Before, no actor ever exited: nats.js's drain waited
+    // for a flush the stopped server never answered.
+    for (const [server, serverDir] of [
+      ["nats-server", path.join(data, "nats")],
+      ["redis-server", path.join(data, "redis")],
+    ] as const)
+      for (const pid of serverPids(server, serverDir)) process.kill(pid, "SIGSTOP");
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
     up.child.kill("SIGTERM");
     assert.equal((await up.exited).code, 0, up.output());
     assert.deepEqual(clusterProcesses(data), [], "nothing of the cluster runs");
+    for (const [name, last] of [
+      ["api", /"msg":"(api stopped|stop timed out; exiting)"/],
+      ["scheduler", /"msg":"(scheduler stopped|stop timed out; exiting)"/],
+      ["replication", /"msg":"(replication actor stopped|stop timed out; exiting)"/],
+      ["endpoints", /"msg":"(endpoints actor stopped|stop timed out; exiting)"/],
+      ["hollow-nodes", /"msg":"(node agent stopped|stop timed out; exiting)"/],
+    ] as const) {
+      const lines = readFileSync(path.join(data, "logs", `${name}.log`), "utf8")
+        .trim()
+        .split("\n");
+      assert.match(lines.at(-1) ?? "", last, `${name} exited by itself:\n${lines.slice(-8).join("\n")}`);
+    }
   });
 
   it(

@@ -53,7 +53,7 @@ import { CsrController } from "./certificates/csr-controller.js";
 const config = loadConfig();
 const log = createLogger({ service: "api" });
 // A stop bounded: with nats-server or redis-server gone, in-flight requests would wait for good (kill -9 loses nothing).
-const ac = signalController({ stopTimeoutMs: stopTimeoutMs(15_000), onTimeout: () => log.error({}, "stop timed out; exiting") });
+const ac = signalController({ stopTimeoutMs: stopTimeoutMs(8_000), onTimeout: () => log.error({}, "stop timed out; exiting") });
 const metrics = createMetricsRegistry("api");
 const m = apiMetrics(metrics);
 

@@ -17,7 +17,7 @@ const workers = Number(process.env["CHOREO_ENDPOINTS_WORKERS"] ?? 4) || 4;
 
 const log = createLogger({ service: "endpoints" });
 // A stop bounded: with nats-server or redis-server gone, in-flight requests would wait for good (kill -9 loses nothing).
-const ac = signalController({ stopTimeoutMs: stopTimeoutMs(15_000), onTimeout: () => log.error({}, "stop timed out; exiting") });
+const ac = signalController({ stopTimeoutMs: stopTimeoutMs(10_000), onTimeout: () => log.error({}, "stop timed out; exiting") });
 const registry = createRegistry("endpoints");
 const nc = await connectBus(natsUrl, "endpoints");
 const jsm = await jetstreamManager(nc);

@@ -26,7 +26,7 @@ import { StatsServer } from "./stats/stats-server.js";
 const config = loadConfig();
 const log = createLogger({ service: "node-agent" });
 // A stop bounded: with nats-server or redis-server gone, in-flight requests would wait for good (kill -9 loses nothing).
-const ac = signalController({ stopTimeoutMs: stopTimeoutMs(30_000), onTimeout: () => log.error({}, "stop timed out; exiting") });
+const ac = signalController({ stopTimeoutMs: stopTimeoutMs(12_000), onTimeout: () => log.error({}, "stop timed out; exiting") });
 const registry = createRegistry("node-agent");
 // (connectBus leaves nats.js' async stack traces off: two Error objects per api request, ~5% of a hollow-node process's CPU.)
 const nc = await connectBus(config.natsUrl, `node-agent-${config.hollowNodes ? config.prefix : config.nodeName}`);

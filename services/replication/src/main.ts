@@ -30,7 +30,7 @@ import { ServiceAccountsController } from "./serviceaccounts/serviceaccounts-con
 const config = loadConfig();
 const log = createLogger({ service: "replication" });
 // A stop bounded: with nats-server or redis-server gone, in-flight requests would wait for good (kill -9 loses nothing).
-const ac = signalController({ stopTimeoutMs: stopTimeoutMs(15_000), onTimeout: () => log.error({}, "stop timed out; exiting") });
+const ac = signalController({ stopTimeoutMs: stopTimeoutMs(10_000), onTimeout: () => log.error({}, "stop timed out; exiting") });
 const registry = createRegistry("replication");
 const nc = await connectBus(config.natsUrl, "replication");
 const jsm = await jetstreamManager(nc);

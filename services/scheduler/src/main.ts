@@ -14,7 +14,7 @@ import { loadConfig } from "./config.js";
 const config = loadConfig();
 const log = createLogger({ service: "scheduler" });
 // A stop bounded: with nats-server or redis-server gone, in-flight requests would wait for good (kill -9 loses nothing).
-const ac = signalController({ stopTimeoutMs: stopTimeoutMs(15_000), onTimeout: () => log.error({}, "stop timed out; exiting") });
+const ac = signalController({ stopTimeoutMs: stopTimeoutMs(10_000), onTimeout: () => log.error({}, "stop timed out; exiting") });
 const nc = await connectBus(config.natsUrl, `scheduler-${config.identity}`);
 const jsm = await jetstreamManager(nc);
 // Its own identity: the bearer token in CHOREO_API_TOKEN_FILE (0600), sent with every api request.

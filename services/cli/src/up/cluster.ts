@@ -231,8 +231,11 @@ export async function up(
   const stopAll = (): Promise<void> =>
     (stopping ??= (async () => {
       shutdown.begin();
-      // Controllers before agents (see actorsOf), the api after them, the servers last.
-      for (const sup of [...actors].reverse()) await sup.stop(15_000);
+      // Controllers before agents (see actorsOf), the api after them, the servers last. The controllers
+      // together, then the agents together: each waits at most its own stop, not the sum of all of them.
+      const agents = new Set([...nodes, "hollow-nodes"]);
+      await Promise.all(actors.filter((a) => !agents.has(a.name)).map((a) => a.stop(15_000)));
+      await Promise.all(actors.filter((a) => agents.has(a.name)).map((a) => a.stop(15_000)));
       // The agents stopped their pods on the way out; this removes whatever a crash left behind.
       if (runtime && nodes.length > 0)
         await nodeSetup(["cleanup", "--state-dir", stateDir, ...nodes.flatMap((n) => ["--node", n])], log).catch((err: Error) =>

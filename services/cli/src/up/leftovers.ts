@@ -87,7 +87,11 @@ function tryKill(pid: number, signal: NodeJS.Signals): void {
 async function stopProcesses(procs: LiveProcess[], graceMs: number): Promise<Set<number>> {
   const start = new Map(procs.map((p) => [p.pid, processStartTime(p.pid)]));
   const alive = (p: LiveProcess): boolean => start.get(p.pid) !== undefined && processStartTime(p.pid) === start.get(p.pid);
-  for (const p of procs) tryKill(p.pid, "SIGTERM");
+  // SIGCONT too: a stopped process would hold the SIGTERM until the grace ran out.
+  for (const p of procs) {
+    tryKill(p.pid, "SIGTERM");
+    tryKill(p.pid, "SIGCONT");
+  }
   const gone = await waitFor(() => procs.every((p) => !alive(p)), { timeoutMs: graceMs, intervalMs: 100 }).catch(() => false);
   const killed = new Set<number>();
   if (gone) return killed;

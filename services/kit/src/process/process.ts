@@ -87,6 +87,8 @@ export async function startProcess(opts: ProcessOptions): Promise<ManagedProcess
     async stop(graceMs = 10_000) {
       if (!running) return;
       child.kill("SIGTERM");
+      // A stopped process (SIGSTOP, a debugger) would hold the signal until the grace ran out: as systemd does, continue it.
+      child.kill("SIGCONT");
       const t = setTimeout(() => child.kill("SIGKILL"), graceMs);
       await exited;
       clearTimeout(t);
