@@ -5,7 +5,8 @@
 // left out: compose.test.ts runs them, on the host's network). kubectl
 // through HAProxy's published port is answered while the api-2 container is
 // killed (SIGKILL) and started again (HAProxy marks it down and up again);
-// the event stream is R3 and the sentinels watch 2 replicas; the Redis
+// the event stream is R3 and the sentinels watch 2 replicas, every Redis node
+// with min-replicas-to-write 1; the Redis
 // primary's container killed → kubectl writes again after the failover; a
 // NATS member killed → writes go on; `down -v` leaves nothing of the project.
 // Skipped (with the reason) only when no Docker engine or docker-compose answers.
@@ -164,6 +165,16 @@ describe("docker-compose.ha.yml: the HA control plane as containers", { skip, ti
     const sentinelAsk = (cmd: string) =>
       compose("exec", "-T", "sentinel-1", "sh", "-c", `REDISCLI_AUTH=$(cut -d: -f2- /etc/redis/sentinel-credentials) redis-cli -p 26379 ${cmd}`);
     assert.match(await sentinelAsk("sentinel master choreo"), /num-slaves\s+2/);
+    // Every Redis node refuses writes without a replica in sync (min-replicas-to-write 1): INFO shows the count
+    // of good replicas only when that is set — 2 on the primary, 0 on a replica (it has none of its own).
+    for (const [node, good] of [
+      ["redis", 2],
+      ["redis-2", 0],
+      ["redis-3", 0],
+    ] as const) {
+      const info = await compose("exec", "-T", node, "sh", "-c", "REDISCLI_AUTH=$(cut -d: -f2- /etc/redis/credentials) redis-cli --user api info replication");
+      assert.match(info, new RegExp(`min_slaves_good_slaves:${good}\\b`), `${node}: ${info}`);
+    }
 
     // The Redis primary's container killed: the sentinels promote a replica, the api follows, kubectl writes again.
     const killedAt = Date.now();
