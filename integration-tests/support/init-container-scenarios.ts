@@ -134,6 +134,9 @@ export function initContainerScenarios(runtime: RealRuntime): void {
       const initialized = initializing.status?.conditions.find((x) => x.type === "Initialized");
       assert.deepEqual([initialized?.status, initialized?.reason], ["False", "ContainersNotInitialized"]);
       assert.equal(await statusColumn("web"), "Init:0/2");
+      // Running is the runtime's word once the process started; its first line, the note, may come a moment later.
+      const noted = path.join(workDir(initializing), "runs");
+      await waitFor(() => existsSync(noted) && readFileSync(noted, "utf8").endsWith("\n"), { ...WAIT, message: "the first init container noted its run" });
       assert.deepEqual(runs(initializing), ["first"]);
 
       open(initializing, "go");

@@ -103,6 +103,13 @@ describe("signed events: a forged pod on the bus runs nothing", () => {
       ),
     );
     await waitFor(() => names(guarded).includes("genuine") || undefined, { timeoutMs: 20_000 });
+    // The agent's status write of it done first: a forgery published directly into the log while that write is
+    // in flight takes the sequence the api gives the write, and the agent, which knows its own write by that
+    // revision, takes its copy instead of the forgery's bytes — nothing runs, but nothing is refused either.
+    await waitFor(async () => (await s.client.typed("pod").get("default", "genuine")).status?.phase === "Running", {
+      timeoutMs: 20_000,
+      message: "genuine Running in the api",
+    });
 
     // A genuine, signed message of the log, copied to a new place with its signature (a replay).
     const js = jetstream(plainConn);
@@ -121,7 +128,12 @@ describe("signed events: a forged pod on the bus runs nothing", () => {
 
     // The control agent (no signature required) runs what it was sent: the forgery does reach agents.
     await waitFor(() => names(control).includes("forged-control") || undefined, { timeoutMs: 20_000 });
-    await waitFor(() => (refused.includes("unsigned") && refused.includes("out-of-place")) || undefined, { timeoutMs: 10_000 });
+    await waitFor(() => (refused.includes("unsigned") && refused.includes("out-of-place")) || undefined, {
+      timeoutMs: 30_000,
+      get message() {
+        return `the guarded agent refuses the forgery (unsigned) and the replay (out-of-place); refused so far: ${JSON.stringify(refused)}`;
+      },
+    });
     await new Promise((r) => setTimeout(r, 500));
     assert.deepEqual(names(guarded).sort(), ["genuine"], "the guarded node runs only the api's pod");
   });

@@ -187,8 +187,10 @@ describe("service proxy", () => {
       }),
     );
     // First "here" is the one left out: every new connection goes to the silent address.
-    await waitFor(async () => (await run("iptables-save", ["-t", "nat"])).includes(`--to-destination ${dead}:8080`), { ...WAIT, message: "rules written" });
-    assert.equal(proxy.leftOut, 1);
+    await waitFor(async () => proxy.leftOut === 1 && (await run("iptables-save", ["-t", "nat"])).includes(`--to-destination ${dead}:8080`), {
+      ...WAIT,
+      message: "rules written, one endpoint left out",
+    });
     assert.ok(!(await run("iptables-save", ["-t", "nat"])).includes(`--to-destination ${ipA}:8080`), "pod a left out");
     const asked = run("ip", ["netns", "exec", pods[2]!.netns, "timeout", "6", "busybox", "wget", "-q", "-O", "-", `http://${vip}:80/`]).then(
       (out) => out.trim(),
@@ -207,8 +209,11 @@ describe("service proxy", () => {
     // None left but the silent one: fail open, it keeps its rules.
     left.add("here");
     for (const fn of listeners) fn();
-    await waitFor(async () => (await run("iptables-save", ["-t", "nat"])).includes(`--to-destination ${dead}:8080`), { ...WAIT, message: "fail open" });
-    assert.equal(proxy.leftOut, 0);
+    // (leftOut is counted as the sync ends, after its rules are in: both, not one then the other.)
+    await waitFor(async () => proxy.leftOut === 0 && (await run("iptables-save", ["-t", "nat"])).includes(`--to-destination ${dead}:8080`), {
+      ...WAIT,
+      message: "fail open: the silent endpoint back in the rules, none left out",
+    });
     ac.abort();
     await r.done;
     silence[4] = "-D";
