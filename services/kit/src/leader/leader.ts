@@ -120,7 +120,9 @@ export class LeaderElector {
     const deadline = this.opts.renewDeadlineMs ?? 10_000;
     let led = false;
     while (!signal.aborted) {
-      if (!(await this.attempt())) {
+      const acquired = await orAbort(this.attempt(), signal);
+      if (acquired === undefined) break;
+      if (!acquired) {
         await sleep(retry, signal);
         continue;
       }
@@ -135,7 +137,10 @@ export class LeaderElector {
       while (!signal.aborted) {
         await sleep(retry, signal);
         if (signal.aborted) break;
-        if (await this.attempt()) renewed = this.renewedAt = Date.now();
+        // A renewal the api does not answer (it or the bus down) is not waited out once stopping.
+        const ok = await orAbort(this.attempt(), signal);
+        if (ok === undefined) break;
+        if (ok) renewed = this.renewedAt = Date.now();
         else if (Date.now() - renewed > deadline || !(await this.stillMine())) break;
       }
       this.leading = false;
@@ -190,4 +195,19 @@ async function withinMs(p: Promise<unknown>, ms: number): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   await Promise.race([p.catch(() => undefined), new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
   clearTimeout(timer);
+}
+
+/** `p`'s value, or undefined as soon as `signal` aborts (`p` then settles unheard). */
+async function orAbort<T>(p: Promise<T>, signal: AbortSignal): Promise<T | undefined> {
+  if (signal.aborted) return undefined;
+  let stop = (): void => undefined;
+  const aborted = new Promise<undefined>((resolve) => {
+    stop = () => resolve(undefined);
+    signal.addEventListener("abort", stop, { once: true });
+  });
+  try {
+    return await Promise.race([p, aborted]);
+  } finally {
+    signal.removeEventListener("abort", stop);
+  }
 }
