@@ -113,34 +113,36 @@ export class NodeAgent implements Runnable {
   readonly statuses: PodStatusWriter;
 
   constructor(options: NodeAgentOptions) {
-    // ConfigMaps, Secrets and the downward API delivered around whichever runtime (config-sources/).
-    const runtime = withConfigSources(options.runtime, {
-      client: options.client,
-      pods: { get: (k) => this.informer.get(k) },
-      stateDir: options.stateDir,
-      allocatable: options.node,
-      events: options.events,
-      log: options.log.child({ node: options.node.name }),
-      resyncMs: options.configResyncMs,
-      nc: options.nc,
-    });
-    const opts = (this.opts = { ...options, runtime });
-    const node = opts.node.name;
+    // Callbacks of this agent are bound methods, not arrow functions in properties: under tsx (esbuild keepNames) each of
+    // those gets a `name` property array of its own (~260 B), and a process holds thousands of hollow agents.
+    const node = options.node.name;
     this.name = `node-agent-${node}`;
     this.nodeName = node;
-    this.log = opts.log.child({ node });
+    this.log = options.log.child({ node });
     this.informer = new Informer({
-      client: opts.client,
-      nc: opts.nc,
-      jsm: opts.jsm,
+      client: options.client,
+      nc: options.nc,
+      jsm: options.jsm,
       kind: "pod",
       log: this.log,
       filterSubject: podsOnNodeFilter(node),
       live: true,
       fieldSelector: `spec.nodeName=${node}`,
-      known: (revision) => this.ownWrite(revision),
+      known: this.ownWrite.bind(this),
     });
-    this.statuses = new PodStatusWriter({ client: opts.client, log: this.log, holdMs: opts.statusHoldMs, onWritten: (pod) => this.wroteStatus(pod) });
+    // ConfigMaps, Secrets and the downward API delivered around whichever runtime (config-sources/).
+    const runtime = withConfigSources(options.runtime, {
+      client: options.client,
+      pods: this.informer,
+      stateDir: options.stateDir,
+      allocatable: options.node,
+      events: options.events,
+      log: this.log,
+      resyncMs: options.configResyncMs,
+      nc: options.nc,
+    });
+    const opts = (this.opts = { ...options, runtime });
+    this.statuses = new PodStatusWriter({ client: opts.client, log: this.log, holdMs: opts.statusHoldMs, onWritten: this.wroteStatus.bind(this) });
     this.prober = agentProber({ runtime: opts.runtime, pods: this.informer, enqueue: (k) => this.controller.enqueue(k), events: opts.events, log: this.log });
     this.controller = new Controller({
       name: "node-agent-pods",
@@ -159,21 +161,32 @@ export class NodeAgent implements Runnable {
         prober: this.prober,
         statuses: this.statuses,
         startLatency: opts.registry && new PodStartLatency(opts.registry),
-        listedInEndpoints: (ip) => this.endpointsListing?.(ip) ?? false,
+        listedInEndpoints: this.listedInEndpoints.bind(this),
         deregistrationWaitMs: opts.deregistrationWaitMs,
       }),
     });
-    const enqueue = (p: { metadata?: { namespace: string; name: string } }): void => this.controller.enqueue(keyOf(p.metadata ?? { namespace: "", name: "" }));
-    const onUpdate = (_o: Pod, n: Pod): void => {
-      if (!this.ownPods.has(n)) return enqueue(n);
-      this.ownPods.delete(n);
-      this.statuses.caughtUp(n);
-    };
-    this.informer.addEventHandler({ onAdd: enqueue, onUpdate, onDelete: enqueue });
+    const enqueue = this.enqueuePod.bind(this);
+    this.informer.addEventHandler({ onAdd: enqueue, onUpdate: this.podUpdated.bind(this), onDelete: enqueue });
     opts.runtime.onChange((p) => this.controller.enqueue(keyOf(p)));
     // Each renewal gives up within the renewal period and the next one follows (a request lost with a dying api
     // replica waited the client's 10 s, past the lifecycle's 8 s grace: the node was taken for failed).
     this.lease = new NodeLease(opts.client.withTimeout(Math.max(1_000, opts.leaseRenewMs ?? 2_000)), node, opts.leaseDurationSeconds ?? 10);
+  }
+
+  private enqueuePod(p: Pod): void {
+    this.controller.enqueue(keyOf(p.metadata ?? { namespace: "", name: "" }));
+  }
+
+  /** An informer update: queued, unless it is this agent's own status write coming back (see `ownPods`). */
+  private podUpdated(_old: Pod, pod: Pod): void {
+    if (!this.ownPods.has(pod)) return this.enqueuePod(pod);
+    this.ownPods.delete(pod);
+    this.statuses.caughtUp(pod);
+  }
+
+  /** Whether this node's service proxy sees `ip` in an Endpoints (`endpointsListing`; none: false). */
+  private listedInEndpoints(ip: string): boolean {
+    return this.endpointsListing?.(ip) ?? false;
   }
 
   /** Remembers a status write as the api answered it, unless the informer is already past its revision. */

@@ -61,21 +61,43 @@ interface Waiting {
  */
 export function withConfigSources(inner: Runtime, d: ConfigSourcesDeps): Runtime {
   const cs = new ConfigSources(inner, d);
+  // Methods, not arrow functions in properties: thousands of hollow nodes each make this table, and under tsx
+  // (esbuild keepNames) every arrow function assigned to a property gets a `name` property array of its own (~260 B).
   const own: Partial<Record<keyof Runtime | "startContainer", unknown>> = {
-    init: () => cs.init(),
-    startPod: async (pod: Pod) => cs.startPod(await cs.withKubernetesEnv(pod)),
-    stopPod: (pod: RuntimePod, grace: number) => cs.stopPod(pod, grace),
-    adoptPod: async (pod: Pod) => cs.adoptPod(await cs.withKubernetesEnv(pod)),
-    podStatus: (uid: string) => cs.waiting.get(uid)?.status ?? inner.podStatus(uid),
-    listPods: () => cs.listPods(),
-    findPod: (namespace: string, name: string) => cs.findPod(namespace, name),
-    restartContainer: (uid: string, c: string) => (cs.waiting.has(uid) ? Promise.resolve() : inner.restartContainer(uid, c)),
-    startContainer: (uid: string, c: string) => cs.startContainer(uid, c),
-    onChange: (l: RuntimeListener) => {
+    init() {
+      return cs.init();
+    },
+    async startPod(pod: Pod) {
+      return cs.startPod(await cs.withKubernetesEnv(pod));
+    },
+    stopPod(pod: RuntimePod, grace: number) {
+      return cs.stopPod(pod, grace);
+    },
+    async adoptPod(pod: Pod) {
+      return cs.adoptPod(await cs.withKubernetesEnv(pod));
+    },
+    podStatus(uid: string) {
+      return cs.waiting.get(uid)?.status ?? inner.podStatus(uid);
+    },
+    listPods() {
+      return cs.listPods();
+    },
+    findPod(namespace: string, name: string) {
+      return cs.findPod(namespace, name);
+    },
+    restartContainer(uid: string, c: string) {
+      return cs.waiting.has(uid) ? Promise.resolve() : inner.restartContainer(uid, c);
+    },
+    startContainer(uid: string, c: string) {
+      return cs.startContainer(uid, c);
+    },
+    onChange(l: RuntimeListener) {
       cs.listeners.push(l);
       inner.onChange(l);
     },
-    close: () => cs.close(),
+    close() {
+      return cs.close();
+    },
   };
   return new Proxy(inner, {
     get(target, prop) {
