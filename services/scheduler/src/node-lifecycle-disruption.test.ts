@@ -103,4 +103,32 @@ describe("node lifecycle after a disruption", () => {
     for (const n of names) await lifecycle.reconcile(n, signal);
     assert.equal(lifecycle.stats.markedUnknown, 1, "n1, silent past a fresh grace period beside two healthy nodes, is marked");
   });
+
+  it("a new term of leadership gives every node a fresh grace period: the node renewing last after the api came back is not marked", async () => {
+    const { lifecycle, clock, renew, tainted } = await harness(["n1", "n2", "n3"], 8_000);
+    for (const n of ["n1", "n2", "n3"]) await renew(n);
+    // The leader's term ends in an outage (its own renewals failing); 20 s later the api answers again,
+    // n1 and n3 have renewed, n2's renewal is still on its way — and this actor starts a new term.
+    clock.t = 20_000;
+    await renew("n1");
+    await renew("n3");
+    const ac = new AbortController();
+    const term = lifecycle.start(ac.signal);
+    try {
+      await new Promise((r) => setTimeout(r, 300));
+      await lifecycle.reconcile("n2", ac.signal);
+      assert.equal(lifecycle.stats.markedUnknown, 0, "n2, silent 20 s by the last term's reckoning, has a fresh grace period");
+      assert.ok(!tainted("n2"));
+      // Still silent a whole grace period into the term, beside two renewing nodes: a node failure.
+      clock.t = 28_500;
+      await renew("n1");
+      await renew("n3");
+      await lifecycle.reconcile("n2", ac.signal);
+      assert.equal(lifecycle.stats.markedUnknown, 1);
+      assert.ok(tainted("n2"));
+    } finally {
+      ac.abort();
+      await term;
+    }
+  });
 });

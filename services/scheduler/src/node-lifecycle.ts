@@ -7,7 +7,8 @@
 // between machines does not matter. Most nodes falling silent at once is a
 // disruption (the control plane or the network, not the nodes): then no node
 // is marked or evicted, as in Kubernetes' full/partial disruption states;
-// when it ends, every node gets a fresh grace period.
+// when it ends, and when a term of leadership starts, every node gets a
+// fresh grace period.
 import { DISRUPTION_TARGET, isNotFound, keyOf, withPodCondition } from "@choreo/kit";
 import { nowRfc3339 } from "@choreo/kit/apimachinery";
 import type { ApiClient } from "@choreo/kit/client";
@@ -138,6 +139,13 @@ export class NodeLifecycle implements Runnable {
   /** Runs the monitor until `signal` aborts; may be called again (a new term of leadership). */
   async start(signal: AbortSignal): Promise<void> {
     await Promise.all([this.opts.nodes.waitForSync(signal), this.opts.leases.waitForSync(signal), this.opts.pods.waitForSync(signal)]);
+    // A term of leadership starts with every node given a fresh grace period, as Kubernetes' controller starts
+    // each node's probe time when it first sees it: what an earlier term saw is not judged by this one. A term
+    // won back once the api answers again follows an outage in which no node could renew, and its leases come
+    // back one by one — the last ones are no failed nodes (a chaos run's Redis failover marked one so).
+    const at = this.now();
+    for (const n of this.opts.nodes.keys())
+      this.observed.set(n, { renewTime: this.opts.leases.get(`${NODE_LEASE_NAMESPACE}/${n}`)?.spec?.renewTime ?? "", at });
     const controller = new Controller({ name: "node-lifecycle", reconcile: (key, s) => this.reconcile(key, s), workers: 4, log: this.opts.log });
     this.controller = controller;
     for (const key of this.opts.nodes.keys()) controller.enqueue(key);
