@@ -1,3 +1,4 @@
+// test-tier: servers
 // An actor's /readyz follows its bus (a real nats-server killed -9 and
 // restarted), its informers' first list and its leader elector's lease.
 import assert from "node:assert/strict";
