@@ -115,8 +115,11 @@ describe("prometheus scrapes every process", { skip: existsSync(PROMETHEUS) ? fa
     });
     const started = await query('sum(kubelet_pod_start_duration_seconds_count{job="node-agent"})');
     assert.equal(Number(started[0]?.value[1]), PODS, "each pod's start observed once");
-    const attempts = await query('sum(scheduler_scheduling_attempt_duration_seconds_count{job="scheduler",result="scheduled"})');
-    assert.ok(Number(attempts[0]?.value[1]) >= PODS, "scheduling attempts timed");
+    // Each job is scraped on its own schedule: the scheduler's last scrape may predate the node agent's.
+    await waitFor(
+      async () => Number((await query('sum(scheduler_scheduling_attempt_duration_seconds_count{job="scheduler",result="scheduled"})'))[0]?.value[1]) >= PODS,
+      { timeoutMs: 30_000, message: "scheduling attempts timed" },
+    );
     assert.ok((await query('workqueue_adds_total{job="replication"}')).length > 0, "replication's work queues export their metrics");
     const p99 = (await query("choreo:api_request_latency_seconds:p99"))[0]?.value[1];
     const startup = (await query("choreo:pod_startup_latency_seconds:p99"))[0]?.value[1];
