@@ -281,8 +281,6 @@ const relay = new Relay({
   crashAfterPublishEvery: config.faultCrashAfterPublishEvery,
   onBacklog: (n) => m.reportBacklog(n),
   onPublished: (n) => m.relayPublished.inc(n),
-  // A Redis split brain's leftover: the store gave out a revision the log holds for another change (storage/recovery.ts).
-  onDiverged: async (revision) => (await recovery.rebuild(revision, ac.signal)) !== undefined,
 });
 
 /** `r`, started once the RBAC cache has listed every role and binding, the node graph every pod and the node credentials. */

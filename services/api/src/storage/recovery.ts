@@ -59,7 +59,7 @@ export class StoreRecovery {
   /** The log's last sequence as this replica last read it (the store's floor, with the watch cache's). */
   private logRevision = 0;
   private running: Promise<RepairResult> | undefined;
-  readonly stats = { repairs: 0, restored: 0, rebuilds: 0 };
+  readonly stats = { repairs: 0, restored: 0 };
 
   constructor(private readonly opts: RecoveryOptions) {}
 
@@ -153,44 +153,6 @@ export class StoreRecovery {
     result.ms = Date.now() - t0;
     log.warn({ ...result }, "store repaired from the event log");
     return result;
-  }
-
-  /**
-   * The store gave a revision the log holds to another change (`revision`,
-   * found by the relay): a Redis split brain — a killed primary back as a
-   * primary before the Sentinels' failover, each primary handing out the
-   * same revisions, only one relay's publish stored. The surviving store
-   * then lacks the log's (acknowledged) change and holds its own (answered
-   * 503 "not recorded" in durability log). Revisions alone cannot show it, so
-   * the store is rebuilt from the log: fenced at the log's last sequence,
-   * every `{choreo}:` key but the fence removed, then the repair puts every
-   * change back. Only when the log holds every revision (from 1): else it
-   * is logged and left, as a backup is the only way back.
-   */
-  async rebuild(revision: number, signal?: AbortSignal): Promise<RepairResult | undefined> {
-    const log = this.opts.log;
-    const state = await streamState(this.opts.jsm);
-    if (state.firstRevision > 1) {
-      log.fatal(
-        { revision, firstRevision: state.firstRevision },
-        "store diverged from the event log, which no longer holds every revision: not rebuilt; restore Redis from a backup",
-      );
-      return undefined;
-    }
-    log.error({ revision, logRevision: state.lastRevision }, "store diverged from the event log: rebuilding it from the log");
-    this.logRevision = Math.max(this.logRevision, state.lastRevision);
-    const redis = this.opts.redis;
-    // Fenced first: no replica writes (or reads) while the keys go and come back.
-    await redis.set(FENCE_KEY, String(state.lastRevision));
-    let cursor = "0";
-    do {
-      const [next, keys] = await redis.scan(cursor, "MATCH", "{choreo}:*", "COUNT", 1_000);
-      cursor = next;
-      const doomed = keys.filter((k) => k !== FENCE_KEY);
-      if (doomed.length > 0) await redis.unlink(...doomed);
-    } while (cursor !== "0");
-    this.stats.rebuilds++;
-    return this.repair(signal);
   }
 
   /** The fence goes once the store reached it (a fence above the store would refuse every write). */

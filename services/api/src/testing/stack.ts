@@ -10,7 +10,6 @@ import { startNats, startRedis, type ServerHandle } from "@choreo/kit/testing";
 import { NatsTransport } from "../nats/serve-nats.js";
 import { bootstrap, createRegistry, SecretSealer, type EncryptionKey, type Registry } from "../registry/index.js";
 import { RedisStore } from "../storage/redis-store.js";
-import { StoreRecovery } from "../storage/recovery.js";
 import { Relay } from "../storage/relay.js";
 import { WatchCache } from "../storage/watch-cache.js";
 
@@ -25,9 +24,6 @@ export interface Stack {
   registry: Registry;
   cache: WatchCache;
   client: ApiClient;
-  relay: Relay;
-  /** What the relay calls when the store diverged from the log (it rebuilds the store, as the api does). */
-  recovery: StoreRecovery;
   /** Checks the relay's signatures (give it to node agents' connections with requireSignedEvents). */
   verifier: EventVerifier;
   stop(): Promise<void>;
@@ -50,17 +46,14 @@ export async function startStack(opts: { retention?: number; watchCacheSize?: nu
   const ac = new AbortController();
   const keys = generateKeyPairSync("ed25519");
   const verifier = new EventVerifier(keys.publicKey);
-  const recovery = new StoreRecovery({ redis: redisClient, nc, jsm, registry: registry.store, log });
-  const relay = new Relay({
-    redis: redisClient,
-    nc,
-    jsm,
-    log,
-    id: "test",
-    signer: new EventSigner(keys.privateKey),
-    onDiverged: async (revision) => (await recovery.rebuild(revision, ac.signal)) !== undefined,
-  });
-  const running = runAll([relay, cache, new NatsTransport({ nc, handlers: registry, log })], ac.signal);
+  const running = runAll(
+    [
+      new Relay({ redis: redisClient, nc, jsm, log, id: "test", signer: new EventSigner(keys.privateKey) }),
+      cache,
+      new NatsTransport({ nc, handlers: registry, log }),
+    ],
+    ac.signal,
+  );
   await cache.ready;
   const clientConn = await connectBus(nats.url, "test-client");
   const client = new ApiClient(clientConn);
@@ -74,8 +67,6 @@ export async function startStack(opts: { retention?: number; watchCacheSize?: nu
     registry,
     cache,
     client,
-    relay,
-    recovery,
     verifier,
     async stop() {
       ac.abort();
