@@ -119,6 +119,62 @@ function only(fs: Span[], num: number): Span {
   return found[0]!;
 }
 
+/** Where an encoded Object (its kind's span) gets its resourceVersion, and the lengths once it has it. */
+interface RvLayout {
+  kind: Span;
+  meta: Span;
+  /** Where in ObjectMeta the resource_version field goes (before the first field numbered above it). */
+  at: number;
+  rv: string;
+  metaLen: number;
+  kindLen: number;
+  /** The Object's new length (its one field, the kind, with its tag). */
+  objLen: number;
+}
+
+/**
+ * The layout of the Object spanning `buf[from, to)` once `String(revision)`
+ * is written into its metadata; undefined when it is not an Object as the
+ * store writes it (not exactly one field, the kind, spanning it; a
+ * resourceVersion already set). Throws MALFORMED on unreadable bytes.
+ */
+function rvLayout(buf: Uint8Array, from: number, to: number, revision: number): RvLayout | undefined {
+  const objFields = fields(buf, from, to);
+  if (objFields.length !== 1 || objFields[0]!.wire !== LEN) return undefined;
+  const kind = objFields[0]!;
+  if (kind.start !== from || kind.end !== to) return undefined;
+  const meta = only(fields(buf, kind.data, kind.end), KIND_METADATA);
+  const metaFields = fields(buf, meta.data, meta.end);
+  if (metaFields.some((f) => f.num === META_RESOURCE_VERSION)) return undefined;
+  const at = metaFields.find((f) => f.num > META_RESOURCE_VERSION)?.start ?? meta.end;
+  const rv = String(revision);
+  const rvField = 1 + varintSize(rv.length) + rv.length;
+  // The new lengths of ObjectMeta, the kind and the Object (each grows by the field and by its child's longer length).
+  const metaLen = meta.end - meta.data + rvField;
+  const kindLen = kind.end - kind.data + (meta.tagEnd - meta.start) + varintSize(metaLen) + metaLen - (meta.end - meta.start);
+  const objLen = kind.tagEnd - kind.start + varintSize(kindLen) + kindLen;
+  return { kind, meta, at, rv, metaLen, kindLen, objLen };
+}
+
+/**
+ * Writes the Object's kind laid out by {@link rvLayout} into `out` at `p`,
+ * with the resourceVersion: the kind's tag and new length, its fields before
+ * the metadata, the metadata's tag and new length, ObjectMeta up to field 5,
+ * resource_version, the rest of ObjectMeta and of the kind. Returns the
+ * position after it.
+ */
+function writeWithRv(out: Uint8Array, p: number, buf: Uint8Array, l: RvLayout): number {
+  p = copyInto(out, p, buf, l.kind.start, l.kind.tagEnd);
+  p = writeVarint(out, p, l.kindLen);
+  p = copyInto(out, p, buf, l.kind.data, l.meta.tagEnd);
+  p = writeVarint(out, p, l.metaLen);
+  p = copyInto(out, p, buf, l.meta.data, l.at);
+  out[p++] = (META_RESOURCE_VERSION << 3) | LEN;
+  p = writeVarint(out, p, l.rv.length);
+  for (let i = 0; i < l.rv.length; i++) out[p++] = l.rv.charCodeAt(i);
+  return copyInto(out, p, buf, l.at, l.kind.end);
+}
+
 /**
  * The event's bytes with `revision` set and its object's
  * `metadata.resourceVersion` = String(revision), in the encoder's field
@@ -132,41 +188,18 @@ export function withRevision(event: Uint8Array, revision: number): Uint8Array | 
     const top = fields(event, 0, event.length);
     if (top.some((f) => f.num === EVENT_REVISION)) return undefined;
     const obj = only(top, EVENT_OBJECT);
-    // Object: exactly one field, the kind (the oneof).
-    const objFields = fields(event, obj.data, obj.end);
-    if (objFields.length !== 1 || objFields[0]!.wire !== LEN) return undefined;
-    const kind = objFields[0]!;
-    const meta = only(fields(event, kind.data, kind.end), KIND_METADATA);
-    const metaFields = fields(event, meta.data, meta.end);
-    if (metaFields.some((f) => f.num === META_RESOURCE_VERSION)) return undefined;
-    const at = metaFields.find((f) => f.num > META_RESOURCE_VERSION)?.start ?? meta.end;
-
-    const rv = String(revision);
-    const rvField = 1 + varintSize(rv.length) + rv.length;
-    // The new lengths of ObjectMeta, the kind and the Object (each grows by the field and by its child's longer length).
-    const metaLen = meta.end - meta.data + rvField;
-    const kindLen = kind.end - kind.data + (meta.tagEnd - meta.start) + varintSize(metaLen) + metaLen - (meta.end - meta.start);
-    const objLen = kind.tagEnd - kind.start + varintSize(kindLen) + kindLen;
-    if (kind.start !== obj.data || kind.end !== obj.end) return undefined;
-    const total = event.length - (obj.end - obj.start) + (obj.tagEnd - obj.start) + varintSize(objLen) + objLen + 1 + varintSize(revision);
+    const l = rvLayout(event, obj.data, obj.end, revision);
+    if (!l) return undefined;
+    const total = event.length - (obj.end - obj.start) + (obj.tagEnd - obj.start) + varintSize(l.objLen) + l.objLen + 1 + varintSize(revision);
 
     const out = new Uint8Array(total);
     let p = 0;
     for (const f of top) if (f.num < EVENT_OBJECT) p = copyInto(out, p, event, f.start, f.end);
-    // The object's tag and new length, the kind's tag and new length, the kind's fields before the metadata, its tag and new length …
+    // The object's tag and new length, then its kind with the resourceVersion …
     p = copyInto(out, p, event, obj.start, obj.tagEnd);
-    p = writeVarint(out, p, objLen);
-    p = copyInto(out, p, event, kind.start, kind.tagEnd);
-    p = writeVarint(out, p, kindLen);
-    p = copyInto(out, p, event, kind.data, meta.tagEnd);
-    p = writeVarint(out, p, metaLen);
-    // … ObjectMeta up to field 5, resource_version, the rest of ObjectMeta and of the kind.
-    p = copyInto(out, p, event, meta.data, at);
-    out[p++] = (META_RESOURCE_VERSION << 3) | LEN;
-    p = writeVarint(out, p, rv.length);
-    for (let i = 0; i < rv.length; i++) out[p++] = rv.charCodeAt(i);
-    p = copyInto(out, p, event, at, kind.end);
-    // Then the event's status (none in a change record), revision, and the rest in field order.
+    p = writeVarint(out, p, l.objLen);
+    p = writeWithRv(out, p, event, l);
+    // … then the event's status (none in a change record), revision, and the rest in field order.
     for (const f of top) if (f.num > EVENT_OBJECT && f.num < EVENT_REVISION) p = copyInto(out, p, event, f.start, f.end);
     out[p++] = EVENT_REVISION << 3;
     p = writeVarint(out, p, revision);
@@ -226,35 +259,12 @@ const REPLY_OBJECT = 1;
 export function replyWithWrittenObject(object: Uint8Array, revision: number): Uint8Array | undefined {
   if (!Number.isSafeInteger(revision) || revision <= 0) return undefined;
   try {
-    // Object: exactly one field, the kind (the oneof), spanning it.
-    const objFields = fields(object, 0, object.length);
-    if (objFields.length !== 1 || objFields[0]!.wire !== LEN) return undefined;
-    const kind = objFields[0]!;
-    const meta = only(fields(object, kind.data, kind.end), KIND_METADATA);
-    const metaFields = fields(object, meta.data, meta.end);
-    if (metaFields.some((f) => f.num === META_RESOURCE_VERSION)) return undefined;
-    const at = metaFields.find((f) => f.num > META_RESOURCE_VERSION)?.start ?? meta.end;
-
-    const rv = String(revision);
-    const rvField = 1 + varintSize(rv.length) + rv.length;
-    const metaLen = meta.end - meta.data + rvField;
-    const kindLen = kind.end - kind.data + (meta.tagEnd - meta.start) + varintSize(metaLen) + metaLen - (meta.end - meta.start);
-    const objLen = kind.tagEnd - kind.start + varintSize(kindLen) + kindLen;
-    const total = 1 + varintSize(objLen) + objLen;
-
+    const l = rvLayout(object, 0, object.length, revision);
+    if (!l) return undefined;
+    const total = 1 + varintSize(l.objLen) + l.objLen;
     const out = new Uint8Array(total);
-    let p = 0;
-    out[p++] = (REPLY_OBJECT << 3) | LEN;
-    p = writeVarint(out, p, objLen);
-    p = copyInto(out, p, object, kind.start, kind.tagEnd);
-    p = writeVarint(out, p, kindLen);
-    p = copyInto(out, p, object, kind.data, meta.tagEnd);
-    p = writeVarint(out, p, metaLen);
-    p = copyInto(out, p, object, meta.data, at);
-    out[p++] = (META_RESOURCE_VERSION << 3) | LEN;
-    p = writeVarint(out, p, rv.length);
-    for (let i = 0; i < rv.length; i++) out[p++] = rv.charCodeAt(i);
-    p = copyInto(out, p, object, at, kind.end);
+    out[0] = (REPLY_OBJECT << 3) | LEN;
+    const p = writeWithRv(out, writeVarint(out, 1, l.objLen), object, l);
     return p === total ? out : undefined;
   } catch (err) {
     if (err === MALFORMED) return undefined;
