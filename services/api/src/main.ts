@@ -119,7 +119,9 @@ const objectCache = config.objectCache
   : undefined;
 registry.store.objectCache = objectCache;
 registry.store.consistentListFromCache = config.consistentListFromCache;
-const recovery = new StoreRecovery({ redis, nc, jsm, registry: registry.store, log: log.child({ subsystem: "recovery" }) });
+const signer = loadEventSigner(config.eventSigningKey ?? ensureEventKeys(path.join(config.dataDir, "pki")).privateKey);
+// The repair puts back only what the api signed: a forged message in the log keeps the store fenced.
+const recovery = new StoreRecovery({ redis, nc, jsm, registry: registry.store, log: log.child({ subsystem: "recovery" }), verifier: signer.verifier() });
 const watermark = config.writeDurability === "log" ? new LogWatermark(cache) : undefined;
 Object.assign(fence, { recovery, cache, watermark });
 // Nothing is served, and nothing written (the bootstrap objects), before Redis holds every revision the log holds.
@@ -269,7 +271,6 @@ const gateway = createGateway({
   serverAddress: `${config.host}:${config.httpsPort}`,
 });
 // Node agents run only what carries this key's signature (the public half beside it).
-const signer = loadEventSigner(config.eventSigningKey ?? ensureEventKeys(path.join(config.dataDir, "pki")).privateKey);
 const relay = new Relay({
   redis,
   nc,
@@ -281,6 +282,8 @@ const relay = new Relay({
   crashAfterPublishEvery: config.faultCrashAfterPublishEvery,
   onBacklog: (n) => m.reportBacklog(n),
   onPublished: (n) => m.relayPublished.inc(n),
+  // A Redis split brain's leftover: the store gave out a revision the log holds for another change (storage/recovery.ts).
+  onDiverged: async (revision) => (await recovery.rebuild(revision, ac.signal)) !== undefined,
 });
 
 /** `r`, started once the RBAC cache has listed every role and binding, the node graph every pod and the node credentials. */

@@ -8,7 +8,10 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { ApiError, unwrap } from "@choreo/kit";
-import { streamState } from "@choreo/kit/bus";
+import { generateKeyPairSync, randomUUID } from "node:crypto";
+import { jetstream } from "@nats-io/jetstream";
+import { headers } from "@nats-io/transport-node";
+import { encodeEvent, EVENT_SIGNATURE_HEADER, eventSubject, streamState, EventSigner } from "@choreo/kit/bus";
 import type { Object as ApiObject } from "@choreo/kit/gen/choreo/api/v1/api";
 import type { ConfigMap, Pod, Service } from "@choreo/kit/gen/choreo/core/v1/core";
 import { fromKubeJson } from "@choreo/kit/kube-json";
@@ -16,9 +19,9 @@ import { silentLogger } from "@choreo/kit/log";
 import { waitFor } from "@choreo/kit/testing";
 import { createRegistry } from "../registry/index.js";
 import { startStack, type Stack } from "../testing/stack.js";
-import { allocationKey, CHANGES_KEY, FENCE_KEY, REV_KEY } from "./keys.js";
+import { allocationKey, CHANGES_KEY, FENCE_KEY, objectKey, REV_KEY } from "./keys.js";
 import { RedisStore } from "./redis-store.js";
-import { StoreRecovery } from "./recovery.js";
+import { StoreRecovery, UntrustedLogError } from "./recovery.js";
 
 const cm = (name: string, v: string) => fromKubeJson({ apiVersion: "v1", kind: "ConfigMap", metadata: { name, namespace: "default" }, data: { v } });
 const rvOf = (o: ApiObject): string => (unwrap(o) as { metadata?: { resourceVersion: string } }).metadata?.resourceVersion ?? "";
@@ -54,6 +57,29 @@ describe("store recovery: Redis behind the event log", () => {
       { timeoutMs: 20_000, message: "the log caught up with Redis" },
     );
     return rev;
+  };
+
+  /**
+   * Publishes a ConfigMap's ADDED at `revision` straight into the log (it must be the next sequence), as another
+   * api replica's relay does when `signer` is the api's key; unsigned (a forgery) without one.
+   */
+  const publishAt = async (name: string, revision: number, signer?: EventSigner) => {
+    const object = fromKubeJson({
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      metadata: {
+        name,
+        namespace: "default",
+        uid: randomUUID(),
+        resourceVersion: String(revision),
+        creationTimestamp: new Date().toISOString().replace(/\.\d+Z$/, "Z"),
+      },
+      data: { v: "from the log" },
+    });
+    const data = encodeEvent({ type: "ADDED", object, revision, status: undefined, prevLabels: {}, prevFields: {}, hasPrev: false });
+    const h = headers();
+    if (signer) h.set(EVENT_SIGNATURE_HEADER, signer.sign(data));
+    return jetstream(s.nc).publish(eventSubject("configmaps", "default", name), data, { expect: { lastSequence: revision - 1 }, headers: h });
   };
 
   it("a store behind its floor answers 503 to reads and writes, writes nothing, and calls for a repair", async () => {
@@ -178,5 +204,87 @@ describe("store recovery: Redis behind the event log", () => {
     const next = rvOf(await c.create(cm("after", "1")));
     assert.equal(Number(next), rev + 1);
     await waitFor(async () => (await streamState(s.jsm)).lastRevision === rev + 1, { timeoutMs: 20_000, message: "published at its revision" });
+  });
+
+  it("a Redis split brain's leftover: the log holds another primary's change at a revision this store gave out → the relay finds it and the store is rebuilt from the log", async () => {
+    const c = s.client;
+    await c.create(cm("kept", "1"));
+    const rev = await published();
+    const keptRv = rvOf(await c.get("configmaps", "default", "kept"));
+    // The other primary's write, acknowledged there: its relay published it at rev+1 first, signed with the api's key.
+    const ack = await publishAt("from-other-primary", rev + 1, s.signer);
+    assert.equal(ack.seq, rev + 1);
+    // This store's own write takes the same revision: its relay's publish is refused (the log is at rev+1 already).
+    const mine = await c.create(cm("this-primary", "not recorded"));
+    assert.equal(rvOf(mine), String(rev + 1), "this store gave out the revision the log holds for another change");
+
+    await waitFor(() => s.relay.diverged === 1 && s.recovery.stats.rebuilds === 1 && s.recovery.stats.repairs >= 1, {
+      timeoutMs: 20_000,
+      message: "the relay found the divergence and the store was rebuilt",
+    });
+    await waitFor(async () => Number(await s.redisClient.get(REV_KEY)) === rev + 1, { timeoutMs: 20_000, message: "the store at the log's revision" });
+    // The store holds the log's change at rev+1, not its own; what both agreed on is there at its revision.
+    assert.equal(await s.redisClient.hget(objectKey("configmaps", "default", "from-other-primary"), "r"), String(rev + 1));
+    assert.equal(await s.redisClient.exists(objectKey("configmaps", "default", "this-primary")), 0, "its own unrecorded change is gone");
+    assert.equal(await s.redisClient.hget(objectKey("configmaps", "default", "kept"), "r"), keptRv);
+    assert.equal(await s.redisClient.get(FENCE_KEY), null, "the fence is gone");
+    assert.equal(await s.redisClient.xlen(CHANGES_KEY), 0, "no record left to publish");
+    // Writes go on from the log's revision: stream sequence == revision.
+    const next = rvOf(await c.create(cm("after-rebuild", "1")));
+    assert.equal(Number(next), rev + 2);
+    await waitFor(async () => (await streamState(s.jsm)).lastRevision === rev + 2, { timeoutMs: 20_000, message: "published at its revision" });
+    assert.equal(s.relay.diverged, 1, "found once");
+  });
+  it("a forgery in the log at a revision this store gave out is logged, never taken for another primary's change: nothing rebuilt", async () => {
+    const c = s.client;
+    const rev = await published();
+    const before = { diverged: s.relay.diverged, rebuilds: s.recovery.stats.rebuilds };
+    // Unsigned, then signed with another key: neither is the api's.
+    const other = new EventSigner(generateKeyPairSync("ed25519").privateKey);
+    for (const [i, signer] of [undefined, other].entries()) {
+      const at = rev + 1 + i;
+      assert.equal((await publishAt(`forged-${i}`, at, signer)).seq, at);
+      const mine = await c.create(cm(`mine-${i}`, "1"));
+      assert.equal(rvOf(mine), String(at), "the store gave out the forged message's revision");
+      // The relay's publish is refused; it compares, finds no api signature, and drops its record as before.
+      await waitFor(async () => (await s.redisClient.xlen(CHANGES_KEY)) === 0, { timeoutMs: 20_000, message: "the record dropped" });
+    }
+    assert.deepEqual({ diverged: s.relay.diverged, rebuilds: s.recovery.stats.rebuilds }, before, "no divergence, no rebuild");
+    // The store keeps its own objects and takes no forged one.
+    for (const i of [0, 1]) {
+      assert.equal(await s.redisClient.exists(objectKey("configmaps", "default", `mine-${i}`)), 1);
+      assert.equal(await s.redisClient.exists(objectKey("configmaps", "default", `forged-${i}`)), 0);
+    }
+    assert.equal(await s.redisClient.get(FENCE_KEY), null);
+  });
+
+  it("another primary's signed change at a revision this store gave out, while the log holds a forgery: the store is not wiped for a rebuild that would stop half way", async () => {
+    const c = s.client;
+    const rev = await published();
+    const diverged = s.relay.diverged;
+    const rebuilds = s.recovery.stats.rebuilds;
+    assert.equal((await publishAt("signed-other", rev + 1, s.signer)).seq, rev + 1);
+    assert.equal(rvOf(await c.create(cm("mine-again", "1"))), String(rev + 1));
+    await waitFor(() => s.relay.diverged === diverged + 1, { timeoutMs: 20_000, message: "the divergence found" });
+    await waitFor(async () => (await s.redisClient.xlen(CHANGES_KEY)) === 0, { timeoutMs: 20_000, message: "the record dropped" });
+    assert.equal(s.recovery.stats.rebuilds, rebuilds, "not rebuilt: the log holds the last test's forgeries");
+    assert.equal(await s.redisClient.exists(objectKey("configmaps", "default", "mine-again")), 1, "the store kept");
+    assert.equal(await s.redisClient.get(FENCE_KEY), null, "not fenced");
+    assert.equal(await codeOf(c.create(cm("still-served", "1"))), 0);
+  });
+
+  it("a store behind a log whose missing tail holds a forgery: the repair refuses it and the store stays fenced", async () => {
+    const rev = await published();
+    // The log one ahead of the store, with a message the api did not sign (a lost tail would be the api's own).
+    assert.equal((await publishAt("forged-tail", rev + 1)).seq, rev + 1);
+    const recovery = new StoreRecovery({ redis: s.redisClient, nc: s.nc, jsm: s.jsm, registry: s.registry.store, log: silentLogger(), verifier: s.verifier });
+    const err = await recovery.repair().catch((e: unknown) => e);
+    assert.ok(err instanceof UntrustedLogError, String(err));
+    assert.match(err.message, new RegExp(`unsigned at sequence ${rev + 1}`));
+    assert.equal(Number(await s.redisClient.get(REV_KEY)), rev, "nothing put back");
+    assert.equal(await s.redisClient.exists(objectKey("configmaps", "default", "forged-tail")), 0);
+    assert.equal(await s.redisClient.get(FENCE_KEY), String(rev + 1), "fenced");
+    assert.equal(await codeOf(s.client.create(cm("while-fenced", "1"))), 503);
+    await s.redisClient.del(FENCE_KEY);
   });
 });

@@ -19,7 +19,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import type { Redis } from "ioredis";
 import { randomUUID } from "node:crypto";
 import { kindOf } from "@choreo/kit";
-import { ALL_EVENTS, consumeEvents, streamState } from "@choreo/kit/bus";
+import { ALL_EVENTS, consumeEvents, streamState, type EventVerifier, type SignedEventsPolicy } from "@choreo/kit/bus";
 import { Object as ObjectMsg, type WatchEvent } from "@choreo/kit/gen/choreo/api/v1/api";
 import type { Logger } from "@choreo/kit/log";
 import { sleep } from "@choreo/kit/lifecycle";
@@ -37,6 +37,13 @@ export interface RecoveryOptions {
   /** The registry's store: decoding, strategies (index entries), and its storage. */
   registry: GenericStore;
   log: Logger;
+  /**
+   * Only the api's signed messages are put back (the relay signs every one):
+   * a message in the log without the api's signature, or not at the sequence
+   * of its revision, stops the repair and the store stays fenced. Without it
+   * (no signing) every message is trusted.
+   */
+  verifier?: EventVerifier;
 }
 
 /** What one check found and did. */
@@ -50,6 +57,14 @@ export interface RepairResult {
   ms: number;
 }
 
+/** The log holds a message the api did not sign where the store is repaired from it: the store stays fenced. */
+export class UntrustedLogError extends Error {
+  override name = "UntrustedLogError";
+  constructor(what: string) {
+    super(`the event log holds a message the api did not sign (${what}): not restored from it; the store stays fenced`);
+  }
+}
+
 /** The log no longer holds the revisions Redis lost: only a backup of Redis can bring them back. */
 export class UnrecoverableError extends Error {
   override name = "UnrecoverableError";
@@ -59,7 +74,7 @@ export class StoreRecovery {
   /** The log's last sequence as this replica last read it (the store's floor, with the watch cache's). */
   private logRevision = 0;
   private running: Promise<RepairResult> | undefined;
-  readonly stats = { repairs: 0, restored: 0 };
+  readonly stats = { repairs: 0, restored: 0, rebuilds: 0 };
 
   constructor(private readonly opts: RecoveryOptions) {}
 
@@ -130,7 +145,15 @@ export class StoreRecovery {
       // Resumes where Redis is now: a repair cut short (a crash) left it at the last change put back.
       const from = await this.storage.currentRevision();
       let renewed = Date.now();
-      for await (const ev of consumeEvents({ nc: this.opts.nc, jsm: this.opts.jsm, filter: ALL_EVENTS, fromRevision: from, signal: ac.signal })) {
+      const trust = this.trustPolicy(ac);
+      for await (const ev of consumeEvents({
+        nc: this.opts.nc,
+        jsm: this.opts.jsm,
+        filter: ALL_EVENTS,
+        fromRevision: from,
+        signal: ac.signal,
+        policy: trust?.policy,
+      })) {
         if (ev.revision > state.lastRevision) break;
         if (await this.restoreEvent(ev)) result.restored++;
         if (Date.now() - renewed > LOCK_MS / 3) {
@@ -140,6 +163,7 @@ export class StoreRecovery {
         if (ev.revision === state.lastRevision) break;
       }
       if (signal?.aborted) throw new Error("aborted");
+      if (trust?.refused) throw new UntrustedLogError(trust.refused);
       const now = await this.storage.currentRevision();
       if (now < state.lastRevision) throw new Error(`repair stopped at revision ${now} of ${state.lastRevision}`);
       await this.clearFence(now);
@@ -153,6 +177,91 @@ export class StoreRecovery {
     result.ms = Date.now() - t0;
     log.warn({ ...result }, "store repaired from the event log");
     return result;
+  }
+
+  /**
+   * The store gave a revision the log holds to another change (`revision`,
+   * found by the relay): a Redis split brain — a killed primary back as a
+   * primary before the Sentinels' failover, each primary handing out the
+   * same revisions, only one relay's publish stored. The surviving store
+   * then lacks the log's (acknowledged) change and holds its own (answered
+   * 503 "not recorded" in durability log). Revisions alone cannot show it, so
+   * the store is rebuilt from the log: fenced at the log's last sequence,
+   * every `{choreo}:` key but the fence removed, then the repair puts every
+   * change back. Only when the log holds every revision (from 1): else it
+   * is logged and left, as a backup is the only way back.
+   */
+  async rebuild(revision: number, signal?: AbortSignal): Promise<RepairResult | undefined> {
+    const log = this.opts.log;
+    const state = await streamState(this.opts.jsm);
+    if (state.firstRevision > 1) {
+      log.fatal(
+        { revision, firstRevision: state.firstRevision },
+        "store diverged from the event log, which no longer holds every revision: not rebuilt; restore Redis from a backup",
+      );
+      return undefined;
+    }
+    // Every message must be the api's before the store goes: one that is not would stop the repair half way.
+    const refused = await this.untrustedIn(state.lastRevision, signal);
+    if (refused) {
+      log.fatal({ revision, refused }, "store diverged from the event log, which holds a message without the api's signature: not rebuilt");
+      return undefined;
+    }
+    log.error({ revision, logRevision: state.lastRevision }, "store diverged from the event log: rebuilding it from the log");
+    this.logRevision = Math.max(this.logRevision, state.lastRevision);
+    const redis = this.opts.redis;
+    // Fenced first: no replica writes (or reads) while the keys go and come back.
+    await redis.set(FENCE_KEY, String(state.lastRevision));
+    let cursor = "0";
+    do {
+      const [next, keys] = await redis.scan(cursor, "MATCH", "{choreo}:*", "COUNT", 1_000);
+      cursor = next;
+      const doomed = keys.filter((k) => k !== FENCE_KEY);
+      if (doomed.length > 0) await redis.unlink(...doomed);
+    } while (cursor !== "0");
+    this.stats.rebuilds++;
+    return this.repair(signal);
+  }
+
+  /** The policy that refuses what is not the api's, and what it refused first (it stops the read). */
+  private trustPolicy(ac: AbortController): { policy: SignedEventsPolicy; refused?: string } | undefined {
+    const verifier = this.opts.verifier;
+    if (!verifier) return undefined;
+    const trust: { policy: SignedEventsPolicy; refused?: string } = {
+      policy: {
+        verifier,
+        onRejected: (why, subject, sequence) => {
+          trust.refused ??= `${why} at sequence ${sequence}, ${subject}`;
+          ac.abort();
+        },
+      },
+    };
+    return trust;
+  }
+
+  /** The first message up to `last` the api did not sign (as the repair would refuse it), or undefined. */
+  private async untrustedIn(last: number, signal?: AbortSignal): Promise<string | undefined> {
+    const ac = new AbortController();
+    const trust = this.trustPolicy(ac);
+    if (!trust || last === 0) return undefined;
+    const stop = () => ac.abort();
+    signal?.addEventListener("abort", stop, { once: true });
+    try {
+      for await (const ev of consumeEvents({
+        nc: this.opts.nc,
+        jsm: this.opts.jsm,
+        filter: ALL_EVENTS,
+        fromRevision: 0,
+        signal: ac.signal,
+        policy: trust.policy,
+      }))
+        if (ev.revision >= last) break;
+    } finally {
+      ac.abort();
+      signal?.removeEventListener("abort", stop);
+    }
+    if (signal?.aborted) throw new Error("aborted");
+    return trust.refused;
   }
 
   /** The fence goes once the store reached it (a fence above the store would refuse every write). */

@@ -2,7 +2,17 @@ import type { JetStreamManager } from "@nats-io/jetstream";
 import type { Msg, NatsConnection, Status, Subscription } from "@nats-io/transport-node";
 import type { Redis } from "ioredis";
 import { headers } from "@nats-io/transport-node";
-import { decodeEvent, encodeEvent, EVENT_SIGNATURE_HEADER, newInbox, noticeSubjectOf, streamState, type EventSigner } from "@choreo/kit/bus";
+import {
+  decodeEvent,
+  encodeEvent,
+  EVENT_SIGNATURE_HEADER,
+  EVENT_STREAM,
+  newInbox,
+  noticeSubjectOf,
+  streamState,
+  type EventSigner,
+  type EventVerifier,
+} from "@choreo/kit/bus";
 import type { Logger } from "@choreo/kit/log";
 import { sleep } from "@choreo/kit/lifecycle";
 import { withRevision } from "./event-revision.js";
@@ -24,6 +34,13 @@ export interface RelayOptions {
   crashAfterPublishEvery?: number;
   onBacklog?: (n: number) => void;
   onPublished?: (n: number) => void;
+  /**
+   * The store gave `revision`, which the log holds, to another change (a
+   * Redis split brain): called instead of dropping the record as published;
+   * the api rebuilds the store from the log (StoreRecovery.rebuild) and
+   * answers true; false (not rebuilt): the records are dropped as before.
+   */
+  onDiverged?: (revision: number) => Promise<boolean>;
 }
 
 const LEASE_MS = 5_000;
@@ -53,13 +70,22 @@ const ACK_TIMEOUT_MS = 3_000;
 export class Relay {
   readonly name = "relay";
   private batches = 0;
+  /** Times the store was found to have given a logged revision to another change. */
+  diverged = 0;
   /** Batches refused from their first record in a row (the stream leaderless: JetStream answers 503 at once). */
   private refusals = 0;
   /** The stream's last sequence as our own acks left it; undefined: ask the stream. */
   private published: number | undefined;
   private acks: { inbox: string; sub: Subscription; waiting: Map<string, (m: Msg | undefined) => void> } | undefined;
 
-  constructor(private readonly opts: RelayOptions) {}
+  /** Checks that the log's message at a revision is the api's before taking it for another primary's change. */
+  private readonly verifier: EventVerifier | undefined;
+  /** The revisions whose log message was found unsigned (logged once each). */
+  private readonly forgeriesSeen = new Set<number>();
+
+  constructor(private readonly opts: RelayOptions) {
+    this.verifier = opts.signer?.verifier();
+  }
 
   async start(signal: AbortSignal): Promise<void> {
     const blocker = this.opts.redis.duplicate();
@@ -87,8 +113,16 @@ export class Relay {
             await sleep(1_000, signal);
             continue;
           }
+          const reread = this.published === undefined;
           const published = this.published ?? (await streamState(this.opts.jsm)).lastRevision;
           this.published = undefined;
+          // Records at or below the log's last sequence are dropped as published: check first that they are what the log holds.
+          const diverged = reread && this.opts.onDiverged ? await this.divergedAt(published) : undefined;
+          if (diverged !== undefined) {
+            this.diverged++;
+            log.error({ revision: diverged }, "the log holds another change at a revision the store gave out");
+            if (await this.opts.onDiverged!(diverged)) continue;
+          }
           const sent = await this.publishFrom(published);
           if (sent === 0 && this.refusals > 0) {
             // Refused outright (no stream leader yet after an outage): ask again soon, not in a tight loop — 25 ms
@@ -127,6 +161,42 @@ export class Relay {
 
   private async releaseLease(): Promise<void> {
     if ((await this.opts.redis.get(RELAY_LOCK_KEY)) === this.opts.id) await this.opts.redis.del(RELAY_LOCK_KEY);
+  }
+
+  /**
+   * The first revision at or below `published` (the log's last sequence)
+   * whose change record is not the message the log holds at that sequence,
+   * or undefined. Such records are normally the same change, published
+   * before a crash let the relay trim them; byte for byte, as the relay
+   * publishes the record's bytes. A sequence the log no longer holds is not
+   * compared. With signing on, only a message signed by the api counts:
+   * another primary's relay signed its change with the same key, while an
+   * unsigned or wrongly signed message at that sequence is a forgery (a
+   * publish nats-server's permissions refuse in a cluster; tests forge them)
+   * and is logged, never taken as the store's truth.
+   */
+  private async divergedAt(published: number): Promise<number | undefined> {
+    const entries = await this.opts.redis.xrangeBuffer(CHANGES_KEY, "-", `${published}-0`, "COUNT", 512);
+    for (const [idBuf, fields] of entries) {
+      const rev = Number(idBuf.toString().split("-")[0]);
+      const data = recordData(fields);
+      const bytes = (data && withRevision(data, rev)) ?? reencode(data ?? Buffer.alloc(0), rev);
+      const stored = await this.opts.jsm.streams.getMessage(EVENT_STREAM, { seq: rev }).catch(() => null);
+      if (!stored || Buffer.from(stored.data).equals(Buffer.from(bytes))) continue;
+      if (this.verifier && !this.verifier.verify(stored.data, stored.header?.get(EVENT_SIGNATURE_HEADER) || undefined)) {
+        if (!this.forgeriesSeen.has(rev)) {
+          this.forgeriesSeen.add(rev);
+          if (this.forgeriesSeen.size > 1_000) this.forgeriesSeen.clear();
+          this.opts.log.error(
+            { revision: rev, subject: stored.subject },
+            "the log holds a message without the api's signature at a revision the store gave out",
+          );
+        }
+        continue;
+      }
+      return rev;
+    }
+    return undefined;
   }
 
   /** Publishes the records after `published`; returns how many went out. */
@@ -233,6 +303,12 @@ export class Relay {
     this.acks = { inbox, sub, waiting };
     return this.acks;
   }
+}
+
+/** The event bytes (field `e`) of a change record's fields. */
+function recordData(fields: (Buffer | string)[]): Buffer | undefined {
+  for (let i = 0; i + 1 < fields.length; i += 2) if (fields[i]?.toString() === "e") return fields[i + 1] as Buffer;
+  return undefined;
 }
 
 /** The event of a change record with its revision and its object's resourceVersion set, by decoding and encoding it. */

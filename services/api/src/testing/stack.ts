@@ -10,6 +10,7 @@ import { startNats, startRedis, type ServerHandle } from "@choreo/kit/testing";
 import { NatsTransport } from "../nats/serve-nats.js";
 import { bootstrap, createRegistry, SecretSealer, type EncryptionKey, type Registry } from "../registry/index.js";
 import { RedisStore } from "../storage/redis-store.js";
+import { StoreRecovery } from "../storage/recovery.js";
 import { Relay } from "../storage/relay.js";
 import { WatchCache } from "../storage/watch-cache.js";
 
@@ -24,6 +25,11 @@ export interface Stack {
   registry: Registry;
   cache: WatchCache;
   client: ApiClient;
+  relay: Relay;
+  /** What the relay calls when the store diverged from the log (it rebuilds the store, as the api does). */
+  recovery: StoreRecovery;
+  /** The relay's signer (a test publishing as another api replica would, with the same key). */
+  signer: EventSigner;
   /** Checks the relay's signatures (give it to node agents' connections with requireSignedEvents). */
   verifier: EventVerifier;
   stop(): Promise<void>;
@@ -45,15 +51,19 @@ export async function startStack(opts: { retention?: number; watchCacheSize?: nu
   await bootstrap(registry);
   const ac = new AbortController();
   const keys = generateKeyPairSync("ed25519");
+  const signer = new EventSigner(keys.privateKey);
   const verifier = new EventVerifier(keys.publicKey);
-  const running = runAll(
-    [
-      new Relay({ redis: redisClient, nc, jsm, log, id: "test", signer: new EventSigner(keys.privateKey) }),
-      cache,
-      new NatsTransport({ nc, handlers: registry, log }),
-    ],
-    ac.signal,
-  );
+  const recovery = new StoreRecovery({ redis: redisClient, nc, jsm, registry: registry.store, log, verifier });
+  const relay = new Relay({
+    redis: redisClient,
+    nc,
+    jsm,
+    log,
+    id: "test",
+    signer,
+    onDiverged: async (revision) => (await recovery.rebuild(revision, ac.signal)) !== undefined,
+  });
+  const running = runAll([relay, cache, new NatsTransport({ nc, handlers: registry, log })], ac.signal);
   await cache.ready;
   const clientConn = await connectBus(nats.url, "test-client");
   const client = new ApiClient(clientConn);
@@ -67,6 +77,9 @@ export async function startStack(opts: { retention?: number; watchCacheSize?: nu
     registry,
     cache,
     client,
+    relay,
+    recovery,
+    signer,
     verifier,
     async stop() {
       ac.abort();

@@ -26,6 +26,12 @@ export interface ConsumeOptions {
   /** Deliver every change after this revision. */
   fromRevision: number;
   signal: AbortSignal;
+  /**
+   * Only messages with the api's signature, at the sequence of their revision
+   * (others skipped and reported): this policy rather than the connection's
+   * (`requireSignedEvents`). The api's store recovery reads the log with it.
+   */
+  policy?: SignedEventsPolicy;
 }
 
 /** Throws a 410 Expired ApiError when the log no longer holds revision `fromRevision`+1. */
@@ -116,7 +122,7 @@ export function consumeEventRecords(opts: ConsumeOptions): AsyncGenerator<EventR
 async function* consume<T>(opts: ConsumeOptions, pick: (event: WatchEvent, data: Uint8Array) => T): AsyncGenerator<T> {
   await checkAnswerable(opts.jsm, opts.fromRevision);
   const js = jetstream(opts.nc);
-  const policy = signedEventsPolicy(opts.nc);
+  const policy = opts.policy ?? signedEventsPolicy(opts.nc);
   /** The stream sequence of the last message seen. */
   let seen = opts.fromRevision;
   for (let attempt = 0; !opts.signal.aborted; attempt++) {

@@ -24,6 +24,11 @@ export class EventSigner {
     return sign(null, data, this.key).toString("base64");
   }
 
+  /** The verifier of this key's signatures (its public key). */
+  verifier(): EventVerifier {
+    return new EventVerifier(createPublicKey(this.key));
+  }
+
   /** {@link sign} on libuv's thread pool: a batch of signatures off the event loop, in parallel. */
   signAsync(data: Uint8Array): Promise<string> {
     return new Promise((resolve, reject) => sign(null, data, this.key, (err, sig) => (err ? reject(err) : resolve(sig.toString("base64")))));
