@@ -13,7 +13,7 @@
 // The token names its node, as a bootstrap token names its id: a replica
 // finds the Secret by name and compares digests in constant time; the
 // token itself is never stored.
-import { createHash, randomBytes } from "node:crypto";
+import { hash, randomBytes } from "node:crypto";
 import { fromKubeJson } from "@choreo/kit/kube-json";
 import type { Object as ApiObject } from "@choreo/kit/gen/choreo/api/v1/api";
 import type { Secret } from "@choreo/kit/gen/choreo/core/v1/core";
@@ -63,7 +63,7 @@ export function nodeOfToken(token: string): string | undefined {
 
 /** The SHA-256 of a token (what the Secret keeps, hex). */
 export function tokenDigest(token: string): Buffer {
-  return createHash("sha256").update(token).digest();
+  return hash("sha256", token, "buffer");
 }
 
 /** The Secret recording `token` as node `node`'s credential (`resourceVersion` set for an update). */
