@@ -27,6 +27,7 @@ declare module "ioredis" {
     choreoListBuffer(numKeys: number, ...args: (string | number)[]): Result<(number | Buffer)[], Context>;
     choreoGetBuffer(numKeys: number, ...args: string[]): Result<[Buffer | null, Buffer | null, Buffer], Context>;
     choreoRestore(numKeys: number, ...args: (string | Buffer | number)[]): Result<number, Context>;
+    choreoReleaseLock(key: string, token: string): Result<number, Context>;
   }
 }
 
@@ -93,6 +94,8 @@ export class RedisStore implements ObjectStorage {
     redis.defineCommand("choreoList", { lua: LIST_SCRIPT });
     redis.defineCommand("choreoGet", { lua: GET_SCRIPT });
     redis.defineCommand("choreoRestore", { lua: RESTORE_SCRIPT });
+    // A defined command goes as EVALSHA once loaded, where EVAL sent (and Redis hashed) the script with every bind.
+    redis.defineCommand("choreoReleaseLock", { numberOfKeys: 1, lua: RELEASE_LOCK });
   }
 
   /** Throws the 503 of a store behind the log when `storeRevision` is below the floor. */
@@ -242,7 +245,7 @@ export class RedisStore implements ObjectStorage {
     try {
       return { value: await fn() };
     } finally {
-      await this.redis.eval(RELEASE_LOCK, 1, key, token);
+      await this.redis.choreoReleaseLock(key, token);
     }
   }
 
