@@ -44,7 +44,8 @@ function admit(authorizer: Authorizer, user: UserInfo, audit: DoorAudit | undefi
  * One call of the unary `m` on `inner` as `user`: authorized first (403,
  * nothing run), audited when `audit` is given, run with the user in the
  * admission context. A door serving one call per message (NATS) calls this
- * rather than building every method's wrapper for each message.
+ * rather than building every method's wrapper for each message; `ownsRequest`:
+ * the door decoded `req` for this call alone and reads nothing of it after.
  */
 export async function guardedCall(
   inner: ApiHandlers,
@@ -53,12 +54,16 @@ export async function guardedCall(
   audit: DoorAudit | undefined,
   m: Method,
   req: unknown,
+  ownsRequest = false,
 ): Promise<unknown> {
   const entry = admit(authorizer, user, audit, m, req);
   const fn = inner[m] as (r: unknown, scope: RequestScope) => Promise<unknown>;
   try {
     // Admission sees who asks (exempt users, escalation checks); warnings have no header to go to here.
-    const res = await fn.call(inner, req, admissionScope({ user: user.name, userInfo: user, warn: dropWarning }));
+    const admission = { user: user.name, userInfo: user, warn: dropWarning };
+    // A request the door decoded for this call alone is the store's to change, unless the audit writes its body after the call.
+    const scope: RequestScope = ownsRequest && !entry?.wantsRequestObject ? { admission, ownsRequest: true } : admissionScope(admission);
+    const res = await fn.call(inner, req, scope);
     entry?.finish({ code: m === "create" ? 201 : 200, ...(entry.wantsRequestObject ? { requestObject: req } : {}) });
     return res;
   } catch (err) {

@@ -9,6 +9,7 @@ import type { AuditLog } from "../audit/index.js";
 import type { ApiHandlers } from "../handlers/api-handlers.js";
 import { ALLOW_ALL } from "../auth/authorize.js";
 import { guardedCall, type DoorAudit } from "../auth/guarded-handlers.js";
+import type { RequestScope } from "../registry/generic/request-scope.js";
 import { encode } from "../registry/shared/encode.js";
 import { writtenReply } from "../registry/shared/written.js";
 import { natsRequestUser, type NatsRequestAuth } from "./request-auth.js";
@@ -17,6 +18,9 @@ import { natsRequestUser, type NatsRequestAuth } from "./request-auth.js";
 export const API_QUEUE = "choreo-api";
 
 type Result = ApiObject | ObjectList | Scale;
+
+/** The scope of a call without a user (no authentication): only that the request is the call's own. */
+const OWNS_REQUEST: RequestScope = Object.freeze({ ownsRequest: true });
 
 /** The verbs whose answer is the object their last write wrote, unchanged (registry/shared/written.ts): answered from its bytes. */
 const ANSWERED_FROM_WRITE: ReadonlySet<Method> = new Set<Method>(["create", "update", "updateStatus", "bind"]);
@@ -89,10 +93,11 @@ export class NatsTransport {
   private async call(method: Method, msg: Msg, req: unknown): Promise<Result> {
     const user = await natsRequestUser(msg, this.opts);
     const handlers = this.opts.handlers;
-    if (!user) return (handlers[method] as (r: unknown) => Promise<Result>).call(handlers, req);
+    // `req` was decoded from this message for this call alone: the store may change its object instead of copying it.
+    if (!user) return (handlers[method] as (r: unknown, scope: RequestScope) => Promise<Result>).call(handlers, req, OWNS_REQUEST);
     const audit = this.opts.audit;
     const door = audit ? new NatsDoorAudit(audit, msg.subject) : undefined;
-    return (await guardedCall(handlers, this.opts.authorizer ?? ALLOW_ALL, user, door, method, req)) as Result;
+    return (await guardedCall(handlers, this.opts.authorizer ?? ALLOW_ALL, user, door, method, req, true)) as Result;
   }
 
   private async serve(method: Method, msg: Msg): Promise<void> {

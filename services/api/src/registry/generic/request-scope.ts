@@ -35,6 +35,12 @@ export interface RequestScope {
   readonly dryRun?: true | undefined;
   readonly manager?: WriteScope | undefined;
   readonly ephemeralContainers?: true | undefined;
+  /**
+   * The request was decoded for this call alone and nothing reads it after
+   * (the NATS door, unless the audit keeps its body): create, update and
+   * updateStatus fill and change its object in place instead of a copy.
+   */
+  readonly ownsRequest?: true | undefined;
 }
 
 /** No request in scope: the api's own writes (controllers, bootstrap). */

@@ -84,9 +84,10 @@ function specJson(info: KindInfo, o: AnyObject): unknown {
   return json["spec"] ?? json["subsets"];
 }
 
-/** The object of a request, copied (the store fills and changes it). */
-function requestObject(info: KindInfo, o: ApiObject | undefined): AnyObject {
-  return copyOf(info, unwrap(o as ApiObject));
+/** The object of a request, copied (the store fills and changes it) unless the request is the call's own (`ownsRequest`). */
+function requestObject(info: KindInfo, o: ApiObject | undefined, scope: RequestScope): AnyObject {
+  const v = unwrap(o as ApiObject);
+  return scope.ownsRequest ? v : copyOf(info, v);
 }
 
 /**
@@ -458,17 +459,17 @@ export class GenericStore {
 
   async create(req: CreateRequest): Promise<ApiObject> {
     const info = this.info(req.object);
-    return this.wrapValue(info, await this.createObject(info, requestObject(info, req.object)));
+    return this.wrapValue(info, await this.createObject(info, requestObject(info, req.object, this.scope)));
   }
 
   async update(req: UpdateRequest): Promise<ApiObject> {
     const info = this.info(req.object);
-    return this.wrapValue(info, await this.replace(info, requestObject(info, req.object), false));
+    return this.wrapValue(info, await this.replace(info, requestObject(info, req.object, this.scope), false));
   }
 
   async updateStatus(req: UpdateRequest): Promise<ApiObject> {
     const info = this.info(req.object);
-    return this.wrapValue(info, await this.replace(info, requestObject(info, req.object), true));
+    return this.wrapValue(info, await this.replace(info, requestObject(info, req.object, this.scope), true));
   }
 
   private info(o: ApiObject | undefined): KindInfo {
