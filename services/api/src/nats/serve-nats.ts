@@ -55,6 +55,10 @@ class NatsDoorAudit implements DoorAudit {
  */
 export class NatsTransport {
   readonly name = "nats-transport";
+  /** Answers waiting for the end of this turn of the event loop (`sendReplies`). */
+  private replies: { msg: Msg; data: Uint8Array }[] = [];
+  private readonly sendRepliesNow = (): void => this.sendReplies();
+
   constructor(
     private readonly opts: {
       nc: NatsConnection;
@@ -116,6 +120,26 @@ export class NatsTransport {
     this.opts.onRequest?.(method, code, (performance.now() - started) / 1000);
     if (!msg.reply) return;
     const written = reply.result?.$case === "object" && ANSWERED_FROM_WRITE.has(method) ? writtenReply(reply.result.value) : undefined;
-    msg.respond(written ?? encode(Reply, reply));
+    if (this.replies.push({ msg, data: written ?? encode(Reply, reply) }) === 1) setImmediate(this.sendRepliesNow);
+  }
+
+  /**
+   * Sends the answers of this turn of the event loop together. nats.js writes
+   * to its socket what one microtask checkpoint queued: answers finished in
+   * different checkpoints of one I/O callback (a Redis reply resolving a
+   * batch of writes whose handlers await different numbers of times) each
+   * went out in a write of their own.
+   */
+  private sendReplies(): void {
+    const replies = this.replies;
+    this.replies = [];
+    for (const r of replies) {
+      try {
+        r.msg.respond(r.data);
+      } catch (err) {
+        // The connection closed or draining: the requester times out, as it would had the answer been lost.
+        this.opts.log.warn({ err, subject: r.msg.subject }, "answer not sent");
+      }
+    }
   }
 }
