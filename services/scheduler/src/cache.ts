@@ -2,6 +2,7 @@
 // seen by the informers plus the pods this scheduler has bound but not yet
 // seen bound (assumed). Deciding reads it synchronously, so one replica
 // never places two pods into the same free space.
+import { keyOf } from "@choreo/kit";
 import type { Node, Pod } from "@choreo/kit/gen/choreo/core/v1/core";
 import { addPod, nodeInfo, podInfo, removePod, type NodeInfo, type PodInfo, type Snapshot } from "./framework.js";
 
@@ -58,12 +59,13 @@ export class SchedulerCache implements Snapshot {
 
   /** A pod as the informer sees it: accounted where it is bound; an assumption it confirms is dropped. */
   setPod(pod: Pod): void {
-    const info = podInfo(pod);
     if (!consumes(pod)) {
-      // Not bound (yet): keep an assumption we made; a finished pod frees its node.
-      if (!this.assumedKeys.has(info.key)) this.unplace(info.key);
+      // Not bound (yet): keep an assumption we made; a finished pod frees its node. (Its key only: no requests to read.)
+      const key = keyOf(pod.metadata ?? { namespace: "", name: "" });
+      if (!this.assumedKeys.has(key)) this.unplace(key);
       return;
     }
+    const info = podInfo(pod);
     this.assumedKeys.delete(info.key);
     this.place(info, pod.spec!.nodeName);
   }

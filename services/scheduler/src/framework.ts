@@ -22,6 +22,8 @@ export interface NodeInfo {
   name: string;
   node: Node;
   allocatable: { milliCpu: number; memory: number; pods: number };
+  /** Whether the node reports Ready=True (read once per node version, not once per pod filtered). */
+  ready: boolean;
   requested: { milliCpu: number; memory: number };
   pods: Map<string, PodInfo>;
   /** Host ports in use → how many pods use them. */
@@ -34,6 +36,12 @@ export interface NodeInfo {
 export interface Snapshot {
   nodes: readonly NodeInfo[];
 }
+
+/**
+ * What a filter answers for a node that passes: one shared empty list (a
+ * filter runs for ~100 nodes per pod). Callers only read a filter's reasons.
+ */
+export const PASS: string[] = [];
 
 /** A feasibility check: the reasons this node cannot run the pod (empty: it can). */
 export interface Filter {
@@ -51,14 +59,38 @@ export interface Scorer {
   normalize?(scores: number[]): void;
 }
 
-const num = (q: string | undefined, parse: (s: string) => bigint): number => (q ? Number(parse(q)) : 0);
+/**
+ * Quantities as numbers, each distinct string parsed once: a pod's requests
+ * are read at each of its events and at its scheduling, and clusters use few
+ * distinct quantities ("100m", "128Mi"). Bounded: past 10,000 distinct
+ * strings the memo starts over.
+ */
+const parsed = { milliCpu: new Map<string, number>(), bytes: new Map<string, number>() };
+const MEMO_MAX = 10_000;
+
+function num(q: string | undefined, unit: "milliCpu" | "bytes"): number {
+  if (!q) return 0;
+  const memo = parsed[unit];
+  let v = memo.get(q);
+  if (v === undefined) {
+    v = Number(unit === "milliCpu" ? milliCpu(q) : bytes(q));
+    if (memo.size >= MEMO_MAX) memo.clear();
+    memo.set(q, v);
+  }
+  return v;
+}
+
+/** A pod without host ports (most): one shared empty list, only ever read. */
+const NO_HOST_PORTS: string[] = [];
 
 function containerRequests(cs: readonly Container[]): { milliCpu: number; memory: number } {
   let cpu = 0;
   let memory = 0;
   for (const c of cs) {
-    cpu += num(c.resources?.requests.cpu, milliCpu);
-    memory += num(c.resources?.requests.memory, bytes);
+    const requests = c.resources?.requests;
+    if (!requests) continue;
+    cpu += num(requests.cpu, "milliCpu");
+    memory += num(requests.memory, "bytes");
   }
   return { milliCpu: cpu, memory };
 }
@@ -72,15 +104,21 @@ export function podInfo(pod: Pod): PodInfo {
     sum.milliCpu = Math.max(sum.milliCpu, one.milliCpu);
     sum.memory = Math.max(sum.memory, one.memory);
   }
-  const hostPorts = (spec?.containers ?? []).flatMap((c) =>
-    c.ports.filter((p) => p.hostPort > 0).map((p) => `${p.protocol || "TCP"}/${p.hostIp || "0.0.0.0"}/${p.hostPort}`),
-  );
+  let hostPorts = NO_HOST_PORTS;
+  for (const c of spec?.containers ?? []) {
+    for (const p of c.ports) {
+      if (p.hostPort <= 0) continue;
+      if (hostPorts === NO_HOST_PORTS) hostPorts = [];
+      hostPorts.push(`${p.protocol || "TCP"}/${p.hostIp || "0.0.0.0"}/${p.hostPort}`);
+    }
+  }
   const meta = pod.metadata;
   return {
     key: keyOf(meta ?? { namespace: "", name: "" }),
     uid: meta?.uid ?? "",
     pod,
-    ...sum,
+    milliCpu: sum.milliCpu,
+    memory: sum.memory,
     hostPorts,
     owner: meta?.ownerReferences.find((o) => o.controller)?.uid,
   };
@@ -92,7 +130,8 @@ export function nodeInfo(node: Node): NodeInfo {
   return {
     name: node.metadata?.name ?? "",
     node,
-    allocatable: { milliCpu: num(a.cpu, milliCpu), memory: num(a.memory, bytes), pods: num(a.pods, bytes) },
+    allocatable: { milliCpu: num(a.cpu, "milliCpu"), memory: num(a.memory, "bytes"), pods: num(a.pods, "bytes") },
+    ready: node.status?.conditions.find((c) => c.type === "Ready")?.status === "True",
     requested: { milliCpu: 0, memory: 0 },
     pods: new Map(),
     hostPorts: new Map(),

@@ -1,4 +1,4 @@
-import type { Filter } from "../framework.js";
+import { PASS, type Filter } from "../framework.js";
 
 /** `protocol/ip/port` keys conflict on the same protocol and port when either ip is 0.0.0.0 or both are equal. */
 function conflicts(a: string, b: string): boolean {
@@ -12,12 +12,12 @@ export const hostPorts: Filter = {
   name: "NodePorts",
   resolvableByEviction: true,
   filter(pod, n) {
-    if (pod.hostPorts.length === 0 || n.hostPorts.size === 0) return [];
+    if (pod.hostPorts.length === 0 || n.hostPorts.size === 0) return PASS;
     for (const want of pod.hostPorts) {
       for (const used of n.hostPorts.keys()) {
         if (conflicts(want, used)) return ["node(s) didn't have free ports for the requested pod ports"];
       }
     }
-    return [];
+    return PASS;
   },
 };

@@ -1,4 +1,4 @@
-import type { Filter } from "../framework.js";
+import { PASS, type Filter } from "../framework.js";
 
 /** The node reports Ready=True and is not cordoned. */
 export const nodeReady: Filter = {
@@ -6,7 +6,6 @@ export const nodeReady: Filter = {
   resolvableByEviction: false,
   filter(_pod, n) {
     if (n.node.spec?.unschedulable) return ["node(s) were unschedulable"];
-    const ready = n.node.status?.conditions.find((c) => c.type === "Ready");
-    return ready?.status === "True" ? [] : ["node(s) were not ready"];
+    return n.ready ? PASS : ["node(s) were not ready"];
   },
 };

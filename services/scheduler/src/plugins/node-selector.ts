@@ -1,14 +1,16 @@
-import type { Filter } from "../framework.js";
+import { PASS, type Filter } from "../framework.js";
 
 /** Every `spec.nodeSelector` label is on the node with the same value. */
 export const nodeSelector: Filter = {
   name: "NodeAffinity",
   resolvableByEviction: false,
   filter(pod, n) {
+    const selector = pod.pod.spec?.nodeSelector;
+    if (!selector) return PASS;
     const labels = n.node.metadata?.labels ?? {};
-    for (const [k, v] of Object.entries(pod.pod.spec?.nodeSelector ?? {})) {
-      if (labels[k] !== v) return ["node(s) didn't match Pod's node affinity/selector"];
+    for (const k in selector) {
+      if (labels[k] !== selector[k]) return ["node(s) didn't match Pod's node affinity/selector"];
     }
-    return [];
+    return PASS;
   },
 };
