@@ -102,6 +102,26 @@ describe("GarbageCollector", () => {
     assert.deepEqual((client.of("patch")[0]?.patch as { metadata: { finalizers: string[] } }).metadata.finalizers, []);
   });
 
+  it("looks at a dependent again when its ownerReferences change or on a resync, not at its other updates", async () => {
+    const { pods, gc } = setup();
+    const q = gc.controller.queue;
+    const take = async (): Promise<string | undefined> => {
+      const k = await q.get();
+      if (k !== undefined) q.done(k);
+      return k;
+    };
+    pods.put(pod("a", { owner }));
+    assert.equal(await take(), "pod|default/a", "a new dependent is looked at");
+    pods.put(pod("a", { owner, node: "n1", phase: "Running", ready: true }));
+    assert.equal(q.len(), 0, "bound and running: the same owners, nothing for the collector");
+    pods.put(pod("a", { owner: { name: "other", uid: "uid-other" }, node: "n1", phase: "Running", ready: true }));
+    assert.equal(await take(), "pod|default/a", "another owner is looked at");
+    const cached = pods.get("default/a")!;
+    for (const h of pods.handlers) h.onUpdate?.(cached, cached);
+    assert.equal(await take(), "pod|default/a", "a resync (the same object) is looked at");
+    assert.equal(q.len(), 0);
+  });
+
   it("leaves pods whose owner is a kind it does not collect for", async () => {
     const { pods, client, gc } = setup();
     pods.put(pod("a", { owner: { kind: "StatefulSet", name: "db", uid: "uid-db" } }));

@@ -78,7 +78,16 @@ export class GarbageCollector implements Runnable {
       const enqueueDep = (o: Dependent): void => {
         if (o.metadata && o.metadata.ownerReferences.length > 0) this.controller.enqueue(`${prefix}|${keyOf(o.metadata)}`);
       };
-      d.cache.addEventHandler({ onAdd: enqueueDep, onUpdate: (_o, n) => enqueueDep(n) });
+      // An update is looked at only when its ownerReferences changed (or on a resync, which hands the same object):
+      // nothing else of a dependent decides whether it is garbage, and an owner's change or deletion comes through the
+      // owners' handlers below (Kubernetes' graph builder also acts on reference changes only). A pod's bind and status
+      // writes no longer cost a reconcile each.
+      d.cache.addEventHandler({
+        onAdd: enqueueDep,
+        onUpdate: (o, n) => {
+          if (o === n || !sameOwnerReferences(o, n)) enqueueDep(n);
+        },
+      });
     }
     for (const k of opts.owners) {
       this.kinds.set(k.kind, k);
@@ -207,4 +216,27 @@ export class GarbageCollector implements Runnable {
       if (!isNotFound(err)) throw err;
     }
   }
+}
+
+/** Whether two versions of a dependent name the same owners the same way (what the collector reads of a dependent). */
+export function sameOwnerReferences(a: Dependent, b: Dependent): boolean {
+  const x = a.metadata?.ownerReferences ?? [];
+  const y = b.metadata?.ownerReferences ?? [];
+  if (x === y) return true;
+  if (x.length !== y.length) return false;
+  for (let i = 0; i < x.length; i++) {
+    const p = x[i]!;
+    const q = y[i]!;
+    if (
+      p.uid !== q.uid ||
+      p.name !== q.name ||
+      p.kind !== q.kind ||
+      p.apiVersion !== q.apiVersion ||
+      p.controller !== q.controller ||
+      p.blockOwnerDeletion !== q.blockOwnerDeletion
+    ) {
+      return false;
+    }
+  }
+  return true;
 }
