@@ -160,23 +160,34 @@ describe("Informer transform", () => {
       informer.byIndex("app", "a").map((p) => p.metadata?.name),
       ["listed"],
     );
-    await publish("DELETED", fullPod("w", { app: "b" }, { node: "n2" }));
+    // An update that leaves the index value as it was (app=b): still found under it, and only there.
+    await publish("MODIFIED", fullPod("w", { app: "b" }, { node: "n3", image: "nginx:1.28" }));
+    await waitFor(() => informer.get("default/w")?.spec?.nodeName === "n3", { message: "second update cached" });
+    assert.deepEqual(
+      informer.byIndex("app", "b").map((p) => `${p.metadata?.name}@${p.spec?.nodeName}`),
+      ["w@n3"],
+    );
+    assert.deepEqual(
+      informer.byIndex("app", "a").map((p) => p.metadata?.name),
+      ["listed"],
+    );
+    await publish("DELETED", fullPod("w", { app: "b" }, { node: "n3" }));
     await waitFor(() => informer.get("default/w") === undefined, { message: "deleted" });
     assert.deepEqual(informer.byIndex("app", "b"), []);
 
     // Every object the handlers and the indexer saw was a transformed one.
     assert.deepEqual(
       events.map((e) => `${e.type} ${e.obj.metadata?.name}`),
-      ["add listed", "add w", "update w", "delete w"],
+      ["add listed", "add w", "update w", "update w", "delete w"],
     );
     for (const e of events) {
       stripped(e.obj, `${e.type} handler`);
       if (e.old) stripped(e.old, `${e.type} handler's old`);
     }
-    // add listed, add w, update w (old out, new in), delete w (old out).
-    assert.equal(indexed.length, 5);
+    // add listed, add w, update w ×2 (old and new read), delete w (old out).
+    assert.equal(indexed.length, 7);
     for (const p of indexed) stripped(p, "indexer");
-    assert.deepEqual(seen, ["listed@0", `w@${revision - 2}`, `w@${revision - 1}`, `w@${revision}`]);
+    assert.deepEqual(seen, ["listed@0", `w@${revision - 3}`, `w@${revision - 2}`, `w@${revision - 1}`, `w@${revision}`]);
     ac.abort();
     await running;
   });

@@ -261,8 +261,14 @@ export class Informer<C extends KindCase> implements Cache<KindValue<C>> {
     this.items.set(key, v);
     for (const [name, fn] of this.indexers) {
       const idx = this.indexes.get(name) as Map<string, Set<string>>;
-      if (old) for (const x of fn(old)) removeFrom(idx, x, key);
-      for (const x of fn(v)) addTo(idx, x, key);
+      const now = fn(v);
+      if (old) {
+        const before = fn(old);
+        // Most updates (a bind, a status) leave an object's index values as they were: nothing to move.
+        if (sameValues(before, now)) continue;
+        for (const x of before) removeFrom(idx, x, key);
+      }
+      for (const x of now) addTo(idx, x, key);
     }
     for (const h of this.handlers) {
       if (old) h.onUpdate?.(old, v);
@@ -279,6 +285,12 @@ export class Informer<C extends KindCase> implements Cache<KindValue<C>> {
     }
     for (const h of this.handlers) h.onDelete?.(last);
   }
+}
+
+function sameValues(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
 
 /** Takes `key` out of the index entry `value`, and the entry out once empty (an index by owner uid would otherwise keep one per owner ever seen). */
