@@ -152,7 +152,7 @@ export class Scheduler implements Runnable {
     this.cache.assume(info, decision.node);
     const { namespace, name } = splitKey(key);
     try {
-      await this.opts.client.bind(namespace, name, decision.node, info.uid);
+      await this.sendSoon(() => this.opts.client.bind(namespace, name, decision.node, info.uid));
     } catch (err) {
       this.cache.forget(key);
       if (bindingRefusalOf(err)) {
@@ -178,6 +178,29 @@ export class Scheduler implements Runnable {
     this.queue.done(key);
     this.opts.log.debug({ pod: key, node: decision.node }, "pod bound");
     this.opts.events.emit(podRef(pod), "Normal", "Scheduled", `Successfully assigned ${key} to ${decision.node}`);
+  }
+
+  /** Requests decided in this turn of the event loop, waiting to go out together. */
+  private soon: (() => void)[] = [];
+
+  /**
+   * Starts `send` at the end of this turn of the event loop (setImmediate),
+   * with every other request decided in it: nats.js writes its socket once
+   * per microtask checkpoint, and workers deciding pods of one informer batch
+   * reach their bind in different checkpoints, each a write (syscall) of its
+   * own. The pod is assumed before, so nothing else waits for this.
+   */
+  private sendSoon<T>(send: () => Promise<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      if (this.soon.length === 0) setImmediate(() => this.sendAll());
+      this.soon.push(() => send().then(resolve, reject));
+    });
+  }
+
+  private sendAll(): void {
+    const all = this.soon;
+    this.soon = [];
+    for (const start of all) start();
   }
 
   /** Pods this scheduler nominated to a node after evicting for them: key → node and the pod. */
