@@ -177,11 +177,19 @@ export class Scheduler implements Runnable {
     this.attempts?.attempt("scheduled", started);
     this.queue.done(key);
     this.opts.log.debug({ pod: key, node: decision.node }, "pod bound");
-    this.opts.events.emit(podRef(pod), "Normal", "Scheduled", `Successfully assigned ${key} to ${decision.node}`);
+    const ref = podRef(pod);
+    // With the other Events of this turn (its first write starts in emit): one socket write for them, as for the binds.
+    this.soon(() => this.opts.events.emit(ref, "Normal", "Scheduled", `Successfully assigned ${key} to ${decision.node}`));
   }
 
   /** Requests decided in this turn of the event loop, waiting to go out together. */
-  private soon: (() => void)[] = [];
+  private waiting: (() => void)[] = [];
+
+  /** Runs `start` at the end of this turn of the event loop, with every other request started in it (see sendSoon). */
+  private soon(start: () => void): void {
+    if (this.waiting.length === 0) setImmediate(() => this.sendAll());
+    this.waiting.push(start);
+  }
 
   /**
    * Starts `send` at the end of this turn of the event loop (setImmediate),
@@ -191,16 +199,19 @@ export class Scheduler implements Runnable {
    * own. The pod is assumed before, so nothing else waits for this.
    */
   private sendSoon<T>(send: () => Promise<T>): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      if (this.soon.length === 0) setImmediate(() => this.sendAll());
-      this.soon.push(() => send().then(resolve, reject));
-    });
+    return new Promise<T>((resolve, reject) => this.soon(() => void send().then(resolve, reject)));
   }
 
   private sendAll(): void {
-    const all = this.soon;
-    this.soon = [];
-    for (const start of all) start();
+    const all = this.waiting;
+    this.waiting = [];
+    for (const start of all) {
+      try {
+        start();
+      } catch (err) {
+        this.opts.log.warn({ err }, "a deferred request failed to start");
+      }
+    }
   }
 
   /** Pods this scheduler nominated to a node after evicting for them: key → node and the pod. */
