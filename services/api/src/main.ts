@@ -433,7 +433,9 @@ try {
       metricsServer({ registry: metrics, port: config.metricsPort, host: config.metricsHost }),
     ],
     ac.signal,
-    { log },
+    // A failed runnable aborts the process's controller: the stop timeout bounds that stop too (a runnable that waits
+    // on one that failed would otherwise keep the api up, serving nothing, and its supervisor would never restart it).
+    { log, onFailure: (err) => ac.abort(err) },
   );
 } catch (err) {
   log.fatal({ err }, "api failed");

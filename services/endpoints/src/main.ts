@@ -36,7 +36,8 @@ if (metricsPort !== undefined) runnables.push(metricsServer({ registry, port: me
 
 log.info({ nats: redactUrl(natsUrl), workers }, "endpoints actor starting");
 try {
-  await runAll(runnables, ac.signal, { log });
+  // A failed runnable aborts the process's controller: the stop timeout bounds that stop too.
+  await runAll(runnables, ac.signal, { log, onFailure: (err) => ac.abort(err) });
 } catch (err) {
   log.fatal({ err }, "endpoints actor failed");
   process.exitCode = 1;

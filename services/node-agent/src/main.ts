@@ -113,7 +113,8 @@ log.info(
   "node agent starting",
 );
 try {
-  await runAll(runnables, ac.signal, { log });
+  // A failed runnable aborts the process's controller: the stop timeout bounds that stop too.
+  await runAll(runnables, ac.signal, { log, onFailure: (err) => ac.abort(err) });
   // Pods stopped on exit: the node's bridge and rules go too (choreo down leaves nothing).
   if (real && config.stopPodsOnExit) await real.network.destroy();
 } catch (err) {

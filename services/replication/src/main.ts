@@ -157,7 +157,8 @@ if (config.metricsPort !== undefined) runnables.push(metricsServer({ registry, p
 
 log.info({ nats: redactUrl(config.natsUrl), workers: config.workers, burst: config.burst }, "replication actor starting");
 try {
-  await runAll(runnables, ac.signal, { log });
+  // A failed runnable aborts the process's controller: the stop timeout bounds that stop too.
+  await runAll(runnables, ac.signal, { log, onFailure: (err) => ac.abort(err) });
 } catch (err) {
   log.fatal({ err }, "replication actor failed");
   process.exitCode = 1;

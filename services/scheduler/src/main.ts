@@ -26,7 +26,8 @@ if (config.metricsPort !== undefined) runnables.push(metricsServer({ registry, p
 
 log.info({ scheduler: config.schedulerName, workers: config.workers, nats: redactUrl(config.natsUrl), lifecycle: config.nodeLifecycle }, "scheduler starting");
 try {
-  await runAll(runnables, ac.signal, { log });
+  // A failed runnable aborts the process's controller: the stop timeout bounds that stop too.
+  await runAll(runnables, ac.signal, { log, onFailure: (err) => ac.abort(err) });
 } catch (err) {
   log.fatal({ err }, "scheduler failed");
   process.exitCode = 1;

@@ -68,6 +68,18 @@ function fakeCache() {
 }
 
 describe("LogWatermark", () => {
+  it("stops when aborted while the watch cache is not ready (a cache that failed at start never is)", async () => {
+    const w = new LogWatermark({ ready: new Promise<void>(() => undefined) } as never, 5_000);
+    const ac = new AbortController();
+    let stopped = false;
+    const running = w.start(ac.signal).then(() => (stopped = true));
+    await new Promise((r) => setTimeout(r, 20));
+    assert.equal(stopped, false);
+    ac.abort();
+    await running;
+    assert.equal(w.running, false);
+  });
+
   it("answers at once before it runs (the api's bootstrap writes), then once the log holds the revision", async () => {
     const cache = fakeCache();
     const w = new LogWatermark(cache as never, 5_000);

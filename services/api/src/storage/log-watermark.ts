@@ -14,7 +14,7 @@
 // refused (503): it was not recorded.
 import { ApiError, failure } from "@choreo/kit";
 import { Object as ObjectMsg, WatchEvent } from "@choreo/kit/gen/choreo/api/v1/api";
-import type { Runnable } from "@choreo/kit/lifecycle";
+import { orAbort, type Runnable } from "@choreo/kit/lifecycle";
 import type { WatchCache } from "./watch-cache.js";
 import { eventParts, withRevision } from "./event-revision.js";
 
@@ -59,7 +59,7 @@ export class LogWatermark implements Runnable {
   }
 
   async start(signal: AbortSignal): Promise<void> {
-    await this.cache.ready;
+    await orAbort(this.cache.ready, signal);
     this.running = true;
     while (!signal.aborted) {
       this.advance(this.cache.lastRevision);

@@ -30,6 +30,20 @@ const names = (l: ObjectList): string[] => l.items.map((o) => unwrap(o).metadata
 const rvOf = (o: ApiObject | AnyObject): number => Number((typeof o.kind === "object" ? unwrap(o as ApiObject) : (o as AnyObject)).metadata?.resourceVersion);
 const statusCode = (err: unknown): number => (err instanceof ApiError ? err.status.code : -1);
 
+describe("ObjectCache start", () => {
+  it("stops when aborted while the watch cache is not ready (a cache that failed at start never is): the api's stop does not wait on it", async () => {
+    const oc = new ObjectCache({ storage: {} as never, watch: { ready: new Promise<void>(() => undefined) } as never, log: silentLogger() });
+    const ac = new AbortController();
+    let stopped = false;
+    const running = oc.start(ac.signal).then(() => (stopped = true));
+    await new Promise((r) => setTimeout(r, 20));
+    assert.equal(stopped, false);
+    ac.abort();
+    await running;
+    assert.equal(oc.revision, -1, "not serving");
+  });
+});
+
 describe("object cache: reads at a revision from memory", () => {
   let stack: Stack;
   let oc: ObjectCache;

@@ -2,7 +2,7 @@ import { KINDS, kindOf, selectableFields } from "@choreo/kit";
 import { Object as ObjectMsg } from "@choreo/kit/gen/choreo/api/v1/api";
 import type { Logger } from "@choreo/kit/log";
 import { Counter, Gauge, type Registry } from "prom-client";
-import { sleep } from "@choreo/kit/lifecycle";
+import { orAbort, sleep } from "@choreo/kit/lifecycle";
 import { member, type ObjectStorage, type Page, type Stored } from "./object-storage.js";
 import type { CachedEvent, WatchCache } from "./watch-cache.js";
 import { callSignal } from "../handlers/call-signal.js";
@@ -144,7 +144,9 @@ export class ObjectCache {
   /** Lists every resource from the store, then applies the watch cache's changes after each list. */
   private async follow(signal: AbortSignal): Promise<void> {
     this.setRevision(-1);
-    await this.opts.watch.ready;
+    // The watch cache stopped (the api failed at start) is never ready: the stop must not wait on it.
+    await orAbort(this.opts.watch.ready, signal);
+    if (signal.aborted) return;
     const tables = new Map<string, Table>();
     for (const info of KINDS) {
       if (tables.has(info.resource)) continue;

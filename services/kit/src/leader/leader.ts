@@ -3,7 +3,7 @@ import { emptyMeta } from "../api/kinds.js";
 import type { ApiClient } from "../client/index.js";
 import type { Lease } from "../gen/choreo/coordination/v1/coordination.js";
 import type { Logger } from "../log/index.js";
-import { sleep } from "../lifecycle/index.js";
+import { orAbort, sleep } from "../lifecycle/index.js";
 
 /** Options of leader election (client-go's LeaderElectionConfig). */
 export interface LeaderOptions {
@@ -195,19 +195,4 @@ async function withinMs(p: Promise<unknown>, ms: number): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   await Promise.race([p.catch(() => undefined), new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
   clearTimeout(timer);
-}
-
-/** `p`'s value, or undefined as soon as `signal` aborts (`p` then settles unheard). */
-async function orAbort<T>(p: Promise<T>, signal: AbortSignal): Promise<T | undefined> {
-  if (signal.aborted) return undefined;
-  let stop = (): void => undefined;
-  const aborted = new Promise<undefined>((resolve) => {
-    stop = () => resolve(undefined);
-    signal.addEventListener("abort", stop, { once: true });
-  });
-  try {
-    return await Promise.race([p, aborted]);
-  } finally {
-    signal.removeEventListener("abort", stop);
-  }
 }

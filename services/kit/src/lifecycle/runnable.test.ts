@@ -112,6 +112,34 @@ describe("a bounded stop", () => {
     }
   });
 
+  it("a runnable's failure is logged at once and, through onFailure, starts the stop timeout of the process's controller: a runnable that never returns cannot keep the process up", async () => {
+    const codes: number[] = [];
+    const told: string[] = [];
+    const errors: { runnable?: string; msg: string }[] = [];
+    const ac = signalController({ signals: ["SIGUSR2"], exit: (c) => codes.push(c), stopTimeoutMs: 50, onTimeout: () => told.push("timeout") });
+    const log = { warn: () => undefined, error: (f: object, msg: string) => errors.push({ runnable: (f as { runnable?: string }).runnable, msg }) };
+    const stuck: Runnable = { name: "stuck", start: () => new Promise<void>(() => undefined) };
+    const failing: Runnable = {
+      name: "failing",
+      start: async () => {
+        await sleep(10);
+        throw new Error("boom");
+      },
+    };
+    try {
+      void runAll([stuck, failing], ac.signal, { log, onFailure: (err) => ac.abort(err) });
+      await sleep(30);
+      assert.deepEqual(errors, [{ runnable: "failing", msg: "runnable failed; stopping the others" }], "told at once, not when all settled");
+      assert.equal(ac.signal.aborted, true);
+      assert.deepEqual(codes, []);
+      await sleep(120);
+      assert.deepEqual(told, ["timeout"]);
+      assert.deepEqual(codes, [1]);
+    } finally {
+      process.removeAllListeners("SIGUSR2");
+    }
+  });
+
   it("stopTimeoutMs reads CHOREO_STOP_TIMEOUT_MS (0: none) and refuses a non-number", () => {
     assert.equal(stopTimeoutMs(15_000, {}), 15_000);
     assert.equal(stopTimeoutMs(15_000, { CHOREO_STOP_TIMEOUT_MS: "2500" }), 2_500);

@@ -10,10 +10,20 @@ export interface Runnable {
 
 /** Options of {@link runAll}. */
 export interface RunAllOptions {
-  /** Told, every `stoppingWarnMs` once `signal` aborted, which runnables have not returned yet. */
-  log?: { warn(fields: object, msg: string): void };
+  /**
+   * Told, every `stoppingWarnMs` once `signal` aborted, which runnables have
+   * not returned yet; and at once which one failed (the first error is
+   * rethrown only once every runnable settled, which a stuck one delays).
+   */
+  log?: { warn(fields: object, msg: string): void; error?(fields: object, msg: string): void };
   /** Default 5 s. */
   stoppingWarnMs?: number;
+  /**
+   * Called at the first failure, as the others are aborted: a main aborts its
+   * {@link signalController}'s controller with it, so the process's stop
+   * timeout bounds a stop caused by a failure as it bounds one by a signal.
+   */
+  onFailure?: (err: unknown, name: string) => void;
 }
 
 /**
@@ -51,6 +61,9 @@ export async function runAll(runnables: readonly Runnable[], signal: AbortSignal
           if (!failed) {
             failed = true;
             first = err instanceof Error ? err : new Error(`${r.name} failed: ${String(err)}`, { cause: err });
+            inner.abort(first);
+            log?.error?.({ err: first, runnable: r.name }, "runnable failed; stopping the others");
+            opts.onFailure?.(first, r.name);
           }
           inner.abort(first);
         }
@@ -86,7 +99,9 @@ export interface SignalControllerOptions {
 /**
  * An AbortController aborted by the first SIGTERM/SIGINT; a second signal
  * calls `onSecond` and exits the process with 130. With `stopTimeoutMs`, a
- * stop still running that long after the first signal exits with 1.
+ * stop still running that long after the controller aborted — the first
+ * signal, or the process itself aborting it (a runnable failed:
+ * {@link RunAllOptions.onFailure}) — exits with 1.
  */
 export function signalController(opts: SignalControllerOptions = {}): AbortController {
   const ac = new AbortController();
@@ -95,11 +110,6 @@ export function signalController(opts: SignalControllerOptions = {}): AbortContr
   const onSignal = (sig: NodeJS.Signals): void => {
     if (!ac.signal.aborted) {
       ac.abort(new Error(`received ${sig}`));
-      if (opts.stopTimeoutMs !== undefined)
-        setTimeout(() => {
-          opts.onTimeout?.();
-          exit(1);
-        }, opts.stopTimeoutMs).unref();
       return;
     }
     for (const s of signals) process.off(s, onSignal);
@@ -107,7 +117,33 @@ export function signalController(opts: SignalControllerOptions = {}): AbortContr
     exit(130);
   };
   for (const s of signals) process.on(s, onSignal);
+  const { stopTimeoutMs } = opts;
+  if (stopTimeoutMs !== undefined)
+    ac.signal.addEventListener(
+      "abort",
+      () =>
+        setTimeout(() => {
+          opts.onTimeout?.();
+          exit(1);
+        }, stopTimeoutMs).unref(),
+      { once: true },
+    );
   return ac;
+}
+
+/** `p`'s value, or undefined as soon as `signal` aborts (`p` then settles unheard): a wait a stop must not sit behind. */
+export async function orAbort<T>(p: Promise<T>, signal: AbortSignal): Promise<T | undefined> {
+  if (signal.aborted) return undefined;
+  let stop = (): void => undefined;
+  const aborted = new Promise<undefined>((resolve) => {
+    stop = () => resolve(undefined);
+    signal.addEventListener("abort", stop, { once: true });
+  });
+  try {
+    return await Promise.race([p, aborted]);
+  } finally {
+    signal.removeEventListener("abort", stop);
+  }
 }
 
 /** A process's stop timeout: CHOREO_STOP_TIMEOUT_MS when set (0: none), else `defaultMs`. */
