@@ -1,6 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { Pod, ReplicationController } from "@choreo/kit/gen/choreo/core/v1/core";
+import { conflict } from "@choreo/kit";
+import { done, requeue } from "@choreo/kit/controller";
 import { silentLogger } from "@choreo/kit/log";
 import { FakeCache, RecordingClient, pod, rc } from "../testing.js";
 import { FINALIZER_FOREGROUND, FINALIZER_ORPHAN, GarbageCollector } from "./garbage-collector.js";
@@ -120,6 +122,16 @@ describe("GarbageCollector", () => {
     for (const h of pods.handlers) h.onUpdate?.(cached, cached);
     assert.equal(await take(), "pod|default/a", "a resync (the same object) is looked at");
     assert.equal(q.len(), 0);
+  });
+
+  it("a deletion refused on a changed version (409) is looked at again, since an update keeping the owners is not", async () => {
+    const { pods, client, gc } = setup();
+    pods.put(pod("a", { owner }));
+    client.fail.delete = conflict("pods", "a", "the object has been modified");
+    assert.deepEqual(await gc.reconcile("pod|default/a"), requeue());
+    client.fail.delete = undefined;
+    assert.deepEqual(await gc.reconcile("pod|default/a"), done());
+    assert.equal(client.of("delete").length, 2);
   });
 
   it("leaves pods whose owner is a kind it does not collect for", async () => {

@@ -11,7 +11,7 @@
 //     removed from every dependent, then the finalizer.
 import { isConflict, isNotFound, keyOf, splitKey } from "@choreo/kit";
 import type { ApiClient } from "@choreo/kit/client";
-import { Controller, done, requeueAfter, type Result } from "@choreo/kit/controller";
+import { Controller, done, requeue, requeueAfter, type Result } from "@choreo/kit/controller";
 import type { Pod } from "@choreo/kit/gen/choreo/core/v1/core";
 type Dependent = { metadata?: ObjectMeta | undefined };
 import type { ObjectMeta, OwnerReference } from "@choreo/kit/gen/choreo/meta/v1/meta";
@@ -137,7 +137,8 @@ export class GarbageCollector implements Runnable {
     if (alive > 0 && !foreground) return done();
     try {
       // Only the pod as read: its ownerReferences may have changed since (an orphaning GC removed them
-      // while this cache still had the old copy). A conflict is fine: the update re-enqueues the pod.
+      // while this cache still had the old copy). A conflict is looked at again (rate-limited) on a newer
+      // version: an update that keeps the owners (a status write) does not re-enqueue the dependent.
       await this.opts.client.delete(dep.resource, m.namespace, m.name, {
         preconditions: { uid: m.uid, resourceVersion: m.resourceVersion },
         propagationPolicy: "Background",
@@ -147,7 +148,8 @@ export class GarbageCollector implements Runnable {
         "dependent deleted",
       );
     } catch (err) {
-      if (!isNotFound(err) && !isConflict(err)) throw err;
+      if (isConflict(err)) return requeue();
+      if (!isNotFound(err)) throw err;
     }
     return done();
   }
