@@ -98,10 +98,6 @@ export class FileWriter {
 
   private async drain(): Promise<void> {
     while (this.queue.length && this.fh) {
-      // Each write once this turn of the event loop is over (setImmediate): the lines of every request finished in
-      // it go together, where a write started at once took the lines finished so far (at a burst's start, one).
-      await new Promise<void>((resolve) => setImmediate(resolve));
-      if (!this.fh) break;
       const batch = this.takeBatch();
       const buf = Buffer.from(batch);
       const bytes = buf.length;
