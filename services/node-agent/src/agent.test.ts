@@ -169,7 +169,10 @@ describe("node agent against the api", () => {
   it("a failing Never pod → Failed; a crashing Always pod restarts with restartCount 1", async () => {
     const never = unwrap(await s.client.create(fromKubeJson(podJson("once", { node: "node-0", restartPolicy: "Never" })))) as Pod;
     const always = unwrap(await s.client.create(fromKubeJson(podJson("again", { node: "node-0" })))) as Pod;
-    await waitFor(() => a.runtime.podStatus(never.metadata!.uid) && a.runtime.podStatus(always.metadata!.uid), { ...WAIT, message: "both started" });
+    // Running, not only known: the hollow runtime's crash() ends running containers only (one still starting, under load,
+    // came up after it and never crashed).
+    const runningIn = (uid: string): boolean => !!a.runtime.podStatus(uid)?.containerStatuses[0]?.state?.running;
+    await waitFor(() => runningIn(never.metadata!.uid) && runningIn(always.metadata!.uid), { ...WAIT, message: "both running" });
     a.runtime.fail(never.metadata!.uid);
     a.runtime.crash(always.metadata!.uid);
     const failed = await waitFor(
