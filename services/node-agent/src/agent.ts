@@ -23,6 +23,9 @@ import { KUBELET_BACKOFF, type RestartBackoff } from "./restart-policy.js";
 import type { Runtime } from "./runtime/runtime.js";
 import { withConfigSources } from "./config-sources/config-runtime.js";
 
+/** How long after a refused (conflicting) status write its pod is reconciled again. */
+const CONFLICT_RETRY_MS = 50;
+
 /** Options of {@link NodeAgent}. */
 export interface NodeAgentOptions {
   client: ApiClient;
@@ -142,7 +145,14 @@ export class NodeAgent implements Runnable {
       nc: options.nc,
     });
     const opts = (this.opts = { ...options, runtime });
-    this.statuses = new PodStatusWriter({ client: opts.client, log: this.log, holdMs: opts.statusHoldMs, onWritten: this.wroteStatus.bind(this) });
+    this.statuses = new PodStatusWriter({
+      client: opts.client,
+      log: this.log,
+      holdMs: opts.statusHoldMs,
+      onWritten: this.wroteStatus.bind(this),
+      // Reconciled again on the informer's newer copy, a moment later (it may still be on its way).
+      onConflict: (pod) => this.controller.enqueueAfter(keyOf(pod.metadata ?? { namespace: "", name: "" }), CONFLICT_RETRY_MS),
+    });
     this.prober = agentProber({ runtime: opts.runtime, pods: this.informer, enqueue: (k) => this.controller.enqueue(k), events: opts.events, log: this.log });
     this.controller = new Controller({
       name: "node-agent-pods",

@@ -144,6 +144,20 @@ describe("PodStatusWriter", () => {
     assert.equal(pods.stored.status?.podIp, "10.0.0.2");
   });
 
+  it("a write refused with a conflict calls onConflict with its pod (the agent reconciles it again: the newer pod may be its own write, which it does not reconcile)", async () => {
+    const pods = new FakePods();
+    const conflicts: Pod[] = [];
+    const client = { typed: () => pods } as unknown as Pick<ApiClient, "typed">;
+    const w = new PodStatusWriter({ client, log: silentLogger(), holdMs: 0, onConflict: (p) => conflicts.push(p) });
+    pods.touch(); // the api's pod is at 6; the status below was computed on 5
+    w.set(pod("5"), running());
+    await waitFor(() => (w.pendingCount === 0 && pods.writes.length === 1) || undefined, { message: "tried" });
+    assert.equal(conflicts.length, 1);
+    assert.equal(conflicts[0]?.metadata?.resourceVersion, "5");
+    assert.equal(pods.stored.status?.phase, "Pending", "nothing written");
+    assert.equal(w.size, 0, "dropped");
+  });
+
   it("reads the hold window from CHOREO_STATUS_HOLD_MS", () => {
     assert.equal(statusHoldMsFromEnv({ CHOREO_STATUS_HOLD_MS: "0" }), 0);
     assert.equal(statusHoldMsFromEnv({ CHOREO_STATUS_HOLD_MS: "500" }), 500);

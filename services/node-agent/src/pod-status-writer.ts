@@ -18,6 +18,13 @@ export interface PodStatusWriterOptions {
   holdMs?: number | undefined;
   /** Called with each pod as the api answered a status write (the agent's informer takes it for the change at its revision). */
   onWritten?: ((pod: Pod) => void) | undefined;
+  /**
+   * Called with the pod a write was refused for with a conflict (the status is dropped): the agent reconciles the
+   * pod again from its informer's newer copy. The newer pod may be this agent's own write, which the agent does
+   * not reconcile when it comes back (a reconcile that read the pod before that write landed set a status on the
+   * older copy): without this, that status would be lost until the next resync.
+   */
+  onConflict?: ((pod: Pod) => void) | undefined;
 }
 
 /** The hold window from the env (`CHOREO_STATUS_HOLD_MS`), else the default. */
@@ -60,8 +67,8 @@ const revisionOf = (p: Pod | undefined): number => Number(p?.metadata?.resourceV
  * coalesced: a newer status replaces the queued one. A write is made on
  * the pod it was computed from, or on the pod this writer wrote last when
  * that is newer (the informer has not delivered the agent's own write yet).
- * A conflict drops the write: a newer pod exists and the informer delivers
- * it, whose reconcile asks again (level-triggered); NotFound drops it (the
+ * A conflict drops the write and calls `onConflict`: a newer pod exists,
+ * whose reconcile asks again (level-triggered); NotFound drops it (the
  * pod is gone); other errors retry with back-off.
  */
 export class PodStatusWriter {
@@ -159,6 +166,7 @@ export class PodStatusWriter {
       if (isConflict(err)) {
         this.opts.log.debug({ pod: keyOf(pod.metadata ?? { namespace: "", name: "" }) }, "pod status conflict; the newer pod is reconciled again");
         e.written = undefined;
+        this.opts.onConflict?.(pod);
       } else if (isNotFound(err)) {
         e.written = undefined;
       } else {
