@@ -30,6 +30,7 @@ import {
   type NatsClusterHandle,
   type ServerHandle,
 } from "@choreo/kit/testing";
+import { API_NODE_FLAGS } from "@choreo/kit/process";
 import { metaOf, unwrap } from "@choreo/kit";
 import type { Endpoints } from "@choreo/kit/gen/choreo/core/v1/core";
 
@@ -203,7 +204,13 @@ async function bringUp(dir: string, opts: Parameters<typeof startCluster>[0] & o
     a.process = await startProcess({
       name: `api-${a.index}`,
       cmd: process.execPath,
-      args: [...(process.env.CHOREO_API_NODE_ARGS ?? "").split(" ").filter(Boolean), "--import", "tsx", path.join(ROOT, "services/api/src/main.ts")],
+      args: [
+        ...API_NODE_FLAGS,
+        ...(process.env.CHOREO_API_NODE_ARGS ?? "").split(" ").filter(Boolean),
+        "--import",
+        "tsx",
+        path.join(ROOT, "services/api/src/main.ts"),
+      ],
       cwd: ROOT,
       env: {
         CHOREO_NATS_URL: nats.url,

@@ -4,7 +4,16 @@
 // --ha replicas on ports of their own behind HAProxy), each handed to the
 // supervisor as it starts.
 import path from "node:path";
-import { startNats, startProcess, startRedis, type HaproxyHandle, type ManagedProcess, type RedisHaHandle, type ServerHandle } from "@choreo/kit/process";
+import {
+  API_NODE_FLAGS,
+  startNats,
+  startProcess,
+  startRedis,
+  type HaproxyHandle,
+  type ManagedProcess,
+  type RedisHaHandle,
+  type ServerHandle,
+} from "@choreo/kit/process";
 import type { UpOptions } from "./cluster.js";
 import { haApiEnv, replicaPorts, startApiBalancer, startHaServers, type ReplicaPorts } from "./ha.js";
 import { ROOT } from "./node-setup.js";
@@ -73,7 +82,7 @@ export async function startApis(
       startProcess({
         name,
         cmd: process.execPath,
-        args: ["--import", "tsx", path.join(ROOT, "services/api/src/main.ts")],
+        args: [...API_NODE_FLAGS, "--import", "tsx", path.join(ROOT, "services/api/src/main.ts")],
         cwd: ROOT,
         env: apiEnv(o, nats, redis, p),
         readyUrl: `http://${o.host}:${p.httpPort}/healthz`,
