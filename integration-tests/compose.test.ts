@@ -195,6 +195,7 @@ describe("docker-compose.yml (compose v1)", { skip, timeout: 30 * 60_000 }, () =
     const tokenOf = async (s: string): Promise<string> => (await env!.getContainer(name(s)).exec(["cat", "/run/choreo/identity/token"])).output.trim();
     const [schedulerToken, replicationToken] = [await tokenOf("scheduler"), await tokenOf("replication")];
     assert.match(replicationToken, /^\S{16,}$/);
+    assert.match(schedulerToken, /^\S{16,}$/);
     assert.notEqual(schedulerToken, replicationToken);
     assert.deepEqual((await scheduler.exec(["ls", "/run/choreo"])).output.trim().split(/\s+/), ["identity"]);
     assert.deepEqual((await scheduler.exec(["ls", "/run/choreo/identity"])).output.trim().split(/\s+/), ["nats", "nats-ca.crt", "token"]);
@@ -206,7 +207,8 @@ describe("docker-compose.yml (compose v1)", { skip, timeout: 30 * 60_000 }, () =
           await scheduler.exec([
             "sh",
             "-c",
-            `grep -rlsF "${replicationToken}" /run /etc /tmp 2>/dev/null; echo ---; grep -rlsF "${schedulerToken}" /run 2>/dev/null; echo END`,
+            // -e: a base64url token may start with "-", which grep would take for an option (and find nothing).
+            `grep -rlsF -e "${replicationToken}" /run /etc /tmp 2>/dev/null; echo ---; grep -rlsF -e "${schedulerToken}" /run 2>/dev/null; echo END`,
           ])
         ).output;
         return out.includes("---") && out.trim().endsWith("END") ? out : undefined;
