@@ -24,7 +24,7 @@ import { Object as ObjectMsg, type WatchEvent } from "@choreo/kit/gen/choreo/api
 import type { Logger } from "@choreo/kit/log";
 import { sleep } from "@choreo/kit/lifecycle";
 import type { GenericStore } from "../registry/generic/store.js";
-import { FENCE_KEY, REPAIR_LOCK_KEY } from "./keys.js";
+import { FENCE_KEY, REPAIR_LOCK_KEY, REV_KEY } from "./keys.js";
 import type { IndexEntry, ObjectStorage } from "./object-storage.js";
 
 const LOCK_MS = 30_000;
@@ -212,6 +212,9 @@ export class StoreRecovery {
     const redis = this.opts.redis;
     // Fenced first: no replica writes (or reads) while the keys go and come back.
     await redis.set(FENCE_KEY, String(state.lastRevision));
+    // The revision goes before the objects: killed part way, the store restarts at revision 0 and the repair puts
+    // every change back, never a store at its old revision with some objects gone (the repair would find it whole).
+    await redis.del(REV_KEY);
     let cursor = "0";
     do {
       const [next, keys] = await redis.scan(cursor, "MATCH", "{choreo}:*", "COUNT", 1_000);
