@@ -20,7 +20,7 @@ import { failureMessage, schedule } from "./stack.js";
 
 export interface SchedulerOptions {
   /** The api writes: bind, delete (preemption victims), patch (nominatedNodeName). */
-  client: Pick<ApiClient, "bind" | "delete" | "patch">;
+  client: Pick<ApiClient, "bindOnly" | "delete" | "patch">;
   pods: Cache<Pod>;
   nodes: Cache<Node>;
   events: Pick<EventRecorder, "emit">;
@@ -152,7 +152,7 @@ export class Scheduler implements Runnable {
     this.cache.assume(info, decision.node);
     const { namespace, name } = splitKey(key);
     try {
-      await this.sendSoon(() => this.opts.client.bind(namespace, name, decision.node, info.uid));
+      await this.sendSoon(() => this.opts.client.bindOnly(namespace, name, decision.node, info.uid));
     } catch (err) {
       this.cache.forget(key);
       if (bindingRefusalOf(err)) {

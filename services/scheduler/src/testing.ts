@@ -151,7 +151,7 @@ export class FakeApi {
   }
 
   /** The api as a client; `typed(kind)` works on it too. */
-  get client(): Pick<ApiClient, "get" | "create" | "update" | "updateStatus" | "delete" | "bind" | "patch" | "typed"> {
+  get client(): Pick<ApiClient, "get" | "create" | "update" | "updateStatus" | "delete" | "bind" | "bindOnly" | "patch" | "typed"> {
     return this;
   }
 
@@ -192,6 +192,10 @@ export class FakeApi {
     this.deletes.push(`${resource} ${key}`);
     this.deliver(resource, key, undefined);
     return Promise.resolve(structuredClone(old));
+  }
+
+  async bindOnly(namespace: string, name: string, node: string, uid = ""): Promise<void> {
+    await this.bind(namespace, name, node, uid);
   }
 
   async bind(namespace: string, name: string, node: string, uid = ""): Promise<ApiObject> {

@@ -2,11 +2,13 @@ import { headers, type MsgHdrs, type NatsConnection } from "@nats-io/transport-n
 import { ApiError, failure, unavailable, timeout as timeoutError } from "../api/errors.js";
 import { emptyMeta, kindByCase, unwrap, wrap, type KindCase, type KindValue } from "../api/kinds.js";
 import { apiSubject } from "../bus/subjects.js";
+import { BinaryReader } from "@bufbuild/protobuf/wire";
 import { Reply, type Object as ApiObject, type ObjectList } from "../gen/choreo/api/v1/api.js";
 import type { Scale } from "../gen/choreo/autoscaling/v1/autoscaling.js";
-import type { DeleteOptions } from "../gen/choreo/meta/v1/meta.js";
+import { Status, type DeleteOptions } from "../gen/choreo/meta/v1/meta.js";
 import { MetricsReply, NodeMetricsRequest, PodMetricsRequest, type NodeMetricsList, type PodMetricsList } from "../gen/choreo/metrics/v1beta1/metrics.js";
 import { CREATE_TOKEN, METHODS, type CreateTokenReply, type Method, type TokenRequestJson } from "./methods.js";
+import { requestOne } from "./requests.js";
 
 /** Options of a list call. */
 export interface ListOptions {
@@ -72,10 +74,21 @@ export class ApiClient {
     return reply;
   }
 
+  /**
+   * `call` for a caller that does not read the answer's object (the
+   * scheduler's bind): only a refusal's Status is decoded from the reply, not
+   * the object the api sends back.
+   */
+  async callNoAnswer<M extends Method>(method: M, req: Parameters<(typeof METHODS)[M]["encode"]>[0]): Promise<void> {
+    const codec = METHODS[method] as { encode(m: typeof req): { finish(): Uint8Array } };
+    const status = statusOfReply(await this.send(method, codec.encode(req).finish()));
+    if (status) throw new ApiError(status);
+  }
+
   /** One request on `choreo.api.<method>`; transport failures become 503/504 ApiErrors. */
   private async send(method: string, data: Uint8Array): Promise<Uint8Array> {
     try {
-      return (await this.nc.request(apiSubject(method), data, { timeout: this.timeoutMs, headers: this.headers() })).data;
+      return (await requestOne(this.nc, apiSubject(method), data, this.timeoutMs, this.headers())).data;
     } catch (err) {
       const text = String((err as Error).message ?? err);
       if (/no responders|503/i.test(text)) throw unavailable("the api service is not reachable (no responders)");
@@ -207,20 +220,18 @@ export class ApiClient {
     );
   }
 
-  /** Binds a pod to a node (the scheduler's write). */
+  /** Binds a pod to a node (the scheduler's write); answers the bound pod. */
   async bind(namespace: string, name: string, node: string, uid = ""): Promise<ApiObject> {
-    return this.object(
-      await this.call("bind", {
-        namespace,
-        name,
-        binding: {
-          apiVersion: "v1",
-          kind: "Binding",
-          metadata: emptyMeta({ name, namespace, uid }),
-          target: { kind: "Node", name: node, namespace: "", uid: "", apiVersion: "v1", resourceVersion: "", fieldPath: "" },
-        },
-      }),
-    );
+    return this.object(await this.call("bind", bindRequest(namespace, name, node, uid)));
+  }
+
+  /**
+   * `bind` without the answer: the bound pod the api sends back is not
+   * decoded (the scheduler learns its binds from its informer). A refusal
+   * throws its ApiError as `bind`'s does.
+   */
+  async bindOnly(namespace: string, name: string, node: string, uid = ""): Promise<void> {
+    await this.callNoAnswer("bind", bindRequest(namespace, name, node, uid));
   }
 
   async getScale(resource: string, namespace: string, name: string): Promise<Scale> {
@@ -286,6 +297,38 @@ export class TypedClient<C extends KindCase> {
   async delete(namespace: string, name: string, options?: Partial<DeleteOptions>): Promise<KindValue<C>> {
     return unwrap(await this.api.delete(this.resource, namespace, name, options)) as KindValue<C>;
   }
+}
+
+function bindRequest(namespace: string, name: string, node: string, uid: string): Parameters<(typeof METHODS)["bind"]["encode"]>[0] {
+  return {
+    namespace,
+    name,
+    binding: {
+      apiVersion: "v1",
+      kind: "Binding",
+      metadata: emptyMeta({ name, namespace, uid }),
+      target: { kind: "Node", name: node, namespace: "", uid: "", apiVersion: "v1", resourceVersion: "", fieldPath: "" },
+    },
+  };
+}
+
+/** Reply's `status` field (oneof `result`): field 4, length-delimited. */
+const REPLY_STATUS_TAG = (4 << 3) | 2;
+
+/** The Status of an encoded Reply that carries one (a refusal), undefined otherwise; the other results are skipped, not decoded. */
+export function statusOfReply(data: Uint8Array): Status | undefined {
+  const reader = new BinaryReader(data);
+  let status: Status | undefined;
+  while (reader.pos < reader.len) {
+    const tag = reader.uint32();
+    // A oneof: the last of its fields on the wire wins.
+    if (tag === REPLY_STATUS_TAG) status = Status.decode(reader, reader.uint32());
+    else {
+      status = undefined;
+      reader.skip(tag & 7, tag >>> 3);
+    }
+  }
+  return status;
 }
 
 function resourceOf(c: KindCase): string {
