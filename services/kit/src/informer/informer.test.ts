@@ -14,7 +14,7 @@ import { connectBus, ensureEventStream } from "../bus/stream.js";
 import { eventSubject } from "../bus/subjects.js";
 import type { ApiClient } from "../client/index.js";
 import { WatchEvent, type ObjectList } from "../gen/choreo/api/v1/api.js";
-import type { Pod } from "../gen/choreo/core/v1/core.js";
+import { Pod } from "../gen/choreo/core/v1/core.js";
 import { fromKubeJson } from "../kube-json/index.js";
 import { silentLogger } from "../log/index.js";
 import { startNats, type ServerHandle } from "../process/servers.js";
@@ -248,6 +248,28 @@ describe("stripPod", () => {
     assert.equal(p.status!.containerStatuses[0]!.imageId, "");
     // Idempotent.
     assert.deepEqual(stripPod({ annotations: ["batch.kubernetes.io/job-completion-index"] })(p), p);
+  });
+
+  it("given the object as its own, changes it in place into the same pod the copy gives", () => {
+    for (const opts of [{}, { annotations: ["batch.kubernetes.io/job-completion-index"] }]) {
+      const whole = fullPod("p", { app: "a" }, { node: "n1" });
+      whole.spec!.initContainers = [{ ...structuredClone(whole.spec!.containers[0]!), name: "init", restartPolicy: "Always" }];
+      whole.status!.hostIps = [{ ip: "10.0.0.7" }];
+      // Decoded, as the informer gets it.
+      const decoded = Pod.decode(Pod.encode(whole).finish());
+      const copied = stripPod(opts)(decoded);
+      const before = structuredClone(decoded);
+      const owned = structuredClone(decoded);
+      const inPlace = stripPod(opts)(owned, true);
+      assert.equal(inPlace, owned, "the same object, changed");
+      assert.deepStrictEqual(inPlace, copied);
+      assert.equal(JSON.stringify(inPlace), JSON.stringify(copied), "the same fields in the same order");
+      assert.deepEqual(decoded, before, "the copy leaves its input alone");
+      assert.throws(() => inPlace.metadata!.managedFields.push({} as never), TypeError, "the shared frozen empty list");
+    }
+    const m = fullPod("m", {});
+    assert.equal(withoutManagedFields(m, true), m);
+    assert.deepEqual(m.metadata!.managedFields, []);
   });
 
   it("shares one frozen empty list: changing a cached pod in place throws instead of changing every pod", () => {

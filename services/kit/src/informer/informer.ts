@@ -44,6 +44,9 @@ export interface InformerOptions<C extends KindCase = KindCase> {
    * listed and watched object (deletions too) before the cache, the indexes
    * and the handlers see it; selectors match the whole object. Cached objects
    * are then not whole: a write must not be built from one (see transform.ts).
+   * Listed and watched objects are decoded for the informer alone, so the
+   * transform gets them as its own (`own`: it may change them in place), but
+   * for the owner's `known` writes.
    */
   transform?: Transform<KindValue<C>>;
   log: Logger;
@@ -64,7 +67,7 @@ export class Informer<C extends KindCase> implements Cache<KindValue<C>> {
   private readonly indexes = new Map<string, Map<string, Set<string>>>();
   private readonly labels: LabelSelector;
   private readonly fields: FieldSelector;
-  private readonly keep: (obj: KindValue<C>) => KindValue<C>;
+  private readonly keep: (obj: KindValue<C>, own: boolean) => KindValue<C>;
   private synced = false;
   private syncWaiters: (() => void)[] = [];
   /** How many times the informer listed (1 + relists). */
@@ -196,7 +199,7 @@ export class Informer<C extends KindCase> implements Cache<KindValue<C>> {
       for (const o of page.items) {
         const v = unwrap(o) as KindValue<C>;
         // Transformed page by page: a relist of 150,000 pods never holds them all whole.
-        fresh.set(keyOf(v.metadata ?? { namespace: "", name: "" }), this.keep(v));
+        fresh.set(keyOf(v.metadata ?? { namespace: "", name: "" }), this.keep(v, true));
       }
       cont = page.metadata?.continue ?? "";
       revision = Math.max(revision, Number(page.metadata?.resourceVersion ?? 0));
@@ -236,6 +239,8 @@ export class Informer<C extends KindCase> implements Cache<KindValue<C>> {
           known: this.opts.known,
         })
       : consumeEvents({ nc: this.opts.nc, jsm: this.opts.jsm, filter, fromRevision: this.revision, signal });
+    // Each event's object was decoded for this informer alone — but for the owner's own writes (`known`), which it still holds.
+    const own = !this.opts.known;
     for await (const ev of events) {
       this.revision = ev.revision;
       const o = ev.object;
@@ -248,9 +253,9 @@ export class Informer<C extends KindCase> implements Cache<KindValue<C>> {
       const matches = this.labels.matches(meta.labels) && this.fields.matches((f) => selectableFields(this.info, v)[f]);
       if (ev.type === "DELETED" || !matches) {
         const old = this.items.get(key);
-        if (old) this.remove(key, ev.type === "DELETED" ? this.keep(v) : old);
+        if (old) this.remove(key, ev.type === "DELETED" ? this.keep(v, own) : old);
       } else if (this.items.get(key)?.metadata?.resourceVersion !== meta.resourceVersion) {
-        this.put(key, this.keep(v));
+        this.put(key, this.keep(v, own));
       }
     }
   }

@@ -6,16 +6,30 @@
 // never build a write (update, updateStatus, a merge patch of a list) from it
 // that would carry a dropped field back — patch the fields you own, or get the
 // object from the api first.
-import type { Container, ContainerStatus, Pod, PodSpec, PodStatus } from "../gen/choreo/core/v1/core.js";
+import type {
+  Container,
+  ContainerPort,
+  ContainerStatus,
+  HostIP,
+  Pod,
+  PodCondition,
+  PodSpec,
+  PodStatus,
+  ResourceRequirements,
+  Toleration,
+} from "../gen/choreo/core/v1/core.js";
 import type { ObjectMeta } from "../gen/choreo/meta/v1/meta.js";
 
 /**
  * What an informer keeps of an object. It gets the object as decoded for this
- * informer; it must return a new object rather than change the one it got
- * (with `known`, that may be the owner's own), keep `metadata.name`,
- * `namespace` and `resourceVersion`, and be idempotent.
+ * informer; it must keep `metadata.name`, `namespace` and `resourceVersion`,
+ * and be idempotent. With `own` false (or absent) it must return a new object
+ * rather than change the one it got (with `known`, that may be the owner's
+ * own); with `own` true the object was decoded for this call alone and
+ * nobody else holds it, so it may change it in place and return it (no copy:
+ * what the informer keeps is the same either way).
  */
-export type Transform<T> = (obj: T) => T;
+export type Transform<T> = (obj: T, own?: boolean) => T;
 
 // Shared by every stripped object in place of the empty array or map each
 // decoded object carries for every unset list and map field. Frozen: a caller
@@ -99,117 +113,155 @@ export interface PodKeep {
 export function stripPod(keep: PodKeep = {}): Transform<Pod> {
   const keys = new Set(keep.annotations ?? []);
   const s = keep.interner ?? new Interner();
-  const container = (c: Container): Container =>
-    shareEmpties({
-      name: s.of(c.name),
-      image: s.of(c.image),
-      command: NONE,
-      args: NONE,
-      workingDir: "",
-      ports: c.ports.length === 0 ? NONE : c.ports.map((p) => ({ ...p, name: s.of(p.name), protocol: s.of(p.protocol), hostIp: s.of(p.hostIp) })),
-      env: NONE,
-      resources: c.resources && {
-        limits: s.map(c.resources.limits),
-        requests: s.map(c.resources.requests),
-        claims: c.resources.claims.length === 0 ? NONE : c.resources.claims,
-      },
-      volumeMounts: NONE,
-      livenessProbe: undefined,
-      readinessProbe: undefined,
-      startupProbe: undefined,
-      terminationMessagePath: "",
-      terminationMessagePolicy: "",
-      imagePullPolicy: s.of(c.imagePullPolicy),
-      stdin: c.stdin,
-      tty: c.tty,
-      envFrom: NONE,
-      resizePolicy: NONE,
-      restartPolicy: s.of(c.restartPolicy),
-      volumeDevices: NONE,
-      lifecycle: undefined,
-      securityContext: undefined,
-      stdinOnce: c.stdinOnce,
-    });
-  const containers = (cs: Container[]): Container[] => (cs.length === 0 ? NONE : cs.map(container));
-  const containerStatus = (c: ContainerStatus): ContainerStatus =>
-    shareEmpties({
-      ...c,
-      name: s.of(c.name),
-      image: "",
-      imageId: "",
-      containerId: "",
-      allocatedResources: NO_MAP,
-      resources: undefined,
-      volumeMounts: NONE,
-      user: undefined,
-    });
-  const containerStatuses = (cs: ContainerStatus[]): ContainerStatus[] => (cs.length === 0 ? NONE : cs.map(containerStatus));
+  // Each piece below fills `o`: the decoded object itself when the informer owns it, a shallow copy otherwise.
+  const container = (c: Container, own: boolean): Container => {
+    const o = own ? c : { ...c };
+    o.name = s.of(c.name);
+    o.image = s.of(c.image);
+    o.command = NONE;
+    o.args = NONE;
+    o.workingDir = "";
+    o.ports = c.ports.length === 0 ? NONE : c.ports.map((p) => port(p, own));
+    o.env = NONE;
+    o.resources = c.resources && resources(c.resources, own);
+    o.volumeMounts = NONE;
+    o.livenessProbe = undefined;
+    o.readinessProbe = undefined;
+    o.startupProbe = undefined;
+    o.terminationMessagePath = "";
+    o.terminationMessagePolicy = "";
+    o.imagePullPolicy = s.of(c.imagePullPolicy);
+    o.envFrom = NONE;
+    o.resizePolicy = NONE;
+    o.restartPolicy = s.of(c.restartPolicy);
+    o.volumeDevices = NONE;
+    o.lifecycle = undefined;
+    o.securityContext = undefined;
+    return shareEmpties(o);
+  };
+  const port = (p: ContainerPort, own: boolean): ContainerPort => {
+    const o = own ? p : { ...p };
+    o.name = s.of(p.name);
+    o.protocol = s.of(p.protocol);
+    o.hostIp = s.of(p.hostIp);
+    return o;
+  };
+  const resources = (r: ResourceRequirements, own: boolean): ResourceRequirements => {
+    const o = own ? r : { ...r };
+    o.limits = s.map(r.limits);
+    o.requests = s.map(r.requests);
+    o.claims = r.claims.length === 0 ? NONE : r.claims;
+    return o;
+  };
+  const containers = (cs: Container[], own: boolean): Container[] =>
+    cs.length === 0 ? NONE : own ? mapInPlace(cs, container) : cs.map((c) => container(c, false));
+  const containerStatus = (c: ContainerStatus, own: boolean): ContainerStatus => {
+    const o = own ? c : { ...c };
+    o.name = s.of(c.name);
+    o.image = "";
+    o.imageId = "";
+    o.containerId = "";
+    o.allocatedResources = NO_MAP;
+    o.resources = undefined;
+    o.volumeMounts = NONE;
+    o.user = undefined;
+    return shareEmpties(o);
+  };
+  const containerStatuses = (cs: ContainerStatus[], own: boolean): ContainerStatus[] =>
+    cs.length === 0 ? NONE : own ? mapInPlace(cs, containerStatus) : cs.map((c) => containerStatus(c, false));
 
-  const metadata = (m: ObjectMeta): ObjectMeta => {
+  const metadata = (m: ObjectMeta, own: boolean): ObjectMeta => {
     let annotations: Record<string, string> = NO_MAP;
     for (const k of keys) {
       const v = m.annotations[k];
       if (v !== undefined) (annotations === NO_MAP ? (annotations = {}) : annotations)[k] = v;
     }
-    return shareEmpties({
-      ...m,
-      namespace: s.of(m.namespace),
-      generateName: s.of(m.generateName),
-      labels: s.map(m.labels),
-      annotations,
-      managedFields: NONE,
-    });
+    const o = own ? m : { ...m };
+    o.namespace = s.of(m.namespace);
+    o.generateName = s.of(m.generateName);
+    o.labels = s.map(m.labels);
+    o.annotations = annotations;
+    o.managedFields = NONE;
+    return shareEmpties(o);
   };
-  const spec = (p: PodSpec): PodSpec =>
-    shareEmpties({
-      ...p,
-      volumes: NONE,
-      initContainers: containers(p.initContainers),
-      containers: containers(p.containers),
-      ephemeralContainers: NONE,
-      restartPolicy: s.of(p.restartPolicy),
-      dnsPolicy: s.of(p.dnsPolicy),
-      nodeSelector: s.map(p.nodeSelector),
-      serviceAccountName: s.of(p.serviceAccountName),
-      serviceAccount: s.of(p.serviceAccount),
-      nodeName: s.of(p.nodeName),
-      schedulerName: s.of(p.schedulerName),
-      tolerations:
-        p.tolerations.length === 0 ? NONE : p.tolerations.map((t) => ({ ...t, key: s.of(t.key), operator: s.of(t.operator), effect: s.of(t.effect) })),
-      priorityClassName: s.of(p.priorityClassName),
-      preemptionPolicy: s.of(p.preemptionPolicy),
-      securityContext: undefined,
-      imagePullSecrets: NONE,
-      hostAliases: NONE,
-      dnsConfig: undefined,
-    });
-  const status = (st: PodStatus): PodStatus =>
-    shareEmpties({
-      ...st,
-      phase: s.of(st.phase),
-      conditions:
-        st.conditions.length === 0
-          ? NONE
-          : st.conditions.map((c) => ({ ...c, type: s.of(c.type), status: s.of(c.status), reason: s.of(c.reason), lastProbeTime: s.of(c.lastProbeTime) })),
-      hostIp: s.of(st.hostIp),
-      hostIps: st.hostIps.length === 0 ? NONE : st.hostIps.map((h) => ({ ip: s.of(h.ip) })),
-      qosClass: s.of(st.qosClass),
-      initContainerStatuses: containerStatuses(st.initContainerStatuses),
-      containerStatuses: containerStatuses(st.containerStatuses),
-      ephemeralContainerStatuses: NONE,
-    });
-  return (pod) => ({
-    apiVersion: s.of(pod.apiVersion),
-    kind: s.of(pod.kind),
-    metadata: pod.metadata && metadata(pod.metadata),
-    spec: pod.spec && spec(pod.spec),
-    status: pod.status && status(pod.status),
-  });
+  const toleration = (t: Toleration, own: boolean): Toleration => {
+    const o = own ? t : { ...t };
+    o.key = s.of(t.key);
+    o.operator = s.of(t.operator);
+    o.effect = s.of(t.effect);
+    return o;
+  };
+  const spec = (p: PodSpec, own: boolean): PodSpec => {
+    const o = own ? p : { ...p };
+    o.volumes = NONE;
+    o.initContainers = containers(p.initContainers, own);
+    o.containers = containers(p.containers, own);
+    o.ephemeralContainers = NONE;
+    o.restartPolicy = s.of(p.restartPolicy);
+    o.dnsPolicy = s.of(p.dnsPolicy);
+    o.nodeSelector = s.map(p.nodeSelector);
+    o.serviceAccountName = s.of(p.serviceAccountName);
+    o.serviceAccount = s.of(p.serviceAccount);
+    o.nodeName = s.of(p.nodeName);
+    o.schedulerName = s.of(p.schedulerName);
+    o.tolerations = p.tolerations.length === 0 ? NONE : own ? mapInPlace(p.tolerations, toleration) : p.tolerations.map((t) => toleration(t, false));
+    o.priorityClassName = s.of(p.priorityClassName);
+    o.preemptionPolicy = s.of(p.preemptionPolicy);
+    o.securityContext = undefined;
+    o.imagePullSecrets = NONE;
+    o.hostAliases = NONE;
+    o.dnsConfig = undefined;
+    return shareEmpties(o);
+  };
+  const condition = (c: PodCondition, own: boolean): PodCondition => {
+    const o = own ? c : { ...c };
+    o.type = s.of(c.type);
+    o.status = s.of(c.status);
+    o.reason = s.of(c.reason);
+    o.lastProbeTime = s.of(c.lastProbeTime);
+    return o;
+  };
+  const hostIp = (h: HostIP, own: boolean): HostIP => {
+    if (!own) return { ip: s.of(h.ip) };
+    h.ip = s.of(h.ip);
+    return h;
+  };
+  const status = (st: PodStatus, own: boolean): PodStatus => {
+    const o = own ? st : { ...st };
+    o.phase = s.of(st.phase);
+    o.conditions = st.conditions.length === 0 ? NONE : own ? mapInPlace(st.conditions, condition) : st.conditions.map((c) => condition(c, false));
+    o.hostIp = s.of(st.hostIp);
+    o.hostIps = st.hostIps.length === 0 ? NONE : own ? mapInPlace(st.hostIps, hostIp) : st.hostIps.map((h) => hostIp(h, false));
+    o.qosClass = s.of(st.qosClass);
+    o.initContainerStatuses = containerStatuses(st.initContainerStatuses, own);
+    o.containerStatuses = containerStatuses(st.containerStatuses, own);
+    o.ephemeralContainerStatuses = NONE;
+    return shareEmpties(o);
+  };
+  return (pod, own = false) => {
+    const o = own ? pod : { ...pod };
+    o.apiVersion = s.of(pod.apiVersion);
+    o.kind = s.of(pod.kind);
+    o.metadata = pod.metadata && metadata(pod.metadata, own);
+    o.spec = pod.spec && spec(pod.spec, own);
+    o.status = pod.status && status(pod.status, own);
+    return o;
+  };
+}
+
+/** `a`'s items through `f` (the object itself owned), in place. */
+function mapInPlace<X>(a: X[], f: (x: X, own: boolean) => X): X[] {
+  for (let i = 0; i < a.length; i++) a[i] = f(a[i] as X, true);
+  return a;
 }
 
 /** Drops `metadata.managedFields` only (any kind): what every actor can leave out, the api keeping the stored ones on an update without them. */
-export function withoutManagedFields<T extends { metadata?: ObjectMeta | undefined }>(obj: T): T {
+export function withoutManagedFields<T extends { metadata?: ObjectMeta | undefined }>(obj: T, own = false): T {
   const m = obj.metadata;
   if (!m || m.managedFields.length === 0) return obj;
+  if (own) {
+    m.managedFields = NONE;
+    return obj;
+  }
   return { ...obj, metadata: { ...m, managedFields: NONE } };
 }
