@@ -141,8 +141,9 @@ describe("RbacAuthorizer", () => {
     src.bindings.pop();
     src.changed();
     assert.equal(zz.authorize(req(frank, "get", "pods", { ns: "ns1", name: "p" })).allowed, false);
-    // Role rules are read live: no version change needed.
+    // Role rules are read live: no binding version change needed (the generation moves, for the kept decisions).
     src.clusterRoles.find((r) => r.metadata?.name === "node-reader")?.rules.push(policyRule({ verbs: ["delete"], apiGroups: [""], resources: ["nodes"] }));
+    src.rolesChanged();
     assert.equal(zz.authorize(req(frank, "delete", "nodes", { name: "n" })).allowed, true);
   });
 
@@ -215,6 +216,84 @@ describe("RbacAuthorizer", () => {
     assert.equal(zz.authorize(req(user("x", "team0"), "get", "configmaps", { ns: "ns0", name: "cm10" })).allowed, true);
     assert.equal(zz.authorize(req(user("x", "team0"), "get", "configmaps", { ns: "ns0", name: "cm1" })).allowed, false);
     assert.equal(lookups, 5, "role lookups for 3 decisions");
+  });
+
+  it("keeps decisions until the generation moves: a revoke or a grant is seen by the next decision", () => {
+    const src = source();
+    let lookups = 0;
+    const getRole = src.getRole.bind(src);
+    src.getRole = (ns, name) => (lookups++, getRole(ns, name));
+    const zz = new RbacAuthorizer(src);
+    const alice = user("alice", "system:authenticated");
+    const first = zz.authorize(req(alice, "get", "pods", { ns: "ns1", name: "p1" }));
+    assert.equal(first.allowed, true);
+    const looked = lookups;
+    // Kept: the same decision for another pod's name (no rule read names objects), the roles not read again.
+    assert.equal(zz.authorize(req(alice, "get", "pods", { ns: "ns1", name: "p2" })), first);
+    assert.equal(lookups, looked);
+    // A binding revoked: the next decision denies.
+    const bindings = src.bindings.splice(0, src.bindings.length);
+    src.changed("ns1");
+    assert.equal(zz.authorize(req(alice, "get", "pods", { ns: "ns1", name: "p1" })).allowed, false);
+    // Granted again.
+    src.bindings.push(...bindings);
+    src.changed("ns1");
+    assert.equal(zz.authorize(req(alice, "get", "pods", { ns: "ns1", name: "p1" })).allowed, true);
+    // A role's rule revoked in place (no binding changed): the next decision denies.
+    const podReader = src.roles.find((r) => r.metadata?.namespace === "ns1" && r.metadata.name === "pod-reader");
+    assert.ok(podReader);
+    const rules = podReader.rules.splice(0, podReader.rules.length);
+    src.rolesChanged();
+    assert.equal(zz.authorize(req(alice, "get", "pods", { ns: "ns1", name: "p1" })).allowed, false);
+    podReader.rules.push(...rules);
+    src.rolesChanged();
+    assert.equal(zz.authorize(req(alice, "get", "pods", { ns: "ns1", name: "p1" })).allowed, true);
+  });
+
+  it("a decision a rule with resourceNames made is kept for that name only", () => {
+    const src = new StaticSource(
+      [role("ns", "one-map", policyRule({ verbs: ["get"], apiGroups: [""], resources: ["configmaps"], resourceNames: ["a"] }))],
+      [],
+      [roleBinding("ns", "b", "Role", "one-map", userSubject("u"))],
+      [],
+    );
+    const zz = new RbacAuthorizer(src);
+    const u = user("u");
+    for (let round = 0; round < 2; round++) {
+      assert.equal(zz.authorize(req(u, "get", "configmaps", { ns: "ns", name: "a" })).allowed, true, `a, round ${round}`);
+      assert.equal(zz.authorize(req(u, "get", "configmaps", { ns: "ns", name: "b" })).allowed, false, `b, round ${round}`);
+      assert.equal(zz.authorize(req(u, "get", "configmaps", { ns: "ns" })).allowed, false, `no name, round ${round}`);
+    }
+  });
+
+  it("users, groups and requests that would spell the same text are kept apart", () => {
+    const src = new StaticSource([], [clusterRole("r", readPods)], [], [clusterRoleBinding("g", "r", groupSubject("b"))]);
+    const zz = new RbacAuthorizer(src);
+    assert.equal(zz.authorize(req(user("a", "b"), "get", "pods", { ns: "x" })).allowed, true);
+    assert.equal(zz.authorize(req(user("ab"), "get", "pods", { ns: "x" })).allowed, false);
+    assert.equal(zz.authorize(req(user("a", "b"), "get", "pods", { ns: "x", group: "" })).allowed, true);
+    assert.equal(zz.authorize(req(user("a", "b"), "get", "pods", { ns: "x", sub: "log" })).allowed, false);
+    assert.equal(zz.authorize(req(user("a", "b"), "get", "pods", { ns: "y" })).allowed, true);
+    assert.equal(zz.authorize(req(user("a", "b"), "list", "pods", { ns: "x" })).allowed, true);
+    assert.equal(zz.authorize(req(user("a", "b"), "delete", "pods", { ns: "x" })).allowed, false);
+    assert.equal(zz.authorize(path(user("a", "b"), "get", "/healthz")).allowed, false);
+  });
+
+  it("a source without a generation is asked for every decision", () => {
+    const src = source();
+    const plain = {
+      getRole: src.getRole.bind(src),
+      getClusterRole: src.getClusterRole.bind(src),
+      roleBindings: src.roleBindings.bind(src),
+      clusterRoleBindings: src.clusterRoleBindings.bind(src),
+      version: src.version.bind(src),
+    };
+    const zz = new RbacAuthorizer(plain);
+    const alice = user("alice");
+    assert.equal(zz.authorize(req(alice, "get", "pods", { ns: "ns1", name: "p" })).allowed, true);
+    const podReader = src.roles.find((r) => r.metadata?.namespace === "ns1" && r.metadata.name === "pod-reader");
+    podReader?.rules.splice(0);
+    assert.equal(zz.authorize(req(alice, "get", "pods", { ns: "ns1", name: "p" })).allowed, false);
   });
 });
 

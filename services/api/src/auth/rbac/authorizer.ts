@@ -26,6 +26,17 @@ export type RuleVisitor = (rule: PolicyRule, source: BindingRef) => boolean;
 
 const NONE: BindingRef[] = [];
 
+/**
+ * A decision kept for one key (decisionKey: the request without its object's
+ * name): the same for every name when no rule the decision read names
+ * objects (`resourceNames`), else one per name.
+ */
+type Kept = { decision: Decision; byName?: undefined } | { decision?: undefined; byName: Map<string, Decision> };
+
+/** Keys kept at most (all dropped when passed: a new generation drops them anyway); names per key likewise. */
+const MAX_DECISIONS = 16_384;
+const MAX_NAMES = 1_024;
+
 /** `ClusterRoleBinding "admins" of ClusterRole "cluster-admin" to Group "system:masters"`, as rbac.go's describers. */
 export function describeBinding(ref: BindingRef): string {
   const b = ref.binding;
@@ -47,23 +58,68 @@ export class RbacAuthorizer implements Authorizer {
   private clusterIndex: SubjectIndex = new Map();
   private readonly namespaceIndexes = new Map<string, { version: number; index: SubjectIndex }>();
 
+  /** Decisions made while the source's generation was `decisionsGeneration`, by decisionKey. */
+  private readonly decisions = new Map<string, Kept>();
+  private decisionsGeneration = Number.NaN;
+
   constructor(private readonly source: RbacSource) {}
 
+  /**
+   * The decision for `a`. With a source that has a generation, decisions are
+   * kept until it moves — any Role, ClusterRole or binding changed, so a
+   * revoked permission stops allowing as soon as the source holds the change;
+   * they depend on nothing else (the user's name and groups, the verb, the
+   * resource, the namespace, the name or path: all in the key).
+   */
   authorize(a: Attributes): Decision {
+    const generation = this.source.generation?.();
+    if (generation === undefined) return this.decide(a).decision;
+    if (generation !== this.decisionsGeneration) {
+      this.decisions.clear();
+      this.decisionsGeneration = generation;
+    }
+    const key = decisionKey(a);
+    const kept = this.decisions.get(key);
+    if (kept?.decision) return kept.decision;
+    const byNameKept = kept?.byName.get(a.name);
+    if (byNameKept) return byNameKept;
+    const { decision, byName } = this.decide(a);
+    if (!byName) {
+      if (this.decisions.size >= MAX_DECISIONS) this.decisions.clear();
+      this.decisions.set(key, { decision });
+      return decision;
+    }
+    let names = kept?.byName;
+    if (!names) {
+      if (this.decisions.size >= MAX_DECISIONS) this.decisions.clear();
+      this.decisions.set(key, { byName: (names = new Map()) });
+    }
+    if (names.size >= MAX_NAMES) names.clear();
+    names.set(a.name, decision);
+    return decision;
+  }
+
+  /** The decision as RBAC makes it, and whether a rule it read names objects (then another name may decide otherwise). */
+  private decide(a: Attributes): { decision: Decision; byName: boolean } {
     let allowedBy: BindingRef | undefined;
+    let byName = false;
     const errors: string[] = [];
     this.visitRulesFor(
       a.user,
       a.namespace,
       (rule, source) => {
+        if (rule.resourceNames.length > 0) byName = true;
         if (!ruleAllows(a, rule)) return true;
         allowedBy = source;
         return false;
       },
       errors,
     );
-    if (allowedBy) return { allowed: true, reason: `RBAC: allowed by ${describeBinding(allowedBy)}` };
-    return { allowed: false, reason: errors.length ? `RBAC: ${aggregate(errors)}` : "" };
+    // Frozen: a kept decision is handed to every later caller.
+    const decision: Decision = allowedBy
+      ? { allowed: true, reason: `RBAC: allowed by ${describeBinding(allowedBy)}` }
+      : { allowed: false, reason: errors.length ? `RBAC: ${aggregate(errors)}` : "" };
+    return { decision: Object.freeze(decision), byName: byName && a.resourceRequest };
   }
 
   /**
@@ -135,6 +191,25 @@ export class RbacAuthorizer implements Authorizer {
     this.namespaceIndexes.set(namespace, { version: v, index });
     return index;
   }
+}
+
+/** `<length>:<text>`: a key's parts cannot run into each other, whatever they hold. */
+function part(s: string): string {
+  return `${s.length}:${s}`;
+}
+
+/**
+ * What an RBAC decision depends on besides the roles and bindings: the
+ * user's name and groups, and the verb with the resource, subresource, API
+ * group and namespace (a resource request) or the path (a non-resource one).
+ * The object's name is left out (Kept holds decisions per name when it counts).
+ */
+function decisionKey(a: Attributes): string {
+  const u = a.user;
+  let k = `${part(u.name)}${u.groups.length};`;
+  for (const g of u.groups) k += part(g);
+  if (!a.resourceRequest) return `${k}N${part(a.verb)}${a.path}`;
+  return `${k}R${part(a.verb)}${part(a.apiGroup)}${part(a.resource)}${part(a.subresource)}${a.namespace}`;
 }
 
 function buildIndex(bindings: Iterable<RoleBinding>, bindingNamespace: string): SubjectIndex {

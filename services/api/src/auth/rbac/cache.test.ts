@@ -133,6 +133,42 @@ describe("RbacCache on the registry's handlers (nats-server, redis-server)", () 
     assert.equal(cache.lists, 4, "no relist: the changes came through the watches");
   });
 
+  it("a kept decision ends when a Role's rules or a binding change: revoke and grant seen once the cache holds them", async () => {
+    await s.client.create(obj("Role", "cm-reader", { rules: [{ verbs: ["get"], apiGroups: [""], resources: ["configmaps"] }] }, "default"));
+    await s.client.create(
+      obj(
+        "RoleBinding",
+        "grace",
+        { roleRef: { apiGroup: G, kind: "Role", name: "cm-reader" }, subjects: [{ kind: "User", apiGroup: G, name: "grace" }] },
+        "default",
+      ),
+    );
+    const grace = user("grace");
+    await waitFor(() => z.authorize(get(grace, "configmaps", "default")).allowed, { message: "grace's binding" });
+    const kept = z.authorize(get(grace, "configmaps", "default", "y"));
+    assert.equal(z.authorize(get(grace, "configmaps", "default", "z")), kept, "kept while nothing changed");
+    // The Role's rule revoked (the binding untouched): denied once the cache has the update.
+    let generation = cache.generation();
+    await s.client.patch("roles", "default", "cm-reader", "application/merge-patch+json", {
+      rules: [{ verbs: ["get"], apiGroups: [""], resources: ["secrets"] }],
+    });
+    await waitFor(() => cache.generation() > generation, { message: "the Role's update in the cache" });
+    assert.equal(z.authorize(get(grace, "configmaps", "default")).allowed, false, "revoked as soon as the cache holds it");
+    assert.equal(z.authorize(get(grace, "secrets", "default")).allowed, true);
+    // Granted back.
+    generation = cache.generation();
+    await s.client.patch("roles", "default", "cm-reader", "application/merge-patch+json", {
+      rules: [{ verbs: ["get"], apiGroups: [""], resources: ["configmaps"] }],
+    });
+    await waitFor(() => cache.generation() > generation, { message: "the Role's second update in the cache" });
+    assert.equal(z.authorize(get(grace, "configmaps", "default")).allowed, true);
+    // The binding deleted.
+    generation = cache.generation();
+    await s.client.delete("rolebindings", "default", "grace");
+    await waitFor(() => cache.generation() > generation, { message: "the RoleBinding's delete in the cache" });
+    assert.equal(z.authorize(get(grace, "configmaps", "default")).allowed, false);
+  });
+
   it("relists after failed watches and ERROR events, missing nothing changed meanwhile", async () => {
     const lists = cache.lists;
     failWatch = 6;

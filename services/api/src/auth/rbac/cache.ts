@@ -67,6 +67,8 @@ export class RbacCache implements RbacSource {
   private clusterVersion = 0;
   private readonly namespaceVersions = new Map<string, number>();
   private bindingsRelisted = 0;
+  /** Bumped on every change of any of the four resources (the authorizer's decision cache). */
+  private changes = 0;
   private readonly listed = new Set<Resource>();
   private syncWaiters: (() => void)[] = [];
   private readonly abort = new AbortController();
@@ -141,6 +143,10 @@ export class RbacCache implements RbacSource {
     return Math.max(this.namespaceVersions.get(scope) ?? 0, this.bindingsRelisted);
   }
 
+  generation(): number {
+    return this.changes;
+  }
+
   private store(r: Resource): Store<Role | RoleBinding> {
     switch (r) {
       case "roles":
@@ -154,8 +160,9 @@ export class RbacCache implements RbacSource {
     }
   }
 
-  /** A binding of `namespace` changed (all of them: undefined). */
+  /** An object of `r` in `namespace` changed (all of them: undefined). Called once the store holds the change. */
   private changed(r: Resource, namespace?: string): void {
+    this.changes++;
     if (r === "clusterrolebindings") this.clusterVersion = ++this.counter;
     else if (r === "rolebindings" && namespace === undefined) {
       this.bindingsRelisted = ++this.counter;

@@ -23,7 +23,11 @@ export const clusterRoleBinding = (name: string, roleName: string, ...subjects: 
   roleRef: { apiGroup: RBAC_GROUP, kind: "ClusterRole", name: roleName },
 });
 
-/** An RbacSource over arrays, looked up through maps; call `changed()` after adding or removing roles or bindings. */
+/**
+ * An RbacSource over arrays, looked up through maps; call `changed()` after
+ * adding or removing roles or bindings, `rolesChanged()` after changing a
+ * role's rules in place (the authorizer keeps decisions until either).
+ */
 export class StaticSource implements RbacSource {
   private v = 0;
   private counter = 0;
@@ -33,6 +37,7 @@ export class StaticSource implements RbacSource {
   private clusterRoleMap = new Map<string, ClusterRole>();
   private bindingMap = new Map<string, RoleBinding[]>();
   private rolesMapped = -1;
+  private ruleChanges = 0;
 
   constructor(
     public roles: Role[] = [],
@@ -56,6 +61,13 @@ export class StaticSource implements RbacSource {
   /** All scopes' version is the last `changed()`'s, or the last `changed(scope)`'s if later. */
   version(scope: string): number {
     return Math.max(this.v, this.scoped.get(scope) ?? 0);
+  }
+  generation(): number {
+    return this.counter + this.ruleChanges;
+  }
+  /** A role's rules changed in place: the generation moves, the bindings' versions stay. */
+  rolesChanged(): void {
+    this.ruleChanges++;
   }
   /** Bindings changed: of one scope ("" the ClusterRoleBindings, a namespace its RoleBindings), or all. */
   changed(scope?: string): void {

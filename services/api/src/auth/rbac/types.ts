@@ -61,6 +61,13 @@ export interface RbacSource {
   roleBindings(namespace: string): Iterable<RoleBinding>;
   clusterRoleBindings(): Iterable<ClusterRoleBinding>;
   version(scope: string): number;
+  /**
+   * Moves whenever any Role, ClusterRole, RoleBinding or ClusterRoleBinding
+   * changes (and on every relist). A source that has one lets the authorizer
+   * keep its decisions while it stays the same; one without is asked afresh
+   * for each decision.
+   */
+  generation?(): number;
 }
 
 /** A rule as it applies to the request's user, with the binding that grants it (for reasons). */
