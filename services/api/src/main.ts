@@ -309,7 +309,7 @@ const natsAuth = {
   ...(audit ? { audit } : {}),
   headerless: process.env["CHOREO_NATS_HEADERLESS_ADMIN"] === "1" ? legacyAdmin() : undefined,
 };
-const natsRequest = (method: string, code: number, s: number) => m.requests.observe({ transport: "nats", method, code: String(code) }, s);
+const natsRequest = (method: string, code: number, s: number) => m.observeRequest("nats", method, code, s);
 
 log.info(
   { http: config.httpPort, https: config.httpsPort, grpc: config.grpcPort, nats: redactUrl(config.natsUrl), redis: redactUrl(config.redisUrl) },
@@ -391,7 +391,7 @@ try {
           // TLS as on HTTPS (serving certificate, client certificates of the client CA or tokens) unless CHOREO_API_GRPC_INSECURE=1.
           ...(config.grpcInsecure ? {} : { tls: { cert: tls.cert, key: tls.key, clientCa: clientCa.pem } }),
           readiness,
-          onRequest: (method: string, code: number, s: number) => m.requests.observe({ transport: "grpc", method, code: String(code) }, s),
+          onRequest: (method: string, code: number, s: number) => m.observeRequest("grpc", method, code, s),
           ...(audit ? { audit } : {}),
         }),
       ),
