@@ -86,6 +86,39 @@ describe("the generic store: finalizers, paging", () => {
     assert.equal(deleted.type, "DELETED");
     assert.equal(deleted.object?.kind?.value.metadata?.name, "p-ev");
   });
+  it("a bind's and a status update's change records carry the version read before (fields, labels, node index)", async () => {
+    const ops: WriteOp[] = [];
+    const write = s.storage.write.bind(s.storage);
+    s.storage.write = (op) => (ops.push(op), write(op));
+    try {
+      await s.client.create(pod("p-bind", { metadata: { name: "p-bind", namespace: "default", labels: { app: "x" } } }));
+      const bound = unwrap(await s.client.bind("default", "p-bind", "node-a")) as Pod;
+      assert.equal(bound.spec?.nodeName, "node-a");
+      assert.ok(bound.status?.conditions.some((c) => c.type === "PodScheduled" && c.status === "True"));
+      bound.status = { ...bound.status!, phase: "Running" };
+      const running = unwrap(await s.client.updateStatus({ kind: { $case: "pod", value: bound } })) as Pod;
+      assert.equal(running.status?.phase, "Running");
+      assert.equal(running.spec?.nodeName, "node-a");
+    } finally {
+      s.storage.write = write;
+    }
+    const [, bindOp, statusOp] = ops;
+    assert.ok(bindOp && statusOp, `create, bind and status update went through storage (${ops.length})`);
+    const bindEv = WatchEvent.decode(bindOp.event);
+    assert.equal(bindEv.prevFields["spec.nodeName"], "", "the bind's record: unbound before");
+    assert.equal(bindEv.prevFields["status.phase"], "Pending");
+    assert.deepEqual(bindEv.prevLabels, { app: "x" });
+    assert.deepEqual(bindOp.indexAdd, [{ index: "node", value: "node-a" }]);
+    assert.deepEqual(bindOp.indexRemove, []);
+    const statusEv = WatchEvent.decode(statusOp.event);
+    assert.equal(statusEv.prevFields["status.phase"], "Pending", "the status update's record: the phase before");
+    assert.equal(statusEv.prevFields["spec.nodeName"], "node-a");
+    assert.deepEqual(statusOp.indexAdd, []);
+    assert.deepEqual(statusOp.indexRemove, []);
+    const stored = unwrap(await s.client.get("pods", "default", "p-bind")) as Pod;
+    assert.equal(stored.status?.phase, "Running");
+    assert.equal(stored.spec?.nodeName, "node-a");
+  });
   it("pages lists with limit and continue", async () => {
     const ns = fromKubeJson({ apiVersion: "v1", kind: "Namespace", metadata: { name: "paging" } });
     await s.client.create(ns);

@@ -71,6 +71,22 @@ export function copyOf<T extends AnyObject>(info: KindInfo, v: T): T {
 }
 
 /**
+ * A copy of `v` (an object just decoded, which nobody else holds) whose top
+ * level and that of its metadata, spec and status are its own; below them
+ * it shares `v`'s parts. For a write that only assigns at those levels (bind:
+ * spec.nodeName, status.conditions; a status update: status): `v` stays as
+ * read for the change record's previous labels and fields, the indexes and
+ * the managed fields' comparison — without copyOf's copy of every field.
+ */
+export function topLevelCopyOf<T extends AnyObject>(v: T): T {
+  const o: T & { spec?: object; status?: object } = { ...v };
+  if (v.metadata) o.metadata = { ...v.metadata };
+  if (o.spec) o.spec = { ...o.spec };
+  if (o.status) o.status = { ...o.status };
+  return o;
+}
+
+/**
  * An object's status as Kubernetes JSON. Module functions, not closures made per update: tsx's keepNames wraps a
  * named closure in __name (a defineProperty) each time it is made.
  */
@@ -487,7 +503,8 @@ export class GenericStore {
     const old = cur.value;
     let next: AnyObject;
     if (statusOnly) {
-      next = copyOf(info, old);
+      // Read here, the old version is this call's alone: the new one may share what it does not change (its status is replaced).
+      next = current ? copyOf(info, old) : topLevelCopyOf(old);
       (next as { status?: unknown }).status = (v as { status?: unknown }).status;
     } else {
       // Compared as Kubernetes JSON: a zero Go struct and an absent one are the same status (the JSON

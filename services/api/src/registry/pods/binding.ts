@@ -2,7 +2,7 @@ import { ApiError, BindingRefusal, bindingRefused, conflict, invalid } from "@ch
 import { nowRfc3339 } from "@choreo/kit/apimachinery";
 import type { BindRequest, Object as ApiObject } from "@choreo/kit/gen/choreo/api/v1/api";
 import { PodStatus, type Node, type Pod } from "@choreo/kit/gen/choreo/core/v1/core";
-import { copyOf, type Current, type GenericStore } from "../generic/store.js";
+import { topLevelCopyOf, type Current, type GenericStore } from "../generic/store.js";
 import type { ObjectStorage } from "../../storage/object-storage.js";
 import { misfit, podShare, PodShares } from "./node-capacity.js";
 
@@ -26,7 +26,8 @@ export async function bindPod(store: GenericStore, req: BindRequest): Promise<Ap
   const node = req.binding?.target?.name ?? "";
   if (!node) throw invalid("Binding", req.name, [{ field: "target.name", reason: "FieldValueRequired", message: "Required value" }]);
   const cur = await store.read(info, req.namespace, req.name);
-  const pod = copyOf(info, cur.value) as Pod;
+  // bindTo assigns spec.nodeName, status and status.conditions only: the version read stays whole for the write's change record.
+  const pod = topLevelCopyOf(cur.value) as Pod;
   const uid = req.binding?.metadata?.uid;
   if (uid && uid !== pod.metadata?.uid) throw conflict("pods", req.name, "the UID in the binding does not match the pod");
   if (pod.spec?.nodeName) throw conflict("pods/binding", req.name, `pod ${req.name} is already assigned to node "${pod.spec.nodeName}"`);

@@ -2,14 +2,37 @@ import { bytes, milliCpu } from "@choreo/kit/apimachinery";
 import type { Node, Pod } from "@choreo/kit/gen/choreo/core/v1/core";
 import type { Stored } from "../../storage/object-storage.js";
 
+/**
+ * Quantities parsed, by their text: a cluster's pods and nodes use few
+ * distinct ones (`100m`, `128Mi`), and each bind parses its pod's and its
+ * node's. Dropped whole past 4,096 texts. A text that does not parse is not kept (it throws each time).
+ */
+const milliCpuOf = new Map<string, bigint>();
+const bytesOf = new Map<string, bigint>();
+
+function parsed(kept: Map<string, bigint>, parse: (q: string) => bigint, q: string): bigint {
+  let v = kept.get(q);
+  if (v === undefined) {
+    v = parse(q);
+    if (kept.size >= 4_096) kept.clear();
+    kept.set(q, v);
+  }
+  return v;
+}
+
+/** A quantity in thousandths (CPU in millicores). */
+const milliOf = (q: string): bigint => parsed(milliCpuOf, milliCpu, q);
+/** A quantity in whole units, rounded up (bytes, a pod count). */
+const unitsOf = (q: string): bigint => parsed(bytesOf, bytes, q);
+
 /** What a pod asks of its node: the sum of its containers' requests. */
 export function podRequests(pod: Pod): { cpu: bigint; memory: bigint } {
   let cpu = 0n;
   let memory = 0n;
   for (const c of pod.spec?.containers ?? []) {
     const r = c.resources?.requests ?? {};
-    if (r["cpu"]) cpu += milliCpu(r["cpu"]);
-    if (r["memory"]) memory += bytes(r["memory"]);
+    if (r["cpu"]) cpu += milliOf(r["cpu"]);
+    if (r["memory"]) memory += unitsOf(r["memory"]);
   }
   return { cpu, memory };
 }
@@ -44,9 +67,9 @@ export function misfit(node: Node, others: readonly PodShare[], pod: PodShare): 
     cpu += p.cpu;
     memory += p.memory;
   }
-  if (alloc["pods"] && BigInt(count + 1) > bytes(alloc["pods"])) return "Too many pods";
-  if (alloc["cpu"] && pod.cpu > 0n && cpu + pod.cpu > milliCpu(alloc["cpu"])) return "Insufficient cpu";
-  if (alloc["memory"] && pod.memory > 0n && memory + pod.memory > bytes(alloc["memory"])) return "Insufficient memory";
+  if (alloc["pods"] && BigInt(count + 1) > unitsOf(alloc["pods"])) return "Too many pods";
+  if (alloc["cpu"] && pod.cpu > 0n && cpu + pod.cpu > milliOf(alloc["cpu"])) return "Insufficient cpu";
+  if (alloc["memory"] && pod.memory > 0n && memory + pod.memory > unitsOf(alloc["memory"])) return "Insufficient memory";
   return undefined;
 }
 
