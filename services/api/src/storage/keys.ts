@@ -15,6 +15,9 @@
  *   {choreo}:ip:<address>            a ClusterIP taken: its owner "<ns>/<name>"
  *   {choreo}:nodeport:<port>         a node port taken: its owner "<ns>/<name>"
  *   {choreo}:apiservers              hash "<address>:<port>" → expiry (ms): the live api replicas
+ *   {choreo}:fence                   the log's last sequence while the store is repaired below it
+ *   {choreo}:repair                  the repairing replica's lock (token, renewed while it works)
+ *   {choreo}:rebuild                 a rebuild's wipe not finished: the next repair redoes it first
  */
 import { member } from "./object-storage.js";
 import type { Pool } from "./object-storage.js";
@@ -29,6 +32,11 @@ export const API_MEMBERS_KEY = "{choreo}:apiservers";
 export const FENCE_KEY = "{choreo}:fence";
 /** Held by the api replica repairing a lost tail (recovery.ts). */
 export const REPAIR_LOCK_KEY = "{choreo}:repair";
+/**
+ * Set with the fence when a rebuild starts and removed once its wipe is done: a replica killed while wiping
+ * leaves it, and the next repair wipes again before putting the log back (see recovery.ts).
+ */
+export const REBUILD_KEY = "{choreo}:rebuild";
 
 export function objectKey(resource: string, namespace: string, name: string): string {
   return `{choreo}:o:${resource}:${member(namespace, name)}`;

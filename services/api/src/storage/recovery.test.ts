@@ -19,7 +19,7 @@ import { silentLogger } from "@choreo/kit/log";
 import { waitFor } from "@choreo/kit/testing";
 import { createRegistry } from "../registry/index.js";
 import { startStack, type Stack } from "../testing/stack.js";
-import { allocationKey, CHANGES_KEY, FENCE_KEY, objectKey, REV_KEY } from "./keys.js";
+import { allocationKey, API_MEMBERS_KEY, CHANGES_KEY, FENCE_KEY, indexKey, objectKey, REBUILD_KEY, RELAY_LOCK_KEY, REPAIR_LOCK_KEY, REV_KEY } from "./keys.js";
 import { RedisStore } from "./redis-store.js";
 import { StoreRecovery, UntrustedLogError } from "./recovery.js";
 
@@ -235,6 +235,134 @@ describe("store recovery: Redis behind the event log", () => {
     await waitFor(async () => (await streamState(s.jsm)).lastRevision === rev + 2, { timeoutMs: 20_000, message: "published at its revision" });
     assert.equal(s.relay.diverged, 1, "found once");
   });
+  it("a rebuild killed at any Redis command → the restarted api finishes it: the store is the log's, with nothing of its own left", async () => {
+    const c = s.client;
+    await c.create(cm("rb-kept", "1"));
+    await c.create(cm("rb-newer", "1"));
+    const rev = await published();
+    const redis = s.redisClient;
+    // The divergent store: its own object the log does not hold, a newer version of one it does, a revision past the log's.
+    const diverge = async () => {
+      await redis.hset(objectKey("configmaps", "default", "rb-own"), "v", "own bytes", "r", String(rev + 1));
+      await redis.zadd(indexKey("configmaps"), 0, "default/rb-own");
+      await redis.hset(objectKey("configmaps", "default", "rb-newer"), "r", String(rev + 1));
+      await redis.set(REV_KEY, String(rev + 1));
+    };
+    /** The store's state: every key but the repair's own and the liveness keys, with its value. */
+    const dump = async (): Promise<Map<string, string>> => {
+      const out = new Map<string, string>();
+      let cursor = "0";
+      do {
+        const [next, keys] = await redis.scan(cursor, "MATCH", "{choreo}:*", "COUNT", 1_000);
+        cursor = next;
+        for (const k of keys) {
+          if ([FENCE_KEY, REBUILD_KEY, REPAIR_LOCK_KEY, RELAY_LOCK_KEY, API_MEMBERS_KEY].includes(k) || k.startsWith("{choreo}:bind:")) continue;
+          const type = await redis.type(k);
+          if (type === "string") out.set(k, String(await redis.get(k)));
+          else if (type === "hash")
+            out.set(
+              k,
+              JSON.stringify(
+                Object.entries(await redis.hgetallBuffer(k))
+                  .map(([f, v]) => [f, v.toString("hex")])
+                  .sort(),
+              ),
+            );
+          else if (type === "zset") out.set(k, JSON.stringify(await redis.zrange(k, 0, -1, "WITHSCORES")));
+          else out.set(k, `${type} of ${type === "stream" ? await redis.xlen(k) : "?"}`);
+        }
+      } while (cursor !== "0");
+      return out;
+    };
+    /** A client of this Redis that dies (refuses every command, sends nothing) at its command number `killAt`. */
+    const dying = (killAt: number) => {
+      const seen = { commands: 0, killed: false };
+      const guard = () => {
+        if (seen.killed || seen.commands++ === killAt) {
+          seen.killed = true;
+          return false;
+        }
+        return true;
+      };
+      const client = new Proxy(redis, {
+        get(target, prop, receiver) {
+          const v: unknown = Reflect.get(target, prop, receiver);
+          if (typeof v !== "function" || prop === "defineCommand") return v;
+          const fn = v as (...a: unknown[]) => unknown;
+          if (prop === "multi" || prop === "pipeline") {
+            return (...a: unknown[]) => {
+              const p = fn.apply(target, a) as { exec: () => Promise<unknown> };
+              const exec = p.exec.bind(p);
+              p.exec = () => (guard() ? exec() : Promise.reject(new Error("killed")));
+              return p;
+            };
+          }
+          const killed = () => Promise.reject(new Error("killed"));
+          // The lock's renewal runs on a timer: not a numbered step, but dead with the rest.
+          const renewal = (a: unknown[]) => prop === "eval" && String(a[0]).includes("PEXPIRE");
+          return (...a: unknown[]) => (renewal(a) ? (seen.killed ? killed() : fn.apply(target, a)) : guard() ? fn.apply(target, a) : killed());
+        },
+      });
+      const store = new RedisStore(client);
+      // The registry as it is, on the dying client's storage (the strategies' allocations go through the live one).
+      const registry = new Proxy(s.registry.store, { get: (t, p, r) => (p === "storage" ? store : Reflect.get(t, p, r)) as unknown });
+      return { seen, recovery: new StoreRecovery({ redis: client, nc: s.nc, jsm: s.jsm, registry, log: silentLogger(), verifier: s.verifier, lockMs: 300 }) };
+    };
+    const restarted = () =>
+      new StoreRecovery({ redis, nc: s.nc, jsm: s.jsm, registry: s.registry.store, log: silentLogger(), verifier: s.verifier, lockMs: 300 });
+
+    // A whole rebuild, counting its commands: the store it leaves is the log's.
+    await diverge();
+    const whole = dying(Number.MAX_SAFE_INTEGER);
+    assert.ok(await whole.recovery.rebuild(rev + 1));
+    const expected = await dump();
+    const commands = whole.seen.commands;
+    assert.equal(expected.get(REV_KEY), String(rev), "the revision line is the log's");
+    assert.equal(expected.has(objectKey("configmaps", "default", "rb-own")), false, "its own object is gone");
+    assert.equal(await redis.hget(objectKey("configmaps", "default", "rb-newer"), "r"), rvOf(await c.get("configmaps", "default", "rb-newer")));
+    assert.ok(commands > 20, `${commands} commands`);
+
+    // Killed at each of the first 12 commands (the mark, the wipe, the first changes put back) and at 20 points after.
+    const points = new Set([...Array(12).keys(), ...Array.from({ length: 20 }, (_, i) => 12 + Math.floor(((commands - 13) * (i + 1)) / 20))]);
+    let untouched = 0;
+    for (const killAt of points) {
+      await diverge();
+      const d = dying(killAt);
+      // Killed in its last steps (releasing the lock) the rebuild is done: its lock expires.
+      const done = await d.recovery.rebuild(rev + 1).then(
+        () => true,
+        (err: unknown) => {
+          assert.match(String(err), /killed/, `killed at command ${killAt} of ${commands}`);
+          return false;
+        },
+      );
+      assert.ok(d.seen.killed, `killed at command ${killAt} of ${commands}`);
+      const r = restarted();
+      if ((await redis.get(REV_KEY)) === String(rev + 1) && (await redis.exists(REBUILD_KEY)) === 0) {
+        // Killed before the mark: nothing changed (the relay's record is still there, and the restarted relay finds
+        // the divergence again and rebuilds).
+        untouched++;
+        assert.equal(await redis.exists(FENCE_KEY), 0);
+        assert.ok(await r.rebuild(rev + 1));
+      } else {
+        // The api's start: fenced and behind the log, or marked, the repair finishes the rebuild.
+        // No write lands meanwhile: the fence refuses it (503), or the wiped store lacks its namespace (404).
+        if (!done) {
+          const code = await codeOf(c.create(cm("rb-while-fenced", "1")));
+          assert.ok(code === 503 || code === 404, `a write after a kill at command ${killAt}: ${code}`);
+        }
+        await r.repair();
+      }
+      assert.deepEqual([...(await dump())].sort(), [...expected].sort(), `the store after a kill at command ${killAt} of ${commands}`);
+      assert.equal(await redis.exists(FENCE_KEY), 0, "the fence is gone");
+      assert.equal(await redis.exists(REBUILD_KEY), 0, "the mark is gone");
+    }
+    assert.equal(untouched, 1, "only a kill at the first command (the mark with the fence) leaves the store as it was");
+    // Served again, and the next write takes the revision after the log's.
+    assert.equal(rvOf(await c.create(cm("rb-after", "1"))), String(rev + 1));
+    await waitFor(async () => (await streamState(s.jsm)).lastRevision === rev + 1, { timeoutMs: 20_000, message: "published at its revision" });
+  });
+
   it("a forgery in the log at a revision this store gave out is logged, never taken for another primary's change: nothing rebuilt", async () => {
     const c = s.client;
     const rev = await published();

@@ -11,9 +11,12 @@
 // and node ports again). It runs before the api serves, again whenever the
 // store answers from behind the log (a Redis restarted with an older AOF
 // under a running api), and once per Redis reconnection. One replica repairs
-// at a time (a lock); putting a change back is idempotent, so a repair
-// repeated after a crash changes nothing more. Redis ahead of the log is the
-// ordinary case: the relay publishes the rest.
+// at a time (a lock, renewed while it works, so that a replica killed
+// mid-repair holds it for seconds only); putting a change back is idempotent,
+// so a repair repeated after a crash changes nothing more. A rebuild (a split
+// brain, see `rebuild`) first wipes the store; a marker key says the wipe is
+// not finished, and whichever repair runs next does it again. Redis ahead of
+// the log is the ordinary case: the relay publishes the rest.
 import type { JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Redis } from "ioredis";
@@ -24,10 +27,19 @@ import { Object as ObjectMsg, type WatchEvent } from "@choreo/kit/gen/choreo/api
 import type { Logger } from "@choreo/kit/log";
 import { sleep } from "@choreo/kit/lifecycle";
 import type { GenericStore } from "../registry/generic/store.js";
-import { FENCE_KEY, REPAIR_LOCK_KEY, REV_KEY } from "./keys.js";
+import { API_MEMBERS_KEY, FENCE_KEY, REBUILD_KEY, RELAY_LOCK_KEY, REPAIR_LOCK_KEY, REV_KEY } from "./keys.js";
 import type { IndexEntry, ObjectStorage } from "./object-storage.js";
 
-const LOCK_MS = 30_000;
+/** The repair lock's lifetime; its holder renews it every third of it, so a dead holder's lock is gone within it. */
+const LOCK_MS = 10_000;
+/** Kept by a rebuild's wipe: the repair's own state, and the liveness keys of the relay and the api replicas. */
+const KEPT_BY_WIPE = new Set([FENCE_KEY, REBUILD_KEY, REPAIR_LOCK_KEY, RELAY_LOCK_KEY, API_MEMBERS_KEY]);
+/** A rebuild's fence: above any revision, so no write is applied to the store it is about to wipe. */
+const FENCE_ALL = String(Number.MAX_SAFE_INTEGER);
+/** Raises the fence to ARGV[1] (a lost-tail repair never lowers a rebuild's fence). */
+const RAISE_FENCE = "if tonumber(redis.call('GET', KEYS[1]) or '0') < tonumber(ARGV[1]) then redis.call('SET', KEYS[1], ARGV[1]) end return 1";
+/** PEXPIRE of a lock still held with `token`. */
+const RENEW_LOCK = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return 0";
 
 export interface RecoveryOptions {
   /** For the fence and the repair lock. */
@@ -44,6 +56,8 @@ export interface RecoveryOptions {
    * (no signing) every message is trusted.
    */
   verifier?: EventVerifier;
+  /** The repair lock's lifetime (default 10 s): how long a replica killed mid-repair holds the others back. */
+  lockMs?: number;
 }
 
 /** What one check found and did. */
@@ -112,15 +126,26 @@ export class StoreRecovery {
   private async run(signal?: AbortSignal): Promise<RepairResult> {
     const t0 = Date.now();
     const log = this.opts.log;
+    const redis = this.opts.redis;
+    const lockMs = this.opts.lockMs ?? LOCK_MS;
     const state = await streamState(this.opts.jsm);
     this.logRevision = Math.max(this.logRevision, state.lastRevision);
+    // A rebuild's wipe not finished (its replica killed part way): the store is wiped again and put back whole.
+    const rebuilding = (await redis.exists(REBUILD_KEY)) === 1;
     const storeRevision = await this.storage.currentRevision();
     const result: RepairResult = { storeRevision, logRevision: state.lastRevision, restored: 0, ms: 0 };
-    if (storeRevision >= state.lastRevision) {
+    if (!rebuilding && storeRevision >= state.lastRevision) {
       await this.clearFence(storeRevision);
       return { ...result, ms: Date.now() - t0 };
     }
-    if (state.firstRevision > storeRevision + 1) {
+    if (rebuilding && state.firstRevision > 1) {
+      log.fatal(
+        { firstRevision: state.firstRevision },
+        "store rebuild unfinished and the event log no longer holds every revision: restore Redis from a backup",
+      );
+      throw new UnrecoverableError(`a rebuild of the store was cut short and the event log starts at ${state.firstRevision}: restore Redis from a backup`);
+    }
+    if (!rebuilding && state.firstRevision > storeRevision + 1) {
       // Revisions storeRevision+1 … firstRevision-1 are gone from both: the store stays fenced.
       const err = new UnrecoverableError(
         `Redis is at revision ${storeRevision} and the event log starts at ${state.firstRevision}: revisions ${storeRevision + 1}-${state.firstRevision - 1} are lost; restore Redis from a backup`,
@@ -128,23 +153,30 @@ export class StoreRecovery {
       log.fatal({ storeRevision, firstRevision: state.firstRevision, lastRevision: state.lastRevision }, "store behind the event log beyond its retention");
       throw err;
     }
-    log.warn({ storeRevision, logRevision: state.lastRevision }, "store behind the event log (lost tail): restoring from the log");
+    if (rebuilding) log.error({ storeRevision, logRevision: state.lastRevision }, "store rebuild unfinished: wiping the store and restoring it from the log");
+    else log.warn({ storeRevision, logRevision: state.lastRevision }, "store behind the event log (lost tail): restoring from the log");
     // Every replica stops writing below the log, not only those that know its last sequence.
-    await this.opts.redis.set(FENCE_KEY, String(state.lastRevision));
+    await redis.eval(RAISE_FENCE, 1, FENCE_KEY, String(state.lastRevision));
     const token = randomUUID();
-    while (!(await this.opts.redis.set(REPAIR_LOCK_KEY, token, "PX", LOCK_MS, "NX"))) {
-      // Another replica repairs: done when the store has caught up.
-      if ((await this.storage.currentRevision()) >= state.lastRevision) return { ...result, ms: Date.now() - t0 };
+    while (!(await redis.set(REPAIR_LOCK_KEY, token, "PX", lockMs, "NX"))) {
+      // Another replica repairs: done when the store has caught up (and its wipe, if any, is done).
+      if ((await redis.exists(REBUILD_KEY)) === 0 && (await this.storage.currentRevision()) >= state.lastRevision) return { ...result, ms: Date.now() - t0 };
       await sleep(200, signal);
       if (signal?.aborted) throw new Error("aborted");
     }
     const ac = new AbortController();
     const stop = () => ac.abort();
     signal?.addEventListener("abort", stop, { once: true });
+    // Renewed while this replica lives: killed, it holds the others back for one lifetime at most.
+    const renew = setInterval(() => void redis.eval(RENEW_LOCK, 1, REPAIR_LOCK_KEY, token, lockMs).catch(() => undefined), Math.max(50, lockMs / 3));
     try {
+      if ((await redis.exists(REBUILD_KEY)) === 1) {
+        await this.wipe();
+        // Wiped: from here the store is a lost tail of the whole log (revision 0), fenced as one.
+        await redis.multi().set(FENCE_KEY, String(state.lastRevision)).del(REBUILD_KEY).exec();
+      }
       // Resumes where Redis is now: a repair cut short (a crash) left it at the last change put back.
       const from = await this.storage.currentRevision();
-      let renewed = Date.now();
       const trust = this.trustPolicy(ac);
       for await (const ev of consumeEvents({
         nc: this.opts.nc,
@@ -156,10 +188,6 @@ export class StoreRecovery {
       })) {
         if (ev.revision > state.lastRevision) break;
         if (await this.restoreEvent(ev)) result.restored++;
-        if (Date.now() - renewed > LOCK_MS / 3) {
-          await this.opts.redis.pexpire(REPAIR_LOCK_KEY, LOCK_MS);
-          renewed = Date.now();
-        }
         if (ev.revision === state.lastRevision) break;
       }
       if (signal?.aborted) throw new Error("aborted");
@@ -168,9 +196,10 @@ export class StoreRecovery {
       if (now < state.lastRevision) throw new Error(`repair stopped at revision ${now} of ${state.lastRevision}`);
       await this.clearFence(now);
     } finally {
+      clearInterval(renew);
       ac.abort();
       signal?.removeEventListener("abort", stop);
-      if ((await this.opts.redis.get(REPAIR_LOCK_KEY).catch(() => null)) === token) await this.opts.redis.del(REPAIR_LOCK_KEY).catch(() => undefined);
+      if ((await redis.get(REPAIR_LOCK_KEY).catch(() => null)) === token) await redis.del(REPAIR_LOCK_KEY).catch(() => undefined);
     }
     this.stats.repairs++;
     this.stats.restored += result.restored;
@@ -186,10 +215,15 @@ export class StoreRecovery {
    * same revisions, only one relay's publish stored. The surviving store
    * then lacks the log's (acknowledged) change and holds its own (answered
    * 503 "not recorded" in durability log). Revisions alone cannot show it, so
-   * the store is rebuilt from the log: fenced at the log's last sequence,
-   * every `{choreo}:` key but the fence removed, then the repair puts every
-   * change back. Only when the log holds every revision (from 1): else it
-   * is logged and left, as a backup is the only way back.
+   * the store is rebuilt from the log: fenced against every write and marked
+   * (REBUILD_KEY) in one step, then the repair wipes it under its lock — the
+   * revision first, then every `{choreo}:` key but the repair's own and the
+   * liveness keys — lowers the fence to the log's last sequence with the
+   * mark removed, and puts every change back.
+   * Killed at any point, the next repair (at the api's start) finds the mark
+   * or a revision below the log's and finishes the job. Only when the log
+   * holds every revision (from 1): else it is logged and left, as a backup
+   * is the only way back.
    */
   async rebuild(revision: number, signal?: AbortSignal): Promise<RepairResult | undefined> {
     const log = this.opts.log;
@@ -209,21 +243,27 @@ export class StoreRecovery {
     }
     log.error({ revision, logRevision: state.lastRevision }, "store diverged from the event log: rebuilding it from the log");
     this.logRevision = Math.max(this.logRevision, state.lastRevision);
+    // Fenced above any revision and marked in one step: no replica writes to the store that goes (its revision is
+    // above the log's, so the log's last sequence would not stop them), and whoever repairs next wipes first.
+    await this.opts.redis.multi().set(FENCE_KEY, FENCE_ALL).set(REBUILD_KEY, String(state.lastRevision)).exec();
+    this.stats.rebuilds++;
+    return this.repair(signal);
+  }
+
+  /**
+   * Removes the store's state: the revision first (killed part way, the store is at revision 0, never at its old
+   * revision with objects gone), then every `{choreo}:` key but the repair's own and the liveness keys.
+   */
+  private async wipe(): Promise<void> {
     const redis = this.opts.redis;
-    // Fenced first: no replica writes (or reads) while the keys go and come back.
-    await redis.set(FENCE_KEY, String(state.lastRevision));
-    // The revision goes before the objects: killed part way, the store restarts at revision 0 and the repair puts
-    // every change back, never a store at its old revision with some objects gone (the repair would find it whole).
     await redis.del(REV_KEY);
     let cursor = "0";
     do {
       const [next, keys] = await redis.scan(cursor, "MATCH", "{choreo}:*", "COUNT", 1_000);
       cursor = next;
-      const doomed = keys.filter((k) => k !== FENCE_KEY);
+      const doomed = keys.filter((k) => !KEPT_BY_WIPE.has(k));
       if (doomed.length > 0) await redis.unlink(...doomed);
     } while (cursor !== "0");
-    this.stats.rebuilds++;
-    return this.repair(signal);
   }
 
   /** The policy that refuses what is not the api's, and what it refused first (it stops the read). */
