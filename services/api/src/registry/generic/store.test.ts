@@ -119,6 +119,19 @@ describe("the generic store: finalizers, paging", () => {
     assert.equal(stored.status?.phase, "Running");
     assert.equal(stored.spec?.nodeName, "node-a");
   });
+  it("a create in a namespace being deleted is refused, also after creates there were allowed", async () => {
+    await s.client.create(fromKubeJson({ apiVersion: "v1", kind: "Namespace", metadata: { name: "ending", finalizers: ["example.com/hold"] } }));
+    await s.client.create(pod("p-1", { metadata: { name: "p-1", namespace: "ending" } }));
+    await s.client.create(pod("p-2", { metadata: { name: "p-2", namespace: "ending" } }));
+    await s.client.delete("namespaces", "", "ending");
+    await rejects(
+      s.client.create(pod("p-3", { metadata: { name: "p-3", namespace: "ending" } })),
+      403,
+      "Forbidden",
+      /unable to create new content in namespace ending because it is being terminated/,
+    );
+    await rejects(s.client.create(pod("p-4", { metadata: { name: "p-4", namespace: "absent" } })), 404, "NotFound");
+  });
   it("pages lists with limit and continue", async () => {
     const ns = fromKubeJson({ apiVersion: "v1", kind: "Namespace", metadata: { name: "paging" } });
     await s.client.create(ns);

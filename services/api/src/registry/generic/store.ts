@@ -54,6 +54,13 @@ export const MAX_OBJECT_BYTES = 1.5 * 1024 * 1024;
 /** WatchEvent's `object` (field 2, length-delimited) as a protobuf tag. */
 const WATCH_EVENT_OBJECT_TAG = (2 << 3) | 2;
 
+/**
+ * Per storage, each namespace's stored bytes last read by a create, and
+ * whether that version is being deleted: a create decodes its namespace only
+ * when the bytes differ (same bytes, same object). Dropped whole past 4,096.
+ */
+const namespacesSeen = new WeakMap<ObjectStorage, Map<string, { bytes: Uint8Array; terminating: boolean }>>();
+
 /** The state of an object as read: its value and revision. */
 export interface Current {
   value: AnyObject;
@@ -321,9 +328,17 @@ export class GenericStore {
   private async checkNamespace(namespace: string): Promise<void> {
     const ns = await this.storage.get("namespaces", "", namespace);
     if (!ns) throw notFound("namespaces", namespace);
-    const nsInfo = kindByResource("namespaces") as KindInfo;
-    const value = this.decode(nsInfo, ns);
-    if (value.metadata?.deletionTimestamp) {
+    let seen = namespacesSeen.get(this.storage);
+    if (!seen) namespacesSeen.set(this.storage, (seen = new Map()));
+    let known = seen.get(namespace);
+    if (!known || Buffer.compare(known.bytes, ns.bytes) !== 0) {
+      const nsInfo = kindByResource("namespaces") as KindInfo;
+      // A copy: the bytes read may be a view of a larger buffer (a socket chunk) that this would keep alive.
+      known = { bytes: Buffer.from(ns.bytes), terminating: Boolean(this.decode(nsInfo, ns).metadata?.deletionTimestamp) };
+      if (seen.size >= 4_096) seen.clear();
+      seen.set(namespace, known);
+    }
+    if (known.terminating) {
       throw forbidden(`unable to create new content in namespace ${namespace} because it is being terminated`);
     }
   }
