@@ -67,5 +67,14 @@ describe("durations", () => {
   it("RFC 3339 timestamps with second precision", () => {
     assert.equal(nowRfc3339(Date.parse("2026-01-02T03:04:05.678Z")), "2026-01-02T03:04:05Z");
     assert.match(nowRfc3339(), /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/);
+    // The last second's text is kept: within it, across it, back to an earlier one, before 1970.
+    const t = Date.parse("2026-01-02T03:04:05Z");
+    assert.equal(nowRfc3339(t + 999), "2026-01-02T03:04:05Z");
+    assert.equal(nowRfc3339(t + 1000), "2026-01-02T03:04:06Z");
+    assert.equal(nowRfc3339(t - 1), "2026-01-02T03:04:04Z");
+    assert.equal(nowRfc3339(t), "2026-01-02T03:04:05Z");
+    assert.equal(nowRfc3339(-1500), "1969-12-31T23:59:58Z");
+    assert.equal(nowRfc3339(-1000), "1969-12-31T23:59:59Z");
+    assert.throws(() => nowRfc3339(Number.NaN), RangeError);
   });
 });
