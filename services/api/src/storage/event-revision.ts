@@ -38,13 +38,20 @@ interface Span {
 /** Thrown inside the walk when the bytes are not as expected; withRevision answers undefined. */
 const MALFORMED = new Error("malformed");
 
-function readVarint(b: Uint8Array, pos: number, end: number): [value: number, next: number] {
+/** Where the last readVarint's varint ended: a module variable, not a [value, next] pair allocated per varint. */
+let varintEnd = 0;
+
+/** The varint at `pos` (its end in `varintEnd`). */
+function readVarint(b: Uint8Array, pos: number, end: number): number {
   let value = 0;
   let mul = 1;
   for (let i = pos; i < end && i < pos + 10; i++) {
     const byte = b[i] as number;
     value += (byte & 0x7f) * mul;
-    if (byte < 0x80) return [value, i + 1];
+    if (byte < 0x80) {
+      varintEnd = i + 1;
+      return value;
+    }
     mul *= 128;
   }
   throw MALFORMED;
@@ -55,21 +62,23 @@ function fields(b: Uint8Array, pos: number, end: number): Span[] {
   const out: Span[] = [];
   while (pos < end) {
     const start = pos;
-    const [tag, afterTag] = readVarint(b, pos, end);
+    const tag = readVarint(b, pos, end);
+    const afterTag = varintEnd;
     const num = Math.floor(tag / 8);
     const wire = tag & 7;
     let data = afterTag;
     switch (wire) {
       case 0:
-        pos = readVarint(b, afterTag, end)[1];
+        readVarint(b, afterTag, end);
+        pos = varintEnd;
         break;
       case 1:
         pos = afterTag + 8;
         break;
       case LEN: {
-        const [len, afterLen] = readVarint(b, afterTag, end);
-        data = afterLen;
-        pos = afterLen + len;
+        const len = readVarint(b, afterTag, end);
+        data = varintEnd;
+        pos = data + len;
         break;
       }
       case 5:
