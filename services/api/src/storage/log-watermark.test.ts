@@ -4,6 +4,7 @@ import { ApiError } from "@choreo/kit";
 import { Object as ObjectMsg, WatchEvent } from "@choreo/kit/gen/choreo/api/v1/api";
 import { fromKubeJson } from "@choreo/kit/kube-json";
 import { eventParts } from "./event-revision.js";
+import { neverReadyWatch, returnsOnAbortBeforeReady } from "../testing/not-ready.js";
 import { LogWatermark, sameChange, type LogChange } from "./log-watermark.js";
 import { CachedEvent } from "./watch-cache.js";
 
@@ -69,14 +70,8 @@ function fakeCache() {
 
 describe("LogWatermark", () => {
   it("stops when aborted while the watch cache is not ready (a cache that failed at start never is)", async () => {
-    const w = new LogWatermark({ ready: new Promise<void>(() => undefined) } as never, 5_000);
-    const ac = new AbortController();
-    let stopped = false;
-    const running = w.start(ac.signal).then(() => (stopped = true));
-    await new Promise((r) => setTimeout(r, 20));
-    assert.equal(stopped, false);
-    ac.abort();
-    await running;
+    const w = new LogWatermark(neverReadyWatch() as never, 5_000);
+    await returnsOnAbortBeforeReady((signal) => w.start(signal));
     assert.equal(w.running, false);
   });
 

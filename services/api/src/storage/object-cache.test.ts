@@ -18,6 +18,7 @@ import { Registry as PromRegistry } from "prom-client";
 import { waitFor } from "@choreo/kit/testing";
 import { createGateway, type Gateway } from "../http/gateway.js";
 import { kubectlInstalled, kubectlRunner, writeKubeconfig } from "../http/testing/kubectl.js";
+import { neverReadyWatch, returnsOnAbortBeforeReady } from "../testing/not-ready.js";
 import { startStack, type Stack } from "../testing/stack.js";
 import { ObjectCache } from "./object-cache.js";
 
@@ -32,14 +33,8 @@ const statusCode = (err: unknown): number => (err instanceof ApiError ? err.stat
 
 describe("ObjectCache start", () => {
   it("stops when aborted while the watch cache is not ready (a cache that failed at start never is): the api's stop does not wait on it", async () => {
-    const oc = new ObjectCache({ storage: {} as never, watch: { ready: new Promise<void>(() => undefined) } as never, log: silentLogger() });
-    const ac = new AbortController();
-    let stopped = false;
-    const running = oc.start(ac.signal).then(() => (stopped = true));
-    await new Promise((r) => setTimeout(r, 20));
-    assert.equal(stopped, false);
-    ac.abort();
-    await running;
+    const oc = new ObjectCache({ storage: {} as never, watch: neverReadyWatch() as never, log: silentLogger() });
+    await returnsOnAbortBeforeReady((signal) => oc.start(signal));
     assert.equal(oc.revision, -1, "not serving");
   });
 });

@@ -1,5 +1,6 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
+import { waitFor } from "../process/index.js";
 import { backoff, DisposableGroup, runAll, shutdownWithTimeout, signalController, sleep, stopTimeoutMs, type Runnable } from "./index.js";
 
 /** A runnable that runs until aborted, recording when it stopped. */
@@ -93,30 +94,49 @@ describe("signalController", () => {
   });
 });
 
+/**
+ * A process controller on SIGUSR2 with a 50 ms stop timeout, recording each exit with its time and each timeout
+ * call: the tests check that the exit came no sooner than the timeout after the abort, which a loaded machine
+ * cannot make false (a timer never fires early), rather than that it had not come yet at some later moment.
+ */
+function timedController(): { ac: AbortController; exits: { code: number; at: number }[]; told: string[] } {
+  const exits: { code: number; at: number }[] = [];
+  const told: string[] = [];
+  const ac = signalController({
+    signals: ["SIGUSR2"],
+    exit: (code) => exits.push({ code, at: Date.now() }),
+    stopTimeoutMs: 50,
+    onTimeout: () => told.push("timeout"),
+  });
+  return { ac, exits, told };
+}
+
 describe("a bounded stop", () => {
   it("stopTimeoutMs: exits with 1 that long after the first signal when the process is still there, after onTimeout", async () => {
-    const codes: number[] = [];
-    const told: string[] = [];
-    const ac = signalController({ signals: ["SIGUSR2"], exit: (c) => codes.push(c), stopTimeoutMs: 50, onTimeout: () => told.push("timeout") });
+    const { ac, exits, told } = timedController();
     try {
       await sleep(80);
-      assert.deepEqual(codes, [], "no timer before the signal");
+      assert.equal(exits.length, 0, "no timer before the signal");
+      const signalled = Date.now();
       process.emit("SIGUSR2", "SIGUSR2");
       assert.equal(ac.signal.aborted, true);
-      assert.deepEqual(codes, []);
-      await sleep(120);
+      await waitFor(() => exits.length > 0, { timeoutMs: 10_000 });
       assert.deepEqual(told, ["timeout"]);
-      assert.deepEqual(codes, [1]);
+      assert.deepEqual(
+        exits.map((e) => e.code),
+        [1],
+      );
+      assert.ok(exits[0]!.at - signalled >= 45, `exited ${exits[0]!.at - signalled} ms after the signal`);
     } finally {
       process.removeAllListeners("SIGUSR2");
     }
   });
 
   it("a runnable's failure is logged at once and, through onFailure, starts the stop timeout of the process's controller: a runnable that never returns cannot keep the process up", async () => {
-    const codes: number[] = [];
-    const told: string[] = [];
+    const { ac, exits, told } = timedController();
+    let aborted = 0;
+    ac.signal.addEventListener("abort", () => (aborted = Date.now()), { once: true });
     const errors: { runnable?: string; msg: string }[] = [];
-    const ac = signalController({ signals: ["SIGUSR2"], exit: (c) => codes.push(c), stopTimeoutMs: 50, onTimeout: () => told.push("timeout") });
     const log = { warn: () => undefined, error: (f: object, msg: string) => errors.push({ runnable: (f as { runnable?: string }).runnable, msg }) };
     const stuck: Runnable = { name: "stuck", start: () => new Promise<void>(() => undefined) };
     const failing: Runnable = {
@@ -128,13 +148,17 @@ describe("a bounded stop", () => {
     };
     try {
       void runAll([stuck, failing], ac.signal, { log, onFailure: (err) => ac.abort(err) });
-      await sleep(30);
-      assert.deepEqual(errors, [{ runnable: "failing", msg: "runnable failed; stopping the others" }], "told at once, not when all settled");
+      // Told while "stuck" still runs: not when all settled, which is never.
+      await waitFor(() => errors.length > 0, { timeoutMs: 10_000 });
+      assert.deepEqual(errors, [{ runnable: "failing", msg: "runnable failed; stopping the others" }]);
       assert.equal(ac.signal.aborted, true);
-      assert.deepEqual(codes, []);
-      await sleep(120);
+      await waitFor(() => exits.length > 0, { timeoutMs: 10_000 });
       assert.deepEqual(told, ["timeout"]);
-      assert.deepEqual(codes, [1]);
+      assert.deepEqual(
+        exits.map((e) => e.code),
+        [1],
+      );
+      assert.ok(exits[0]!.at - aborted >= 45, `exited ${exits[0]!.at - aborted} ms after the abort`);
     } finally {
       process.removeAllListeners("SIGUSR2");
     }
