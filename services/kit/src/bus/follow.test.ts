@@ -17,7 +17,7 @@ import { emptyMeta, wrap } from "../api/kinds.js";
 import { startNats, type NatsHandle } from "../process/servers.js";
 import { waitFor } from "../process/process.js";
 import { encodeEvent } from "./events.js";
-import { followEvents } from "./follow.js";
+import { CATCH_UP_CONCURRENCY, catchUpsOf, followEvents } from "./follow.js";
 import { EventVerifier, requireSignedEvents } from "./signing.js";
 import { connectBus, ensureEventStream } from "./stream.js";
 import { EVENT_STREAM, eventSubject, podsOnNodeFilter } from "./subjects.js";
@@ -171,6 +171,33 @@ describe("followEvents: pod events by node, live from the republished subjects",
       assert.deepEqual(revs, of("node-1", start));
     } finally {
       await cutNc.close().catch(() => undefined);
+      relay.close();
+    }
+  });
+
+  it("many followers on one connection catch up in turns, at most CATCH_UP_CONCURRENCY at once — at start and after a cut — and each gets every event of its node once", async () => {
+    const relay = await cuttableRelay(nats.port);
+    const manyNc = await connectBus(`nats://${nats.credentials.user}:${nats.credentials.password}@${relay.url}`, "follow-test-many");
+    try {
+      const start = revision - 40;
+      const followers = Array.from({ length: 3 * CATCH_UP_CONCURRENCY }, (_, i) => {
+        const node = `node-${(i % 3) + 1}`;
+        return { node, revs: follow(manyNc, jsm, node, start, ac.signal) };
+      });
+      const allCaughtUp = async (message: string) => {
+        for (const f of followers) await waitFor(() => f.revs.length >= of(f.node, start).length, { timeoutMs: 60_000, message });
+      };
+      await allCaughtUp("every follower's catch-up at start");
+      assert.ok(catchUpsOf(manyNc).most <= CATCH_UP_CONCURRENCY, `${catchUpsOf(manyNc).most} catch-ups at once`);
+      relay.cut();
+      for (let i = 0; i < 30; i++) await change(i);
+      await allCaughtUp("every follower's catch-up after the cut");
+      for (const f of followers) assert.deepEqual(f.revs, of(f.node, start), `${f.node}: every event once, in order`);
+      const after = catchUpsOf(manyNc);
+      assert.ok(after.most <= CATCH_UP_CONCURRENCY, `${after.most} catch-ups at once`);
+      assert.deepEqual([after.running, after.waiting], [0, 0], "every turn given back");
+    } finally {
+      await manyNc.close().catch(() => undefined);
       relay.close();
     }
   });

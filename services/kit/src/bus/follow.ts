@@ -59,6 +59,71 @@ function onConnectionChange(nc: NatsConnection, fn: (up: boolean) => void): () =
   return () => statuses.stop?.();
 }
 
+/**
+ * How many followers of one connection catch up from the log at once. A catch-up is a JetStream consumer
+ * the server makes by scanning the stream for the follower's filter; after a reconnection every follower
+ * of the process catches up. 5,000 hollow nodes' 5,000 consumers at once (a 60 s stall of their process,
+ * 20,000 pods) kept nats-server 2.9 busy with them for minutes while the connection's other requests, the
+ * leases among them, waited behind them and timed out: the process never recovered. In turns, the
+ * catch-ups share the server with everything else.
+ */
+export const CATCH_UP_CONCURRENCY = 8;
+
+/** A connection's catch-up turns: FIFO, at most CATCH_UP_CONCURRENCY at once. */
+class CatchUpTurns {
+  running = 0;
+  /** The most that ran at once (tests). */
+  most = 0;
+  private readonly waiting: (() => void)[] = [];
+
+  /** Resolves true once it is this caller's turn, false when `signal` aborted first (nothing to release then). */
+  take(signal: AbortSignal): Promise<boolean> {
+    if (signal.aborted) return Promise.resolve(false);
+    if (this.running < CATCH_UP_CONCURRENCY) return Promise.resolve(this.start());
+    return new Promise<boolean>((resolve) => {
+      const go = (): void => {
+        signal.removeEventListener("abort", giveUp);
+        resolve(this.start());
+      };
+      const giveUp = (): void => {
+        const i = this.waiting.indexOf(go);
+        if (i >= 0) this.waiting.splice(i, 1);
+        resolve(false);
+      };
+      this.waiting.push(go);
+      signal.addEventListener("abort", giveUp, { once: true });
+    });
+  }
+
+  done(): void {
+    this.running--;
+    this.waiting.shift()?.();
+  }
+
+  get queued(): number {
+    return this.waiting.length;
+  }
+
+  private start(): true {
+    this.running++;
+    this.most = Math.max(this.most, this.running);
+    return true;
+  }
+}
+
+const catchUpTurns = new WeakMap<NatsConnection, CatchUpTurns>();
+function turnsOf(nc: NatsConnection): CatchUpTurns {
+  let t = catchUpTurns.get(nc);
+  if (!t) catchUpTurns.set(nc, (t = new CatchUpTurns()));
+  return t;
+}
+
+/** The catch-ups of `nc`'s followers: running now, waiting for a turn, and the most that ran at once. */
+export function catchUpsOf(nc: NatsConnection): { running: number; waiting: number; most: number } {
+  const t = catchUpTurns.get(nc);
+  return { running: t?.running ?? 0, waiting: t?.queued ?? 0, most: t?.most ?? 0 };
+}
+
 /** A republished message's stream sequence (its revision). */
 function sequenceOf(m: Msg): number {
   return Number(m.headers?.get("Nats-Sequence") ?? 0);
@@ -147,15 +212,24 @@ export async function* followEvents(opts: FollowOptions): AsyncGenerator<WatchEv
       if (catchUp) {
         catchUp = false;
         cut = new AbortController();
+        const turns = turnsOf(opts.nc);
+        const ending = AbortSignal.any([opts.signal, cut.signal]);
+        // Cut meanwhile (a reconnection: catchUp is set again) or ended: no turn taken.
+        if (!(await turns.take(ending))) continue;
         try {
-          // The subscription is the server's (again, after a reconnection) before catching up.
-          await opts.nc.flush();
           const after = seen;
           let delivered = 0;
-          for await (const ev of catchUpFromLog(opts, seen, AbortSignal.any([opts.signal, cut.signal]))) {
-            seen = ev.revision;
-            delivered++;
-            yield ev;
+          try {
+            // The subscription is the server's (again, after a reconnection) before catching up.
+            await opts.nc.flush();
+            for await (const ev of catchUpFromLog(opts, seen, ending)) {
+              seen = ev.revision;
+              delivered++;
+              yield ev;
+            }
+          } finally {
+            // Also when the caller stops reading mid-way (the generator returned at the yield).
+            turns.done();
           }
           if (caughtUpOnce) opts.onCaughtUp?.(after, delivered);
           failures = 0;
