@@ -2,7 +2,7 @@
 // NATS, gRPC and HTTP transports, until SIGTERM; then drain and exit.
 import path from "node:path";
 import { ApiError } from "@choreo/kit";
-import { closeBus, connectBus, ensureEventKeys, ensureEventStream, eventKeyPaths, loadEventSigner, requestNatsUser } from "@choreo/kit/bus";
+import { closeBus, connectBus, ensureEventKeys, ensureEventStream, eventKeyPaths, loadEventSigner, requestNatsUser, stopWhenBusClosed } from "@choreo/kit/bus";
 import { runAll, signalController, sleep, stopTimeoutMs, type Runnable } from "@choreo/kit/lifecycle";
 import { createLogger } from "@choreo/kit/log";
 import { createRegistry as createMetricsRegistry, metricsServer } from "@choreo/kit/metrics";
@@ -73,6 +73,7 @@ redis.on("error", (err: Error) => {
   log.warn({ err }, "redis connection error; reconnecting");
 });
 const nc = await connectBus(config.natsUrl, `api-${config.replicaId}`);
+stopWhenBusClosed(nc, ac, log);
 const jsm = await ensureEventStream(nc, { retention: config.eventRetention, podRepublish: config.podRepublish, replicas: config.eventReplicas, log });
 // Fenced while Redis is behind the event log (a lost tail): 503 and a repair from the log (storage/recovery.ts).
 // Both are made below, once the registry exists.

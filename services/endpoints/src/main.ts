@@ -1,7 +1,7 @@
 // The endpoints actor: config → NATS → ApiClient → informers (services,
 // pods, endpoints) → the endpoints reconciler → runAll until SIGTERM.
 import { jetstreamManager } from "@nats-io/jetstream";
-import { closeBus, connectBus } from "@choreo/kit/bus";
+import { closeBus, connectBus, stopWhenBusClosed } from "@choreo/kit/bus";
 import { ApiClient } from "@choreo/kit/client";
 import { Informer } from "@choreo/kit/informer";
 import { runAll, signalController, stopTimeoutMs, type Runnable } from "@choreo/kit/lifecycle";
@@ -20,6 +20,7 @@ const log = createLogger({ service: "endpoints" });
 const ac = signalController({ stopTimeoutMs: stopTimeoutMs(10_000), onTimeout: () => log.error({}, "stop timed out; exiting") });
 const registry = createRegistry("endpoints");
 const nc = await connectBus(natsUrl, "endpoints");
+stopWhenBusClosed(nc, ac, log);
 const jsm = await jetstreamManager(nc);
 // Its own identity: the bearer token in CHOREO_API_TOKEN_FILE (0600), sent with every api request.
 const client = new ApiClient(nc, { token: actorToken() });

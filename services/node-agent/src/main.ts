@@ -6,7 +6,7 @@
 // network down.
 import { jetstreamManager } from "@nats-io/jetstream";
 import Docker from "dockerode";
-import { closeBus, connectBus, loadEventVerifier, requireSignedEvents } from "@choreo/kit/bus";
+import { closeBus, connectBus, loadEventVerifier, requireSignedEvents, stopWhenBusClosed } from "@choreo/kit/bus";
 import { ApiClient } from "@choreo/kit/client";
 import { EventRecorder } from "@choreo/kit/events";
 import { runAll, signalController, stopTimeoutMs, type Runnable } from "@choreo/kit/lifecycle";
@@ -30,6 +30,7 @@ const ac = signalController({ stopTimeoutMs: stopTimeoutMs(12_000), onTimeout: (
 const registry = createRegistry("node-agent");
 // (connectBus leaves nats.js' async stack traces off: two Error objects per api request, ~5% of a hollow-node process's CPU.)
 const nc = await connectBus(config.natsUrl, `node-agent-${config.hollowNodes ? config.prefix : config.nodeName}`);
+stopWhenBusClosed(nc, ac, log);
 const jsm = await jetstreamManager(nc);
 const runtime = config.hollowNodes > 0 ? "hollow" : await pickRuntime();
 // Only events the api signed are acted on: a pod published on the bus by anyone else runs nothing.

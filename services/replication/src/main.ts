@@ -5,7 +5,7 @@
 // service accounts controllers and the garbage collector → runAll until SIGTERM.
 import { jetstreamManager } from "@nats-io/jetstream";
 import { GC_OWNER_KINDS, type KindCase } from "@choreo/kit";
-import { closeBus, connectBus } from "@choreo/kit/bus";
+import { closeBus, connectBus, stopWhenBusClosed } from "@choreo/kit/bus";
 import { ApiClient } from "@choreo/kit/client";
 import { EventRecorder } from "@choreo/kit/events";
 import { Informer } from "@choreo/kit/informer";
@@ -33,6 +33,7 @@ const log = createLogger({ service: "replication" });
 const ac = signalController({ stopTimeoutMs: stopTimeoutMs(10_000), onTimeout: () => log.error({}, "stop timed out; exiting") });
 const registry = createRegistry("replication");
 const nc = await connectBus(config.natsUrl, "replication");
+stopWhenBusClosed(nc, ac, log);
 const jsm = await jetstreamManager(nc);
 // Its own identity: the bearer token in CHOREO_API_TOKEN_FILE (0600), sent with every api request.
 const client = new ApiClient(nc, { token: actorToken() });

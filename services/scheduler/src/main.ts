@@ -2,7 +2,7 @@
 // scheduler and (under leader election) the node lifecycle → runAll until
 // SIGTERM.
 import { jetstreamManager } from "@nats-io/jetstream";
-import { closeBus, connectBus } from "@choreo/kit/bus";
+import { closeBus, connectBus, stopWhenBusClosed } from "@choreo/kit/bus";
 import { ApiClient } from "@choreo/kit/client";
 import { runAll, signalController, stopTimeoutMs } from "@choreo/kit/lifecycle";
 import { createLogger } from "@choreo/kit/log";
@@ -16,6 +16,7 @@ const log = createLogger({ service: "scheduler" });
 // A stop bounded: with nats-server or redis-server gone, in-flight requests would wait for good (kill -9 loses nothing).
 const ac = signalController({ stopTimeoutMs: stopTimeoutMs(10_000), onTimeout: () => log.error({}, "stop timed out; exiting") });
 const nc = await connectBus(config.natsUrl, `scheduler-${config.identity}`);
+stopWhenBusClosed(nc, ac, log);
 const jsm = await jetstreamManager(nc);
 // Its own identity: the bearer token in CHOREO_API_TOKEN_FILE (0600), sent with every api request.
 const client = new ApiClient(nc, { token: actorToken() });

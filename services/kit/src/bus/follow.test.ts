@@ -7,7 +7,6 @@
 // nats-server.
 import assert from "node:assert/strict";
 import { generateKeyPairSync } from "node:crypto";
-import net from "node:net";
 import { after, before, describe, it } from "node:test";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
@@ -16,6 +15,7 @@ import { isExpired } from "../api/errors.js";
 import { emptyMeta, wrap } from "../api/kinds.js";
 import { startNats, type NatsHandle } from "../process/servers.js";
 import { waitFor } from "../process/process.js";
+import { startTcpRelay } from "../process/tcp-relay.js";
 import { encodeEvent } from "./events.js";
 import { CATCH_UP_CONCURRENCY, catchUpsOf, followEvents } from "./follow.js";
 import { EventVerifier, requireSignedEvents } from "./signing.js";
@@ -29,34 +29,6 @@ function follow(nc: NatsConnection, jsm: JetStreamManager, node: string, fromRev
     for await (const ev of followEvents({ nc, jsm, filter: podsOnNodeFilter(node), fromRevision, signal, onFallback })) got.push(ev.revision);
   })().catch((err: unknown) => got.push(-1, isExpired(err) ? 410 : 0));
   return got;
-}
-
-/** A TCP relay to nats-server whose connections can be cut (a network cut, the server alive). */
-async function cuttableRelay(port: number): Promise<{ url: string; cut(): void; close(): void }> {
-  const sockets = new Set<net.Socket>();
-  const server = net.createServer((client) => {
-    const upstream = net.connect(port, "127.0.0.1");
-    for (const s of [client, upstream]) {
-      sockets.add(s);
-      s.on("error", () => undefined);
-      s.on("close", () => {
-        sockets.delete(s);
-        client.destroy();
-        upstream.destroy();
-      });
-    }
-    client.pipe(upstream).pipe(client);
-  });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  const relayPort = (server.address() as net.AddressInfo).port;
-  return {
-    url: `127.0.0.1:${relayPort}`,
-    cut: () => sockets.forEach((s) => s.destroy()),
-    close: () => {
-      sockets.forEach((s) => s.destroy());
-      server.close();
-    },
-  };
 }
 
 describe("followEvents: pod events by node, live from the republished subjects", () => {
@@ -155,7 +127,7 @@ describe("followEvents: pod events by node, live from the republished subjects",
   });
 
   it("a cut connection: what was published meanwhile comes from the log, nothing twice", async () => {
-    const relay = await cuttableRelay(nats.port);
+    const relay = await startTcpRelay(nats.port);
     const cutNc = await connectBus(`nats://${nats.credentials.user}:${nats.credentials.password}@${relay.url}`, "follow-test-cut");
     try {
       const start = revision;
@@ -176,7 +148,7 @@ describe("followEvents: pod events by node, live from the republished subjects",
   });
 
   it("many followers on one connection catch up in turns, at most CATCH_UP_CONCURRENCY at once — at start and after a cut — and each gets every event of its node once", async () => {
-    const relay = await cuttableRelay(nats.port);
+    const relay = await startTcpRelay(nats.port);
     const manyNc = await connectBus(`nats://${nats.credentials.user}:${nats.credentials.password}@${relay.url}`, "follow-test-many");
     try {
       const start = revision - 40;

@@ -22,7 +22,7 @@ export {
   noticeSubjectOf,
   noticeFilter,
 } from "./subjects.js";
-export { closeBus, drainSubscriptions, ensureEventStream, hasPodRepublish, streamState, connectBus } from "./stream.js";
+export { closeBus, drainSubscriptions, ensureEventStream, hasPodRepublish, streamState, connectBus, stopWhenBusClosed } from "./stream.js";
 export type { EventStreamOptions } from "./stream.js";
 export { encodeEvent, decodeEvent, consumeEvents, consumeEventRecords } from "./events.js";
 export { decodeEventWithoutManagedFields } from "./lean-decode.js";

@@ -115,6 +115,19 @@ export async function drainSubscriptions(subs: readonly Subscription[], timeoutM
 }
 
 /**
+ * Stops the process (aborts `ac`, whose stop timeout then exits for the supervisor to restart it) when `nc`
+ * closes while the process is not stopping: nats.js closes a connection for good only when it gives up or is
+ * told to, and a process without its bus does nothing while it looks alive.
+ */
+export function stopWhenBusClosed(nc: NatsConnection, ac: AbortController, log: Logger): void {
+  void nc.closed().then((err) => {
+    if (ac.signal.aborted) return;
+    log.error({ err }, "NATS connection closed for good; stopping");
+    ac.abort(err ?? new Error("the NATS connection closed"));
+  });
+}
+
+/**
  * Connects to NATS with choreo's defaults (reconnect forever, named
  * connection) and credentials. `url` is one server or a NATS cluster's
  * members comma-separated (`nats://a:4222,nats://b:4222`): nats.js connects
@@ -125,7 +138,8 @@ export async function drainSubscriptions(subs: readonly Subscription[], timeoutM
  * a client without them (Authorization Violation, not retried). With
  * `caFile` (default CHOREO_NATS_CA) it speaks TLS only, verifying the
  * server's certificate against that CA (compose's nats, beyond loopback).
- * Async stack traces are off (nats.js would build two Error objects, a
+ * Two authentication errors in a row do not stop the reconnecting (nats.js'
+ * default does). Async stack traces are off (nats.js would build two Error objects, a
  * stack capture each, per request to name the caller of one that times
  * out: 9–14 % of the scheduler's CPU under load, ~5 % of a hollow-node
  * process's); CHOREO_NATS_ASYNC_TRACES=1 turns them back on to debug.
@@ -142,6 +156,11 @@ export function connectBus(
     ...natsConnectOptions(url, credentialsFile, caFile),
     name,
     maxReconnectAttempts: -1,
+    // nats.js gives up reconnecting for good after two authentication errors in a row, and nats-server's
+    // 'Authentication Timeout' (no CONNECT within 2 s of the greeting) is one: a process whose event loop lagged
+    // that long twice while reconnecting (5,000 hollow nodes catching up after a stall) was left without a bus,
+    // alive. Credentials do not change under a running process; retrying is what reconnect-forever means.
+    ignoreAuthErrorAbort: true,
     reconnectTimeWait: 250,
     pingInterval: 10_000,
     noAsyncTraces: process.env["CHOREO_NATS_ASYNC_TRACES"] !== "1",

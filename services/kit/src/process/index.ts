@@ -11,3 +11,5 @@ export { startRedisHa } from "./redis-ha.js";
 export type { RedisHaHandle, RedisHaMember, RedisHaOptions } from "./redis-ha.js";
 export { startHaproxy, haproxyConfig, adminCommand } from "./haproxy.js";
 export type { HaproxyHandle, HaproxyListener, HaproxyOptions, HaproxyServer, HaproxyServerStat, HaproxyServerState } from "./haproxy.js";
+export { startTcpRelay } from "./tcp-relay.js";
+export type { TcpRelay } from "./tcp-relay.js";
