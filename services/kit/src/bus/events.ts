@@ -32,11 +32,6 @@ export interface ConsumeOptions {
    * (`requireSignedEvents`). The api's store recovery reads the log with it.
    */
   policy?: SignedEventsPolicy;
-  /**
-   * How each message's payload is decoded (default `decodeEvent`): e.g.
-   * `decodeEventWithoutManagedFields` for a reader that drops them.
-   */
-  decode?: (data: Uint8Array) => WatchEvent;
 }
 
 /** Throws a 410 Expired ApiError when the log no longer holds revision `fromRevision`+1. */
@@ -53,17 +48,12 @@ export async function checkAnswerable(jsm: JetStreamManager, fromRevision: numbe
  * connection requires signed events and this one is not (reported, skipped):
  * no api signature, or a genuine message copied to another place in the log.
  */
-export function eventOfMessage(
-  policy: SignedEventsPolicy | undefined,
-  m: Pick<Msg, "data" | "subject" | "headers">,
-  seq: number,
-  decode: (data: Uint8Array) => WatchEvent = decodeEvent,
-): WatchEvent | undefined {
+export function eventOfMessage(policy: SignedEventsPolicy | undefined, m: Pick<Msg, "data" | "subject" | "headers">, seq: number): WatchEvent | undefined {
   if (policy && !policy.verifier.verify(m.data, m.headers?.get(EVENT_SIGNATURE_HEADER) || undefined)) {
     policy.onRejected?.(m.headers?.get(EVENT_SIGNATURE_HEADER) ? "bad-signature" : "unsigned", m.subject, seq);
     return undefined;
   }
-  const ev = decode(m.data);
+  const ev = decodeEvent(m.data);
   if (policy && ev.revision !== seq) {
     policy.onRejected?.("out-of-place", m.subject, seq);
     return undefined;
@@ -169,7 +159,7 @@ async function* consume<T>(opts: ConsumeOptions, pick: (event: WatchEvent, data:
       for await (const m of messages) {
         if (opts.signal.aborted) break;
         seen = m.seq;
-        const ev = eventOfMessage(policy, m, m.seq, opts.decode);
+        const ev = eventOfMessage(policy, m, m.seq);
         if (ev) yield pick(ev, m.data);
       }
     } finally {

@@ -25,7 +25,6 @@ export {
 export { closeBus, drainSubscriptions, ensureEventStream, hasPodRepublish, streamState, connectBus, stopWhenBusClosed } from "./stream.js";
 export type { EventStreamOptions } from "./stream.js";
 export { encodeEvent, decodeEvent, consumeEvents, consumeEventRecords } from "./events.js";
-export { decodeEventWithoutManagedFields } from "./lean-decode.js";
 export type { ConsumeOptions, EventRecord } from "./events.js";
 export { followEvents } from "./follow.js";
 export type { FollowOptions } from "./follow.js";

@@ -3,7 +3,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { isExpired } from "../api/errors.js";
 import { selectableFields } from "../api/fields.js";
 import { keyOf, kindByCase, unwrap, type KindCase, type KindInfo, type KindValue } from "../api/kinds.js";
-import { consumeEvents, decodeEventWithoutManagedFields, followEvents, resourceFilter, type FollowOptions } from "../bus/index.js";
+import { consumeEvents, followEvents, resourceFilter, type FollowOptions } from "../bus/index.js";
 import type { ApiClient } from "../client/index.js";
 import { parseFieldSelector, parseLabelSelector, type FieldSelector, type LabelSelector } from "../apimachinery/index.js";
 import type { Logger } from "../log/index.js";
@@ -238,15 +238,7 @@ export class Informer<C extends KindCase> implements Cache<KindValue<C>> {
           onCaughtUp: (after, delivered) => this.opts.log.info({ resource: this.info.resource, filter, after, delivered }, "caught up from the event log"),
           known: this.opts.known,
         })
-      : consumeEvents({
-          nc: this.opts.nc,
-          jsm: this.opts.jsm,
-          filter,
-          fromRevision: this.revision,
-          signal,
-          // A transform that drops managedFields: pod events decoded without them.
-          ...(this.opts.kind === "pod" && this.opts.transform?.dropsManagedFields ? { decode: decodeEventWithoutManagedFields } : {}),
-        });
+      : consumeEvents({ nc: this.opts.nc, jsm: this.opts.jsm, filter, fromRevision: this.revision, signal });
     // Each event's object was decoded for this informer alone — but for the owner's own writes (`known`), which it still holds.
     const own = !this.opts.known;
     for await (const ev of events) {

@@ -29,15 +29,7 @@ import type { ObjectMeta } from "../gen/choreo/meta/v1/meta.js";
  * nobody else holds it, so it may change it in place and return it (no copy:
  * what the informer keeps is the same either way).
  */
-export interface Transform<T> {
-  (obj: T, own?: boolean): T;
-  /**
-   * True when the transform leaves `metadata.managedFields` empty whatever
-   * it gets: the informer then has pod events decoded without them
-   * (kit/bus `decodeEventWithoutManagedFields`), not decoded to be dropped.
-   */
-  readonly dropsManagedFields?: boolean;
-}
+export type Transform<T> = (obj: T, own?: boolean) => T;
 
 // Shared by every stripped object in place of the empty array or map each
 // decoded object carries for every unset list and map field. Frozen: a caller
@@ -246,7 +238,7 @@ export function stripPod(keep: PodKeep = {}): Transform<Pod> {
     o.ephemeralContainerStatuses = NONE;
     return shareEmpties(o);
   };
-  const strip = (pod: Pod, own = false): Pod => {
+  return (pod, own = false) => {
     const o = own ? pod : { ...pod };
     o.apiVersion = s.of(pod.apiVersion);
     o.kind = s.of(pod.kind);
@@ -255,7 +247,6 @@ export function stripPod(keep: PodKeep = {}): Transform<Pod> {
     o.status = pod.status && status(pod.status, own);
     return o;
   };
-  return Object.assign(strip, { dropsManagedFields: true });
 }
 
 /** `a`'s items through `f` (the object itself owned), in place. */
@@ -274,4 +265,3 @@ export function withoutManagedFields<T extends { metadata?: ObjectMeta | undefin
   }
   return { ...obj, metadata: { ...m, managedFields: NONE } };
 }
-withoutManagedFields.dropsManagedFields = true as const;
