@@ -126,6 +126,44 @@ describe("followEvents: pod events by node, live from the republished subjects",
     assert.deepEqual(creates, [], "no consumer made");
   });
 
+  it("a listing follower across a cut: lists again instead of making a consumer, and every change after the new list arrives live", async () => {
+    const relay = await startTcpRelay(nats.port);
+    const cutNc = await connectBus(`nats://${nats.credentials.user}:${nats.credentials.password}@${relay.url}`, "follow-test-cut-list");
+    const creates: string[] = [];
+    const spy = nc.subscribe("$JS.API.CONSUMER.CREATE.>", { callback: (_e, m) => void creates.push(m.subject) });
+    await nc.flush();
+    try {
+      // The list: what the caller's cache holds is the state at the list's revision (here, the revisions so far).
+      const lists: number[] = [];
+      const got: number[] = [];
+      const list = async (): Promise<number> => {
+        lists.push(revision);
+        got.length = 0;
+        return revision;
+      };
+      void (async () => {
+        for await (const ev of followEvents({ nc: cutNc, jsm, filter: podsOnNodeFilter("node-1"), fromRevision: list, signal: ac.signal }))
+          got.push(ev.revision);
+      })();
+      await waitFor(() => lists.length === 1, { timeoutMs: 20_000, message: "the first list" });
+      for (let i = 0; i < 8; i++) await change(i);
+      await waitFor(() => got.length >= of("node-1", lists[0]).length, { timeoutMs: 20_000, message: "live after the first list" });
+      relay.cut();
+      // Published while the follower is away: in the next list, not delivered.
+      for (let i = 0; i < 20; i++) await change(i);
+      await waitFor(() => lists.length === 2, { timeoutMs: 30_000, message: "listed again after the reconnection" });
+      for (let i = 0; i < 12; i++) await change(i);
+      const second = lists[1]!;
+      await waitFor(() => got.length >= of("node-1", second).length, { timeoutMs: 20_000, message: "live after the second list" });
+      assert.deepEqual(got, of("node-1", second), "every change after the second list, once, in order");
+      assert.deepEqual(creates, [], "no consumer made");
+    } finally {
+      spy.unsubscribe();
+      await cutNc.close().catch(() => undefined);
+      relay.close();
+    }
+  });
+
   it("a cut connection: what was published meanwhile comes from the log, nothing twice", async () => {
     const relay = await startTcpRelay(nats.port);
     const cutNc = await connectBus(`nats://${nats.credentials.user}:${nats.credentials.password}@${relay.url}`, "follow-test-cut");
