@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import type { ListOptions, PatchType } from "@choreo/kit/client";
+import { bindRequest, type ListOptions, type PatchType } from "@choreo/kit/client";
 import { Object as ObjectMsg, ObjectList as ObjectListMsg, type Object as ApiObject, type ObjectList } from "@choreo/kit/gen/choreo/api/v1/api";
 import { Scale as ScaleMsg, type Scale } from "@choreo/kit/gen/choreo/autoscaling/v1/autoscaling";
 import type { DeleteOptions } from "@choreo/kit/gen/choreo/meta/v1/meta";
@@ -82,21 +82,7 @@ export class LocalClient {
   }
 
   async bind(namespace: string, name: string, node: string, uid = ""): Promise<ApiObject> {
-    return object(
-      await this.registry.bind(
-        {
-          namespace,
-          name,
-          binding: {
-            apiVersion: "v1",
-            kind: "Binding",
-            metadata: emptyMeta({ name, namespace, uid }),
-            target: { kind: "Node", name: node, namespace: "", uid: "", apiVersion: "v1", resourceVersion: "", fieldPath: "" },
-          },
-        },
-        this.scope,
-      ),
-    );
+    return object(await this.registry.bind(bindRequest(namespace, name, node, uid), this.scope));
   }
 
   async getScale(resource: string, namespace: string, name: string): Promise<Scale> {

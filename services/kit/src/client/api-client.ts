@@ -299,7 +299,8 @@ export class TypedClient<C extends KindCase> {
   }
 }
 
-function bindRequest(namespace: string, name: string, node: string, uid: string): Parameters<(typeof METHODS)["bind"]["encode"]>[0] {
+/** The request of a bind: a Binding of the pod `namespace/name` (of `uid`, "" for any) to `node`. */
+export function bindRequest(namespace: string, name: string, node: string, uid: string): Parameters<(typeof METHODS)["bind"]["encode"]>[0] {
   return {
     namespace,
     name,
