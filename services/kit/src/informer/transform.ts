@@ -153,8 +153,7 @@ export function stripPod(keep: PodKeep = {}): Transform<Pod> {
     o.claims = r.claims.length === 0 ? NONE : r.claims;
     return o;
   };
-  const containers = (cs: Container[], own: boolean): Container[] =>
-    cs.length === 0 ? NONE : own ? mapInPlace(cs, container) : cs.map((c) => container(c, false));
+  const containers = (cs: Container[], own: boolean): Container[] => each(cs, container, own);
   const containerStatus = (c: ContainerStatus, own: boolean): ContainerStatus => {
     const o = own ? c : { ...c };
     o.name = s.of(c.name);
@@ -167,8 +166,7 @@ export function stripPod(keep: PodKeep = {}): Transform<Pod> {
     o.user = undefined;
     return shareEmpties(o);
   };
-  const containerStatuses = (cs: ContainerStatus[], own: boolean): ContainerStatus[] =>
-    cs.length === 0 ? NONE : own ? mapInPlace(cs, containerStatus) : cs.map((c) => containerStatus(c, false));
+  const containerStatuses = (cs: ContainerStatus[], own: boolean): ContainerStatus[] => each(cs, containerStatus, own);
 
   const metadata = (m: ObjectMeta, own: boolean): ObjectMeta => {
     let annotations: Record<string, string> = NO_MAP;
@@ -204,7 +202,7 @@ export function stripPod(keep: PodKeep = {}): Transform<Pod> {
     o.serviceAccount = s.of(p.serviceAccount);
     o.nodeName = s.of(p.nodeName);
     o.schedulerName = s.of(p.schedulerName);
-    o.tolerations = p.tolerations.length === 0 ? NONE : own ? mapInPlace(p.tolerations, toleration) : p.tolerations.map((t) => toleration(t, false));
+    o.tolerations = each(p.tolerations, toleration, own);
     o.priorityClassName = s.of(p.priorityClassName);
     o.preemptionPolicy = s.of(p.preemptionPolicy);
     o.securityContext = undefined;
@@ -229,9 +227,9 @@ export function stripPod(keep: PodKeep = {}): Transform<Pod> {
   const status = (st: PodStatus, own: boolean): PodStatus => {
     const o = own ? st : { ...st };
     o.phase = s.of(st.phase);
-    o.conditions = st.conditions.length === 0 ? NONE : own ? mapInPlace(st.conditions, condition) : st.conditions.map((c) => condition(c, false));
+    o.conditions = each(st.conditions, condition, own);
     o.hostIp = s.of(st.hostIp);
-    o.hostIps = st.hostIps.length === 0 ? NONE : own ? mapInPlace(st.hostIps, hostIp) : st.hostIps.map((h) => hostIp(h, false));
+    o.hostIps = each(st.hostIps, hostIp, own);
     o.qosClass = s.of(st.qosClass);
     o.initContainerStatuses = containerStatuses(st.initContainerStatuses, own);
     o.containerStatuses = containerStatuses(st.containerStatuses, own);
@@ -250,6 +248,11 @@ export function stripPod(keep: PodKeep = {}): Transform<Pod> {
 }
 
 /** `a`'s items through `f` (the object itself owned), in place. */
+/** `f` of every element: in place when the caller owns the list, else into a new one; an empty list is the shared one. */
+function each<X>(a: X[], f: (x: X, own: boolean) => X, own: boolean): X[] {
+  return a.length === 0 ? NONE : own ? mapInPlace(a, f) : a.map((x) => f(x, false));
+}
+
 function mapInPlace<X>(a: X[], f: (x: X, own: boolean) => X): X[] {
   for (let i = 0; i < a.length; i++) a[i] = f(a[i] as X, true);
   return a;

@@ -17,6 +17,9 @@ const G = "rbac.authorization.k8s.io";
 const obj = (kind: string, name: string, body: Record<string, unknown>, namespace?: string) =>
   fromKubeJson({ apiVersion: RBAC, kind, metadata: { name, ...(namespace ? { namespace } : {}) }, ...body });
 const user = (name: string, ...groups: string[]): UserInfo => ({ name, uid: "", groups, extra: {} });
+/** A RoleBinding in "default" of the Role `role` to the user `userName`. */
+const roleBinding = (name: string, role: string, userName: string) =>
+  obj("RoleBinding", name, { roleRef: { apiGroup: G, kind: "Role", name: role }, subjects: [{ kind: "User", apiGroup: G, name: userName }] }, "default");
 const get = (u: UserInfo, resource: string, namespace: string, name = "x"): Attributes => ({
   user: u,
   verb: "get",
@@ -47,14 +50,7 @@ describe("RbacCache on the registry's handlers (nats-server, redis-server)", () 
   before(async () => {
     s = await startStack();
     await s.client.create(obj("Role", "pod-reader", { rules: [{ verbs: ["get"], apiGroups: [""], resources: ["pods"] }] }, "default"));
-    await s.client.create(
-      obj(
-        "RoleBinding",
-        "alice",
-        { roleRef: { apiGroup: G, kind: "Role", name: "pod-reader" }, subjects: [{ kind: "User", apiGroup: G, name: "alice" }] },
-        "default",
-      ),
-    );
+    await s.client.create(roleBinding("alice", "pod-reader", "alice"));
     await s.client.create(obj("ClusterRole", "node-reader", { rules: [{ verbs: ["get"], apiGroups: [""], resources: ["nodes"] }] }));
     const registry = s.registry;
     const handlers: Pick<ApiHandlers, "list" | "watch"> = {
@@ -135,14 +131,7 @@ describe("RbacCache on the registry's handlers (nats-server, redis-server)", () 
 
   it("a kept decision ends when a Role's rules or a binding change: revoke and grant seen once the cache holds them", async () => {
     await s.client.create(obj("Role", "cm-reader", { rules: [{ verbs: ["get"], apiGroups: [""], resources: ["configmaps"] }] }, "default"));
-    await s.client.create(
-      obj(
-        "RoleBinding",
-        "grace",
-        { roleRef: { apiGroup: G, kind: "Role", name: "cm-reader" }, subjects: [{ kind: "User", apiGroup: G, name: "grace" }] },
-        "default",
-      ),
-    );
+    await s.client.create(roleBinding("grace", "cm-reader", "grace"));
     const grace = user("grace");
     await waitFor(() => z.authorize(get(grace, "configmaps", "default")).allowed, { message: "grace's binding" });
     const kept = z.authorize(get(grace, "configmaps", "default", "y"));
@@ -175,14 +164,7 @@ describe("RbacCache on the registry's handlers (nats-server, redis-server)", () 
     errorEvent = 6;
     breakWatches.abort();
     breakWatches = new AbortController();
-    await s.client.create(
-      obj(
-        "RoleBinding",
-        "carol",
-        { roleRef: { apiGroup: G, kind: "Role", name: "pod-reader" }, subjects: [{ kind: "User", apiGroup: G, name: "carol" }] },
-        "default",
-      ),
-    );
+    await s.client.create(roleBinding("carol", "pod-reader", "carol"));
     await waitFor(() => failWatch + errorEvent === 0 && z.authorize(get(user("carol"), "pods", "default")).allowed, {
       message: "a binding created while the watches failed",
     });
@@ -195,14 +177,7 @@ describe("RbacCache on the registry's handlers (nats-server, redis-server)", () 
   });
 
   it("relists every poll while the watches may lag the store (stale), and only then", async () => {
-    await s.client.create(
-      obj(
-        "RoleBinding",
-        "dave",
-        { roleRef: { apiGroup: G, kind: "Role", name: "pod-reader" }, subjects: [{ kind: "User", apiGroup: G, name: "dave" }] },
-        "default",
-      ),
-    );
+    await s.client.create(roleBinding("dave", "pod-reader", "dave"));
     await waitFor(() => z.authorize(get(user("dave"), "pods", "default")).allowed, { message: "dave's binding" });
     deaf = true;
     await s.client.delete("rolebindings", "default", "dave");
@@ -218,14 +193,7 @@ describe("RbacCache on the registry's handlers (nats-server, redis-server)", () 
     deaf = false;
     // The watches, restarted from the last lists, carry on.
     const after = cache.lists;
-    await s.client.create(
-      obj(
-        "RoleBinding",
-        "erin",
-        { roleRef: { apiGroup: G, kind: "Role", name: "pod-reader" }, subjects: [{ kind: "User", apiGroup: G, name: "erin" }] },
-        "default",
-      ),
-    );
+    await s.client.create(roleBinding("erin", "pod-reader", "erin"));
     await waitFor(() => z.authorize(get(user("erin"), "pods", "default")).allowed, { message: "a later binding through the watch" });
     assert.ok(cache.lists - after <= 4, `at most the round of relists under way when stale ended (${cache.lists - after})`);
     assert.equal(z.authorize(get(user("dave"), "pods", "default")).allowed, false);
