@@ -9,7 +9,7 @@ import { Controller } from "@choreo/kit/controller";
 import { Informer } from "@choreo/kit/informer";
 import { runAll, sleep, type Runnable } from "@choreo/kit/lifecycle";
 import type { EventRecorder } from "@choreo/kit/events";
-import type { Logger } from "@choreo/kit/log";
+import { FailureLog, type Logger } from "@choreo/kit/log";
 import type { Node, Pod } from "@choreo/kit/gen/choreo/core/v1/core";
 import type { WatchEvent } from "@choreo/kit/gen/choreo/api/v1/api";
 import { refreshNodeStatus, registerNode, type NodeConfig } from "./node.js";
@@ -22,6 +22,9 @@ import type { Prober } from "./probes/prober.js";
 import { KUBELET_BACKOFF, type RestartBackoff } from "./restart-policy.js";
 import type { Runtime } from "./runtime/runtime.js";
 import { withConfigSources } from "./config-sources/config-runtime.js";
+
+/** The constant message of a failed registration. */
+const REGISTRATION_FAILED = "node registration failed; retrying";
 
 /** How long after a refused (conflicting) status write its pod is reconciled again. */
 const CONFLICT_RETRY_MS = 50;
@@ -70,6 +73,13 @@ export interface NodeAgentOptions {
   stateDir?: string;
   /** Pods waiting for a ConfigMap or Secret are retried, and mounted config files refreshed, this often (default 10 s). */
   configResyncMs?: number;
+  /**
+   * Where the agent's repeated failures are logged (kit/log FailureLog): registration, lease and status rounds,
+   * list/watch, reconciles, status writes. The hollow nodes of a process share one, so that the api or the bus
+   * away writes a few whole lines and a summary a window rather than a line with a stack per node per round.
+   * Default: one of the agent's own.
+   */
+  failures?: FailureLog;
 }
 
 /**
@@ -97,6 +107,7 @@ export class NodeAgent implements Runnable {
    */
   endpointsListing: ((ip: string) => boolean) | undefined;
   private readonly log: Logger;
+  private readonly failures: FailureLog;
   private readonly opts: NodeAgentOptions;
   /**
    * This agent's status writes by revision, as the api answered them, until the informer hears of that revision:
@@ -122,7 +133,9 @@ export class NodeAgent implements Runnable {
     this.name = `node-agent-${node}`;
     this.nodeName = node;
     this.log = options.log.child({ node });
+    const failures = (this.failures = options.failures ?? new FailureLog(options.log));
     this.informer = new Informer({
+      failures,
       client: options.client,
       nc: options.nc,
       jsm: options.jsm,
@@ -146,6 +159,7 @@ export class NodeAgent implements Runnable {
     });
     const opts = (this.opts = { ...options, runtime });
     this.statuses = new PodStatusWriter({
+      failures,
       client: opts.client,
       log: this.log,
       holdMs: opts.statusHoldMs,
@@ -155,6 +169,7 @@ export class NodeAgent implements Runnable {
     });
     this.prober = agentProber({ runtime: opts.runtime, pods: this.informer, enqueue: (k) => this.controller.enqueue(k), events: opts.events, log: this.log });
     this.controller = new Controller({
+      failures,
       name: "node-agent-pods",
       workers: opts.workers ?? 4,
       log: this.log,
@@ -235,9 +250,10 @@ export class NodeAgent implements Runnable {
     for (let attempt = 0; !this.registered; attempt++) {
       try {
         this.registered = await registerNode(o.client, o.node);
+        this.failures.recovered(REGISTRATION_FAILED, this.nodeName, {}, this.log);
         this.log.info({ podCidr: o.node.podCidr }, "node registered");
       } catch (err) {
-        this.log.warn({ err }, "node registration failed; retrying");
+        this.failures.failed(REGISTRATION_FAILED, this.nodeName, err, {}, this.log);
         if (!(await sleep(Math.min(5_000, 200 * 2 ** attempt), signal))) return;
       }
     }
@@ -247,11 +263,13 @@ export class NodeAgent implements Runnable {
         [
           this.informer,
           this.controller,
-          periodic("lease", o.leaseRenewMs ?? 2_000, () => this.lease.renew(), this.log),
+          periodic("lease", o.leaseRenewMs ?? 2_000, () => this.lease.renew(), this.log, { failures: this.failures, subject: this.nodeName }),
           periodic("node-status", o.statusCheckMs ?? 10_000, () => refreshNodeStatus(o.client, o.node, o.statusReportMs ?? 60_000), this.log, {
             jitterFirst: true,
+            failures: this.failures,
+            subject: this.nodeName,
           }),
-          periodic("resync", resyncMs, (s) => this.resync(s), this.log),
+          periodic("resync", resyncMs, (s) => this.resync(s), this.log, { failures: this.failures, subject: this.nodeName }),
           ...(o.extras?.(this) ?? []),
         ],
         signal,

@@ -4,7 +4,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import type { Registry } from "prom-client";
 import type { ApiClient } from "@choreo/kit/client";
 import type { Runnable } from "@choreo/kit/lifecycle";
-import type { Logger } from "@choreo/kit/log";
+import { FailureLog, type Logger } from "@choreo/kit/log";
 import { NodeAgent, type NodeAgentOptions } from "./agent.js";
 import type { NodeConfig } from "./node.js";
 import { HollowRuntime } from "./runtime/hollow.js";
@@ -61,6 +61,8 @@ export interface HollowNodesOptions {
   registry?: Registry;
   /** Names the node instead of `<prefix><index>` (a single node: `--node-name`). */
   nodeName?: string;
+  /** The agents' shared failure log (default one on `log` with a 30 s window). */
+  failures?: FailureLog;
 }
 
 /** The config of hollow node `index`. */
@@ -85,10 +87,13 @@ export function hollowNodeConfig(index: number, prefix = "hollow-", resources: H
 export function hollowNodes(o: HollowNodesOptions): NodeAgent[] {
   const agents: NodeAgent[] = [];
   const first = o.firstIndex ?? 0;
+  // One failure log for the process: the api or the bus away writes a few whole lines and a summary a window, not
+  // one with a stack per node per round (10,000 lines a round at 5,000 nodes).
+  const failures = o.failures ?? new FailureLog(o.log);
   for (let i = first; i < first + o.count; i++) {
     const node = hollowNodeConfig(i, o.prefix, o.resources, o.count === 1 ? o.nodeName : undefined);
     const runtime = new HollowRuntime({ podCidr: node.podCidr, hostIp: node.internalIp, startDelayMs: o.startDelayMs });
-    agents.push(new NodeAgent({ ...o.agent, client: o.client, nc: o.nc, jsm: o.jsm, log: o.log, node, runtime, registry: o.registry }));
+    agents.push(new NodeAgent({ ...o.agent, client: o.client, nc: o.nc, jsm: o.jsm, log: o.log, node, runtime, registry: o.registry, failures }));
   }
   return agents;
 }

@@ -1,6 +1,6 @@
 import type { Runnable } from "@choreo/kit/lifecycle";
 import { onAbort } from "@choreo/kit/lifecycle";
-import type { Logger } from "@choreo/kit/log";
+import { FailureLog, type Logger } from "@choreo/kit/log";
 import { slottedTimeout } from "./clock.js";
 
 /**
@@ -12,21 +12,30 @@ export function periodSlotMs(everyMs: number): number {
   return Math.max(1, Math.min(100, Math.floor(everyMs / 50)));
 }
 
+/** The constant message of a failed periodic call. */
+const TASK_FAILED = "periodic task failed";
+
 /**
  * A Runnable that calls `fn` every `everyMs` (after a random first delay up
  * to `everyMs` when `jitterFirst`, so that many hollow nodes do not beat in
  * step). A failing call is logged and tried again next period. The waits
  * share Node timers with the other periodic tasks of the process due in the
- * same slot ({@link periodSlotMs}).
+ * same slot ({@link periodSlotMs}). Failures go to `opts.failures` (kit/log
+ * FailureLog: the hollow nodes of a process share one, so that the api away
+ * writes a few whole lines and a summary, not a line with a stack per node per
+ * round) under `opts.subject` (the node), with the task as `task`; a success
+ * after failures ends the streak.
  */
 export function periodic(
   name: string,
   everyMs: number,
   fn: (signal: AbortSignal) => Promise<void>,
   log: Logger,
-  opts: { jitterFirst?: boolean } = {},
+  opts: { jitterFirst?: boolean; failures?: FailureLog; subject?: string } = {},
 ): Runnable {
   const slotMs = periodSlotMs(everyMs);
+  const subject = `${name}|${opts.subject ?? ""}`;
+  const fields = { task: name };
   return {
     name,
     async start(signal) {
@@ -46,12 +55,14 @@ export function periodic(
             });
       try {
         if (opts.jitterFirst && !(await pause(Math.random() * everyMs))) return;
+        const failures = opts.failures ?? new FailureLog(log);
         while (!signal.aborted) {
           try {
             await fn(signal);
+            failures.recovered(TASK_FAILED, subject, fields, log);
           } catch (err) {
             if (signal.aborted) break;
-            log.warn({ err, task: name }, "periodic task failed");
+            failures.failed(TASK_FAILED, subject, err, fields, log);
           }
           if (!(await pause(everyMs))) break;
         }

@@ -5,7 +5,7 @@
 import { isConflict, isNotFound, keyOf } from "@choreo/kit";
 import type { ApiClient } from "@choreo/kit/client";
 import type { Pod, PodStatus } from "@choreo/kit/gen/choreo/core/v1/core";
-import type { Logger } from "@choreo/kit/log";
+import { FailureLog, type Logger } from "@choreo/kit/log";
 import { sameStatus } from "./pod-status.js";
 
 /** Default of {@link PodStatusWriterOptions.holdMs}, overridden by `CHOREO_STATUS_HOLD_MS`. */
@@ -25,7 +25,12 @@ export interface PodStatusWriterOptions {
    * older copy): without this, that status would be lost until the next resync.
    */
   onConflict?: ((pod: Pod) => void) | undefined;
+  /** Where failed writes are logged (kit/log FailureLog, shared by a process's hollow nodes); default one of its own. */
+  failures?: FailureLog | undefined;
 }
+
+/** The constant message of a failed status write. */
+const STATUS_NOT_WRITTEN = "pod status not written; retrying";
 
 /** The hold window from the env (`CHOREO_STATUS_HOLD_MS`), else the default. */
 export function statusHoldMsFromEnv(env: NodeJS.ProcessEnv = process.env): number {
@@ -74,9 +79,14 @@ const revisionOf = (p: Pod | undefined): number => Number(p?.metadata?.resourceV
 export class PodStatusWriter {
   private readonly entries = new Map<string, PodEntry>();
   private readonly holdMs: number;
+  private ownFailureLog: FailureLog | undefined;
 
   constructor(private readonly opts: PodStatusWriterOptions) {
     this.holdMs = opts.holdMs ?? statusHoldMsFromEnv();
+  }
+
+  private get failures(): FailureLog {
+    return (this.ownFailureLog ??= this.opts.failures ?? new FailureLog(this.opts.log));
   }
 
   /** Asks for `status` to be the pod's status; returns at once. */
@@ -160,6 +170,10 @@ export class PodStatusWriter {
     let retryMs = 0;
     try {
       e.written = await this.opts.client.typed("pod").updateStatus(pod);
+      if (e.failures > 0) {
+        const key = keyOf(pod.metadata ?? { namespace: "", name: "" });
+        this.failures.recovered(STATUS_NOT_WRITTEN, key, { pod: key }, this.opts.log);
+      }
       e.failures = 0;
       this.opts.onWritten?.(e.written);
     } catch (err) {
@@ -172,7 +186,8 @@ export class PodStatusWriter {
       } else {
         e.failures++;
         retryMs = Math.min(30_000, 500 * 2 ** (e.failures - 1));
-        this.opts.log.warn({ err, pod: keyOf(pod.metadata ?? { namespace: "", name: "" }), retryMs }, "pod status not written; retrying");
+        const key = keyOf(pod.metadata ?? { namespace: "", name: "" });
+        this.failures.failed(STATUS_NOT_WRITTEN, key, err, { pod: key, retryMs }, this.opts.log);
         e.pending ??= asked; // unless a newer status came meanwhile
       }
     } finally {

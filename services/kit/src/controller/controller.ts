@@ -1,13 +1,16 @@
 import { performance } from "node:perf_hooks";
 import type { Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { Runnable } from "../lifecycle/index.js";
-import type { Logger } from "../log/index.js";
+import { FailureLog, type Logger } from "../log/index.js";
 import { exponentialBuckets, getOrCreateCounter, getOrCreateGauge, getOrCreateHistogram } from "../metrics/index.js";
 import { WorkQueue } from "../workqueue/index.js";
 import { isTerminalError, type Result } from "./result.js";
 
 /** Reconciles one key: make the world match the object's spec. */
 export type Reconcile = (key: string, signal: AbortSignal) => Promise<Result | void>;
+
+/** The constant message of a failed reconcile. */
+const RECONCILE_FAILED = "reconcile failed";
 
 /** Options of {@link Controller}. */
 export interface ControllerOptions {
@@ -21,6 +24,11 @@ export interface ControllerOptions {
   queue?: WorkQueue<string>;
   /** Export reconcile metrics (and, for a queue it creates, queue metrics). */
   registry?: Registry;
+  /**
+   * Where failed reconciles are logged (kit/log FailureLog): a few whole lines a window, then a summary. A
+   * process's many controllers (hollow nodes) share one. Default: one of the controller's own.
+   */
+  failures?: FailureLog;
 }
 
 /** What the controller did with a key after a reconcile: the metric label too. */
@@ -49,6 +57,7 @@ export class Controller implements Runnable {
   private readonly log: Logger;
   private readonly q: WorkQueue<string>;
   private readonly m: ControllerMetrics | undefined;
+  private readonly failures: FailureLog;
   private started = false;
 
   constructor(opts: ControllerOptions) {
@@ -56,6 +65,7 @@ export class Controller implements Runnable {
     this.reconcile = opts.reconcile;
     this.workers = Math.max(1, Math.floor(opts.workers ?? 2));
     this.log = opts.log.child({ controller: opts.name });
+    this.failures = opts.failures ?? new FailureLog(this.log);
     this.q = opts.queue ?? new WorkQueue<string>(opts.registry ? { metrics: { registry: opts.registry, name: opts.name } } : {});
     if (opts.registry) {
       const r = opts.registry;
@@ -163,10 +173,11 @@ export class Controller implements Runnable {
         this.log.debug({ key, err }, "reconcile interrupted by shutdown");
         return "error";
       }
-      this.log.error({ key, err, requeues: this.q.numRequeues(key) }, "reconcile failed");
+      this.failures.failed(RECONCILE_FAILED, key, err, { key, requeues: this.q.numRequeues(key) }, this.log, "error");
       this.q.addRateLimited(key);
       return "error";
     }
+    this.failures.recovered(RECONCILE_FAILED, key, { key }, this.log);
     const result = r.result ?? {};
     const after = result.requeueAfterMs ?? 0;
     if (after > 0) {

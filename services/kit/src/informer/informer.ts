@@ -6,7 +6,7 @@ import { keyOf, kindByCase, unwrap, type KindCase, type KindInfo, type KindValue
 import { consumeEvents, followEvents, resourceFilter, type FollowOptions } from "../bus/index.js";
 import type { ApiClient } from "../client/index.js";
 import { parseFieldSelector, parseLabelSelector, type FieldSelector, type LabelSelector } from "../apimachinery/index.js";
-import type { Logger } from "../log/index.js";
+import { FailureLog, type Logger } from "../log/index.js";
 import { sleep } from "../lifecycle/index.js";
 import type { Cache } from "./cache.js";
 import type { Transform } from "./transform.js";
@@ -17,6 +17,11 @@ export interface EventHandler<T> {
   onUpdate?(oldObj: T, newObj: T): void;
   onDelete?(obj: T): void;
 }
+
+/** The constant message of a failed list or watch. */
+const LIST_WATCH_FAILED = "list/watch failed; retrying";
+/** The constant message of a follower's lost connection (it catches up from the event log once back). */
+const BUS_LOST = "bus connection lost; catching up from the event log once back";
 
 /** Options of an informer. */
 export interface InformerOptions<C extends KindCase = KindCase> {
@@ -50,6 +55,12 @@ export interface InformerOptions<C extends KindCase = KindCase> {
    */
   transform?: Transform<KindValue<C>>;
   log: Logger;
+  /**
+   * Where failed lists and watches are logged: a process's many informers of one kind (hollow nodes) share one, so
+   * that the bus or the api away writes a few whole lines and a summary, not a line per informer per retry.
+   * Default: one of the informer's own.
+   */
+  failures?: FailureLog;
 }
 
 /**
@@ -78,6 +89,8 @@ export class Informer<C extends KindCase> implements Cache<KindValue<C>> {
   private rewindTo: number | undefined;
   /** Failed list/watch attempts in a row (the retry's back-off). */
   private failures = 0;
+  /** `opts.failures`, or one of its own made at the first failure. */
+  private ownFailureLog: FailureLog | undefined;
 
   constructor(private readonly opts: InformerOptions<C>) {
     this.info = kindByCase(opts.kind);
@@ -85,6 +98,23 @@ export class Informer<C extends KindCase> implements Cache<KindValue<C>> {
     this.labels = parseLabelSelector(opts.labelSelector ?? "");
     this.fields = parseFieldSelector(opts.fieldSelector ?? "");
     this.keep = opts.transform ?? ((o) => o);
+  }
+
+  private get failureLog(): FailureLog {
+    return (this.ownFailureLog ??= this.opts.failures ?? new FailureLog(this.opts.log));
+  }
+
+  /** What the failure log names this informer by: its resource and what of it it reads. */
+  private get subject(): string {
+    const o = this.opts;
+    return `${this.info.resource}|${o.namespace ?? ""}|${o.filterSubject ?? ""}|${o.labelSelector ?? ""}|${o.fieldSelector ?? ""}`;
+  }
+
+  /** A list succeeded: the retry back-off starts over, and a failing streak ends. */
+  private recovered(): void {
+    if (this.failures === 0) return;
+    this.failures = 0;
+    this.failureLog.recovered(LIST_WATCH_FAILED, this.subject, { resource: this.info.resource }, this.opts.log);
   }
 
   addEventHandler(h: EventHandler<KindValue<C>>): void {
@@ -156,7 +186,7 @@ export class Informer<C extends KindCase> implements Cache<KindValue<C>> {
           } else {
             await this.relist();
           }
-          if (!listFirst) this.failures = 0;
+          if (!listFirst) this.recovered();
           this.watchAbort = new AbortController();
           await this.watch(AbortSignal.any([signal, this.watchAbort.signal]), listFirst);
         } catch (err) {
@@ -166,7 +196,7 @@ export class Informer<C extends KindCase> implements Cache<KindValue<C>> {
             continue;
           }
           this.failures++;
-          this.opts.log.warn({ err, resource: this.info.resource }, "list/watch failed; retrying");
+          this.failureLog.failed(LIST_WATCH_FAILED, this.subject, err, { resource: this.info.resource }, this.opts.log);
           await sleep(Math.min(5_000, 100 * 2 ** this.failures), signal);
         }
       }
@@ -219,7 +249,7 @@ export class Informer<C extends KindCase> implements Cache<KindValue<C>> {
     const onFallback = (): void => this.opts.log.info({ resource: this.info.resource, filter }, "event stream has no RePublish; reading through a consumer");
     const relisted = async (): Promise<number> => {
       await this.relist();
-      this.failures = 0;
+      this.recovered();
       return this.revision;
     };
     const events = this.opts.live
@@ -230,12 +260,18 @@ export class Informer<C extends KindCase> implements Cache<KindValue<C>> {
           fromRevision: listFirst ? relisted : this.revision,
           signal,
           onFallback,
-          onConnection: (up) =>
-            this.opts.log.info(
-              { resource: this.info.resource, filter, up },
-              up ? "bus connection back; catching up from the event log" : "bus connection lost",
-            ),
-          onCaughtUp: (after, delivered) => this.opts.log.info({ resource: this.info.resource, filter, after, delivered }, "caught up from the event log"),
+          // Through the failure log: a process's thousands of followers on one connection (hollow nodes) write a
+          // few lines and a summary when it drops, not three lines each.
+          onConnection: (up) => {
+            if (up) this.opts.log.debug({ resource: this.info.resource, filter }, "bus connection back; catching up from the event log");
+            else
+              this.failureLog.failed(BUS_LOST, this.subject, "the connection to nats-server dropped", { resource: this.info.resource, filter }, this.opts.log);
+          },
+          onCaughtUp: (after, delivered) => {
+            const fields = { resource: this.info.resource, filter, after, delivered };
+            if (this.failureLog.failing(BUS_LOST, this.subject)) this.failureLog.recovered(BUS_LOST, this.subject, fields, this.opts.log);
+            else this.opts.log.debug(fields, "caught up from the event log");
+          },
           known: this.opts.known,
         })
       : consumeEvents({ nc: this.opts.nc, jsm: this.opts.jsm, filter, fromRevision: this.revision, signal });
