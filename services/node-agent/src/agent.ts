@@ -43,7 +43,10 @@ export interface NodeAgentOptions {
   leaseDurationSeconds?: number;
   /** How often the node's status is checked (default 10 s). */
   statusCheckMs?: number;
-  /** An unchanged Ready heartbeat is re-posted after this long (default 60 s). */
+  /**
+   * An unchanged Ready heartbeat is re-posted after this long (default 5 min, the kubelet's
+   * nodeStatusReportFrequency: the Lease is the heartbeat the node lifecycle reads; the status it writes is static).
+   */
   statusReportMs?: number;
   /** Container restart back-off (default the kubelet's 10 s doubling to 5 min). */
   restartBackoff?: RestartBackoff;
@@ -264,7 +267,7 @@ export class NodeAgent implements Runnable {
           this.informer,
           this.controller,
           periodic("lease", o.leaseRenewMs ?? 2_000, () => this.lease.renew(), this.log, { failures: this.failures, subject: this.nodeName }),
-          periodic("node-status", o.statusCheckMs ?? 10_000, () => refreshNodeStatus(o.client, o.node, o.statusReportMs ?? 60_000), this.log, {
+          periodic("node-status", o.statusCheckMs ?? 10_000, () => refreshNodeStatus(o.client, o.node, o.statusReportMs ?? 300_000), this.log, {
             jitterFirst: true,
             failures: this.failures,
             subject: this.nodeName,
