@@ -101,6 +101,39 @@ describe("node agent against the api", () => {
     assert.ok(!running[1]!.agent.informer.get("default/web-1"), "the other node's agent never sees it");
   });
 
+  it("caches its pods without managedFields, and the api keeps a pod's own through the agent's status writes", async () => {
+    const json = podJson("managed-1", { node: "node-0" }) as { metadata: Record<string, unknown> };
+    json.metadata["managedFields"] = [
+      {
+        manager: "kubectl-client-side-apply",
+        operation: "Update",
+        apiVersion: "v1",
+        time: "2026-11-27T10:00:00Z",
+        fieldsType: "FieldsV1",
+        fieldsV1: { "f:spec": { "f:containers": { 'k:{"name":"app"}': { ".": {}, "f:image": {}, "f:name": {} } } } },
+      },
+    ];
+    await s.client.create(fromKubeJson(json as Parameters<typeof fromKubeJson>[0]));
+    const stored = await waitFor(
+      async () => {
+        const pod = await getPod("managed-1");
+        return pod.status?.phase === "Running" ? pod : undefined;
+      },
+      { ...WAIT, message: "managed-1 Running" },
+    );
+    assert.deepEqual(
+      stored.metadata?.managedFields.map((m) => m.manager),
+      ["kubectl-client-side-apply"],
+      "the stored pod keeps its managedFields after the agent's status write",
+    );
+    const cached = await waitFor(() => {
+      const p = a.agent.informer.get("default/managed-1");
+      return p?.status?.phase === "Running" ? p : undefined;
+    });
+    assert.equal(cached.metadata?.managedFields.length, 0);
+    assert.equal(cached.spec?.containers[0]?.image, "nginx");
+  });
+
   it("runs a pod bound after creation, and stops and confirms a deleted pod", async () => {
     await s.client.create(fromKubeJson(podJson("web-2")));
     await s.client.bind("default", "web-2", "node-1");

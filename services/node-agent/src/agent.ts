@@ -6,7 +6,7 @@ import { keyOf, wrap } from "@choreo/kit";
 import { podsOnNodeFilter } from "@choreo/kit/bus";
 import type { ApiClient } from "@choreo/kit/client";
 import { Controller } from "@choreo/kit/controller";
-import { Informer } from "@choreo/kit/informer";
+import { Informer, withoutManagedFields } from "@choreo/kit/informer";
 import { runAll, sleep, type Runnable } from "@choreo/kit/lifecycle";
 import type { EventRecorder } from "@choreo/kit/events";
 import { FailureLog, type Logger } from "@choreo/kit/log";
@@ -148,6 +148,9 @@ export class NodeAgent implements Runnable {
       live: true,
       fieldSelector: `spec.nodeName=${node}`,
       known: this.ownWrite.bind(this),
+      // The agent runs pods and reads all of them but managedFields (a kubectl-applied pod's are ~8 KB of its ~23
+      // KB cached, with the read chunk their bytes are a view of): the api keeps the stored ones on a write without.
+      transform: withoutManagedFields,
     });
     // ConfigMaps, Secrets and the downward API delivered around whichever runtime (config-sources/).
     const runtime = withConfigSources(options.runtime, {
@@ -222,7 +225,8 @@ export class NodeAgent implements Runnable {
     const revision = Number(pod.metadata?.resourceVersion);
     for (const r of this.ownWrites.keys()) if (r <= this.informer.revision) this.ownWrites.delete(r);
     if (!Number.isSafeInteger(revision) || revision <= this.informer.revision || pod.metadata?.deletionTimestamp) return;
-    this.ownWrites.set(revision, pod);
+    // As the informer's transform keeps it: the transform then hands on this same object (`ownPods` knows it by identity).
+    this.ownWrites.set(revision, withoutManagedFields(pod));
   }
 
   /** The change at `revision` when it is one of this agent's status writes (once). */
