@@ -4,7 +4,7 @@ import http, { type IncomingMessage, type ServerResponse } from "node:http";
 import https from "node:https";
 import type { AddressInfo } from "node:net";
 import { badRequest, methodNotAllowed, statusOf } from "@choreo/kit";
-import type { Logger } from "@choreo/kit/log";
+import { FailureLog, type Logger } from "@choreo/kit/log";
 import { Histogram, type Registry } from "prom-client";
 import type { ApiHandlers, LogsHandler } from "../handlers/api-handlers.js";
 
@@ -198,6 +198,8 @@ function nonResource(route: Exclude<Route, ResourceRoute>, req: IncomingMessage,
 /** Creates the gateway; nothing listens until `listen`. */
 export function createGateway(opts: GatewayOptions): Gateway {
   const log = opts.log;
+  // Server errors by verb and resource: a few whole lines a window, then a summary (the store away fails every request).
+  const failures = new FailureLog(log);
   const latency = histogram(opts.registry);
   const authentication =
     opts.authentication ??
@@ -360,7 +362,10 @@ export function createGateway(opts: GatewayOptions): Gateway {
     ).catch(async (err: unknown) => {
       failure = statusOf(err);
       const code = codeOf(failure);
-      if (code >= 500) log.warn({ err, method: req.method, path: url.pathname }, "http request failed");
+      if (code >= 500) {
+        const { verb, resource: r } = verbOf(req.method ?? "", route, url);
+        failures.failed("http request failed", `${verb} ${r}`, err, { method: req.method, path: url.pathname });
+      }
       // The client is still sending the oversized body: answer once it is drained (bounded), so it reads the 413.
       if (code === 413) await bodyDrained(req, 10_000);
       sendError(res, err, code === 413 ? { Connection: "close" } : {});

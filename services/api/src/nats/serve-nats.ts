@@ -4,7 +4,7 @@ import { apiSubject, drainSubscriptions } from "@choreo/kit/bus";
 import { METHODS, type Method } from "@choreo/kit/client";
 import { Reply, type Object as ApiObject, type ObjectList } from "@choreo/kit/gen/choreo/api/v1/api";
 import type { Scale } from "@choreo/kit/gen/choreo/autoscaling/v1/autoscaling";
-import type { Logger } from "@choreo/kit/log";
+import { FailureLog, type Logger } from "@choreo/kit/log";
 import type { AuditLog } from "../audit/index.js";
 import type { ApiHandlers } from "../handlers/api-handlers.js";
 import { ALLOW_ALL } from "../auth/authorize.js";
@@ -58,6 +58,11 @@ export class NatsTransport {
   /** Answers waiting for the end of this turn of the event loop (`sendReplies`). */
   private replies: { msg: Msg; data: Uint8Array }[] = [];
   private readonly sendRepliesNow = (): void => this.sendReplies();
+  /**
+   * Server errors are logged through a FailureLog by method: with the store away every request fails (500 lease
+   * renewals a second at 5,000 nodes), and each writing its stack would bury the cause.
+   */
+  private readonly failures: FailureLog;
 
   constructor(
     private readonly opts: {
@@ -66,7 +71,9 @@ export class NatsTransport {
       log: Logger;
       onRequest?: (method: string, code: number, seconds: number) => void;
     } & NatsRequestAuth,
-  ) {}
+  ) {
+    this.failures = new FailureLog(opts.log);
+  }
 
   async start(signal: AbortSignal): Promise<void> {
     const subs: Subscription[] = [];
@@ -114,7 +121,7 @@ export class NatsTransport {
     } catch (err) {
       const status = statusOf(err);
       code = status.code;
-      if (code >= 500) this.opts.log.error({ err, method }, "request failed");
+      if (code >= 500) this.failures.failed("request failed", method, err, { method }, undefined, "error");
       reply = { result: { $case: "status", value: status } };
     }
     this.opts.onRequest?.(method, code, (performance.now() - started) / 1000);
