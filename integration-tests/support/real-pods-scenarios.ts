@@ -377,13 +377,19 @@ ${service("flappy", { app: "flappy" })}`,
       );
       // Docker may flag the OOM kill after the exit under load: the runtime waits for it a moment, and its oom
       // event mends a later flag, so the reported reason settles on OOMKilled (Error only in between).
+      let seen: unknown;
       const t = await waitFor(
         async () => {
-          const term = (await c.pod("hog")).status?.containerStatuses[0]?.state?.terminated;
+          const cs = (await c.pod("hog")).status?.containerStatuses[0];
+          seen = cs;
+          const term = cs?.state?.terminated;
           return term?.reason === "OOMKilled" ? term : undefined;
         },
         { ...WAIT, message: "hog terminated as OOMKilled" },
-      );
+      ).catch((err: unknown) => {
+        // What the pod said last, to tell a missed OOM flag from a container that never ran or never died.
+        throw new Error(`${String(err)}; hog's last container status: ${JSON.stringify(seen)}`);
+      });
       assert.equal(t.exitCode, 137);
     });
 

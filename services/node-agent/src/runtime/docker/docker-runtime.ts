@@ -58,6 +58,9 @@ export interface DockerRuntimeOptions {
  * restarted agent finds them (`init`) and adopts them. Status comes from
  * inspect, kept current by the engine's events.
  */
+/** When a 137 exit without docker's OOM flag is read again after its die event (after the first read's settle window). */
+const OOM_RETRIES_MS = [2_000, 3_000];
+
 export class DockerRuntime implements Runtime {
   readonly name = "docker";
   readonly probes = true;
@@ -238,8 +241,10 @@ export class DockerRuntime implements Runtime {
   async killContainer(uid: string, container: string, gracePeriodSeconds: number): Promise<void> {
     const { p, c } = this.mustGet(uid, container);
     if (!c.current || !isRunning(c.current)) return;
-    await stopQuietly(this.docker, c.current.id, gracePeriodSeconds);
-    await this.refresh(p, c.current.id);
+    // The instance's id taken now: while it stops, its die event may move the record on (a restart in between).
+    const id = c.current.id;
+    await stopQuietly(this.docker, id, gracePeriodSeconds);
+    await this.refresh(p, id);
     this.changed(p);
   }
 
@@ -383,13 +388,26 @@ export class DockerRuntime implements Runtime {
       this.changed(p);
       return;
     }
-    this.refresh(p, e.id, e.action === "die").then(
-      () => this.changed(p),
-      (err: unknown) => this.log.warn({ err, pod: p.ref, id: e.id }, "container refresh failed"),
+    this.refreshAfterEvent(p, e.id, e.action === "die" ? 0 : -1);
+  }
+
+  /**
+   * Re-reads an instance after its event and reports the pod changed. A die (`oomRetry` ≥ 0) of a memory-limited
+   * container exiting 137 without docker's OOM flag is read again 2 s and 5 s later: the flag can come after the
+   * settle window and its oom event be lost under load (seen in CI: the pod stayed Error for good).
+   */
+  private refreshAfterEvent(p: PodRecord, id: string, oomRetry: number): void {
+    this.refresh(p, id, oomRetry >= 0).then(
+      (unsettled) => {
+        this.changed(p);
+        const wait = OOM_RETRIES_MS[oomRetry];
+        if (unsettled && wait !== undefined && !p.stopping) setTimeout(() => this.refreshAfterEvent(p, id, oomRetry + 1), wait).unref();
+      },
+      (err: unknown) => this.log.warn({ err, pod: p.ref, id }, "container refresh failed"),
     );
   }
 
-  private refresh(p: PodRecord, id: string, settleOom = false): Promise<void> {
+  private refresh(p: PodRecord, id: string, settleOom = false): Promise<boolean> {
     return refreshInstance(this.docker, p, id, settleOom);
   }
 

@@ -14,21 +14,25 @@ const OOM_SETTLE_MS = 1_000;
  * after the exit (its oom event then follows die), so a memory-limited
  * container's 137 exit is read again for up to a second and the first status
  * reported says OOMKilled rather than Error (the oom event's refresh mends a
- * later flag still).
+ * later flag still). Returns whether the instance is still such an exit
+ * without the flag (the caller reads it again later: an oom event can be
+ * lost to a busy engine).
  */
-export async function refreshInstance(docker: Dockerode, p: PodRecord, id: string, settleOom: boolean): Promise<void> {
+export async function refreshInstance(docker: Dockerode, p: PodRecord, id: string, settleOom: boolean): Promise<boolean> {
   let info = await inspectOrUndefined(docker, id);
-  if (settleOom && info && info.State.ExitCode === 137 && !info.State.OOMKilled && (info.HostConfig.Memory ?? 0) > 0) {
-    for (const until = Date.now() + OOM_SETTLE_MS; info && !info.State.OOMKilled && Date.now() < until;) {
+  const unsettled = (): boolean => !!info && info.State.ExitCode === 137 && !info.State.OOMKilled && (info.HostConfig.Memory ?? 0) > 0;
+  if (settleOom && unsettled()) {
+    for (const until = Date.now() + OOM_SETTLE_MS; unsettled() && Date.now() < until;) {
       await new Promise((r) => setTimeout(r, 100));
       info = (await inspectOrUndefined(docker, id)) ?? info;
     }
   }
   const found = findInstance(p, id);
-  if (!found) return;
+  if (!found) return false;
   const before = found.c[found.slot]!;
   const read = info ? instanceFromInspect(info, before.restartCount) : { ...before, removed: true };
   found.c[found.slot] = later(before, read);
+  return unsettled();
 }
 
 /** docker inspect; undefined when the container is gone. */
