@@ -8,7 +8,7 @@ import type { ApiClient } from "@choreo/kit/client";
 import type { Node, ObjectReference, Pod } from "@choreo/kit/gen/choreo/core/v1/core";
 import type { Cache } from "@choreo/kit/informer";
 import { onAbort, type Runnable } from "@choreo/kit/lifecycle";
-import type { Logger } from "@choreo/kit/log";
+import { FailureLog, type Logger } from "@choreo/kit/log";
 import type { Registry } from "prom-client";
 import { schedulerMetrics, type SchedulerMetrics } from "./metrics.js";
 import { SchedulerCache } from "./cache.js";
@@ -59,6 +59,9 @@ export const podRef = (p: Pod): ObjectReference => ({
   fieldPath: "",
 });
 
+/** The constant message of a failed scheduling attempt. */
+const SCHEDULING_FAILED = "scheduling failed; retrying";
+
 export class Scheduler implements Runnable {
   readonly cache = new SchedulerCache();
   readonly queue: SchedulingQueue;
@@ -66,9 +69,12 @@ export class Scheduler implements Runnable {
   readonly stats = { scheduled: 0, unschedulable: 0, conflicts: 0, errors: 0 };
   private readonly attempts: SchedulerMetrics | undefined;
   private rotate = 0;
+  /** Failed attempts are logged a few whole a window, then summarised: with the api away every pod of a burst fails. */
+  private readonly failures: FailureLog;
 
   constructor(private readonly opts: SchedulerOptions) {
     this.name = opts.schedulerName ?? "default-scheduler";
+    this.failures = new FailureLog(opts.log);
     this.queue = new SchedulingQueue(opts.queue);
     this.attempts = opts.registry && schedulerMetrics(opts.registry, () => this.queue.pending());
     const enqueue = (p: Pod) => this.queue.add({ key: keyOf(p.metadata!), priority: p.spec?.priority ?? 0, created: p.metadata?.creationTimestamp ?? "" });
@@ -120,10 +126,11 @@ export class Scheduler implements Runnable {
       const started = performance.now();
       try {
         await this.scheduleOne(q.key, started);
+        this.failures.recovered(SCHEDULING_FAILED, q.key);
       } catch (err) {
         this.stats.errors++;
         this.attempts?.attempt("error", started);
-        this.opts.log.warn({ err, pod: q.key }, "scheduling failed; retrying");
+        this.failures.failed(SCHEDULING_FAILED, q.key, err, { pod: q.key });
         this.cache.forget(q.key);
         this.queue.retry(q.key);
       }

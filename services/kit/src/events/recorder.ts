@@ -6,7 +6,7 @@ import { emptyMeta, isConflict, isNotFound, keyOf } from "@choreo/kit";
 import { nowRfc3339 } from "@choreo/kit/apimachinery";
 import type { ApiClient } from "@choreo/kit/client";
 import type { Event, ObjectReference } from "@choreo/kit/gen/choreo/core/v1/core";
-import type { Logger } from "@choreo/kit/log";
+import { FailureLog, type Logger } from "@choreo/kit/log";
 
 export type EventType = "Normal" | "Warning";
 
@@ -112,6 +112,8 @@ export class EventRecorder {
   private readonly similarWindowMs: number;
   private readonly minWriteIntervalMs: number;
   private readonly maxEvents: number;
+  /** Events not recorded (the api away: every Event of every pod fails) — a few whole lines a window, then a summary. */
+  private readonly failures: FailureLog;
 
   constructor(
     private readonly client: Pick<ApiClient, "typed">,
@@ -119,6 +121,7 @@ export class EventRecorder {
     private readonly log: Logger,
     options: EventRecorderOptions = {},
   ) {
+    this.failures = new FailureLog(log);
     this.maxSimilar = options.maxSimilar ?? 10;
     this.similarWindowMs = options.similarWindowMs ?? 600_000;
     this.minWriteIntervalMs = options.minWriteIntervalMs ?? 1000;
@@ -226,7 +229,8 @@ export class EventRecorder {
   }
 
   private failed(t: Tracked, err: unknown): void {
-    this.log.warn({ err, object: keyOf(t.ref), reason: t.reason, count: t.count }, "event not recorded");
+    const object = keyOf(t.ref);
+    this.failures.failed("event not recorded", `${object} ${t.reason}`, err, { object, reason: t.reason, count: t.count });
   }
 
   /** One write of the Event's latest count (create, or update with the resourceVersion held); then what came meanwhile is scheduled. */
