@@ -20,7 +20,7 @@ import { silentLogger } from "../log/index.js";
 import { startNats, type ServerHandle } from "../process/servers.js";
 import { waitFor } from "../process/process.js";
 import { Informer } from "./informer.js";
-import { stripPod, withoutManagedFields, type Transform } from "./transform.js";
+import { Interner, sharePod, stripPod, withoutManagedFields, type Transform } from "./transform.js";
 
 /** A pod as kubectl applies it: managedFields, last-applied and other annotations, env, probes, mounts, a volume. */
 function fullPod(name: string, labels: Record<string, string>, extra: { node?: string; image?: string } = {}): Pod {
@@ -285,5 +285,59 @@ describe("stripPod", () => {
     assert.deepEqual(p.metadata?.managedFields, []);
     assert.deepEqual({ ...p, metadata: { ...p.metadata!, managedFields: [] } }, { ...whole, metadata: { ...whole.metadata!, managedFields: [] } });
     assert.equal(whole.metadata!.managedFields.length, 1);
+  });
+});
+
+describe("sharePod", () => {
+  /** `p` without managedFields, encoded: what sharePod must keep byte for byte. */
+  const bytesWithout = (p: Pod): string => Buffer.from(Pod.encode({ ...p, metadata: { ...p.metadata!, managedFields: [] } }).finish()).toString("hex");
+
+  it("keeps every field and value but managedFields, whether it copies or changes in place", () => {
+    const whole = fullPod("p", { app: "a" }, { node: "n1" });
+    whole.spec!.initContainers = [{ ...structuredClone(whole.spec!.containers[0]!), name: "init", restartPolicy: "Always" }];
+    whole.status!.hostIps = [{ ip: "10.0.0.7" }];
+    const decoded = Pod.decode(Pod.encode(whole).finish());
+    const want = bytesWithout(decoded);
+    const before = structuredClone(decoded);
+    const copied = sharePod()(decoded);
+    assert.notEqual(copied, decoded);
+    assert.deepEqual(decoded, before, "the copy leaves its input alone");
+    assert.equal(bytesWithout(copied), want);
+    assert.deepEqual(copied.metadata!.managedFields, []);
+    const owned = structuredClone(decoded);
+    const inPlace = sharePod()(owned, true);
+    assert.equal(inPlace, owned, "the same object, changed");
+    assert.equal(bytesWithout(inPlace), want);
+    assert.deepEqual(inPlace, copied);
+    // Env, probes, mounts and volumes are kept (the node agent runs the pod).
+    assert.deepEqual(inPlace.spec!.containers[0]!.env, [{ name: "A", value: "1", valueFrom: undefined }]);
+    assert.equal(inPlace.spec!.containers[0]!.readinessProbe?.httpGet?.path, "/ready");
+    assert.equal(inPlace.spec!.volumes[0]!.name, "data");
+  });
+
+  it("returns a pod it made as it is (the owner's own write, passed through it first); empty lists are one frozen list", () => {
+    const t = sharePod();
+    const a = t(fullPod("a", {}), true);
+    assert.equal(t(a), a, "not copied again");
+    const b = t(fullPod("b", {}), true);
+    assert.equal(a.metadata!.finalizers, b.metadata!.finalizers);
+    assert.throws(() => a.metadata!.finalizers.push("x"), TypeError);
+    assert.deepEqual(b.metadata!.finalizers, []);
+  });
+
+  it("shares the strings that repeat, not names, uids, IPs or timestamps (the interner stays as small as the pods' common values)", () => {
+    const interner = new Interner();
+    const t = sharePod(interner);
+    t(fullPod("p-0", { app: "a" }, { node: "n1" }), true);
+    const common = interner.size;
+    assert.ok(common > 10, `shared strings: ${common}`);
+    for (let i = 1; i < 200; i++) {
+      const p = fullPod(`p-${i}`, { app: "a" }, { node: "n1" });
+      p.metadata!.uid = `uid-${i}`;
+      p.status!.podIp = `10.0.${i >> 8}.${i & 255}`;
+      p.status!.startTime = `2026-11-27T05:${String(i % 60).padStart(2, "0")}:00Z`;
+      t(p, true);
+    }
+    assert.equal(interner.size, common);
   });
 });

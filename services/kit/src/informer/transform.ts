@@ -268,3 +268,98 @@ export function withoutManagedFields<T extends { metadata?: ObjectMeta | undefin
   }
   return { ...obj, metadata: { ...m, managedFields: NONE } };
 }
+
+/** Fields whose strings repeat across pods (kinds, images, policies, condition types, node names): one shared copy. */
+const LOW_CARDINALITY = new Set([
+  "apiVersion",
+  "kind",
+  "namespace",
+  "generateName",
+  "image",
+  "imageId",
+  "imagePullPolicy",
+  "terminationMessagePath",
+  "terminationMessagePolicy",
+  "restartPolicy",
+  "dnsPolicy",
+  "serviceAccountName",
+  "serviceAccount",
+  "nodeName",
+  "schedulerName",
+  "priorityClassName",
+  "preemptionPolicy",
+  "protocol",
+  "type",
+  "status",
+  "reason",
+  "phase",
+  "qosClass",
+  "hostIp",
+  "key",
+  "operator",
+  "effect",
+  "mountPath",
+  "subPath",
+  "fieldPath",
+  "resource",
+  "divisor",
+  "path",
+  "scheme",
+  "command",
+  "args",
+]);
+/** Map fields (any key): their keys and short values are shared. */
+const MAP_FIELDS = new Set(["labels", "annotations", "nodeSelector", "limits", "requests", "overhead", "allocatedResources"]);
+/** Longer strings (kubectl's last-applied-configuration) are kept as they came: rarely shared, and the interner would hold them. */
+const MAX_SHARED_LENGTH = 256;
+
+/**
+ * A transform for the pods of an actor that runs them (the node agent): it
+ * keeps every field but `managedFields` and changes no value, but empty lists
+ * and maps become the shared frozen ones and strings that repeat across pods
+ * (see `LOW_CARDINALITY`; a container's name, image and command, labels, the
+ * node's name) one shared copy — in the node agent's heap, a bench:scale pod
+ * was ~31 arrays and ~50 strings, most of them empty or repeated. Names,
+ * uids, IPs and timestamps are left as they are (the interner would fill with
+ * values used once). The pod is changed in place when the informer owns it;
+ * a pod this transform made (the owner's own write, passed through it first)
+ * is returned as it is; another is copied first.
+ */
+export function sharePod(interner: Interner = new Interner()): Transform<Pod> {
+  const s = interner;
+  const made = new WeakSet<object>();
+  const value = (v: unknown, field: string, low: boolean): unknown => {
+    if (typeof v === "string") return low && v.length <= MAX_SHARED_LENGTH ? s.of(v) : v;
+    if (v === null || typeof v !== "object" || v instanceof Uint8Array) return v;
+    if (Array.isArray(v)) {
+      if (v.length === 0) return NONE;
+      for (let i = 0; i < v.length; i++) v[i] = value(v[i], field, low);
+      return v;
+    }
+    const o = v as Record<string, unknown>;
+    if (MAP_FIELDS.has(field)) {
+      let out: Record<string, unknown> | undefined;
+      for (const k in o) {
+        const x = o[k];
+        (out ??= {})[s.of(k)] = typeof x === "string" && x.length <= MAX_SHARED_LENGTH ? s.of(x) : x;
+      }
+      return out ?? NO_MAP;
+    }
+    let empty = true;
+    for (const k in o) {
+      empty = false;
+      // A container's name repeats across pods; the object's own name does not (metadata is walked apart).
+      // `low` is the field's own: it reaches the strings of a list (a command's words), never a message's fields.
+      o[k] = value(o[k], k, LOW_CARDINALITY.has(k) || (k === "name" && field !== "metadata"));
+    }
+    return empty ? NO_MAP : o;
+  };
+  return (pod, own = false) => {
+    if (made.has(pod)) return pod;
+    const p = own ? pod : (structuredClone(pod) as Pod);
+    const plain = withoutManagedFields(p, true) as unknown as Record<string, unknown>;
+    for (const k in plain) plain[k] = value(plain[k], k, LOW_CARDINALITY.has(k));
+    made.add(p);
+    return p;
+  };
+}
