@@ -1,8 +1,13 @@
 import type { AnyObject, KindInfo } from "./kinds.js";
 
+/** Each field path's parts, split once (selectableFields runs for every change in every process). */
+const PARTS = new Map<string, readonly string[]>();
+
 function at(o: unknown, path: string): unknown {
+  let parts = PARTS.get(path);
+  if (!parts) PARTS.set(path, (parts = path.split(".")));
   let cur = o;
-  for (const part of path.split(".")) {
+  for (const part of parts) {
     if (cur === null || typeof cur !== "object") return undefined;
     cur = (cur as Record<string, unknown>)[part];
   }
@@ -35,8 +40,25 @@ const TS_PATHS: Record<string, string> = {
 export function selectableFields(info: KindInfo, obj: AnyObject): Record<string, string> {
   const out: Record<string, string> = {
     "metadata.name": obj.metadata?.name ?? "",
-    "metadata.namespace": obj.metadata?.namespace ?? "",
+    "metadata.namespace": shared(obj.metadata?.namespace ?? ""),
   };
-  for (const f of info.selectableFields) out[f] = str(at(obj, TS_PATHS[f] ?? f));
+  for (const f of info.selectableFields) {
+    const v = str(at(obj, TS_PATHS[f] ?? f));
+    out[f] = ONE_PER_OBJECT.has(f) ? v : shared(v);
+  }
   return out;
+}
+
+/** Fields whose values are the object's own (an IP, the name or uid an Event is about): not shared. The rest (a node's name, a phase) repeat across objects. */
+const ONE_PER_OBJECT = new Set(["status.podIP", "spec.clusterIP", "involvedObject.name", "involvedObject.uid", "involvedObject.resourceVersion"]);
+/** The shared copies of field values: an api or actor keeps these records for every object it caches. Bounded. */
+const VALUES = new Map<string, string>();
+const MAX_VALUES = 10_000;
+
+function shared(v: string): string {
+  if (v === "") return v;
+  const known = VALUES.get(v);
+  if (known !== undefined) return known;
+  if (VALUES.size < MAX_VALUES) VALUES.set(v, v);
+  return v;
 }
