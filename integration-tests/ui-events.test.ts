@@ -229,7 +229,9 @@ describe(
     it("replays from a revision given as ?since= (the same rows)", async () => {
       await withLogsOnFailure(c, async () => {
         await page.goto(`${c.httpUrl}/ui/#/events?since=${startRevision}&kinds=configmaps,deployments&ns=default`);
-        await page.waitForFunction(rowShown(written.at(-1)!.revision), { timeout: 10_000 });
+        // Every row, not only the last one written: each kind is replayed by its own watch, and the Deployments'
+        // (which holds the last change) may be drawn before the ConfigMaps' (seen in CI: only the Deployment rows).
+        await page.waitForFunction(written.map((w) => rowShown(w.revision)).join(" && "), { timeout: 10_000 });
         assert.match((await page.$eval("[data-testid=events-status]", (e) => e.textContent)) ?? "", new RegExp(`after revision ${startRevision} `));
         assert.deepEqual(ours(await rowsOf(page)), written);
         await shot(page, "6-since");
