@@ -1,3 +1,4 @@
+import { Interner } from "../informer/transform.js";
 import type { AnyObject, KindInfo } from "./kinds.js";
 
 /** Each field path's parts, split once (selectableFields runs for every change in every process). */
@@ -40,11 +41,11 @@ const TS_PATHS: Record<string, string> = {
 export function selectableFields(info: KindInfo, obj: AnyObject): Record<string, string> {
   const out: Record<string, string> = {
     "metadata.name": obj.metadata?.name ?? "",
-    "metadata.namespace": shared(obj.metadata?.namespace ?? ""),
+    "metadata.namespace": VALUES.of(obj.metadata?.namespace ?? ""),
   };
   for (const f of info.selectableFields) {
     const v = str(at(obj, TS_PATHS[f] ?? f));
-    out[f] = ONE_PER_OBJECT.has(f) ? v : shared(v);
+    out[f] = ONE_PER_OBJECT.has(f) ? v : VALUES.of(v);
   }
   return out;
 }
@@ -52,13 +53,4 @@ export function selectableFields(info: KindInfo, obj: AnyObject): Record<string,
 /** Fields whose values are the object's own (an IP, the name or uid an Event is about): not shared. The rest (a node's name, a phase) repeat across objects. */
 const ONE_PER_OBJECT = new Set(["status.podIP", "spec.clusterIP", "involvedObject.name", "involvedObject.uid", "involvedObject.resourceVersion"]);
 /** The shared copies of field values: an api or actor keeps these records for every object it caches. Bounded. */
-const VALUES = new Map<string, string>();
-const MAX_VALUES = 10_000;
-
-function shared(v: string): string {
-  if (v === "") return v;
-  const known = VALUES.get(v);
-  if (known !== undefined) return known;
-  if (VALUES.size < MAX_VALUES) VALUES.set(v, v);
-  return v;
-}
+const VALUES = new Interner(10_000);
