@@ -394,7 +394,7 @@ export class DockerRuntime implements Runtime {
   /**
    * Re-reads an instance after its event and reports the pod changed. A die (`oomRetry` ≥ 0) of a memory-limited
    * container exiting 137 without docker's OOM flag is read again 2 s and 5 s later: the flag can come after the
-   * settle window and its oom event be lost under load (seen in CI: the pod stayed Error for good).
+   * settle window and its oom event be lost under load (a guess at why the OOMKilled scenario timed out once in CI).
    */
   private refreshAfterEvent(p: PodRecord, id: string, oomRetry: number): void {
     this.refresh(p, id, oomRetry >= 0).then(
