@@ -72,6 +72,12 @@ export interface ApiConfig {
    * mounted): on unless CHOREO_SERVICE_ACCOUNT_ADMISSION=0 (a cluster without the replication actor, which makes the `default` accounts).
    */
   serviceAccountAdmission: boolean;
+  /**
+   * API Priority and Fairness: CHOREO_API_MAX_REQUESTS_INFLIGHT requests run at once across the priority levels (600, as
+   * kube-apiserver's 400 + 200; 0 turns flow control off), CHOREO_API_MAX_QUEUE_WAIT how long one may wait for its seat (a Go
+   * duration, 8s: below the kit client's 10 s), CHOREO_API_MAX_QUEUED how many may wait in one level (10000); past either, 429.
+   */
+  flowControl: { concurrency: number; maxWaitMs: number; queueLimit: number };
 }
 
 /** A Go duration (`1h`, `90m`, `30s`) in ms; the variable's name in the error. */
@@ -151,5 +157,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ApiConfig {
     },
     eventTtlMs: duration(env, "CHOREO_EVENT_TTL", "1h"),
     serviceAccountAdmission: env["CHOREO_SERVICE_ACCOUNT_ADMISSION"] !== "0",
+    flowControl: {
+      concurrency: int(env, "CHOREO_API_MAX_REQUESTS_INFLIGHT", 600),
+      maxWaitMs: duration(env, "CHOREO_API_MAX_QUEUE_WAIT", "8s"),
+      queueLimit: int(env, "CHOREO_API_MAX_QUEUED", 10_000),
+    },
   };
 }

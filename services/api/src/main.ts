@@ -8,6 +8,7 @@ import { createLogger } from "@choreo/kit/log";
 import { createRegistry as createMetricsRegistry, metricsServer } from "@choreo/kit/metrics";
 import { ensureClientCa, NATS_CA_ENV, redactUrl, stripCredentials } from "@choreo/kit/secrets";
 import { createGateway, ensureServingCert } from "./http/index.js";
+import { FlowControl } from "./flowcontrol/flow-control.js";
 import { gatewayRunnable } from "./gateway-runnable.js";
 import { RootCaPublisher } from "./root-ca/publisher.js";
 import { EventExpirer } from "./event-ttl/expirer.js";
@@ -244,6 +245,8 @@ const logs = new NatsLogs({ nc, handlers: registry, log: log.child({ subsystem: 
 const streams = new NatsPodStreams({ nc, handlers: registry });
 // metrics.k8s.io: the node agents' usage, asked for when a client asks (kubectl top, autoscalers).
 const metricsCollector = new MetricsCollector({ nc, handlers: registry, log: log.child({ subsystem: "metrics-api" }), registry: metrics });
+// API Priority and Fairness: every door's requests wait for a seat of their priority level (services/api/src/flowcontrol).
+const flowControl = config.flowControl.concurrency > 0 ? new FlowControl({ ...config.flowControl, registry: metrics }) : undefined;
 const gateway = createGateway({
   handlers: registry,
   logs,
@@ -268,6 +271,7 @@ const gateway = createGateway({
     log: log.child({ subsystem: "node-credentials" }),
   }),
   registry: metrics,
+  ...(flowControl ? { flowControl } : {}),
   liveness: apiLiveness(),
   serverAddress: `${config.host}:${config.httpsPort}`,
 });
@@ -332,6 +336,7 @@ try {
           handlers: registry,
           log: log.child({ subsystem: "nats" }),
           onRequest: natsRequest,
+          ...(flowControl ? { flowControl } : {}),
           ...natsAuth,
         }),
       ),
@@ -393,6 +398,7 @@ try {
           ...(config.grpcInsecure ? {} : { tls: { cert: tls.cert, key: tls.key, clientCa: clientCa.pem } }),
           readiness,
           onRequest: (method: string, code: number, s: number) => m.observeRequest("grpc", method, code, s),
+          ...(flowControl ? { flowControl } : {}),
           ...(audit ? { audit } : {}),
         }),
       ),

@@ -8,6 +8,8 @@ import type { AuditEntry, AuditLog } from "../audit/index.js";
 import type { ApiHandlers } from "../handlers/api-handlers.js";
 import { admissionScope } from "../registry/generic/admission-context.js";
 import type { RequestScope } from "../registry/generic/request-scope.js";
+import { classify } from "../flowcontrol/classify.js";
+import type { FlowControl } from "../flowcontrol/flow-control.js";
 import { methodAttributes } from "./attributes.js";
 import { authorizeAudited } from "./authorize.js";
 import type { Attributes, Authorizer, UserInfo } from "./types.js";
@@ -25,9 +27,8 @@ export interface DoorAudit {
   userAgent?: string;
 }
 
-/** Authorizes a call; its audit entry (decision annotated) is returned to be finished. */
-function admit(authorizer: Authorizer, user: UserInfo, audit: DoorAudit | undefined, m: Method | "watch", req: unknown): AuditEntry | undefined {
-  const attrs: Attributes = methodAttributes(user, m, req);
+/** Authorizes a call of `attrs`; its audit entry (decision annotated) is returned to be finished. */
+function admit(authorizer: Authorizer, user: UserInfo, audit: DoorAudit | undefined, m: Method | "watch", attrs: Attributes): AuditEntry | undefined {
   const entry = audit?.log.begin({
     user,
     verb: attrs.verb,
@@ -46,6 +47,7 @@ function admit(authorizer: Authorizer, user: UserInfo, audit: DoorAudit | undefi
  * admission context. A door serving one call per message (NATS) calls this
  * rather than building every method's wrapper for each message; `ownsRequest`:
  * the door decoded `req` for this call alone and reads nothing of it after.
+ * With `flow`, the call runs once its priority level gives it a seat.
  */
 export async function guardedCall(
   inner: ApiHandlers,
@@ -55,15 +57,17 @@ export async function guardedCall(
   m: Method,
   req: unknown,
   ownsRequest = false,
+  flow?: FlowControl,
 ): Promise<unknown> {
-  const entry = admit(authorizer, user, audit, m, req);
+  const attrs = methodAttributes(user, m, req);
+  const entry = admit(authorizer, user, audit, m, attrs);
   const fn = inner[m] as (r: unknown, scope: RequestScope) => Promise<unknown>;
   try {
     // Admission sees who asks (exempt users, escalation checks); warnings have no header to go to here.
     const admission = { user: user.name, userInfo: user, warn: dropWarning };
     // A request the door decoded for this call alone is the store's to change, unless the audit writes its body after the call.
     const scope: RequestScope = ownsRequest && !entry?.wantsRequestObject ? { admission, ownsRequest: true } : admissionScope(admission);
-    const res = await fn.call(inner, req, scope);
+    const res = await (flow ? flow.run(classify(user, attrs), () => fn.call(inner, req, scope)) : fn.call(inner, req, scope));
     entry?.finish({ code: m === "create" ? 201 : 200, ...(entry.wantsRequestObject ? { requestObject: req } : {}) });
     return res;
   } catch (err) {
@@ -73,13 +77,16 @@ export async function guardedCall(
   }
 }
 
-/** `inner` with each call checked against `authorizer` as `user` first (403 Forbidden, nothing run). */
-export function guardedHandlers(inner: ApiHandlers, authorizer: Authorizer, user: UserInfo, audit?: DoorAudit): ApiHandlers {
+/**
+ * `inner` with each call checked against `authorizer` as `user` first (403 Forbidden, nothing run), and with `flow`
+ * run once it has a seat (a watch is long-running: it takes none).
+ */
+export function guardedHandlers(inner: ApiHandlers, authorizer: Authorizer, user: UserInfo, audit?: DoorAudit, flow?: FlowControl): ApiHandlers {
   const out: Record<string, unknown> = {};
-  for (const m of UNARY) out[m] = (req: unknown) => guardedCall(inner, authorizer, user, audit, m, req);
+  for (const m of UNARY) out[m] = (req: unknown) => guardedCall(inner, authorizer, user, audit, m, req, false, flow);
   out["watch"] = (req: WatchRequest, signal: AbortSignal): AsyncIterable<WatchEvent> => {
     // A watch is audited when it is admitted (its end is not waited for).
-    admit(authorizer, user, audit, "watch", req)?.finish({ code: 200 });
+    admit(authorizer, user, audit, "watch", methodAttributes(user, "watch", req))?.finish({ code: 200 });
     return inner.watch(req, signal);
   };
   return out as unknown as ApiHandlers;

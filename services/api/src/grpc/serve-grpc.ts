@@ -6,6 +6,7 @@ import type { ApiHandlers } from "../handlers/api-handlers.js";
 import { Authenticator } from "../auth/authenticate.js";
 import { ALLOW_ALL } from "../auth/authorize.js";
 import { guardedHandlers } from "../auth/guarded-handlers.js";
+import type { FlowControl } from "../flowcontrol/flow-control.js";
 import { legacyAdmin, StaticTokens } from "../auth/static-tokens.js";
 import type { Authorizer, UserInfo } from "../auth/types.js";
 import type { AuditLog } from "../audit/index.js";
@@ -40,6 +41,8 @@ export interface GrpcOptions {
   healthIntervalMs?: number;
   /** Told of every unary call once answered (the Kubernetes status code: 200, 404, 504…) and of every watch when it ends. */
   onRequest?: (method: string, code: number, seconds: number) => void;
+  /** Seats by priority level (API Priority and Fairness): a unary call runs once it has one; a watch takes none. */
+  flowControl?: FlowControl;
 }
 
 /**
@@ -103,6 +106,7 @@ export class GrpcTransport {
               userAgent: String(call.metadata.get("user-agent")[0] ?? "grpc"),
             }
           : undefined,
+        this.opts.flowControl,
       );
     const unary =
       <K extends keyof ApiHandlers, Req, Res>(method: K): grpc.handleUnaryCall<Req, Res> =>

@@ -40,6 +40,11 @@ import { serveLivez } from "../health/livez.js";
 import type { HealthChecks } from "@choreo/kit/metrics";
 import { isNodeCredentialPath, serveNodeCredential, type NodeCredentialSource } from "../node-credentials/door.js";
 import { isWebViewPath, serveWebView } from "./ui.js";
+import { classify } from "../flowcontrol/classify.js";
+import type { FlowControl } from "../flowcontrol/flow-control.js";
+
+/** Subresources whose requests are long-running (kube-apiserver's --long-running-request-regexp): no seat held. */
+const LONG_RUNNING: ReadonlySet<string> = new Set(["log", "exec", "attach", "portforward", "proxy"]);
 
 /** Options of the gateway. */
 export interface GatewayOptions {
@@ -78,6 +83,8 @@ export interface GatewayOptions {
   liveness?: HealthChecks;
   /** Exchanges bootstrap tokens for node credentials (POST /choreo/v1/nodecredential, `choreo join`); without it that path answers 503. */
   nodeCredentials?: NodeCredentialSource;
+  /** Seats by priority level (API Priority and Fairness): a resource request runs once it has one; long-running ones take none. */
+  flowControl?: FlowControl;
 }
 
 export interface ListenOptions {
@@ -324,7 +331,10 @@ export function createGateway(opts: GatewayOptions): Gateway {
       },
     };
     if (route.subresource === "token") return serviceAccountToken(ctx, opts.tokenIssuer);
-    await resource(ctx);
+    const attrs = opts.flowControl ? requestAttributes(user, method(req), url) : undefined;
+    // Watches and streams (logs, exec, attach, port-forward) are long-running: they hold no seat, as the apiserver's.
+    if (!attrs || attrs.verb === "watch" || LONG_RUNNING.has(attrs.subresource)) return resource(ctx);
+    await opts.flowControl!.run(classify(user, attrs), () => resource(ctx));
   }
 
   function handle(req: IncomingMessage, res: ServerResponse): void {

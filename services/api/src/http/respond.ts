@@ -30,6 +30,8 @@ export function sendError(res: ServerResponse, err: unknown, extraHeaders: Recor
     return code;
   }
   for (const [k, v] of Object.entries(extraHeaders)) res.setHeader(k, v);
+  // As the apiserver: a Status saying when to try again (429 of flow control, 503 of the store away) says it in Retry-After too (client-go waits that long).
+  if ((status.details?.retryAfterSeconds ?? 0) > 0) res.setHeader("Retry-After", String(status.details!.retryAfterSeconds));
   sendJson(res, code, statusToKubeJson({ ...status, code }));
   return code;
 }

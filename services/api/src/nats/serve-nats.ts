@@ -9,6 +9,8 @@ import type { AuditLog } from "../audit/index.js";
 import type { ApiHandlers } from "../handlers/api-handlers.js";
 import { ALLOW_ALL } from "../auth/authorize.js";
 import { guardedCall, type DoorAudit } from "../auth/guarded-handlers.js";
+import { classify } from "../flowcontrol/classify.js";
+import type { FlowControl } from "../flowcontrol/flow-control.js";
 import type { RequestScope } from "../registry/generic/request-scope.js";
 import { encode } from "../registry/shared/encode.js";
 import { writtenReply } from "../registry/shared/written.js";
@@ -70,6 +72,8 @@ export class NatsTransport {
       handlers: ApiHandlers;
       log: Logger;
       onRequest?: (method: string, code: number, seconds: number) => void;
+      /** Seats by priority level (API Priority and Fairness): a call runs once it has one. */
+      flowControl?: FlowControl;
     } & NatsRequestAuth,
   ) {
     this.failures = new FailureLog(opts.log);
@@ -104,11 +108,15 @@ export class NatsTransport {
   private async call(method: Method, msg: Msg, req: unknown): Promise<Result> {
     const user = await natsRequestUser(msg, this.opts);
     const handlers = this.opts.handlers;
-    // `req` was decoded from this message for this call alone: the store may change its object instead of copying it.
-    if (!user) return (handlers[method] as (r: unknown, scope: RequestScope) => Promise<Result>).call(handlers, req, OWNS_REQUEST);
+    const flow = this.opts.flowControl;
+    if (!user) {
+      // `req` was decoded from this message for this call alone: the store may change its object instead of copying it.
+      const run = () => (handlers[method] as (r: unknown, scope: RequestScope) => Promise<Result>).call(handlers, req, OWNS_REQUEST);
+      return flow ? flow.run(classify(undefined, { verb: method, resource: "", namespace: "", apiGroup: "" }), run) : run();
+    }
     const audit = this.opts.audit;
     const door = audit ? new NatsDoorAudit(audit, msg.subject) : undefined;
-    return (await guardedCall(handlers, this.opts.authorizer ?? ALLOW_ALL, user, door, method, req, true)) as Result;
+    return (await guardedCall(handlers, this.opts.authorizer ?? ALLOW_ALL, user, door, method, req, true, flow)) as Result;
   }
 
   private async serve(method: Method, msg: Msg): Promise<void> {
