@@ -124,6 +124,19 @@ try {
       return m;
     };
     const writesBefore = await apiWrites();
+    // API Priority and Fairness (services/api/src/flowcontrol): requests waiting for a seat, queued so far, refused with 429.
+    const flowControl = async (): Promise<{ inQueue: number; queued: number; waitSeconds: number; refused: number }> => {
+      const text = await (await fetch(`http://127.0.0.1:${c.apis[0]?.metricsPort}/metrics`)).text();
+      const sum = (re: RegExp): number => [...text.matchAll(re)].reduce((a, x) => a + Number(x[1]), 0);
+      return {
+        inQueue: sum(/^choreo_api_flowcontrol_current_inqueue_requests\{[^}]*\} (\d+)/gm),
+        queued: sum(/^choreo_api_flowcontrol_request_wait_duration_seconds_count\{[^}]*\} (\d+)/gm),
+        waitSeconds: sum(/^choreo_api_flowcontrol_request_wait_duration_seconds_sum\{[^}]*\} ([\d.e+-]+)/gm),
+        refused: sum(/^choreo_api_flowcontrol_rejected_requests_total\{[^}]*\} (\d+)/gm),
+      };
+    };
+    const flowBefore = await flowControl();
+    let maxInQueue = 0;
 
     const jsm = await jetstreamManager(c.nc);
     const before = await streamState(jsm);
@@ -183,6 +196,10 @@ try {
     // Every 10 s: how far each stage is and the rate of the last 10 s — a rate that falls as pods pile up is work that grows with the pod count.
     let lastRunning = 0;
     const progress = setInterval(() => {
+      void flowControl().then(
+        (f) => (maxInQueue = Math.max(maxInQueue, f.inQueue)),
+        () => undefined,
+      );
       const sec = ((performance.now() - t0) / 1000).toFixed(0);
       const rss = procs.map(([n, p]) => `${n} ${cpuAndRss(p.pid).rssMb.toFixed(0)}`).join(", ");
       console.log(
@@ -285,6 +302,11 @@ try {
     console.log(`  by resource, per pod: ${perPod.join(", ")} → ${(podWrites / PODS).toFixed(2)} without the nodes' leases`);
     console.log(
       `api probe every 1 s during the run (${probeGet.length} samples): GET p50 ${pct(probeGet, 50).toFixed(0)} / p99 ${pct(probeGet, 99).toFixed(0)} / max ${maxOf(probeGet).toFixed(0)} ms; list of 500 pods p50 ${pct(probeList, 50).toFixed(0)} / p99 ${pct(probeList, 99).toFixed(0)} / max ${maxOf(probeList).toFixed(0)} ms`,
+    );
+    const flowAfter = await flowControl();
+    const queued = flowAfter.queued - flowBefore.queued;
+    console.log(
+      `api flow control: ${queued} requests waited for a seat (mean ${queued ? (((flowAfter.waitSeconds - flowBefore.waitSeconds) / queued) * 1000).toFixed(1) : 0} ms; at most ${maxInQueue} waiting at a 10 s sample), ${flowAfter.refused - flowBefore.refused} refused with 429`,
     );
     let rssTotal = 0;
     for (const [n, p] of procs) {
