@@ -18,7 +18,10 @@ const TASK_FAILED = "periodic task failed";
 /**
  * A Runnable that calls `fn` every `everyMs` (after a random first delay up
  * to `everyMs` when `jitterFirst`, so that many hollow nodes do not beat in
- * step). A failing call is logged and tried again next period. The waits
+ * step; with `spread`, each wait after a call is `everyMs` less up to that
+ * fraction of it at random — as the kubelet's jittered pod resync, but
+ * downwards, so that `everyMs` stays the longest wait — and tasks started
+ * together drift apart). A failing call is logged and tried again next period. The waits
  * share Node timers with the other periodic tasks of the process due in the
  * same slot ({@link periodSlotMs}). Failures go to `opts.failures` (kit/log
  * FailureLog: the hollow nodes of a process share one, so that the api away
@@ -31,7 +34,7 @@ export function periodic(
   everyMs: number,
   fn: (signal: AbortSignal) => Promise<void>,
   log: Logger,
-  opts: { jitterFirst?: boolean; failures?: FailureLog; subject?: string } = {},
+  opts: { jitterFirst?: boolean; spread?: number; failures?: FailureLog; subject?: string } = {},
 ): Runnable {
   const slotMs = periodSlotMs(everyMs);
   const subject = `${name}|${opts.subject ?? ""}`;
@@ -64,7 +67,7 @@ export function periodic(
             if (signal.aborted) break;
             failures.failed(TASK_FAILED, subject, err, fields, log);
           }
-          if (!(await pause(everyMs))) break;
+          if (!(await pause(opts.spread ? everyMs * (1 - opts.spread * Math.random()) : everyMs))) break;
         }
       } finally {
         unlisten();
