@@ -75,7 +75,8 @@ export interface ApiConfig {
   /**
    * API Priority and Fairness: CHOREO_API_MAX_REQUESTS_INFLIGHT requests run at once across the priority levels (600, as
    * kube-apiserver's 400 + 200; 0 turns flow control off), CHOREO_API_MAX_QUEUE_WAIT how long one may wait for its seat (a Go
-   * duration, 8s: below the kit client's 10 s), CHOREO_API_MAX_QUEUED how many may wait in one level (10000); past either, 429.
+   * duration, 8s: below the kit client's 10 s), CHOREO_API_MAX_QUEUED how many may wait in one level (50000: at ~3,000
+   * writes a second the 8 s wait binds first; 9,000 waited at once in the 150,000-pod run); past either, 429.
    */
   flowControl: { concurrency: number; maxWaitMs: number; queueLimit: number };
 }
@@ -160,7 +161,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): ApiConfig {
     flowControl: {
       concurrency: int(env, "CHOREO_API_MAX_REQUESTS_INFLIGHT", 600),
       maxWaitMs: duration(env, "CHOREO_API_MAX_QUEUE_WAIT", "8s"),
-      queueLimit: int(env, "CHOREO_API_MAX_QUEUED", 10_000),
+      queueLimit: int(env, "CHOREO_API_MAX_QUEUED", 50_000),
     },
   };
 }
