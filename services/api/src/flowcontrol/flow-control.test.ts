@@ -78,7 +78,7 @@ describe("flow control", () => {
     assert.ok(lease.ran(), "a node's heartbeat runs at once: node-high is below its guarantee");
     lease.end("renewed");
     assert.equal(await leaseAnswer, "renewed");
-    // A freed seat goes to the level below its guarantee first: node-high's next request before workload-high's queue.
+    // And again while workload-high still holds every seat and has two waiting.
     const lease2 = held();
     const lease2Answer = fc.run(at("node-high", "system:node:n1"), lease2.fn);
     assert.ok(lease2.ran());
@@ -86,6 +86,29 @@ describe("flow control", () => {
     await lease2Answer;
     for (const r of pods) r.end();
     await Promise.all(podAnswers);
+  });
+
+  it("gives a seat freed in a level below its guarantee to that level's waiter, not to a level that borrows", async () => {
+    // 10 seats: workload-low is guaranteed 5 and borrows the rest; system is guaranteed 2.
+    const fc = new FlowControl({ concurrency: 10, maxWaitMs: 60_000, queueLimit: 100 });
+    const low = Array.from({ length: 12 }, () => held());
+    const lowAnswers = low.map((r) => fc.run(at("workload-low", "ns"), r.fn));
+    const sys = Array.from({ length: 3 }, () => held());
+    const sysAnswers = sys.map((r) => fc.run(at("system", "system:node:n1"), r.fn));
+    await turn();
+    assert.equal(low.filter((r) => r.ran()).length, 10);
+    assert.deepEqual(
+      sys.map((r) => r.ran()),
+      [true, true, false],
+      "system's guaranteed two start at once; its third waits (the server is past its limit)",
+    );
+    sys[0]!.end();
+    await sysAnswers[0];
+    await turn();
+    assert.ok(sys[2]!.ran(), "system's freed seat went to system's waiter");
+    assert.equal(low.filter((r) => r.ran()).length, 10, "workload-low, above its guarantee, still waits");
+    for (const r of [...low, ...sys]) r.end();
+    await Promise.all([...lowAnswers, ...sysAnswers]);
   });
 
   it("runs system:masters' requests (exempt) at once, never queued", async () => {

@@ -20,7 +20,6 @@ export interface FlowControlOptions {
 
 /** A request waiting for its seat. */
 interface Waiter {
-  level: Level;
   since: number;
   resolve: () => void;
   reject: (err: Error) => void;
@@ -218,7 +217,7 @@ export class FlowControl {
 
   private enqueue(level: Level, flow: string): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      const w: Waiter = { level, since: performance.now(), resolve, reject, timer: undefined, gone: false };
+      const w: Waiter = { since: performance.now(), resolve, reject, timer: undefined, gone: false };
       w.timer = setTimeout(() => {
         w.gone = true;
         level.waiting--;

@@ -17,7 +17,7 @@ import type { AuditEntry, AuditLog } from "../audit/index.js";
 import type { Status } from "@choreo/kit/gen/choreo/meta/v1/meta";
 import { impersonate } from "../auth/impersonation.js";
 import { legacyAdmin, StaticTokens } from "../auth/static-tokens.js";
-import type { Authorizer, UserInfo } from "../auth/types.js";
+import type { Attributes, Authorizer, UserInfo } from "../auth/types.js";
 import { requestAttributes } from "./request-attributes.js";
 import { flag, type RequestContext } from "./context.js";
 import { apiGroup, apiGroupList, apiResourceList, apiVersions, serveDiscovery, versionInfo } from "./discovery.js";
@@ -236,7 +236,11 @@ export function createGateway(opts: GatewayOptions): Gateway {
    * user it acts as, or a thrown 401/403. Its audit entry (begun as soon as
    * the caller is known, the decision annotated) goes to `audited`.
    */
-  const admit = async (req: IncomingMessage, url: URL, audited: (e: AuditEntry | undefined) => void = () => undefined): Promise<UserInfo> => {
+  const admit = async (
+    req: IncomingMessage,
+    url: URL,
+    audited: (e: AuditEntry | undefined) => void = () => undefined,
+  ): Promise<{ user: UserInfo; attrs: Attributes | undefined }> => {
     const attrsFor = (u: UserInfo) => requestAttributes(u, method(req), url);
     let authenticated: UserInfo;
     try {
@@ -261,13 +265,13 @@ export function createGateway(opts: GatewayOptions): Gateway {
       if (d.reason) entry?.annotate("authorization.k8s.io/reason", d.reason);
       if (!d.allowed) throw forbiddenError(attrs, d.reason);
     }
-    return user;
+    return { user, attrs };
   };
   /** A stream's admission: its audit event is written when the upgrade is admitted (101) or refused. */
   const admitUpgrade = async (req: IncomingMessage, url: URL): Promise<UserInfo> => {
     let entry: AuditEntry | undefined;
     try {
-      const user = await admit(req, url, (e) => (entry = e));
+      const { user } = await admit(req, url, (e) => (entry = e));
       entry?.finish({ code: 101 });
       return user;
     } catch (err) {
@@ -290,7 +294,7 @@ export function createGateway(opts: GatewayOptions): Gateway {
     audited: (e: AuditEntry | undefined) => void,
   ): Promise<void> {
     if (isWebViewPath(url.pathname)) return serveWebView(req, res, url); // public static files; the page's API calls are authenticated
-    const user = await admit(req, url, audited);
+    const { user, attrs } = await admit(req, url, audited);
     if (req.method === "HEAD" || req.method === "OPTIONS") throw methodNotAllowed(`${req.method} is not supported`);
     // The api's own Prometheus metrics: a non-resource URL, authorized as kube-apiserver's (RBAC get on /metrics: system:monitoring).
     if (url.pathname === "/metrics" && opts.registry) return servePrometheus(req, res, opts.registry);
@@ -331,10 +335,10 @@ export function createGateway(opts: GatewayOptions): Gateway {
       },
     };
     if (route.subresource === "token") return serviceAccountToken(ctx, opts.tokenIssuer);
-    const attrs = opts.flowControl ? requestAttributes(user, method(req), url) : undefined;
     // Watches and streams (logs, exec, attach, port-forward) are long-running: they hold no seat, as the apiserver's.
-    if (!attrs || attrs.verb === "watch" || LONG_RUNNING.has(attrs.subresource)) return resource(ctx);
-    await opts.flowControl!.run(classify(user, attrs), () => resource(ctx));
+    const flow = opts.flowControl;
+    if (!flow || !attrs || attrs.verb === "watch" || LONG_RUNNING.has(attrs.subresource)) return resource(ctx);
+    await flow.run(classify(user, attrs), () => resource(ctx));
   }
 
   function handle(req: IncomingMessage, res: ServerResponse): void {
