@@ -108,20 +108,24 @@ describe("flow control on the HTTP gateway", () => {
     assert.match(await metrics.metrics(), /choreo_api_flowcontrol_rejected_requests_total\{priority_level="global-default",reason="queue-full"\} 2/);
   });
 
-  it("kubectl waits the Retry-After and asks again until it gets a seat", async (t) => {
-    if (!(await kubectlInstalled())) return t.skip("kubectl is not installed");
-    const kubectl = kubectlRunner(dir, writeKubeconfig(dir, { server: httpsBase, caPem, token: "alice-token" }), { requestTimeoutSeconds: 20 });
-    const refusedBefore = rejected(await metrics.metrics());
-    const held = await holdSeat();
-    const run = kubectl("get", "configmap", "fast", "-o", "jsonpath={.data.k}");
-    // Released only once kubectl has been refused at least once: its success is its retry's.
-    while (rejected(await metrics.metrics()) === refusedBefore) await new Promise((r) => setTimeout(r, 50));
-    release();
-    assert.equal((await held.answer).status, 200);
-    const r = await run;
-    assert.equal(r.code, 0, r.stderr);
-    assert.equal(r.stdout, "fast");
-  });
+  for (const [version, bin] of [
+    ["1.32", "kubectl"],
+    ["1.20", process.env["CHOREO_KUBECTL_120"] ?? "/var/lib/choreo/tools/kubectl-1.20/usr/bin/kubectl"],
+  ] as const)
+    it(`kubectl ${version} waits the Retry-After and asks again until it gets a seat`, async (t) => {
+      if (!(await kubectlInstalled(bin))) return t.skip(`kubectl ${version} is not installed`);
+      const kubectl = kubectlRunner(dir, writeKubeconfig(dir, { server: httpsBase, caPem, token: "alice-token" }), { bin, requestTimeoutSeconds: 20 });
+      const refusedBefore = rejected(await metrics.metrics());
+      const held = await holdSeat();
+      const run = kubectl("get", "configmap", "fast", "-o", "jsonpath={.data.k}");
+      // Released only once kubectl has been refused at least once: its success is its retry's.
+      while (rejected(await metrics.metrics()) === refusedBefore) await new Promise((r) => setTimeout(r, 50));
+      release();
+      assert.equal((await held.answer).status, 200);
+      const r = await run;
+      assert.equal(r.code, 0, r.stderr);
+      assert.equal(r.stdout, "fast");
+    });
 });
 
 function rejected(text: string): number {
