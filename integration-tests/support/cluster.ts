@@ -30,7 +30,7 @@ import {
   type NatsClusterHandle,
   type ServerHandle,
 } from "@choreo/kit/testing";
-import { API_NODE_FLAGS } from "@choreo/kit/process";
+import { API_NODE_FLAGS, NODE_FLAGS } from "@choreo/kit/process";
 import { metaOf, unwrap } from "@choreo/kit";
 import type { Endpoints } from "@choreo/kit/gen/choreo/core/v1/core";
 
@@ -136,9 +136,9 @@ async function healthz(port: number): Promise<boolean> {
   }
 }
 
-/** Node flags for an actor's process: CHOREO_<NAME>_NODE_ARGS (space-separated; `node-agent` → CHOREO_NODE_AGENT_NODE_ARGS). */
+/** Node flags for an actor's process: kit's NODE_FLAGS, then CHOREO_<NAME>_NODE_ARGS (space-separated; `node-agent` → CHOREO_NODE_AGENT_NODE_ARGS). */
 function actorNodeArgs(name: string): string[] {
-  return (process.env[`CHOREO_${name.toUpperCase().replace(/-/g, "_")}_NODE_ARGS`] ?? "").split(" ").filter(Boolean);
+  return [...NODE_FLAGS, ...(process.env[`CHOREO_${name.toUpperCase().replace(/-/g, "_")}_NODE_ARGS`] ?? "").split(" ").filter(Boolean)];
 }
 
 /**

@@ -14,7 +14,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { promisify } from "node:util";
 import os from "node:os";
 import path from "node:path";
-import { freePort, startProcess } from "@choreo/kit/process";
+import { freePort, NODE_FLAGS, startProcess } from "@choreo/kit/process";
 import { createLogger } from "@choreo/kit/log";
 import { writeCredentials, writeSecretFile } from "@choreo/kit/secrets";
 import { CliError, RestClient, StatusError } from "../client.js";
@@ -188,6 +188,7 @@ export async function join(o: JoinOptions, log: (line: string) => void = console
         name: o.nodeName,
         cmd: process.execPath,
         args: [
+          ...NODE_FLAGS,
           "--import",
           "tsx",
           main,

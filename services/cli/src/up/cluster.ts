@@ -1,6 +1,6 @@
 import { appendFileSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from "node:fs";
 import path from "node:path";
-import { startProcess, waitFor, type HaproxyHandle, type ManagedProcess, type RedisHaHandle, type ServerHandle } from "@choreo/kit/process";
+import { NODE_FLAGS, startProcess, waitFor, type HaproxyHandle, type ManagedProcess, type RedisHaHandle, type ServerHandle } from "@choreo/kit/process";
 import { eventKeyPaths } from "@choreo/kit/bus";
 import { onAbort } from "@choreo/kit/lifecycle";
 import { createLogger, type Logger } from "@choreo/kit/log";
@@ -315,7 +315,7 @@ export async function up(
             startProcess({
               name,
               cmd: process.execPath,
-              args: ["--import", "tsx", main, ...args],
+              args: [...NODE_FLAGS, "--import", "tsx", main, ...args],
               cwd: ROOT,
               env: {
                 ...busEnv(nats),

@@ -1,7 +1,7 @@
 // Process supervision, for `choreo up` and for tests: children started and
 // awaited until ready, killed (-9) or stopped, nats-server and redis-server
 // with authentication on free ports, and a polling helper.
-export { startProcess, freePort, waitFor, API_NODE_FLAGS } from "./process.js";
+export { startProcess, freePort, waitFor, API_NODE_FLAGS, NODE_FLAGS } from "./process.js";
 export type { ProcessOptions, ManagedProcess } from "./process.js";
 export { startNats, startRedis } from "./servers.js";
 export { startNatsCluster } from "./nats-cluster.js";
