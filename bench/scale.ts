@@ -126,7 +126,7 @@ try {
     };
     const writesBefore = await apiWrites();
     // API Priority and Fairness (services/api/src/flowcontrol): requests waiting for a seat, queued so far, refused with 429.
-    const flowControl = async (): Promise<{ inQueue: number; queued: number; waitSeconds: number; refused: number }> => {
+    const flowControl = async (): Promise<{ inQueue: number; queued: number; waitSeconds: number; refused: number; audited: number }> => {
       const text = await (await fetch(`http://127.0.0.1:${c.apis[0]?.metricsPort}/metrics`)).text();
       const sum = (re: RegExp): number => [...text.matchAll(re)].reduce((a, x) => a + Number(x[1]), 0);
       return {
@@ -134,6 +134,8 @@ try {
         queued: sum(/^choreo_api_flowcontrol_request_wait_duration_seconds_count\{[^}]*\} (\d+)/gm),
         waitSeconds: sum(/^choreo_api_flowcontrol_request_wait_duration_seconds_sum\{[^}]*\} ([\d.e+-]+)/gm),
         refused: sum(/^choreo_api_flowcontrol_rejected_requests_total\{[^}]*\} (\d+)/gm),
+        // The audit log's lines (services/api/src/audit: one per request its policy does not leave out).
+        audited: sum(/^choreo_audit_events_total\{[^}]*\} (\d+)/gm),
       };
     };
     const flowBefore = await flowControl();
@@ -333,6 +335,7 @@ try {
     console.log(
       `api flow control: ${queued} requests waited for a seat (mean ${queued ? (((flowAfter.waitSeconds - flowBefore.waitSeconds) / queued) * 1000).toFixed(1) : 0} ms; at most ${maxInQueue} waiting at a 10 s sample), ${flowAfter.refused - flowBefore.refused} refused with 429`,
     );
+    console.log(`api audit log: ${((flowAfter.audited - flowBefore.audited) / PODS).toFixed(2)} lines per pod`);
     let rssTotal = 0;
     for (const [n, p] of procs) {
       const a = cpuBefore.get(n);
