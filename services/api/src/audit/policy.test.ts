@@ -180,7 +180,7 @@ rules:
     assert.equal(lvl({ resource: "configmaps" }), "Metadata");
   });
 
-  it("the default policy: nothing for health, version and lease reads; Metadata for the rest", () => {
+  it("the default policy: nothing for health, version, lease reads, nodes reading Nodes and Events; Metadata for the rest", () => {
     const lvl = (a: Partial<Attributes>) => evaluatePolicy(DEFAULT_POLICY, attrs(a)).level;
     for (const path of ["/healthz", "/readyz", "/readyz/ping", "/livez", "/version"]) assert.equal(lvl({ resourceRequest: false, path }), "None", path);
     assert.equal(lvl({ resourceRequest: false, path: "/apis" }), "Metadata");
@@ -188,6 +188,18 @@ rules:
       assert.equal(lvl({ verb, apiGroup: "coordination.k8s.io", resource: "leases", namespace: "kube-node-lease" }), "None", verb);
     assert.equal(lvl({ verb: "update", apiGroup: "coordination.k8s.io", resource: "leases", namespace: "kube-node-lease" }), "Metadata");
     assert.equal(lvl({ verb: "create", resource: "secrets", namespace: "default" }), "Metadata");
+    // A node reading a Node: nothing (the kubelet's status check every 10 s); a node writing one, or anyone else reading it: Metadata.
+    const node = { user: { name: "system:node:n1", uid: "", groups: ["system:nodes", "system:authenticated"], extra: {} } };
+    assert.equal(lvl({ ...node, verb: "get", resource: "nodes", name: "n1" }), "None");
+    assert.equal(lvl({ ...node, verb: "get", resource: "nodes", subresource: "status", name: "n1" }), "None");
+    assert.equal(lvl({ ...node, verb: "update", resource: "nodes", subresource: "status", name: "n1" }), "Metadata");
+    assert.equal(lvl({ ...node, verb: "list", resource: "nodes" }), "Metadata");
+    assert.equal(lvl({ verb: "get", resource: "nodes", name: "n1" }), "Metadata");
+    // Events of either group, by anyone: nothing.
+    for (const apiGroup of ["", "events.k8s.io"]) {
+      for (const verb of ["create", "patch", "list", "delete"])
+        assert.equal(lvl({ verb, apiGroup, resource: "events", namespace: "default" }), "None", `${apiGroup} ${verb}`);
+    }
   });
 });
 
