@@ -3,12 +3,14 @@
 // (client-go) waits that long and asks again; system:masters and watches never
 // wait for a seat.
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
+import { execFile } from "node:child_process";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { fromKubeJson } from "@choreo/kit/kube-json";
 import { silentLogger } from "@choreo/kit/log";
+import * as k8s from "@kubernetes/client-node";
 import { Registry } from "prom-client";
 import { Authenticator } from "../auth/authenticate.js";
 import { parseTokenFile, StaticTokens } from "../auth/static-tokens.js";
@@ -106,6 +108,61 @@ describe("flow control on the HTTP gateway", () => {
     assert.equal((await held.answer).status, 200);
     assert.equal((await get("/api/v1/namespaces/default/configmaps/fast", "alice-token")).status, 200, "the seat is free again");
     assert.match(await metrics.metrics(), /choreo_api_flowcontrol_rejected_requests_total\{priority_level="global-default",reason="queue-full"\} 2/);
+  });
+
+  it("@kubernetes/client-node reads the 429 as an ApiException with the TooManyRequests Status and Retry-After", async () => {
+    const kc = new k8s.KubeConfig();
+    kc.loadFromFile(writeKubeconfig(dir, { server: httpsBase, caPem, token: "alice-token" }));
+    const api = kc.makeApiClient(k8s.CoreV1Api);
+    const held = await holdSeat();
+    try {
+      await api.readNamespacedConfigMap({ name: "fast", namespace: "default" });
+      assert.fail("the read got a seat");
+    } catch (err) {
+      assert.ok(err instanceof k8s.ApiException, `an ApiException, not ${String(err)}`);
+      const e = err as k8s.ApiException<unknown>;
+      assert.equal(e.code, 429);
+      assert.equal(e.headers["retry-after"], "1");
+      const body = (typeof e.body === "string" ? JSON.parse(e.body) : e.body) as { kind: string; reason: string; details?: { retryAfterSeconds?: number } };
+      assert.equal(body.kind, "Status");
+      assert.equal(body.reason, "TooManyRequests");
+      assert.equal(body.details?.retryAfterSeconds, 1);
+    } finally {
+      release();
+      await held.answer;
+    }
+  });
+
+  it("the official Python client raises ApiException(429) with the Status and Retry-After (it does not retry, as against kube-apiserver)", async (t) => {
+    if (!existsSync("/usr/bin/python3")) return t.skip("python3 is not installed");
+    const kubeconfig = writeKubeconfig(dir, { server: httpsBase, caPem, token: "alice-token" });
+    const script = [
+      "import json, sys",
+      "from kubernetes import client, config",
+      "from kubernetes.client.rest import ApiException",
+      "config.load_kube_config(config_file=sys.argv[1])",
+      "try:",
+      "    client.CoreV1Api().read_namespaced_config_map('fast', 'default')",
+      "    print(json.dumps({'accepted': True}))",
+      "except ApiException as e:",
+      "    print(json.dumps({'status': e.status, 'retryAfter': e.headers.get('Retry-After'), 'body': json.loads(e.body)}))",
+    ].join("\n");
+    const held = await holdSeat();
+    try {
+      const r = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) =>
+        execFile("/usr/bin/python3", ["-c", script, kubeconfig], { timeout: 60_000 }, (err, stdout, stderr) => resolve({ code: err ? 1 : 0, stdout, stderr })),
+      );
+      if (/No module named 'kubernetes'/.test(r.stderr)) return t.skip("python3-kubernetes is not installed");
+      assert.equal(r.code, 0, r.stderr);
+      const out = JSON.parse(r.stdout) as { status?: number; retryAfter?: string; body?: { kind: string; reason: string } };
+      assert.equal(out.status, 429, r.stdout);
+      assert.equal(out.retryAfter, "1");
+      assert.equal(out.body?.kind, "Status");
+      assert.equal(out.body?.reason, "TooManyRequests");
+    } finally {
+      release();
+      await held.answer;
+    }
   });
 
   for (const [version, bin] of [
